@@ -1,0 +1,70 @@
+import * as path from "node:path"
+import { Config, ConfigError, Effect, Either, Option, Redacted } from "effect"
+
+// Validated before naming, so an error reads "SP_X: must be …" rather than losing the variable.
+const boundedInt = (name: string, message: string, validation: (n: number) => boolean) =>
+  Config.integer().pipe(Config.validate({ message, validation }), Config.nested(name))
+
+const positive = (name: string) => boundedInt(name, "must be a positive integer", (n) => n > 0)
+const positiveInt = (name: string, fallback: number) => positive(name).pipe(Config.withDefault(fallback))
+
+const list = (name: string) => Config.array(Config.string(), name).pipe(Config.withDefault([] as Array<string>))
+
+const DeploymentMode = Config.literal("self-hosted", "cloud")("SP_DEPLOYMENT_MODE").pipe(
+  Config.withDefault("self-hosted" as const)
+)
+
+const raw = Config.all({
+  host: Config.string("SP_HOST").pipe(Config.withDefault("127.0.0.1")),
+  port: Config.port("SP_PORT").pipe(Config.withDefault(3300)),
+  webPort: Config.port("SP_WEB_PORT").pipe(Config.withDefault(3200)),
+  dataDir: Config.string("SP_DATA_DIR").pipe(Config.withDefault("./.sluice")),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  deploymentMode: DeploymentMode,
+  localAccess: Config.option(Config.boolean("SP_LOCAL_ACCESS")),
+  perKeyRpm: positiveInt("SP_PER_KEY_RPM", 120),
+  perOrgRpm: positiveInt("SP_PER_ORG_RPM", 300),
+  authRpmPerIp: positiveInt("SP_RATE_LIMIT_AUTH_RPM", 60),
+  generalRpmPerIp: positiveInt("SP_RATE_LIMIT_GENERAL_RPM", 10_000),
+  expensiveRpmPerIp: positiveInt("SP_RATE_LIMIT_EXPENSIVE_RPM", 1_000),
+  maxExportRows: positiveInt("SP_MAX_EXPORT_ROWS", 50_000),
+  jwtLeewaySeconds: boundedInt("SP_JWT_LEEWAY", "must be between 0 and 600 seconds", (n) => n >= 0 && n <= 600).pipe(
+    Config.withDefault(30)
+  ),
+  jwksUrl: Config.option(Config.url("SP_JWKS_URL")),
+  adminUserIds: list("SP_ADMIN_USER_IDS"),
+  redisUrl: Config.option(Config.redacted("REDIS_URL")),
+  trustedProxies: list("SP_TRUSTED_PROXIES"),
+  allowedHosts: list("SP_ALLOWED_HOSTS"),
+  storePoolSize: positiveInt("SP_STORE_POOL_SIZE", 4),
+  leaseTtlSeconds: positiveInt("SP_LEASE_TTL_SECONDS", 30),
+  auditRetentionDays: Config.option(positive("SP_AUDIT_RETENTION_DAYS"))
+})
+
+const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
+
+/** Every setting, read once at start. Services take this, never `process.env`. */
+export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
+  effect: Effect.gen(function* () {
+    const c = yield* raw
+    const selfHosted = c.deploymentMode === "self-hosted"
+    if (!selfHosted && Option.getOrElse(c.localAccess, () => false)) {
+      return yield* Effect.fail(invalid("SP_LOCAL_ACCESS", "local access is only available when SP_DEPLOYMENT_MODE=self-hosted"))
+    }
+    if (!selfHosted && Option.isNone(c.databaseUrl)) {
+      return yield* Effect.fail(invalid("DATABASE_URL", "is required when SP_DEPLOYMENT_MODE=cloud (the embedded store serves one process)"))
+    }
+    for (const url of [c.databaseUrl, c.redisUrl]) {
+      if (Option.isSome(url) && Either.isLeft(Either.try(() => new URL(Redacted.value(url.value))))) {
+        const name = url === c.databaseUrl ? "DATABASE_URL" : "REDIS_URL"
+        return yield* Effect.fail(invalid(name, "is not a valid URL"))
+      }
+    }
+    return {
+      ...c,
+      dataDir: path.resolve(c.dataDir),
+      selfHosted,
+      localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)
+    } as const
+  })
+}) {}

@@ -1,0 +1,30 @@
+import { createServer } from "node:http"
+import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { SluiceApi } from "../src/api/Api"
+import { AuditHttp } from "../src/http/AuditHttp"
+import { AuthenticationLive } from "../src/http/AuthenticationLive"
+import { KeysHttp } from "../src/http/KeysHttp"
+import { PublicHttp } from "../src/http/PublicHttp"
+import { makeRequestPipeline } from "../src/http/RequestPipeline"
+import { SystemHttp } from "../src/http/SystemHttp"
+import { AppConfig } from "./AppConfig"
+
+const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
+  Layer.provide([KeysHttp, AuditHttp, SystemHttp, PublicHttp]),
+  Layer.provide(AuthenticationLive)
+)
+
+const NodeServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => NodeHttpServer.layer(() => createServer(), { port: config.port, host: config.host }))
+)
+
+/** REST under /api, /health, /local-api-key, the OpenAPI document and its docs page, on SP_PORT. */
+export const HttpServerLive = Layer.unwrapEffect(Effect.map(makeRequestPipeline, (pipeline) => HttpApiBuilder.serve(pipeline))).pipe(
+  Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
+  Layer.provide(ApiLive),
+  HttpServer.withLogAddress,
+  Layer.provide(NodeServerLive)
+)

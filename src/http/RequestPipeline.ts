@@ -1,0 +1,197 @@
+import { randomUUID } from "node:crypto"
+import { HttpApp, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Cause, Effect, Option } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
+import { principalLabel } from "../domain/Principal"
+import { Audit } from "../services/Audit"
+import { Metrics } from "../services/Metrics"
+import { MAX_BODY_BYTES } from "../services/Posture"
+import { resolveClientAddress } from "./ClientAddress"
+import { type RequestInfo, RequestState } from "./RequestState"
+
+const REFUSALS = new Set([401, 403, 429])
+
+const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> = {
+  400: ["invalid_request", "The request is not valid"],
+  401: ["unauthenticated", "Authentication is required"],
+  403: ["forbidden", "Forbidden"],
+  404: ["not_found", "Not found"],
+  405: ["method_not_allowed", "Method not allowed"],
+  409: ["conflict", "Conflict"],
+  413: ["payload_too_large", `Request bodies are limited to ${MAX_BODY_BYTES} bytes`],
+  429: ["rate_limited", "Too many requests"],
+  503: ["unavailable", "The service is unavailable; try again shortly"]
+}
+
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "content-security-policy": "frame-ancestors 'none'",
+  "referrer-policy": "no-referrer"
+}
+
+const tooLarge = () => errorResponse(413, "payload_too_large", `Request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+
+/**
+ * A chunked body has no length to check up front; the body reader stops at the cap and destroys the
+ * socket, which would lose the 413. Draining instead lets the client read the refusal.
+ */
+const drainInsteadOfReset = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) => {
+  const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+  incoming.destroy = function (this: typeof incoming) {
+    info.bodyTooLarge = true
+    this.removeAllListeners("data")
+    this.resume()
+    return this
+  }
+}
+
+export const errorResponse = (status: number, code: string, message: string, extra: Record<string, unknown> = {}) =>
+  HttpServerResponse.unsafeJson({ code, message, ...extra }, { status })
+
+const readJson = (response: HttpServerResponse.HttpServerResponse): Record<string, unknown> | null => {
+  if (response.body._tag !== "Uint8Array" || !response.body.contentType.includes("json")) return null
+  const parsed: unknown = Option.getOrNull(Option.liftThrowable(JSON.parse)(new TextDecoder().decode(response.body.body)))
+  return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null
+}
+
+/** Every error leaves as `{code, message, …}`: no class tags, stack traces or empty bodies. */
+const normalizeError = (response: HttpServerResponse.HttpServerResponse) => {
+  if (response.status < 400) return response
+  const body = readJson(response)
+  const [fallbackCode, fallbackMessage] = DEFAULT_ERRORS[response.status] ??
+    (response.status >= 500 ? ["internal_error", "Internal error"] : ["error", "The request failed"])
+  const { _tag, code, message, issues, ...extra } = body ?? {}
+  const decodeIssues =
+    _tag === "HttpApiDecodeError" && Array.isArray(issues)
+      ? issues.map((issue: { path?: ReadonlyArray<unknown>; message?: unknown }) => ({
+          path: issue.path ?? [],
+          message: String(issue.message)
+        }))
+      : null
+  const normalized =
+    typeof code === "string" && typeof message === "string"
+      ? errorResponse(response.status, code, message, extra)
+      : decodeIssues !== null
+        ? errorResponse(
+            response.status,
+            "invalid_request",
+            decodeIssues.map((i) => (i.path.length > 0 ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; "),
+            { issues: decodeIssues }
+          )
+        : errorResponse(response.status, fallbackCode, fallbackMessage)
+  const retryAfter = extra["retry_after_seconds"]
+  return HttpServerResponse.setHeaders(normalized, {
+    ...response.headers,
+    "content-type": "application/json",
+    ...(response.status === 429 && typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {})
+  })
+}
+
+const allowedHostGuard = (config: AppConfig) => {
+  const names = new Set(["localhost", "127.0.0.1", "[::1]", ...config.allowedHosts.map((h) => h.toLowerCase())])
+  if (config.host !== "0.0.0.0" && config.host !== "::") names.add(config.host.toLowerCase())
+  const enforce = config.selfHosted || config.allowedHosts.length > 0
+  const hostname = (value: string) => {
+    const url = Option.getOrNull(Option.liftThrowable(() => new URL(value.includes("://") ? value : `http://${value}`))())
+    return url?.hostname.toLowerCase() ?? null
+  }
+  return (headers: Readonly<Record<string, string | undefined>>) => {
+    if (!enforce) return true
+    const host = headers["host"]
+    const origin = headers["origin"]
+    const hostOk = host !== undefined && names.has(hostname(host) ?? "")
+    const originOk = origin === undefined || origin === "null" ? origin === undefined : names.has(hostname(origin) ?? "")
+    return hostOk && originOk
+  }
+}
+
+/**
+ * The outer request path: host guard, body cap, request id, error envelope, security headers,
+ * and the audit row, committed before the response leaves.
+ */
+export const makeRequestPipeline = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const audit = yield* Audit
+  const metrics = yield* Metrics
+  const trustedProxies = new Set(config.trustedProxies)
+  const hostAllowed = allowedHostGuard(config)
+
+  /** Runs just before the response is written: envelope, headers, then the audit row (503 if it cannot be committed). */
+  const finish = (
+    request: HttpServerRequest.HttpServerRequest,
+    info: RequestInfo,
+    started: number,
+    raw: HttpServerResponse.HttpServerResponse
+  ) =>
+    Effect.gen(function* () {
+      const headers = {
+        ...SECURITY_HEADERS,
+        "x-request-id": info.requestId,
+        ...(request.url.startsWith("/docs") ? {} : { "cache-control": "no-store" })
+      }
+      const response = HttpServerResponse.setHeaders(normalizeError(info.bodyTooLarge ? tooLarge() : raw), headers)
+      const status = response.status
+      const outcome = status < 400 ? "success" : REFUSALS.has(status) ? "refused" : "error"
+      const durationMs = performance.now() - started
+      metrics.end(outcome, durationMs)
+      if (info.principal === null && !REFUSALS.has(status)) return response
+      const body = outcome === "refused" ? readJson(response) : null
+      const recorded = yield* Effect.either(
+        audit.record({
+          timestamp: Math.floor(Date.now() / 1000),
+          org_id: info.principal?.orgId ?? null,
+          principal: info.principal ? principalLabel(info.principal) : null,
+          key_id: info.principal?.keyId ?? null,
+          user_id: info.principal?.userId ?? null,
+          event_type: info.eventType,
+          method: request.method,
+          route: request.url.split("?")[0]!.slice(0, 512),
+          status,
+          connection: info.connection,
+          sql: info.sql,
+          outcome,
+          block_reason: typeof body?.["code"] === "string" ? body["code"] : null,
+          rows: info.rows,
+          duration_ms: Number(durationMs.toFixed(3)),
+          client_ip: info.client.ip,
+          user_agent: request.headers["user-agent"]?.slice(0, 512) ?? null,
+          request_id: info.requestId
+        })
+      )
+      return recorded._tag === "Right"
+        ? response
+        : HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
+    })
+
+  return (app: HttpApp.Default): HttpApp.Default =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const started = performance.now()
+      const info: RequestInfo = {
+        requestId: randomUUID(),
+        client: resolveClientAddress(Option.getOrNull(request.remoteAddress), request.headers, trustedProxies),
+        eventType: "api",
+        principal: null,
+        connection: null,
+        sql: null,
+        rows: null,
+        bodyTooLarge: false
+      }
+      metrics.begin()
+      if (!hostAllowed(request.headers)) {
+        const refused = errorResponse(403, "forbidden", "The Host or Origin of this request is not allowed (set SP_ALLOWED_HOSTS)")
+        return yield* finish(request, info, started, refused)
+      }
+      if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* finish(request, info, started, tooLarge())
+      if (request.headers["transfer-encoding"] !== undefined) drainInsteadOfReset(request, info)
+      return yield* app.pipe(
+        HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response)),
+        Effect.provideService(RequestState, info),
+        HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
+        Effect.tapErrorCause((cause) => (Cause.isDie(cause) ? Effect.logError("request failed", cause) : Effect.void)),
+        Effect.onInterrupt(() => Effect.sync(() => metrics.end("error", performance.now() - started)))
+      )
+    })
+})

@@ -1,0 +1,17 @@
+import { Context } from "effect"
+import type { Principal } from "../domain/Principal"
+import type { ClientAddress } from "./ClientAddress"
+
+/** What one request learns on its way through, read back when its audit row is written. */
+export interface RequestInfo {
+  readonly requestId: string
+  readonly client: ClientAddress
+  eventType: string
+  principal: Principal | null
+  connection: string | null
+  sql: string | null
+  rows: number | null
+  bodyTooLarge: boolean
+}
+
+export class RequestState extends Context.Tag("sluice/RequestState")<RequestState, RequestInfo>() {}

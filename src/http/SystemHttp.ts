@@ -1,0 +1,39 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Stream } from "effect"
+import { SluiceApi } from "../api/Api"
+import { RateLimited } from "../domain/Errors"
+import { CurrentPrincipal } from "../domain/Principal"
+import { Metrics } from "../services/Metrics"
+import { Posture } from "../services/Posture"
+import { Settings } from "../services/Settings"
+
+const METRICS_INTERVAL = "2 seconds"
+
+export const SystemHttp = HttpApiBuilder.group(SluiceApi, "system", (handlers) =>
+  Effect.gen(function* () {
+    const posture = yield* Posture
+    const settings = yield* Settings
+    const metrics = yield* Metrics
+
+    const metricsStream = Effect.suspend(() => {
+      if (!metrics.tryOpenStream()) {
+        return Effect.fail(new RateLimited({ message: "At most 20 metrics streams may be open at once", retry_after_seconds: 15 }))
+      }
+      const events = Stream.tick(METRICS_INTERVAL).pipe(
+        Stream.map(() => `event: metrics\ndata: ${JSON.stringify(metrics.snapshot())}\n\n`),
+        Stream.encodeText,
+        Stream.ensuring(Effect.sync(metrics.closeStream))
+      )
+      return Effect.succeed(
+        HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: { "x-accel-buffering": "no" } })
+      )
+    })
+
+    return handlers
+      .handle("plan", () => Effect.flatMap(CurrentPrincipal, posture.plan))
+      .handle("getSettings", () => Effect.flatMap(CurrentPrincipal, settings.get))
+      .handle("putSettings", ({ payload }) => Effect.flatMap(CurrentPrincipal, (p) => settings.update(p, payload)))
+      .handle("securityStatus", () => Effect.flatMap(CurrentPrincipal, posture.securityStatus))
+      .handleRaw("metrics", () => metricsStream)
+  })
+)

@@ -1,0 +1,13 @@
+import m0001 from "./0001_tenancy"
+import m0002 from "./0002_api_keys"
+import m0003 from "./0003_audit"
+import m0004 from "./0004_settings"
+import m0005 from "./0005_leases"
+
+export const migrations = {
+  "0001_tenancy": m0001,
+  "0002_api_keys": m0002,
+  "0003_audit": m0003,
+  "0004_settings": m0004,
+  "0005_leases": m0005
+}

@@ -1,0 +1,121 @@
+import { SqlClient } from "@effect/sql"
+import { Chunk, Effect, Option, Stream } from "effect"
+import type { OrgId } from "../domain/Ids"
+import { tenantScope } from "./Tenant"
+
+export type AuditInsert = {
+  readonly timestamp: number
+  readonly org_id: string | null
+  readonly principal: string | null
+  readonly key_id: string | null
+  readonly user_id: string | null
+  readonly event_type: string
+  readonly method: string | null
+  readonly route: string
+  readonly status: number | null
+  readonly connection: string | null
+  readonly sql: string | null
+  readonly outcome: "success" | "refused" | "error"
+  readonly block_reason: string | null
+  readonly rows: number | null
+  readonly duration_ms: number
+  readonly client_ip: string | null
+  readonly user_agent: string | null
+  readonly request_id: string
+}
+
+export interface AuditRow extends AuditInsert {
+  readonly id: string
+}
+
+export interface AuditFilter {
+  readonly from?: number | undefined
+  readonly to?: number | undefined
+  readonly event_type?: string | undefined
+  readonly connection?: string | undefined
+  readonly key_id?: string | undefined
+  readonly outcome?: string | undefined
+}
+
+const COLUMNS = `id::text as id, "timestamp"::float8 as "timestamp", org_id, principal, key_id, user_id, event_type, method, route,
+  status, connection, sql, outcome, block_reason, rows, duration_ms, client_ip, user_agent, request_id`
+
+export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const withOrg = tenantScope(sql)
+
+    /** One INSERT for a whole group-commit batch. */
+    const insertBatch = (rows: ReadonlyArray<AuditInsert>) =>
+      sql`insert into gateway_audit_logs ${sql.insert(rows)}`.pipe(Effect.asVoid)
+
+    const where = (orgId: OrgId, f: AuditFilter, beforeId: string | null) =>
+      sql.and([
+        sql`org_id = ${orgId}`,
+        ...(f.from !== undefined ? [sql`"timestamp" >= ${f.from}`] : []),
+        ...(f.to !== undefined ? [sql`"timestamp" <= ${f.to}`] : []),
+        ...(f.event_type !== undefined ? [sql`event_type = ${f.event_type}`] : []),
+        ...(f.connection !== undefined ? [sql`connection = ${f.connection}`] : []),
+        ...(f.key_id !== undefined ? [sql`key_id = ${f.key_id}`] : []),
+        ...(f.outcome !== undefined ? [sql`outcome = ${f.outcome}`] : []),
+        ...(beforeId !== null ? [sql`id < ${beforeId}::bigint`] : [])
+      ])
+
+    /** Newest first, keyset-paginated by id. */
+    const page = (orgId: OrgId, filter: AuditFilter, beforeId: string | null, limit: number) =>
+      sql<AuditRow>`select ${sql.unsafe(COLUMNS)} from gateway_audit_logs
+        where ${where(orgId, filter, beforeId)} order by gateway_audit_logs.id desc limit ${limit}`.pipe(withOrg(orgId))
+
+    const exportStream = (orgId: OrgId, filter: AuditFilter, maxRows: number, batch = 1000) =>
+      Stream.paginateChunkEffect({ beforeId: null as string | null, remaining: maxRows }, (state) =>
+        page(orgId, filter, state.beforeId, Math.min(batch, state.remaining)).pipe(
+          Effect.map((rows) => {
+            const remaining = state.remaining - rows.length
+            const last = rows.at(-1)
+            const next =
+              last && rows.length === Math.min(batch, state.remaining) && remaining > 0
+                ? Option.some({ beforeId: last.id, remaining })
+                : Option.none()
+            return [rows, next] as const
+          }),
+          Effect.map(([rows, next]) => [Chunk.unsafeFromArray(rows), next] as const)
+        )
+      )
+
+    const stats = (orgId: OrgId, since: number) =>
+      Effect.all(
+        {
+          totals: sql<{ total: number; success: number; refused: number; error: number }>`select
+              count(*)::int as total,
+              count(*) filter (where outcome = 'success')::int as success,
+              count(*) filter (where outcome = 'refused')::int as refused,
+              count(*) filter (where outcome = 'error')::int as error
+            from gateway_audit_logs where org_id = ${orgId} and "timestamp" >= ${since}`.pipe(Effect.map((rows) => rows[0]!)),
+          hourly: sql<{ hour: number; success: number; refused: number; error: number }>`select
+              ("timestamp" / 3600 * 3600)::float8 as hour,
+              count(*) filter (where outcome = 'success')::int as success,
+              count(*) filter (where outcome = 'refused')::int as refused,
+              count(*) filter (where outcome = 'error')::int as error
+            from gateway_audit_logs where org_id = ${orgId} and "timestamp" >= ${since}
+            group by 1 order by 1`,
+          topKeys: sql<{ key_id: string; principal: string | null; requests: number }>`select
+              key_id, max(principal) as principal, count(*)::int as requests
+            from gateway_audit_logs where org_id = ${orgId} and "timestamp" >= ${since} and key_id is not null
+            group by key_id order by requests desc limit 10`,
+          blockReasons: sql<{ block_reason: string; count: number }>`select block_reason, count(*)::int as count
+            from gateway_audit_logs where org_id = ${orgId} and "timestamp" >= ${since} and block_reason is not null
+            group by block_reason order by count desc limit 20`
+        },
+        { concurrency: 1 }
+      ).pipe(withOrg(orgId))
+
+    /** Cloud retention: deletes up to `batch` rows older than `before`; returns how many went. */
+    const pruneBefore = (before: number, batch = 10_000) =>
+      sql`delete from gateway_audit_logs where id in (
+          select id from gateway_audit_logs where "timestamp" < ${before} limit ${batch})`.raw.pipe(
+        Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
+      )
+
+    return { insertBatch, page, exportStream, stats, pruneBefore } as const
+  })
+}) {}

@@ -1,0 +1,109 @@
+import { randomUUID } from "node:crypto"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, FiberSet, Schema } from "effect"
+import { ApiKey, type CreateApiKey, CreatedApiKey, KEY_PATTERN } from "../domain/ApiKey"
+import { Conflict, Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
+import { KeyId } from "../domain/Ids"
+import { decodeCursor, encodeCursor } from "../domain/Pagination"
+import type { Principal } from "../domain/Principal"
+import { ApiKeysRepo, type ApiKeyRow } from "../repos/ApiKeysRepo"
+import { generateRawKey, hashesEqual, hashKey, keyPrefix } from "./KeyMaterial"
+import { storeUnavailable } from "./StoreUnavailable"
+
+const LAST_USED_RESOLUTION_MS = 60_000
+const Cursor = Schema.Tuple(Schema.Number, Schema.String)
+
+const storeDown = storeUnavailable("key store")
+
+const isUniqueViolation = (error: SqlError) => (error.cause as { code?: string } | undefined)?.code === "23505"
+
+const toApiKey = (row: ApiKeyRow) =>
+  new ApiKey({
+    id: row.id,
+    name: row.name,
+    scopes: row.scopes,
+    prefix: row.prefix,
+    organization: row.org_id,
+    created_at: row.created_at,
+    last_used_at: row.last_used_at,
+    expires_at: row.expires_at
+  })
+
+export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
+  scoped: Effect.gen(function* () {
+    const repo = yield* ApiKeysRepo
+    const background = yield* FiberSet.make()
+
+    const create = Effect.fn("ApiKeys.create")(function* (principal: Principal, input: CreateApiKey) {
+      const scopes = [...new Set(input.scopes)]
+      if (scopes.includes("admin") && principal.role !== "admin") {
+        return yield* new Forbidden({ message: "Creating a key with the admin scope needs an admin role in the organization" })
+      }
+      if (input.expires_at !== undefined && input.expires_at.getTime() <= Date.now()) {
+        return yield* new InvalidRequest({ message: "expires_at must be in the future" })
+      }
+      const raw = generateRawKey()
+      const row = yield* repo
+        .insert({
+          id: KeyId.make(`key_${randomUUID().replaceAll("-", "")}`),
+          org_id: principal.orgId,
+          user_id: principal.userId,
+          name: input.name,
+          prefix: keyPrefix(raw),
+          scopes,
+          expires_at: input.expires_at ?? null,
+          key_hash: hashKey(raw)
+        })
+        .pipe(
+          Effect.catchIf(isUniqueViolation, () => new Conflict({ message: `A key named "${input.name}" already exists in this organization` })),
+          storeDown
+        )
+      return new CreatedApiKey({ ...toApiKey(row), key: raw })
+    })
+
+    const list = Effect.fn("ApiKeys.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
+      const limit = params.limit ?? 100
+      const after = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, Cursor)
+      const rows = yield* repo
+        .list(principal.orgId, limit + 1, after && ([new Date(after[0]), after[1]] as const))
+        .pipe(storeDown)
+      const items = rows.slice(0, limit).map(toApiKey)
+      const last = items.at(-1)
+      return {
+        items,
+        next_cursor: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last.id]) : null
+      }
+    })
+
+    const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
+      const removed = yield* repo.remove(principal.orgId, id).pipe(storeDown)
+      if (!removed) return yield* new NotFound({ message: `No API key with id ${id}` })
+    })
+
+    /** Raw key → its record; every refusal says why without echoing the key. */
+    const verify = Effect.fn("ApiKeys.verify")(function* (raw: string) {
+      if (!KEY_PATTERN.test(raw)) {
+        return yield* new InvalidApiKey({ message: "The API key is malformed: expected sp_ followed by 32 hexadecimal characters" })
+      }
+      const hash = hashKey(raw)
+      const row = yield* repo.findByHash(hash).pipe(storeDown)
+      if (row === null || !hashesEqual(row.key_hash, hash)) {
+        return yield* new InvalidApiKey({ message: "The API key is not valid (unknown or deleted)" })
+      }
+      const now = Date.now()
+      if (row.expires_at !== null && row.expires_at.getTime() <= now) {
+        return yield* new InvalidApiKey({ message: "The API key has expired" })
+      }
+      if (row.role === null) {
+        return yield* new InvalidApiKey({ message: "The API key's owner is no longer a member of its organization" })
+      }
+      if (row.last_used_at === null || now - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+        yield* FiberSet.run(background, repo.touch(row.id, new Date(now)).pipe(Effect.ignoreLogged))
+      }
+      return row
+    })
+
+    return { create, list, remove, verify } as const
+  }),
+  dependencies: [ApiKeysRepo.Default]
+}) {}

@@ -1,0 +1,77 @@
+import { Effect, Schema, Stream } from "effect"
+import { AuditWriter } from "../../actors/AuditWriter"
+import { decodeCursor, encodeCursor } from "../domain/Pagination"
+import type { Principal } from "../domain/Principal"
+import { redactSqlLiterals } from "../governance/RedactSql"
+import { type AuditFilter, type AuditInsert, AuditRepo, type AuditRow } from "../repos/AuditRepo"
+import { storeUnavailable } from "./StoreUnavailable"
+
+const MAX_BIGINT = 9223372036854775807n
+const AuditId = Schema.String.pipe(Schema.pattern(/^\d{1,19}$/), Schema.filter((id) => BigInt(id) <= MAX_BIGINT))
+const Cursor = Schema.Tuple(AuditId)
+const storeDown = storeUnavailable("audit log")
+
+const CSV_COLUMNS = [
+  "id", "timestamp", "principal", "key_id", "user_id", "event_type", "method", "route", "status", "connection",
+  "sql", "outcome", "block_reason", "rows", "duration_ms", "client_ip", "user_agent", "request_id"
+] as const
+
+/** Quotes a CSV cell and defuses spreadsheet formulas (cells starting with = + - @, tab or CR). */
+export const csvCell = (value: unknown): string => {
+  if (value === null || value === undefined) return ""
+  let text = String(value)
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
+}
+
+const toEntry = ({ org_id: _org, ...entry }: AuditRow) => entry
+
+export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
+  effect: Effect.gen(function* () {
+    const writer = yield* AuditWriter
+    const repo = yield* AuditRepo
+
+    /** Durably records one event; SQL is stored with its string literals redacted. */
+    const record = (row: AuditInsert) =>
+      writer.write(row.sql === null ? row : { ...row, sql: redactSqlLiterals(row.sql) }).pipe(storeDown)
+
+    const list = Effect.fn("Audit.list")(function* (
+      principal: Principal,
+      filter: AuditFilter,
+      page: { limit?: number | undefined; cursor?: string | undefined }
+    ) {
+      const limit = page.limit ?? 100
+      const before = page.cursor === undefined ? null : (yield* decodeCursor(page.cursor, Cursor))[0]
+      const rows = yield* repo.page(principal.orgId, filter, before, limit + 1).pipe(storeDown)
+      const items = rows.slice(0, limit)
+      const last = items.at(-1)
+      return { items: items.map(toEntry), next_cursor: rows.length > limit && last ? encodeCursor([last.id]) : null }
+    })
+
+    const stats = Effect.fn("Audit.stats")(function* (principal: Principal, hours: number) {
+      const since = Math.floor(Date.now() / 1000) - hours * 3600
+      const s = yield* repo.stats(principal.orgId, since).pipe(storeDown)
+      return { since, ...s.totals, hourly: s.hourly, top_keys: s.topKeys, block_reasons: s.blockReasons }
+    })
+
+    /** The org's audit rows, newest first, as a byte stream; at most `maxRows`. */
+    const exportRows = (principal: Principal, filter: AuditFilter, format: "json" | "csv", maxRows: number) => {
+      const rows = repo.exportStream(principal.orgId, filter, maxRows).pipe(Stream.map(toEntry))
+      const encoder = new TextEncoder()
+      const text =
+        format === "csv"
+          ? Stream.concat(
+              Stream.make(`${CSV_COLUMNS.join(",")}\r\n`),
+              rows.pipe(Stream.map((row) => `${CSV_COLUMNS.map((c) => csvCell(row[c as keyof typeof row])).join(",")}\r\n`))
+            )
+          : Stream.make("[").pipe(
+              Stream.concat(rows.pipe(Stream.zipWithIndex, Stream.map(([row, i]) => `${i === 0 ? "\n" : ",\n"}${JSON.stringify(row)}`))),
+              Stream.concat(Stream.make("\n]\n"))
+            )
+      return text.pipe(Stream.map((chunk) => encoder.encode(chunk)))
+    }
+
+    return { record, list, stats, exportRows } as const
+  }),
+  dependencies: [AuditWriter.Default, AuditRepo.Default]
+}) {}

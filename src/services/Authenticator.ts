@@ -1,0 +1,104 @@
+import { Effect, Option } from "effect"
+import { createRemoteJWKSet, errors as JoseErrors, jwtVerify, type JWTPayload } from "jose"
+import { AppConfig } from "../../layers/AppConfig"
+import { InvalidApiKey, Unauthenticated, Unavailable } from "../domain/Errors"
+import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
+import type { Principal } from "../domain/Principal"
+import { ALL_SCOPES, type Role, type Scope } from "../domain/Scope"
+import { OrgsRepo } from "../repos/OrgsRepo"
+import { ApiKeys } from "./ApiKeys"
+import { storeUnavailable } from "./StoreUnavailable"
+
+export interface Credential {
+  /** The value of `x-api-key`, or of `Authorization: Bearer`. */
+  readonly token: string | null
+  /** The direct peer is loopback and no proxy header claims another origin. */
+  readonly localPeer: boolean
+}
+
+const MEMBER_SESSION_SCOPES: ReadonlyArray<Scope> = ["read", "query", "write", "execute", "agent:run"]
+const looksLikeJwt = (token: string) => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
+const isNetworkFailure = (error: unknown) =>
+  error instanceof JoseErrors.JWKSTimeout || (error instanceof TypeError && /fetch/i.test(error.message))
+
+/** Turns a credential into a principal: API key, cloud session JWT, or local loopback access. */
+export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authenticator", {
+  effect: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const keys = yield* ApiKeys
+    const orgs = yield* OrgsRepo
+    const jwks = Option.map(config.jwksUrl, (url) => createRemoteJWKSet(url, { timeoutDuration: 5_000 }))
+
+    const fromKey = (token: string) =>
+      Effect.map(
+        keys.verify(token),
+        (row): Principal => ({
+          kind: "api_key",
+          orgId: row.org_id,
+          userId: row.user_id,
+          keyId: row.id,
+          keyPrefix: row.prefix,
+          scopes: row.scopes,
+          role: row.role ?? "member"
+        })
+      )
+
+    const verifyJwt = (token: string) =>
+      Effect.tryPromise({
+        try: () =>
+          jwtVerify(token, Option.getOrThrow(jwks), { clockTolerance: config.jwtLeewaySeconds, requiredClaims: ["exp", "sub"] }),
+        catch: (error) =>
+          isNetworkFailure(error)
+            ? new Unavailable({ message: "The identity provider's keys cannot be fetched; try again shortly" })
+            : new Unauthenticated({
+                message: error instanceof JoseErrors.JWTExpired ? "The session token has expired" : "The session token is not valid"
+              })
+      })
+
+    const fromJwt = Effect.fn("Authenticator.fromJwt")(function* (token: string) {
+      const { payload } = yield* verifyJwt(token)
+      const claims = payload as JWTPayload & { org_id?: unknown; org_role?: unknown }
+      if (typeof claims.org_id !== "string" || claims.org_id.length === 0 || typeof claims.sub !== "string") {
+        return yield* new Unauthenticated({ message: "The session token lacks the org_id or sub claim" })
+      }
+      const role: Role = claims.org_role === "org:admin" ? "admin" : "member"
+      const orgId = OrgId.make(claims.org_id)
+      const userId = UserId.make(claims.sub)
+      // Written on every session request so a role change in the identity provider reaches keys at once, on every replica.
+      yield* orgs.ensureMember({ orgId, orgName: orgId, userId, role }).pipe(storeUnavailable("store"))
+      return {
+        kind: "jwt",
+        orgId,
+        userId,
+        keyId: null,
+        keyPrefix: null,
+        scopes: role === "admin" ? ALL_SCOPES : MEMBER_SESSION_SCOPES,
+        role
+      } satisfies Principal
+    })
+
+    const local: Principal = {
+      kind: "local",
+      orgId: LOCAL_ORG,
+      userId: LOCAL_USER,
+      keyId: null,
+      keyPrefix: null,
+      scopes: ALL_SCOPES,
+      role: "admin"
+    }
+
+    const authenticate = (credential: Credential): Effect.Effect<Principal, Unauthenticated | InvalidApiKey | Unavailable> => {
+      const token = credential.token
+      if (token === null || token.length === 0) {
+        return config.localAccess && credential.localPeer
+          ? Effect.succeed(local)
+          : Effect.fail(new Unauthenticated({ message: "An API key is required: send it as x-api-key or Authorization: Bearer" }))
+      }
+      if (token.startsWith("sp_") || Option.isNone(jwks) || !looksLikeJwt(token)) return fromKey(token)
+      return fromJwt(token)
+    }
+
+    return { authenticate } as const
+  }),
+  dependencies: [ApiKeys.Default, OrgsRepo.Default]
+}) {}
