@@ -1,0 +1,179 @@
+import { randomBytes } from "node:crypto"
+import { afterAll, describe, expect, it } from "vitest"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request } from "../support/Http"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const hasPostgres = await postgresAvailable()
+
+/** Load tests must not trip the per-IP limit: every request here should be a plain 200. */
+const LOAD_ENV = { SP_RATE_LIMIT_GENERAL_RPM: "1000000", SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000" }
+const CONCURRENCY = 8
+const LOAD_MS = 1500
+/** On a slow machine the load keeps going (up to MAX_LOAD_MS) until enough requests were acknowledged. */
+const MIN_ACKNOWLEDGED = 100
+const MAX_LOAD_MS = 8000
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const requestId = (headers: Record<string, unknown>) => String(headers["x-request-id"])
+
+interface LoadResult {
+  /** x-request-id of every response that fully arrived with a 2xx status. */
+  readonly acknowledged: Array<string>
+  /** Requests still waiting for an answer at the instant SIGKILL was sent. */
+  readonly inFlightAtKill: number
+  readonly failed: number
+  readonly otherStatuses: Array<number>
+}
+
+/** Keeps CONCURRENCY requests in flight for ~LOAD_MS, then SIGKILLs the gateway without draining. */
+const loadThenKill = async (gateway: Gateway, key: string, tag: string): Promise<LoadResult> => {
+  const acknowledged: Array<string> = []
+  const otherStatuses: Array<number> = []
+  let failed = 0
+  let pending = 0
+  let stop = false
+  let seq = 0
+  const worker = async () => {
+    while (!stop) {
+      pending++
+      try {
+        const res = await request(gateway.url, "/api/plan", { key, headers: { "user-agent": `${tag}-${seq++}` } })
+        if (res.status >= 200 && res.status < 300) acknowledged.push(requestId(res.headers))
+        else otherStatuses.push(res.status)
+      } catch {
+        failed++ // connection reset/refused by the kill: never acknowledged, so not counted
+      } finally {
+        pending--
+      }
+    }
+  }
+  const workers = Array.from({ length: CONCURRENCY }, worker)
+  const started = Date.now()
+  for (;;) {
+    const elapsed = Date.now() - started
+    if (elapsed >= MAX_LOAD_MS || (elapsed >= LOAD_MS && acknowledged.length >= MIN_ACKNOWLEDGED)) break
+    await sleep(20)
+  }
+  const inFlightAtKill = pending
+  const killed = gateway.kill()
+  stop = true
+  await killed
+  await Promise.all(workers)
+  return { acknowledged, inFlightAtKill, failed, otherStatuses }
+}
+
+const expectLoadMeaningful = (result: LoadResult) => {
+  expect(result.otherStatuses).toEqual([])
+  expect(result.inFlightAtKill).toBeGreaterThan(0)
+  expect(result.acknowledged.length).toBeGreaterThanOrEqual(50)
+  expect(new Set(result.acknowledged).size).toBe(result.acknowledged.length)
+}
+
+describe.skipIf(!hasPostgres)("audit durability on PostgreSQL", () => {
+  const databases: Array<TestDatabase> = []
+  const gateways: Array<Gateway> = []
+  afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.kill()))
+    await Promise.all(databases.map((d) => d.drop()))
+  })
+
+  it("300 concurrent requests leave exactly 300 committed rows, one per x-request-id, written in group commits", async () => {
+    const database = await createTestDatabase()
+    databases.push(database)
+    const gateway = await startGateway({ databaseUrl: database.url, env: LOAD_ENV })
+    gateways.push(gateway)
+    const key = await localKey(gateway)
+    const N = 300
+    const tag = `durability-burst-${randomBytes(4).toString("hex")}`
+
+    const responses = await Promise.all(
+      Array.from({ length: N }, (_, i) => request(gateway.url, "/api/plan", { key, headers: { "user-agent": `${tag}-${i}` } }))
+    )
+    expect(responses.map((r) => r.status)).toEqual(Array(N).fill(200))
+    const ids = responses.map((r) => requestId(r.headers))
+    expect(new Set(ids).size).toBe(N)
+
+    // The row is committed before the response is written, so it is visible now, without waiting.
+    const rows = await database.query<{
+      request_id: string
+      user_agent: string
+      method: string
+      route: string
+      status: number
+      outcome: string
+      org_id: string | null
+      key_id: string | null
+      event_type: string
+      xmin: string
+    }>(
+      `select request_id, user_agent, method, route, status, outcome, org_id, key_id, event_type, xmin::text as xmin
+       from gateway_audit_logs where user_agent like $1`,
+      [`${tag}-%`]
+    )
+    expect(rows.length).toBe(N)
+    expect(new Set(rows.map((r) => r.request_id))).toEqual(new Set(ids))
+    expect(new Set(rows.map((r) => r.user_agent)).size).toBe(N)
+    for (const row of rows) {
+      expect(row).toMatchObject({ method: "GET", route: "/api/plan", status: 200, outcome: "success", event_type: "api" })
+      expect(row.org_id).not.toBeNull()
+      expect(row.key_id).not.toBeNull()
+    }
+    // Rows written by one INSERT share a transaction id (xmin): fewer transactions than rows means
+    // rows were grouped, and no transaction holds more than one batch (500 rows).
+    const perTransaction = new Map<string, number>()
+    for (const row of rows) perTransaction.set(row.xmin, (perTransaction.get(row.xmin) ?? 0) + 1)
+    expect(perTransaction.size).toBeLessThan(N)
+    expect(Math.max(...perTransaction.values())).toBeLessThanOrEqual(500)
+  })
+
+  it("kill -9 under load: every request acknowledged with a 2xx has its audit row", async () => {
+    const database = await createTestDatabase()
+    databases.push(database)
+    const gateway = await startGateway({ databaseUrl: database.url, env: LOAD_ENV })
+    gateways.push(gateway)
+    const key = await localKey(gateway)
+    const tag = `durability-kill-pg-${randomBytes(4).toString("hex")}`
+
+    const result = await loadThenKill(gateway, key, tag)
+    expectLoadMeaningful(result)
+
+    const rows = await database.query<{ request_id: string }>(
+      `select request_id from gateway_audit_logs where user_agent like $1`,
+      [`${tag}-%`]
+    )
+    const stored = new Set(rows.map((r) => r.request_id))
+    const missing = result.acknowledged.filter((id) => !stored.has(id))
+    expect(missing, `${missing.length} of ${result.acknowledged.length} acknowledged requests have no audit row`).toEqual([])
+  })
+})
+
+describe("audit durability on the embedded store", () => {
+  const gateways: Array<Gateway> = []
+  afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.kill()))
+  })
+
+  it("kill -9 under load: a new gateway recovers the store and shows every acknowledged request", async () => {
+    const first = await startGateway({ env: LOAD_ENV })
+    gateways.push(first)
+    const key = await localKey(first)
+    const tag = `durability-kill-embedded-${randomBytes(4).toString("hex")}`
+
+    const result = await loadThenKill(first, key, tag)
+    expectLoadMeaningful(result)
+
+    // The killed process left its lock file behind; the new one must take over the store.
+    const second = await startGateway({ dataDir: first.dataDir, env: LOAD_ENV })
+    gateways.push(second)
+    const key2 = await localKey(second)
+    expect(key2).toBe(key)
+    const exported = await request(second.url, "/api/audit/export?format=json", { key: key2 })
+    expect(exported.status).toBe(200)
+    const rows = exported.json as Array<{ request_id: string; user_agent: string | null }>
+    expect(Array.isArray(rows)).toBe(true)
+    const stored = new Set(rows.filter((r) => r.user_agent?.startsWith(`${tag}-`)).map((r) => r.request_id))
+    const missing = result.acknowledged.filter((id) => !stored.has(id))
+    expect(missing, `${missing.length} of ${result.acknowledged.length} acknowledged requests have no audit row`).toEqual([])
+  })
+})

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest"
+import { SluiceApi } from "../../src/api/Api"
+import { endpointPolicies } from "../../src/api/EndpointPolicies"
+
+const policies = [...endpointPolicies(SluiceApi).values()]
+
+/** The specification's scope table for the routes this API serves. */
+const SPEC_SCOPES: Record<string, string> = {
+  "POST /api/keys": "admin",
+  "GET /api/keys": "admin",
+  "DELETE /api/keys/:key_id": "admin",
+  "GET /api/audit": "read",
+  "GET /api/audit/stats": "read",
+  "GET /api/audit/export": "admin",
+  "GET /api/plan": "read",
+  "GET /api/settings": "admin",
+  "PUT /api/settings": "admin",
+  "GET /api/security/status": "read",
+  "GET /api/metrics": "authenticated"
+}
+
+const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]
+
+describe("endpoint scopes", () => {
+  it("every /api endpoint is authenticated and declares a scope", () => {
+    const api = policies.filter((p) => p.path.startsWith("/api/"))
+    expect(api.length).toBeGreaterThan(0)
+    for (const policy of api) {
+      expect(policy.authenticated, `${policy.method} ${policy.path}`).toBe(true)
+      expect(policy.scope, `${policy.method} ${policy.path}`).not.toBeNull()
+    }
+  })
+
+  it("only /health and /local-api-key are served without the authentication middleware", () => {
+    const open = policies.filter((p) => !p.authenticated).map((p) => `${p.method} ${p.path}`)
+    expect(open.sort()).toEqual([...PUBLIC_ROUTES].sort())
+  })
+
+  it("scopes match the specification's table, route for route", () => {
+    const declared = Object.fromEntries(
+      policies.filter((p) => p.authenticated).map((p) => [`${p.method} ${p.path}`, p.scope])
+    )
+    expect(declared).toEqual(SPEC_SCOPES)
+  })
+
+  it("key and auth routes draw from the strict per-IP budget, export from the expensive one", () => {
+    const byRoute = Object.fromEntries(policies.map((p) => [`${p.method} ${p.path}`, p.rateClass]))
+    expect(byRoute["POST /api/keys"]).toBe("auth")
+    expect(byRoute["DELETE /api/keys/:key_id"]).toBe("auth")
+    expect(byRoute["GET /api/audit/export"]).toBe("expensive")
+    expect(byRoute["GET /api/plan"]).toBe("general")
+  })
+})

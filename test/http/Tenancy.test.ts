@@ -1,0 +1,297 @@
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Gateway, startGateway } from "../support/Gateway"
+import { type HttpResult, request, type RequestOptions } from "../support/Http"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const hasPostgres = await postgresAvailable()
+const skip = !hasPostgres
+
+const KID = "sluice-test-key"
+const LEEWAY_SECONDS = 30
+const now = () => Math.floor(Date.now() / 1000)
+
+type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>["privateKey"]
+
+interface TokenOptions {
+  readonly sub?: string | null
+  readonly orgId?: unknown
+  readonly admin?: boolean
+  /** Absolute `exp` in seconds; null leaves the claim out. Default: one hour from now. */
+  readonly exp?: number | null
+  readonly key?: SigningKey
+}
+
+describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
+  let gateway: Gateway
+  let database: TestDatabase | undefined
+  let jwks: http.Server | undefined
+  let signingKey: SigningKey
+  let strangerKey: SigningKey
+
+  beforeAll(async () => {
+    if (skip) return
+    const pair = await generateKeyPair("RS256")
+    signingKey = pair.privateKey
+    strangerKey = (await generateKeyPair("RS256")).privateKey
+    const publicJwk = { ...(await exportJWK(pair.publicKey)), kid: KID, alg: "RS256", use: "sig" }
+    const body = JSON.stringify({ keys: [publicJwk] })
+    jwks = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(body)
+    })
+    await new Promise<void>((resolve) => jwks!.listen(0, "127.0.0.1", resolve))
+    const jwksPort = (jwks.address() as AddressInfo).port
+    database = await createTestDatabase()
+    gateway = await startGateway({
+      databaseUrl: database.url,
+      env: {
+        SP_DEPLOYMENT_MODE: "cloud",
+        SP_JWKS_URL: `http://127.0.0.1:${jwksPort}/.well-known/jwks.json`,
+        SP_JWT_LEEWAY: String(LEEWAY_SECONDS),
+        // Every key route is in the "auth" per-IP class (60/min by default); this file makes more than that.
+        SP_RATE_LIMIT_AUTH_RPM: "10000"
+      }
+    })
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+    await database?.drop()
+    if (jwks) await new Promise<void>((resolve) => jwks!.close(() => resolve()))
+  })
+
+  const api = (path: string, options: RequestOptions = {}) => request(gateway.url, path, options)
+
+  const token = async (options: TokenOptions = {}): Promise<string> => {
+    const claims: JWTPayload = {}
+    if (options.orgId !== undefined) claims["org_id"] = options.orgId
+    if (options.admin) claims["org_role"] = "org:admin"
+    let jwt = new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: KID }).setIssuedAt()
+    if (options.sub !== null) jwt = jwt.setSubject(options.sub ?? "user_default")
+    const exp = options.exp === undefined ? now() + 3600 : options.exp
+    if (exp !== null) jwt = jwt.setExpirationTime(exp)
+    return jwt.sign(options.key ?? signingKey)
+  }
+
+  const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` })
+  const withJwt = (path: string, jwt: string, options: RequestOptions = {}) =>
+    api(path, { ...options, headers: { ...options.headers, ...bearer(jwt) } })
+
+  const createKey = async (auth: { jwt?: string; key?: string }, body: unknown): Promise<HttpResult> =>
+    auth.jwt !== undefined ? withJwt("/api/keys", auth.jwt, { body }) : api("/api/keys", { key: auth.key!, body })
+
+  const provisioned = async (orgIds: ReadonlyArray<string>, userIds: ReadonlyArray<string>) => ({
+    orgs: (await database!.query<{ id: string }>("select id from organizations where id = any($1)", [orgIds])).map((r) => r.id),
+    users: (await database!.query<{ id: string }>("select id from users where id = any($1)", [userIds])).map((r) => r.id),
+    memberships: await database!.query<{ org_id: string; user_id: string; role: string }>(
+      "select org_id, user_id, role from memberships where org_id = any($1) or user_id = any($2)",
+      [orgIds, userIds]
+    )
+  })
+
+  it.skipIf(skip)("one org's key sees and touches nothing of another org: keys, deletes, audit, settings", async () => {
+    const adminA = await token({ sub: "user_alice", orgId: "org_a", admin: true })
+    const adminB = await token({ sub: "user_bob", orgId: "org_b", admin: true })
+    const bRequestIds: Array<string> = []
+    const asB = (res: HttpResult) => {
+      expect(res.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+      bRequestIds.push(res.headers["x-request-id"] as string)
+      return res
+    }
+
+    const createdA = await createKey({ jwt: adminA }, { name: "a-admin", scopes: ["admin", "read"] })
+    expect(createdA.status, createdA.text).toBe(201)
+    expect(createdA.json.organization).toBe("org_a")
+    const keyA = createdA.json.key as string
+    const readerA = await createKey({ key: keyA }, { name: "a-reader", scopes: ["read"] })
+    expect(readerA.status, readerA.text).toBe(201)
+
+    // Same key names in B: names are unique per org, not globally.
+    const createdB = asB(await createKey({ jwt: adminB }, { name: "a-admin", scopes: ["admin", "read"] }))
+    expect(createdB.status, createdB.text).toBe(201)
+    expect(createdB.json.organization).toBe("org_b")
+    const keyB = createdB.json.key as string
+    const readerB = asB(await createKey({ key: keyB }, { name: "b-reader", scopes: ["read"] }))
+    expect(readerB.status, readerB.text).toBe(201)
+    const bKeyIds = [createdB.json.id as string, readerB.json.id as string]
+    expect(asB(await api("/api/plan", { key: readerB.json.key })).status).toBe(200)
+    const putB = asB(await api("/api/settings", { key: keyB, method: "PUT", body: { default_row_limit: 500 } }))
+    expect(putB.status, putB.text).toBe(200)
+    expect(putB.json.default_row_limit).toBe(500)
+    const refusedB = asB(await api("/api/keys", { key: readerB.json.key }))
+    expect([refusedB.status, refusedB.json.code]).toEqual([403, "insufficient_scope"])
+
+    // Keys: A lists exactly A's keys.
+    const listA = await api("/api/keys?limit=500", { key: keyA })
+    expect(listA.status).toBe(200)
+    const listedIds = listA.json.items.map((k: { id: string }) => k.id).sort()
+    expect(listedIds).toEqual([createdA.json.id, readerA.json.id].sort())
+    expect(listA.json.items.every((k: { organization: string }) => k.organization === "org_a")).toBe(true)
+    const listB = asB(await api("/api/keys?limit=500", { key: keyB }))
+    expect(listB.json.items.map((k: { id: string }) => k.id).sort()).toEqual([...bKeyIds].sort())
+
+    // Deletes: B's key ids do not exist for A, and B's keys keep working.
+    for (const id of bKeyIds) {
+      const deleted = await api(`/api/keys/${id}`, { key: keyA, method: "DELETE" })
+      expect([deleted.status, deleted.json?.code]).toEqual([404, "not_found"])
+    }
+    const stillB = asB(await api("/api/plan", { key: readerB.json.key }))
+    expect(stillB.status).toBe(200)
+    const stillBAdmin = asB(await api("/api/keys", { key: keyB }))
+    expect(stillBAdmin.status).toBe(200)
+    expect(stillBAdmin.json.items).toHaveLength(2)
+    expect((await database!.query("select id from api_keys where id = any($1)", [bKeyIds])).length).toBe(2)
+
+    // Audit: B's requests are in B's log only.
+    const auditB = await api("/api/audit?limit=500", { key: keyB })
+    expect(auditB.status).toBe(200)
+    const bLogged = new Set(auditB.json.items.map((e: { request_id: string }) => e.request_id))
+    for (const id of bRequestIds) expect(bLogged.has(id), `B's own request ${id} is in B's audit log`).toBe(true)
+    bRequestIds.push(auditB.headers["x-request-id"] as string)
+
+    const auditA = await api("/api/audit?limit=500", { key: keyA })
+    expect(auditA.status).toBe(200)
+    expect(auditA.json.items.length).toBeGreaterThan(0)
+    expect(auditA.json.next_cursor).toBeNull()
+    const leaked = auditA.json.items.filter((e: { request_id: string }) => bRequestIds.includes(e.request_id))
+    expect(leaked).toEqual([])
+    const foreignKeyRows = auditA.json.items.filter((e: { key_id: string | null }) => e.key_id !== null && bKeyIds.includes(e.key_id))
+    expect(foreignKeyRows).toEqual([])
+    expect(JSON.stringify(auditA.json)).not.toContain("user_bob")
+    expect(JSON.stringify(auditA.json)).not.toContain(createdB.json.prefix)
+    // A's own deletes of B's ids are in A's log as errors, keyed to A's key.
+    const aDeletes = auditA.json.items.filter((e: { route: string }) => e.route.startsWith("/api/keys/"))
+    expect(aDeletes).toHaveLength(2)
+    expect(aDeletes.every((e: { key_id: string; status: number }) => e.key_id === createdA.json.id && e.status === 404)).toBe(true)
+    // Filtering A's log by one of B's key ids finds nothing.
+    const filtered = await api(`/api/audit?key_id=${bKeyIds[0]}`, { key: keyA })
+    expect(filtered.status).toBe(200)
+    expect(filtered.json.items).toEqual([])
+
+    // Stats count A's rows only: what A's log held, plus the two audit reads made since.
+    const statsA = await api("/api/audit/stats", { key: keyA })
+    expect(statsA.status).toBe(200)
+    expect(statsA.json.total).toBe(auditA.json.items.length + 2)
+
+    // Settings: B's write is B's alone.
+    const settingsA = await api("/api/settings", { key: keyA })
+    expect(settingsA.status).toBe(200)
+    expect(settingsA.json.default_row_limit).toBe(10_000)
+    const settingsAJwt = await withJwt("/api/settings", adminA)
+    expect(settingsAJwt.json.default_row_limit).toBe(10_000)
+    const settingsB = await api("/api/settings", { key: keyB })
+    expect(settingsB.json.default_row_limit).toBe(500)
+
+    // The security summary counts A's keys only.
+    const statusA = await api("/api/security/status", { key: keyA })
+    expect(statusA.status).toBe(200)
+    expect(statusA.json.keys).toMatchObject({ total: 2, admin: 1 })
+  })
+
+  it.skipIf(skip)("refuses bad session tokens with 401 unauthenticated and provisions nothing; honours the leeway", async () => {
+    const cases: Array<[string, Promise<string>]> = [
+      ["bad signature (same kid, other key pair)", token({ sub: "user_forged", orgId: "org_forged", admin: true, key: strangerKey })],
+      ["expired beyond the leeway", token({ sub: "user_expired", orgId: "org_expired", admin: true, exp: now() - 120 })],
+      ["missing org_id", token({ sub: "user_no_org", admin: true })],
+      ["non-string org_id", token({ sub: "user_numeric_org", orgId: 42, admin: true })],
+      ["missing sub", token({ sub: null, orgId: "org_no_sub", admin: true })],
+      ["missing exp", token({ sub: "user_no_exp", orgId: "org_no_exp", admin: true, exp: null })]
+    ]
+    for (const [name, pending] of cases) {
+      const jwt = await pending
+      for (const path of ["/api/plan", "/api/keys"]) {
+        const res = await withJwt(path, jwt)
+        expect(res.status, `${name} on ${path}: ${res.text}`).toBe(401)
+        expect(res.json.code, name).toBe("unauthenticated")
+      }
+      const create = await createKey({ jwt }, { name: "should-not-exist", scopes: ["read"] })
+      expect([create.status, create.json.code], name).toEqual([401, "unauthenticated"])
+    }
+    const none = await provisioned(
+      ["org_forged", "org_expired", "org_no_sub", "org_no_exp", "42"],
+      ["user_forged", "user_expired", "user_no_org", "user_numeric_org", "user_no_exp"]
+    )
+    expect(none).toEqual({ orgs: [], users: [], memberships: [] })
+    expect((await database!.query("select id from api_keys where name = 'should-not-exist'")).length).toBe(0)
+
+    // Expired 10 s ago is inside the 30 s leeway: accepted, and the first valid token provisions.
+    const late = await token({ sub: "user_late", orgId: "org_late", exp: now() - 10 })
+    const accepted = await withJwt("/api/plan", late)
+    expect(accepted.status, accepted.text).toBe(200)
+    expect(accepted.json.deployment_mode).toBe("cloud")
+    expect(await provisioned(["org_late"], ["user_late"])).toEqual({
+      orgs: ["org_late"],
+      users: ["user_late"],
+      memberships: [{ org_id: "org_late", user_id: "user_late", role: "member" }]
+    })
+
+    // A member session has the member scopes, not admin.
+    const member = await token({ sub: "user_member", orgId: "org_late" })
+    const keys = await withJwt("/api/keys", member)
+    expect(keys.status).toBe(403)
+    expect(keys.json).toMatchObject({ code: "insufficient_scope", required_scope: "admin" })
+    const settingsPut = await withJwt("/api/settings", member, { method: "PUT", body: { default_row_limit: 7 } })
+    expect(settingsPut.json).toMatchObject({ code: "insufficient_scope", required_scope: "admin" })
+    const plan = await withJwt("/api/plan", member)
+    expect(plan.status).toBe(200)
+    const audit = await withJwt("/api/audit", member)
+    expect(audit.status).toBe(200)
+  })
+
+  it.skipIf(skip)("an admin key whose owner was demoted may no longer mint admin keys (403 forbidden), only lesser ones", async () => {
+    const admin = await token({ sub: "user_dora", orgId: "org_d", admin: true })
+    const created = await createKey({ jwt: admin }, { name: "dora-admin", scopes: ["admin", "read"] })
+    expect(created.status, created.text).toBe(201)
+    const adminKey = created.json.key as string
+    const whileAdmin = await createKey({ key: adminKey }, { name: "minted-while-admin", scopes: ["admin"] })
+    expect(whileAdmin.status, whileAdmin.text).toBe(201)
+
+    const demoted = await token({ sub: "user_dora", orgId: "org_d" })
+    const seen = await withJwt("/api/plan", demoted)
+    expect(seen.status).toBe(200)
+    const memberships = await database!.query("select role from memberships where org_id = 'org_d' and user_id = 'user_dora'")
+    expect(memberships).toEqual([{ role: "member" }])
+
+    const refused = await createKey({ key: adminKey }, { name: "minted-after-demotion", scopes: ["admin", "read"] })
+    expect(refused.status, refused.text).toBe(403)
+    expect(refused.json.code).toBe("forbidden")
+    const lesser = await createKey({ key: adminKey }, { name: "reader-after-demotion", scopes: ["read"] })
+    expect(lesser.status, lesser.text).toBe(201)
+    expect(lesser.json.scopes).toEqual(["read"])
+    const names = (await api("/api/keys", { key: adminKey })).json.items.map((k: { name: string }) => k.name).sort()
+    expect(names).toEqual(["dora-admin", "minted-while-admin", "reader-after-demotion"])
+  })
+
+  it.skipIf(skip)("a demotion takes effect even when the user had a member session before being promoted", async () => {
+    // member → admin → member again, all on one gateway process: each role change must reach the store.
+    const member = () => token({ sub: "user_max", orgId: "org_m" })
+    expect((await withJwt("/api/plan", await member())).status).toBe(200)
+    const admin = await token({ sub: "user_max", orgId: "org_m", admin: true })
+    const created = await createKey({ jwt: admin }, { name: "max-admin", scopes: ["admin", "read"] })
+    expect(created.status, created.text).toBe(201)
+    const adminKey = created.json.key as string
+
+    expect((await withJwt("/api/plan", await member())).status).toBe(200)
+    const refused = await createKey({ key: adminKey }, { name: "max-after-demotion", scopes: ["admin"] })
+    expect([refused.status, refused.json.code], refused.text).toEqual([403, "forbidden"])
+    const memberships = await database!.query("select role from memberships where org_id = 'org_m' and user_id = 'user_max'")
+    expect(memberships).toEqual([{ role: "member" }])
+  })
+
+  it.skipIf(skip)("cloud mode has no local access: /local-api-key is 404 and no credential is 401 even from loopback", async () => {
+    const local = await api("/local-api-key")
+    expect([local.status, local.json?.code]).toEqual([404, "not_found"])
+    for (const path of ["/api/plan", "/api/keys", "/api/audit", "/api/settings", "/api/security/status"]) {
+      const res = await api(path)
+      expect(res.status, path).toBe(401)
+      expect(res.json.code, path).toBe("unauthenticated")
+    }
+    const admin = await token({ sub: "user_sam", orgId: "org_s", admin: true })
+    const status = await withJwt("/api/security/status", admin)
+    expect(status.status).toBe(200)
+    expect(status.json).toMatchObject({ deployment_mode: "cloud", store: "postgresql", local_access: false, jwt_sessions: true })
+    expect((await database!.query("select id from organizations where id = 'local'")).length).toBe(0)
+  })
+})

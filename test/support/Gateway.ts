@@ -1,0 +1,117 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { request } from "./Http"
+import { templateDataDir } from "./template"
+
+export const REPO_ROOT = path.resolve(import.meta.dirname, "../..")
+
+export interface Gateway {
+  readonly url: string
+  readonly port: number
+  readonly dataDir: string
+  readonly process: ChildProcess
+  readonly logs: () => string
+  /** Graceful stop (SIGTERM), waiting for the exit. */
+  readonly stop: () => Promise<void>
+  /** SIGKILL, waiting for the exit. */
+  readonly kill: () => Promise<void>
+}
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+    server.on("error", reject)
+  })
+
+export const tempDataDir = (): string => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-"))
+  const template = templateDataDir()
+  if (fs.existsSync(path.join(template, "PG_VERSION"))) fs.cpSync(template, path.join(dir, "pgdata"), { recursive: true })
+  return dir
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve()
+    else child.once("exit", () => resolve())
+  })
+
+/** Runs `src/main.ts` as a real process with the given settings and waits until /health answers. */
+export const startGateway = async (
+  options: { env?: Record<string, string>; dataDir?: string; databaseUrl?: string } = {}
+): Promise<Gateway> => {
+  const port = await freePort()
+  const dataDir = options.dataDir ?? tempDataDir()
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL" && k !== "REDIS_URL")
+  )
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: REPO_ROOT,
+    env: {
+      ...inherited,
+      SP_PORT: String(port),
+      SP_DATA_DIR: dataDir,
+      ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+      ...options.env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (d) => (output += d))
+  child.stderr!.on("data", (d) => (output += d))
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 45_000
+  while (true) {
+    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode} before it was healthy:\n${output}`)
+    const ok = await request(url, "/health").then((r) => r.status === 200, () => false)
+    if (ok) break
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`gateway did not become healthy in time:\n${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  return {
+    url,
+    port,
+    dataDir,
+    process: child,
+    logs: () => output,
+    stop: async () => {
+      child.kill("SIGTERM")
+      await exited(child)
+    },
+    kill: async () => {
+      child.kill("SIGKILL")
+      await exited(child)
+    }
+  }
+}
+
+/** Runs the `sluice` CLI to completion. */
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d) => (stdout += d))
+    child.stderr.on("data", (d) => (stderr += d))
+    child.on("exit", (code) => resolve({ code, stdout, stderr }))
+  })
+
+export const localKey = async (gateway: Gateway): Promise<string> => {
+  const response = await request(gateway.url, "/local-api-key")
+  if (response.status !== 200) throw new Error(`no local key: ${response.text}`)
+  return response.json.key
+}

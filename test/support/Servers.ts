@@ -1,0 +1,71 @@
+import { randomBytes } from "node:crypto"
+import pg from "pg"
+import Redis from "ioredis"
+
+export const TEST_PG_URL = process.env["TEST_PG_URL"] ?? "postgres://root@127.0.0.1:5432/postgres"
+export const TEST_REDIS_URL = process.env["TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379"
+const inCi = process.env["CI"] === "true"
+
+/** Whether a real server answers; in CI a missing server fails the run instead of skipping. */
+const available = async (name: string, probe: () => Promise<unknown>): Promise<boolean> => {
+  try {
+    await probe()
+    return true
+  } catch (error) {
+    const reason = `${name} is not reachable (${(error as Error).message})`
+    if (inCi) throw new Error(`${reason}: CI needs it; .ci/run starts it`)
+    console.warn(`skipping ${name} tests: ${reason}`)
+    return false
+  }
+}
+
+export const postgresAvailable = () =>
+  available("PostgreSQL", async () => {
+    const client = new pg.Client({ connectionString: TEST_PG_URL, connectionTimeoutMillis: 3000 })
+    await client.connect()
+    await client.end()
+  })
+
+export const redisAvailable = () =>
+  available("Redis", async () => {
+    const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3000 })
+    try {
+      await redis.connect()
+      await redis.ping()
+    } finally {
+      redis.disconnect()
+    }
+  })
+
+export const withAdminClient = async <A>(f: (client: pg.Client) => Promise<A>): Promise<A> => {
+  const client = new pg.Client({ connectionString: TEST_PG_URL })
+  await client.connect()
+  try {
+    return await f(client)
+  } finally {
+    await client.end()
+  }
+}
+
+/** A fresh database on the test PostgreSQL; `drop` removes it, cutting off any sessions left. */
+export const createTestDatabase = async () => {
+  const name = `sluice_t_${randomBytes(6).toString("hex")}`
+  await withAdminClient((c) => c.query(`create database ${name}`))
+  const url = new URL(TEST_PG_URL)
+  url.pathname = `/${name}`
+  return {
+    name,
+    url: url.toString(),
+    query: async <R extends pg.QueryResultRow = any>(text: string, params: Array<unknown> = []) => {
+      const client = new pg.Client({ connectionString: url.toString() })
+      await client.connect()
+      try {
+        return (await client.query<R>(text, params)).rows
+      } finally {
+        await client.end()
+      }
+    },
+    drop: () => withAdminClient((c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined)
+  }
+}
+export type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>
