@@ -7,6 +7,7 @@
 import * as os from "node:os"
 import { parseArgs } from "node:util"
 import autocannon from "autocannon"
+import pg from "pg"
 import { localKey, startGateway } from "../test/support/Gateway"
 import { createTestDatabase, postgresAvailable } from "../test/support/Servers"
 
@@ -22,13 +23,32 @@ const measure = async (url: string, headers: Record<string, string> = {}) => {
   return result
 }
 
+/** The floor under every store-backed request: one sequential `select 1` through the pg driver, wall and CPU per call. */
+const storeRoundTrip = async (url: string) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    for (let i = 0; i < 500; i++) await client.query("select 1")
+    const n = 5000
+    const cpu = process.cpuUsage()
+    const started = performance.now()
+    for (let i = 0; i < n; i++) await client.query("select 1")
+    const used = process.cpuUsage(cpu)
+    return { wallUs: ((performance.now() - started) / n) * 1000, cpuUs: (used.user + used.system) / n }
+  } finally {
+    await client.end()
+  }
+}
+
 const rows: Array<string> = []
+let floor = ""
 const run = async (store: string, databaseUrl?: string) => {
   const gateway = await startGateway({ env: UNLIMITED, ...(databaseUrl ? { databaseUrl } : {}) })
   try {
     const key = await localKey(gateway)
     for (const [label, path, headers] of [
       ["GET /health (baseline)", "/health", {}],
+      ["GET /api/keys (loopback, no key)", "/api/keys", {}],
       ["GET /api/keys (x-api-key)", "/api/keys", { "x-api-key": key }]
     ] as const) {
       const r = await measure(`${gateway.url}${path}`, headers)
@@ -45,6 +65,8 @@ if (await postgresAvailable()) {
   const database = await createTestDatabase()
   try {
     await run("PostgreSQL 15 (loopback)", database.url)
+    const trip = await storeRoundTrip(database.url)
+    floor = `One \`select 1\` round trip through the pg driver on this machine: ${trip.wallUs.toFixed(0)} µs wall, ${trip.cpuUs.toFixed(0)} µs client CPU.`
   } finally {
     await database.drop()
   }
@@ -55,3 +77,4 @@ console.log(`autocannon, ${connections} connections, ${seconds} s per row after 
 console.log("| store | request | req/s | p50 ms | p99 ms |")
 console.log("|---|---|---:|---:|---:|")
 for (const row of rows) console.log(row)
+if (floor) console.log(`\n${floor}`)

@@ -10,7 +10,6 @@ export const SettingsFields = {
   default_row_limit: exact(bounded(1, 100_000, "default_row_limit")),
   mcp_default_row_limit: exact(bounded(1, 10_000, "mcp_default_row_limit")),
   query_timeout_seconds: exact(bounded(1, 300, "query_timeout_seconds")),
-  per_key_rpm: exact(bounded(1, 100_000, "per_key_rpm")),
   mcp_tools: exact(Schema.Literal("full", "core"))
 }
 
@@ -21,7 +20,6 @@ export const OrgSettings = Schema.Struct({
   default_row_limit: Schema.Int,
   mcp_default_row_limit: Schema.Int,
   query_timeout_seconds: Schema.Int,
-  per_key_rpm: Schema.Int,
   mcp_tools: Schema.Literal("full", "core")
 })
 export type OrgSettings = typeof OrgSettings.Type

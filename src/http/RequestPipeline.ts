@@ -135,7 +135,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       const status = response.status
       const outcome = status < 400 ? "success" : REFUSALS.has(status) ? "refused" : "error"
       const durationMs = performance.now() - started
-      metrics.end(outcome, durationMs)
+      if (info.principal !== null) metrics.record(info.principal.orgId, outcome, durationMs)
       if (info.principal === null && !REFUSALS.has(status)) return response
       const body = outcome === "refused" ? readJson(response) : null
       const recorded = yield* Effect.either(
@@ -179,7 +179,6 @@ export const makeRequestPipeline = Effect.gen(function* () {
         rows: null,
         bodyTooLarge: false
       }
-      metrics.begin()
       if (!hostAllowed(request.headers)) {
         const refused = errorResponse(403, "forbidden", "The Host or Origin of this request is not allowed (set SP_ALLOWED_HOSTS)")
         return yield* finish(request, info, started, refused)
@@ -190,8 +189,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response)),
         Effect.provideService(RequestState, info),
         HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-        Effect.tapErrorCause((cause) => (Cause.isDie(cause) ? Effect.logError("request failed", cause) : Effect.void)),
-        Effect.onInterrupt(() => Effect.sync(() => metrics.end("error", performance.now() - started)))
+        Effect.tapErrorCause((cause) => (Cause.isDie(cause) ? Effect.logError("request failed", cause) : Effect.void))
       )
     })
 })

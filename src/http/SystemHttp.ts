@@ -15,12 +15,12 @@ export const SystemHttp = HttpApiBuilder.group(SluiceApi, "system", (handlers) =
     const settings = yield* Settings
     const metrics = yield* Metrics
 
-    const metricsStream = Effect.suspend(() => {
+    const metricsStream = Effect.flatMap(CurrentPrincipal, (principal) => {
       if (!metrics.tryOpenStream()) {
         return Effect.fail(new RateLimited({ message: "At most 20 metrics streams may be open at once", retry_after_seconds: 15 }))
       }
       const events = Stream.tick(METRICS_INTERVAL).pipe(
-        Stream.map(() => `event: metrics\ndata: ${JSON.stringify(metrics.snapshot())}\n\n`),
+        Stream.map(() => `event: metrics\ndata: ${JSON.stringify(metrics.snapshot(principal.orgId))}\n\n`),
         Stream.encodeText,
         Stream.ensuring(Effect.sync(metrics.closeStream))
       )

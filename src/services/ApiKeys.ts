@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, FiberSet, Schema } from "effect"
+import { Cache, Duration, Effect, Exit, FiberSet, Schema } from "effect"
 import { ApiKey, type CreateApiKey, CreatedApiKey, KEY_PATTERN } from "../domain/ApiKey"
 import { Conflict, Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
 import { KeyId } from "../domain/Ids"
@@ -11,6 +11,8 @@ import { generateRawKey, hashesEqual, hashKey, keyPrefix } from "./KeyMaterial"
 import { storeUnavailable } from "./StoreUnavailable"
 
 const LAST_USED_RESOLUTION_MS = 60_000
+// Under a second, so a key deleted on another replica is refused within 1 s without cross-replica messages.
+const KEY_CACHE_TTL = Duration.millis(500)
 const Cursor = Schema.Tuple(Schema.Number, Schema.String)
 
 const storeDown = storeUnavailable("key store")
@@ -33,6 +35,12 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
   scoped: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
     const background = yield* FiberSet.make()
+    const byHash = yield* Cache.makeWith({
+      capacity: 10_000,
+      lookup: repo.findByHash,
+      timeToLive: (exit) => (Exit.isSuccess(exit) ? KEY_CACHE_TTL : Duration.zero)
+    })
+    const lastTouched = new Map<KeyId, number>()
 
     const create = Effect.fn("ApiKeys.create")(function* (principal: Principal, input: CreateApiKey) {
       const scopes = [...new Set(input.scopes)]
@@ -77,6 +85,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
 
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
       const removed = yield* repo.remove(principal.orgId, id).pipe(storeDown)
+      yield* byHash.invalidateAll
       if (!removed) return yield* new NotFound({ message: `No API key with id ${id}` })
     })
 
@@ -86,7 +95,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
         return yield* new InvalidApiKey({ message: "The API key is malformed: expected sp_ followed by 32 hexadecimal characters" })
       }
       const hash = hashKey(raw)
-      const row = yield* repo.findByHash(hash).pipe(storeDown)
+      const row = yield* byHash.get(hash).pipe(storeDown)
       if (row === null || !hashesEqual(row.key_hash, hash)) {
         return yield* new InvalidApiKey({ message: "The API key is not valid (unknown or deleted)" })
       }
@@ -97,7 +106,9 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       if (row.role === null) {
         return yield* new InvalidApiKey({ message: "The API key's owner is no longer a member of its organization" })
       }
-      if (row.last_used_at === null || now - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+      const lastUsed = Math.max(row.last_used_at?.getTime() ?? 0, lastTouched.get(row.id) ?? 0)
+      if (now - lastUsed > LAST_USED_RESOLUTION_MS) {
+        lastTouched.set(row.id, now)
         yield* FiberSet.run(background, repo.touch(row.id, new Date(now)).pipe(Effect.ignoreLogged))
       }
       return row

@@ -1,36 +1,37 @@
 import { Effect } from "effect"
+import type { OrgId } from "../domain/Ids"
 
 export const MAX_METRICS_STREAMS = 20
 
-/** In-process request counters for the live metrics stream. */
+type Outcome = "success" | "refused" | "error"
+const emptyCounters = () => ({ requests: 0, success: 0, refused: 0, errors: 0, totalMs: 0 })
+
+/** In-process request counters per organization, for the live metrics stream (a tenant sees only its own). */
 export class Metrics extends Effect.Service<Metrics>()("sluice/Metrics", {
   sync: () => {
     const startedAt = Date.now()
-    const counters = { requests: 0, success: 0, refused: 0, errors: 0, totalMs: 0 }
-    let inFlight = 0
+    const byOrg = new Map<OrgId, ReturnType<typeof emptyCounters>>()
     let streams = 0
 
-    const begin = () => {
-      inFlight++
-    }
-    const end = (outcome: "success" | "refused" | "error", durationMs: number) => {
-      inFlight--
+    const record = (orgId: OrgId, outcome: Outcome, durationMs: number) => {
+      let counters = byOrg.get(orgId)
+      if (counters === undefined) byOrg.set(orgId, (counters = emptyCounters()))
       counters.requests++
       counters[outcome === "error" ? "errors" : outcome]++
       counters.totalMs += durationMs
     }
 
-    const snapshot = () => ({
-      uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
-      in_flight: inFlight,
-      requests_total: counters.requests,
-      success_total: counters.success,
-      refused_total: counters.refused,
-      errors_total: counters.errors,
-      mean_latency_ms: counters.requests === 0 ? 0 : Number((counters.totalMs / counters.requests).toFixed(3)),
-      metrics_streams: streams,
-      rss_bytes: process.memoryUsage.rss()
-    })
+    const snapshot = (orgId: OrgId) => {
+      const c = byOrg.get(orgId) ?? emptyCounters()
+      return {
+        uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
+        requests_total: c.requests,
+        success_total: c.success,
+        refused_total: c.refused,
+        errors_total: c.errors,
+        mean_latency_ms: c.requests === 0 ? 0 : Number((c.totalMs / c.requests).toFixed(3))
+      }
+    }
 
     /** A stream slot, or false when all are taken. */
     const tryOpenStream = () => {
@@ -42,6 +43,6 @@ export class Metrics extends Effect.Service<Metrics>()("sluice/Metrics", {
       streams--
     }
 
-    return { begin, end, snapshot, tryOpenStream, closeStream } as const
+    return { record, snapshot, tryOpenStream, closeStream } as const
   }
 }) {}

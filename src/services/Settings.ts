@@ -1,5 +1,4 @@
 import { Effect, Option, Schema } from "effect"
-import { AppConfig } from "../../layers/AppConfig"
 import type { Principal } from "../domain/Principal"
 import { type OrgSettings, SettingsPatch } from "../domain/Settings"
 import { SettingsRepo } from "../repos/SettingsRepo"
@@ -10,13 +9,11 @@ const decodeStored = Schema.decodeUnknownOption(Schema.Struct(SettingsPatch.fiel
 
 export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
   effect: Effect.gen(function* () {
-    const config = yield* AppConfig
     const repo = yield* SettingsRepo
     const defaults: OrgSettings = {
       default_row_limit: 10_000,
       mcp_default_row_limit: 1_000,
       query_timeout_seconds: 30,
-      per_key_rpm: config.perKeyRpm,
       mcp_tools: "full"
     }
 
