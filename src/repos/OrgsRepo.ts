@@ -9,7 +9,7 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("sluice/OrgsRepo", {
     const sql = yield* SqlClient.SqlClient
     const withOrg = tenantScope(sql)
 
-    /** Idempotent provisioning of an org, a user and the user's current role in it, in one round trip. */
+    /** Idempotent provisioning of an org, a user and the user's current role in it, in one round trip; true when the role changed. */
     const ensureMember = (input: { orgId: OrgId; orgName: string; userId: UserId; role: Role }) =>
       sql`with org as (
             insert into organizations (id, name) values (${input.orgId}, ${input.orgName}) on conflict (id) do nothing
@@ -17,9 +17,8 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("sluice/OrgsRepo", {
             insert into users (id) values (${input.userId}) on conflict (id) do nothing
           )
           insert into memberships (org_id, user_id, role) values (${input.orgId}, ${input.userId}, ${input.role})
-          on conflict (org_id, user_id) do update set role = excluded.role where memberships.role <> excluded.role`.pipe(
-        Effect.asVoid
-      )
+          on conflict (org_id, user_id) do update set role = excluded.role where memberships.role <> excluded.role
+          returning 1`.pipe(Effect.map((rows) => rows.length > 0))
 
     const plan = (orgId: OrgId) =>
       sql<{ plan: string }>`select plan from organizations where id = ${orgId}`.pipe(

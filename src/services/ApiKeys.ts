@@ -42,6 +42,9 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     })
     const lastTouched = new Map<KeyId, number>()
 
+    /** Drops every cached verification on this replica, after a change to what a key may do. */
+    const forgetVerified = byHash.invalidateAll
+
     const create = Effect.fn("ApiKeys.create")(function* (principal: Principal, input: CreateApiKey) {
       const scopes = [...new Set(input.scopes)]
       if (scopes.includes("admin") && principal.role !== "admin") {
@@ -85,7 +88,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
 
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
       const removed = yield* repo.remove(principal.orgId, id).pipe(storeDown)
-      yield* byHash.invalidateAll
+      yield* forgetVerified
       if (!removed) return yield* new NotFound({ message: `No API key with id ${id}` })
     })
 
@@ -114,7 +117,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       return row
     })
 
-    return { create, list, remove, verify } as const
+    return { create, list, remove, verify, forgetVerified } as const
   }),
   dependencies: [ApiKeysRepo.Default]
 }) {}

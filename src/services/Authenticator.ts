@@ -64,8 +64,9 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
       const role: Role = claims.org_role === "org:admin" ? "admin" : "member"
       const orgId = OrgId.make(claims.org_id)
       const userId = UserId.make(claims.sub)
-      // Written on every session request so a role change in the identity provider reaches keys at once, on every replica.
-      yield* orgs.ensureMember({ orgId, orgName: orgId, userId, role }).pipe(storeUnavailable("store"))
+      // Written on every session request so a role change in the identity provider reaches the user's keys.
+      const changed = yield* orgs.ensureMember({ orgId, orgName: orgId, userId, role }).pipe(storeUnavailable("store"))
+      if (changed) yield* keys.forgetVerified
       return {
         kind: "jwt",
         orgId,
