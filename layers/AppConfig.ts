@@ -38,7 +38,10 @@ const raw = Config.all({
   allowedHosts: list("SP_ALLOWED_HOSTS"),
   storePoolSize: positiveInt("SP_STORE_POOL_SIZE", 4),
   leaseTtlSeconds: positiveInt("SP_LEASE_TTL_SECONDS", 30),
-  auditRetentionDays: Config.option(positive("SP_AUDIT_RETENTION_DAYS"))
+  auditRetentionDays: Config.option(positive("SP_AUDIT_RETENTION_DAYS")),
+  encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
+  encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
+  encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))
 })
 
 const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
