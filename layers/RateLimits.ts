@@ -1,6 +1,6 @@
 import { RateLimiter } from "@effect/experimental"
 import * as RedisStore from "@effect/experimental/RateLimiter/Redis"
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { RateLimited, Unavailable } from "../src/domain/Errors"
 import type { Principal } from "../src/domain/Principal"
 import { AppConfig } from "./AppConfig"
@@ -54,6 +54,13 @@ export class RateLimits extends Effect.Service<RateLimits>()("sluice/RateLimits"
               : Effect.fail(new Unavailable({ message: "The rate-limit store is unavailable; try again shortly" }))
         })
       )
+
+    // Serve the first request only once a shared store answers; if it never does, start anyway and refuse with 503.
+    yield* consume("startup-probe", Number.MAX_SAFE_INTEGER, "at start").pipe(
+      Effect.retry(Schedule.spaced("100 millis")),
+      Effect.timeout("3 seconds"),
+      Effect.catchAll(() => Effect.logWarning("the rate-limit store does not answer; limited requests get 503 until it does"))
+    )
 
     const perIp = (rateClass: RateClass, ip: string) => consume(`ip:${rateClass}:${ip}`, perIpLimit[rateClass], "from this address")
 
