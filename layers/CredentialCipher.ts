@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, scryptSync } from "node:crypto"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { ConfigError, Effect, Option, Redacted, Schema } from "effect"
+import { readOrCreateSecretFile } from "../src/services/SecretFile"
 import { AppConfig } from "./AppConfig"
 
 const VERSION = "v1"
@@ -33,23 +33,6 @@ const derive = (secret: string, salt: Buffer): DerivedKey => {
 
 const aadOf = (owner: SecretOwner) => Buffer.from(`sluice:credential:${VERSION}:${owner.orgId}:${owner.connectionId}`)
 
-/** Reads `file`, or creates it once with `make()` (mode 600); concurrent starters all read the winner's bytes. */
-const readOrCreate = (file: string, make: () => string): string => {
-  if (!fs.existsSync(file)) {
-    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-    const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`
-    fs.writeFileSync(temp, make(), { mode: 0o600 })
-    try {
-      fs.linkSync(temp, file)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
-    } finally {
-      fs.unlinkSync(temp)
-    }
-  }
-  return fs.readFileSync(file, "utf8").trim()
-}
-
 const missing = (name: string, why: string) => Effect.fail(ConfigError.MissingData([name], why))
 
 /**
@@ -68,12 +51,12 @@ export class CredentialCipher extends Effect.Service<CredentialCipher>()("sluice
     const salt = Buffer.from(
       Option.match(config.encryptionSalt, {
         onSome: Redacted.value,
-        onNone: () => readOrCreate(path.join(config.dataDir, SALT_FILE), () => randomBytes(16).toString("hex"))
+        onNone: () => readOrCreateSecretFile(path.join(config.dataDir, SALT_FILE), () => randomBytes(16).toString("hex"))
       })
     )
     const secret = Option.match(config.encryptionKey, {
       onSome: Redacted.value,
-      onNone: () => readOrCreate(path.join(config.dataDir, KEY_FILE), () => randomBytes(32).toString("base64url"))
+      onNone: () => readOrCreateSecretFile(path.join(config.dataDir, KEY_FILE), () => randomBytes(32).toString("base64url"))
     })
     const current = derive(secret, salt)
     const keys = [current, ...config.encryptionOldKeys.map((old) => derive(Redacted.value(old), salt))]

@@ -1,4 +1,3 @@
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
@@ -8,24 +7,13 @@ import { ALL_SCOPES } from "../domain/Scope"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { generateRawKey, hashKey, keyPrefix } from "./KeyMaterial"
+import { readOrCreateSecretFile } from "./SecretFile"
 
 const LOCAL_KEY_FILE = ".local_api_key"
 
 /** Reads the local key from the data dir, creating it (mode 600) on first start. */
 const readOrCreateLocalKey = (dataDir: string) =>
-  Effect.sync(() => {
-    const file = path.join(dataDir, LOCAL_KEY_FILE)
-    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-    if (fs.existsSync(file)) {
-      const existing = fs.readFileSync(file, "utf8").trim()
-      if (KEY_PATTERN.test(existing)) return existing
-    }
-    const raw = generateRawKey()
-    const temp = `${file}.${process.pid}.tmp`
-    fs.writeFileSync(temp, raw, { mode: 0o600 })
-    fs.renameSync(temp, file)
-    return raw
-  })
+  Effect.sync(() => readOrCreateSecretFile(path.join(dataDir, LOCAL_KEY_FILE), generateRawKey, (text) => KEY_PATTERN.test(text)))
 
 /** Self-hosted bootstrap: the `local` org and user, and in local mode the key a loopback browser may fetch. */
 export class LocalAccess extends Effect.Service<LocalAccess>()("sluice/LocalAccess", {
