@@ -1,14 +1,22 @@
 import { Layer } from "effect"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
+import { HealthLoop } from "../actors/loops/HealthLoop"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ApiKeys } from "../src/services/ApiKeys"
 import { Audit } from "../src/services/Audit"
 import { Authenticator } from "../src/services/Authenticator"
+import { ConnectionChecks } from "../src/services/ConnectionChecks"
+import { ConnectionHealth } from "../src/services/ConnectionHealth"
+import { ConnectionTransfer } from "../src/services/ConnectionTransfer"
+import { Connections } from "../src/services/Connections"
 import { LocalAccess } from "../src/services/LocalAccess"
 import { Metrics } from "../src/services/Metrics"
 import { Posture } from "../src/services/Posture"
 import { Settings } from "../src/services/Settings"
 import { AppConfig } from "./AppConfig"
+import { ConnectorPools } from "./connectors/ConnectorPools"
+import { CredentialCipher } from "./CredentialCipher"
+import { EnvConnections } from "./EnvConnections"
 import { HttpServerLive } from "./HttpServer"
 import { Leases } from "./Leases"
 import { RateLimits } from "./RateLimits"
@@ -16,7 +24,14 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default).pipe(
+  Layer.provideMerge(ConnectionChecks.Default),
+  Layer.provideMerge(Connections.Default),
+  Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default))
+)
+
 const ServicesLive = Layer.mergeAll(
+  ConnectionsLive,
   ApiKeys.Default,
   Authenticator.Default,
   Audit.Default,
@@ -30,4 +45,8 @@ const ServicesLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(Foundation))
 
 /** The single composition root: the HTTP server and every background loop, on one store. */
-export const AppLive = Layer.mergeAll(HttpServerLive, AuditRetentionLoop).pipe(Layer.provide(ServicesLive))
+export const AppLive = Layer.mergeAll(HttpServerLive, AuditRetentionLoop, HealthLoop).pipe(
+  // Env connections are in place before the first request is served.
+  Layer.provide(EnvConnections),
+  Layer.provide(ServicesLive)
+)

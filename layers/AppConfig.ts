@@ -1,5 +1,8 @@
 import * as path from "node:path"
-import { Config, ConfigError, Effect, Either, Option, Redacted } from "effect"
+import { Config, ConfigError, Effect, Either, Option, Redacted, Schema } from "effect"
+import { ConnectionInput } from "../src/domain/Connection"
+import { parseConnectionUrl } from "../src/domain/ConnectionUrl"
+import { issueMessages } from "../src/domain/ParseIssues"
 
 // Validated before naming, so an error reads "SP_X: must be …" rather than losing the variable.
 const boundedInt = (name: string, message: string, validation: (n: number) => boolean) =>
@@ -35,16 +38,43 @@ const raw = Config.all({
   adminUserIds: list("SP_ADMIN_USER_IDS"),
   redisUrl: Config.option(Config.redacted("REDIS_URL")),
   trustedProxies: list("SP_TRUSTED_PROXIES"),
+  egressIps: list("SP_EGRESS_IPS"),
+  egressAllowLoopback: Config.boolean("SP_EGRESS_ALLOW_LOOPBACK").pipe(Config.withDefault(false)),
   allowedHosts: list("SP_ALLOWED_HOSTS"),
   storePoolSize: positiveInt("SP_STORE_POOL_SIZE", 4),
   leaseTtlSeconds: positiveInt("SP_LEASE_TTL_SECONDS", 30),
+  healthIntervalSeconds: positiveInt("SP_HEALTH_INTERVAL_SECONDS", 30),
   auditRetentionDays: Config.option(positive("SP_AUDIT_RETENTION_DAYS")),
+  localDbDirs: list("SP_LOCAL_DB_DIRS"),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
   encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))
 })
 
 const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
+
+const ENV_CONNECTION = /^SP_CONNECTION_([A-Za-z0-9_]{1,64})$/
+
+/** SP_CONNECTION_<NAME>=<url>: connections a self-hosted operator configures without the API. */
+const envConnections = (selfHosted: boolean) =>
+  Effect.forEach(
+    Object.entries(process.env).filter(([name]) => ENV_CONNECTION.test(name)).sort(([a], [b]) => a.localeCompare(b)),
+    ([variable, url]) => {
+      if (!selfHosted) return Effect.fail(invalid(variable, "connections from the environment are only read when SP_DEPLOYMENT_MODE=self-hosted"))
+      const name = ENV_CONNECTION.exec(variable)![1]!.toLowerCase()
+      return Either.match(
+        Either.flatMap(parseConnectionUrl(url ?? ""), (fields) =>
+          Schema.decodeUnknownEither(ConnectionInput)({ ...fields, name }).pipe(
+            Either.mapLeft((error) => issueMessages(error).join("; "))
+          )
+        ),
+        {
+          onLeft: (message) => Effect.fail(invalid(variable, message)),
+          onRight: (input) => Effect.succeed(input)
+        }
+      )
+    }
+  )
 
 /** Every setting, read once at start. Services take this, never `process.env`. */
 export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
@@ -57,6 +87,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
     if (!selfHosted && Option.isNone(c.databaseUrl)) {
       return yield* Effect.fail(invalid("DATABASE_URL", "is required when SP_DEPLOYMENT_MODE=cloud (the embedded store serves one process)"))
     }
+    // The BigQuery driver would send every connection's traffic (and its OAuth tokens) to this host.
+    if (process.env["BIGQUERY_EMULATOR_HOST"] !== undefined) {
+      return yield* Effect.fail(invalid("BIGQUERY_EMULATOR_HOST", "is set: the BigQuery driver would send every BigQuery connection's traffic there; unset it"))
+    }
     for (const url of [c.databaseUrl, c.redisUrl]) {
       if (Option.isSome(url) && Either.isLeft(Either.try(() => new URL(Redacted.value(url.value))))) {
         const name = url === c.databaseUrl ? "DATABASE_URL" : "REDIS_URL"
@@ -65,6 +99,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
     }
     return {
       ...c,
+      envConnections: yield* envConnections(selfHosted),
       dataDir: path.resolve(c.dataDir),
       selfHosted,
       localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)

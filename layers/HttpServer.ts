@@ -5,6 +5,10 @@ import { Effect, Layer } from "effect"
 import { SluiceApi } from "../src/api/Api"
 import { AuditHttp } from "../src/http/AuditHttp"
 import { AuthenticationLive } from "../src/http/AuthenticationLive"
+import { ConnectionHealthHttp } from "../src/http/ConnectionHealthHttp"
+import { ConnectionsHttp } from "../src/http/ConnectionsHttp"
+import { ConnectionTransferHttp } from "../src/http/ConnectionTransferHttp"
+import { ConnectionUrlsHttp } from "../src/http/ConnectionUrlsHttp"
 import { KeysHttp } from "../src/http/KeysHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { makeRequestPipeline } from "../src/http/RequestPipeline"
@@ -12,7 +16,7 @@ import { SystemHttp } from "../src/http/SystemHttp"
 import { AppConfig } from "./AppConfig"
 
 const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
-  Layer.provide([KeysHttp, AuditHttp, SystemHttp, PublicHttp]),
+  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, SystemHttp, PublicHttp]),
   Layer.provide(AuthenticationLive)
 )
 

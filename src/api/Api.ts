@@ -1,6 +1,10 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { PayloadTooLarge } from "../domain/Errors"
 import { AuditApi } from "./AuditApi"
+import { ConnectionHealthApi } from "./ConnectionHealthApi"
+import { ConnectionsApi } from "./ConnectionsApi"
+import { ConnectionTransferApi } from "./ConnectionTransferApi"
+import { ConnectionUrlsApi } from "./ConnectionUrlsApi"
 import { endpointPolicies } from "./EndpointPolicies"
 import { KeysApi } from "./KeysApi"
 import { PublicApi } from "./PublicApi"
@@ -10,6 +14,10 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(PublicApi)
   .add(KeysApi)
   .add(AuditApi)
+  .add(ConnectionHealthApi)
+  .add(ConnectionUrlsApi)
+  .add(ConnectionTransferApi)
+  .add(ConnectionsApi)
   .add(SystemApi)
   .addError(PayloadTooLarge)
   .annotateContext(

@@ -1,18 +1,23 @@
 import { parseArgs } from "node:util"
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, ParseResult, Schema } from "effect"
+import { Console, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
+import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
+import { CredentialCipher } from "../../layers/CredentialCipher"
 import { StoreLive } from "../../layers/Store"
 import { CreateApiKey } from "../domain/ApiKey"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
+import { issueMessages } from "../domain/ParseIssues"
 import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "../services/ApiKeys"
+import { Connections } from "../services/Connections"
 import { exitWithStartupError } from "./StartupError"
 
 const USAGE = `usage:
   sluice keys create --name NAME --scopes SCOPE[,SCOPE…] [--org ORG] [--expires-at ISO-8601]
+  sluice credentials reencrypt     (after rotating SP_ENCRYPTION_KEY, with the old key in SP_ENCRYPTION_KEY_OLD)
   sluice migrate
 
 Scopes: ${ALL_SCOPES.join(", ")}. The raw key is printed once, on stdout.`
@@ -31,9 +36,7 @@ const createKey = (options: { name?: string | undefined; scopes?: string | undef
     }).pipe(Effect.mapError(
         (error) =>
           new UsageError({
-            message: ParseResult.ArrayFormatter.formatErrorSync(error)
-              .map((issue) => issue.message.startsWith(String(issue.path[0])) ? issue.message : `${issue.path.join(".")}: ${issue.message}`)
-              .join("; ")
+            message: issueMessages(error).join("; ")
           })
       )
     )
@@ -48,6 +51,19 @@ const createKey = (options: { name?: string | undefined; scopes?: string | undef
     yield* Console.error(`created key ${created.id} (${created.prefix}…) in org ${orgId} with scopes ${created.scopes.join(",")}; it is shown only once:`)
     yield* Console.log(created.key)
   }).pipe(Effect.provide(Layer.mergeAll(ApiKeys.Default, OrgsRepo.Default).pipe(Layer.provideMerge(Foundation))))
+
+const reencrypt = Effect.gen(function* () {
+  const outcome = yield* (yield* Connections).reencryptAll
+  yield* Console.error(
+    `checked ${outcome.checked} connections with secrets; re-encrypted ${outcome.reencrypted} under the current key` +
+      (outcome.unreadable.length === 0 ? "" : `; ${outcome.unreadable.length} decrypt under no configured key: ${outcome.unreadable.join(", ")}`)
+  )
+  if (outcome.unreadable.length > 0) process.exitCode = 1
+}).pipe(
+  Effect.provide(
+    Connections.Default.pipe(Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default)), Layer.provideMerge(Foundation))
+  )
+)
 
 const migrate = Effect.gen(function* () {
   yield* Console.error("migrations are up to date")
@@ -66,6 +82,7 @@ const main = Effect.gen(function* () {
   const command = positionals.join(" ")
   if (command === "keys create") return yield* createKey(values)
   if (command === "migrate") return yield* migrate
+  if (command === "credentials reencrypt") return yield* reencrypt
   return yield* new UsageError({ message: command ? `unknown command: ${command}` : "no command given" })
 }).pipe(
   Effect.catchTags({

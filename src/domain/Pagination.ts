@@ -11,6 +11,13 @@ export const PageParams = Schema.Struct({
 export const Page = <A, I, R>(item: Schema.Schema<A, I, R>) =>
   Schema.Struct({ items: Schema.Array(item), next_cursor: Schema.NullOr(Schema.String) })
 
+/** One page from `limit + 1` rows: the extra row only tells whether a next page exists. */
+export const pageOf = <A>(rows: ReadonlyArray<A>, limit: number, position: (last: A) => ReadonlyArray<string | number>) => {
+  const items = rows.slice(0, limit)
+  const last = items.at(-1)
+  return { items, next_cursor: rows.length > limit && last !== undefined ? encodeCursor(position(last)) : null }
+}
+
 export const encodeCursor = (position: ReadonlyArray<string | number>): string =>
   Buffer.from(JSON.stringify(position)).toString("base64url")
 

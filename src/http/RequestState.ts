@@ -1,4 +1,4 @@
-import { Context } from "effect"
+import { Context, Effect } from "effect"
 import type { Principal } from "../domain/Principal"
 import type { ClientAddress } from "./ClientAddress"
 
@@ -15,3 +15,11 @@ export interface RequestInfo {
 }
 
 export class RequestState extends Context.Tag("sluice/RequestState")<RequestState, RequestInfo>() {}
+
+/** Names the connection in the request's audit row (handlers see RequestState only as an option). */
+export const onConnection = (name: string) =>
+  Effect.flatMap(Effect.serviceOption(RequestState), (info) =>
+    Effect.sync(() => {
+      if (info._tag === "Some") info.value.connection = name
+    })
+  )

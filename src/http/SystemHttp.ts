@@ -34,6 +34,7 @@ export const SystemHttp = HttpApiBuilder.group(SluiceApi, "system", (handlers) =
       .handle("getSettings", () => Effect.flatMap(CurrentPrincipal, settings.get))
       .handle("putSettings", ({ payload }) => Effect.flatMap(CurrentPrincipal, (p) => settings.update(p, payload)))
       .handle("securityStatus", () => Effect.flatMap(CurrentPrincipal, posture.securityStatus))
+      .handle("networkInfo", () => posture.networkInfo)
       .handleRaw("metrics", () => metricsStream)
   })
 )

@@ -3,11 +3,13 @@ import m0002 from "./0002_api_keys"
 import m0003 from "./0003_audit"
 import m0004 from "./0004_settings"
 import m0005 from "./0005_leases"
+import m0006 from "./0006_connections"
 
 export const migrations = {
   "0001_tenancy": m0001,
   "0002_api_keys": m0002,
   "0003_audit": m0003,
   "0004_settings": m0004,
-  "0005_leases": m0005
+  "0005_leases": m0005,
+  "0006_connections": m0006
 }

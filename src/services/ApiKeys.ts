@@ -1,14 +1,13 @@
 import { randomUUID } from "node:crypto"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Cache, Duration, Effect, Exit, FiberSet, Schema } from "effect"
 import { ApiKey, type CreateApiKey, CreatedApiKey, KEY_PATTERN } from "../domain/ApiKey"
-import { Conflict, Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
+import { Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
 import { KeyId } from "../domain/Ids"
-import { decodeCursor, encodeCursor } from "../domain/Pagination"
+import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ApiKeysRepo, type ApiKeyRow } from "../repos/ApiKeysRepo"
 import { generateRawKey, hashesEqual, hashKey, keyPrefix } from "./KeyMaterial"
-import { storeUnavailable } from "./StoreUnavailable"
+import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const LAST_USED_RESOLUTION_MS = 60_000
 // Under a second, so a key deleted on another replica is refused within 1 s without cross-replica messages.
@@ -16,8 +15,6 @@ const KEY_CACHE_TTL = Duration.millis(500)
 const Cursor = Schema.Tuple(Schema.Number, Schema.String)
 
 const storeDown = storeUnavailable("key store")
-
-const isUniqueViolation = (error: SqlError) => (error.cause as { code?: string } | undefined)?.code === "23505"
 
 const toApiKey = (row: ApiKeyRow) =>
   new ApiKey({
@@ -65,10 +62,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
           expires_at: input.expires_at ?? null,
           key_hash: hashKey(raw)
         })
-        .pipe(
-          Effect.catchIf(isUniqueViolation, () => new Conflict({ message: `A key named "${input.name}" already exists in this organization` })),
-          storeDown
-        )
+        .pipe(conflictOnDuplicate(`A key named "${input.name}" already exists in this organization`), storeDown)
       return new CreatedApiKey({ ...toApiKey(row), key: raw })
     })
 
@@ -78,12 +72,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       const rows = yield* repo
         .list(principal.orgId, limit + 1, after && ([new Date(after[0]), after[1]] as const))
         .pipe(storeDown)
-      const items = rows.slice(0, limit).map(toApiKey)
-      const last = items.at(-1)
-      return {
-        items,
-        next_cursor: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last.id]) : null
-      }
+      return pageOf(rows.map(toApiKey), limit, (key) => [key.created_at.getTime(), key.id])
     })
 
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {

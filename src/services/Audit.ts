@@ -1,6 +1,6 @@
 import { Effect, Schema, Stream } from "effect"
 import { AuditWriter } from "../../actors/AuditWriter"
-import { decodeCursor, encodeCursor } from "../domain/Pagination"
+import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { type AuditFilter, type AuditInsert, AuditRepo, type AuditRow } from "../repos/AuditRepo"
@@ -43,9 +43,7 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
       const limit = page.limit ?? 100
       const before = page.cursor === undefined ? null : (yield* decodeCursor(page.cursor, Cursor))[0]
       const rows = yield* repo.page(principal.orgId, filter, before, limit + 1).pipe(storeDown)
-      const items = rows.slice(0, limit)
-      const last = items.at(-1)
-      return { items: items.map(toEntry), next_cursor: rows.length > limit && last ? encodeCursor([last.id]) : null }
+      return pageOf(rows.map(toEntry), limit, (entry) => [entry.id])
     })
 
     const stats = Effect.fn("Audit.stats")(function* (principal: Principal, hours: number) {

@@ -1,3 +1,4 @@
+import * as os from "node:os"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import type { Principal } from "../domain/Principal"
@@ -47,7 +48,21 @@ export class Posture extends Effect.Service<Posture>()("sluice/Posture", {
       }
     })
 
-    return { plan, securityStatus } as const
+    /** Where this gateway's connections to customer databases come from, for their firewalls. */
+    const networkInfo = Effect.sync(() => {
+      const interfaces = Object.entries(os.networkInterfaces()).flatMap(([name, addresses]) =>
+        (addresses ?? []).filter((a) => !a.internal).map((a) => ({ name, address: a.address, family: a.family }))
+      )
+      const configured = config.egressIps.length > 0
+      return {
+        hostname: os.hostname(),
+        egress_ips: configured ? config.egressIps : interfaces.map((i) => i.address),
+        egress_ips_source: configured ? ("configured" as const) : ("interfaces" as const),
+        interfaces
+      }
+    })
+
+    return { plan, securityStatus, networkInfo } as const
   }),
   dependencies: [OrgsRepo.Default, ApiKeysRepo.Default]
 }) {}

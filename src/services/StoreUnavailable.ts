@@ -1,6 +1,6 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { Unavailable } from "../domain/Errors"
+import { Conflict, Unavailable } from "../domain/Errors"
 
 /** A store failure reaches the caller as 503 `unavailable`, never as a 401 or a leaked driver message. */
 export const storeUnavailable =
@@ -11,3 +11,11 @@ export const storeUnavailable =
         ? new Unavailable({ message: `The ${what} is unavailable; try again shortly` })
         : (error as Exclude<E, SqlError>)
     )
+
+const isUniqueViolation = (error: SqlError) => (error.cause as { code?: string } | undefined)?.code === "23505"
+
+/** A unique-key violation (a name already taken) reaches the caller as 409 `conflict` with `message`. */
+export const conflictOnDuplicate =
+  (message: string) =>
+  <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError | Conflict, R> =>
+    Effect.catchIf(effect, isUniqueViolation, () => new Conflict({ message }))

@@ -16,7 +16,29 @@ const SPEC_SCOPES: Record<string, string> = {
   "GET /api/settings": "admin",
   "PUT /api/settings": "admin",
   "GET /api/security/status": "read",
-  "GET /api/metrics": "authenticated"
+  "GET /api/metrics": "authenticated",
+  "GET /api/connections": "read",
+  "POST /api/connections": "write",
+  "GET /api/connections/:name": "read",
+  "PUT /api/connections/:name": "write",
+  "DELETE /api/connections/:name": "write",
+  "POST /api/connections/:name/clone": "write",
+  "POST /api/connections/test-credentials": "write",
+  "POST /api/connections/:name/test": "read",
+  "POST /api/connections/:name/diagnose": "read",
+  "GET /api/connectors/capabilities": "read",
+  "GET /api/connections/:name/capabilities": "read",
+  "GET /api/pool/stats": "read",
+  "GET /api/connections/health": "read",
+  "GET /api/connections/:name/health": "read",
+  "GET /api/connections/:name/health/history": "read",
+  "GET /api/connections/stats": "read",
+  "POST /api/connections/parse-url": "read",
+  "POST /api/connections/validate-url": "read",
+  "POST /api/connections/build-url": "read",
+  "POST /api/connections/export": "write",
+  "POST /api/connections/import": "write",
+  "GET /api/network/info": "admin"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

@@ -35,7 +35,8 @@ afterAll(() => {
 })
 
 describe("sluice keys create on the embedded store", () => {
-  it("prints only the raw key on stdout; the key works on a gateway on that data dir, and the CLI is locked out while it runs", async () => {
+  // Seven CLI runs and a gateway, each a cold process start: minutes when the suite shares two cores.
+  it("prints only the raw key on stdout; the key works on a gateway on that data dir, and the CLI is locked out while it runs", { timeout: 180_000 }, async () => {
     const dir = dataDir()
     const created = await runCli(["keys", "create", "--name", "k1", "--scopes", "read,admin"], { SP_DATA_DIR: dir })
     expect(created.code, created.stderr).toBe(0)

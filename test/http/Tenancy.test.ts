@@ -2,8 +2,9 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, startGateway } from "../support/Gateway"
+import { freePort, type Gateway, startGateway } from "../support/Gateway"
 import { type HttpResult, request, type RequestOptions } from "../support/Http"
+import { Relay } from "../support/Relay"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const hasPostgres = await postgresAvailable()
@@ -28,6 +29,8 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
   let gateway: Gateway
   let database: TestDatabase | undefined
   let jwks: http.Server | undefined
+  let relay: Relay
+  let cloudEnv: Record<string, string>
   let signingKey: SigningKey
   let strangerKey: SigningKey
 
@@ -45,19 +48,21 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     await new Promise<void>((resolve) => jwks!.listen(0, "127.0.0.1", resolve))
     const jwksPort = (jwks.address() as AddressInfo).port
     database = await createTestDatabase()
-    gateway = await startGateway({
-      databaseUrl: database.url,
-      env: {
-        SP_DEPLOYMENT_MODE: "cloud",
-        SP_JWKS_URL: `http://127.0.0.1:${jwksPort}/.well-known/jwks.json`,
-        SP_JWT_LEEWAY: String(LEEWAY_SECONDS),
-        // Every key route is in the "auth" per-IP class (60/min by default); this file makes more than that.
-        SP_RATE_LIMIT_AUTH_RPM: "10000"
-      }
-    })
+    // Customer databases are reached through a relay: the store's own address is off limits to tenants.
+    relay = new Relay(await freePort())
+    await relay.open()
+    cloudEnv = {
+      SP_DEPLOYMENT_MODE: "cloud",
+      SP_JWKS_URL: `http://127.0.0.1:${jwksPort}/.well-known/jwks.json`,
+      SP_JWT_LEEWAY: String(LEEWAY_SECONDS),
+      // Every key route is in the "auth" per-IP class (60/min by default); this file makes more than that.
+      SP_RATE_LIMIT_AUTH_RPM: "10000"
+    }
+    gateway = await startGateway({ databaseUrl: database.url, env: { ...cloudEnv, SP_EGRESS_ALLOW_LOOPBACK: "true" } })
   })
   afterAll(async () => {
     await gateway?.stop()
+    await relay?.cut()
     await database?.drop()
     if (jwks) await new Promise<void>((resolve) => jwks!.close(() => resolve()))
   })
@@ -188,6 +193,75 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     const statusA = await api("/api/security/status", { key: keyA })
     expect(statusA.status).toBe(200)
     expect(statusA.json.keys).toMatchObject({ total: 2, admin: 1 })
+  })
+
+  it.skipIf(skip)("one org's connections are invisible to another: read, test, edit, clone, delete are 404; names are per org", async () => {
+    const adminA = await token({ sub: "user_carol", orgId: "org_ca", admin: true })
+    const adminB = await token({ sub: "user_dan", orgId: "org_cb", admin: true })
+    const body = { name: "shared_name", db_type: "postgresql", host: "127.0.0.1", port: relay.port, database: database!.name, username: "root", password: "pw-tenant-a" }
+    expect((await withJwt("/api/connections", adminA, { body })).status).toBe(201)
+    expect((await withJwt("/api/connections", adminB)).json.items).toEqual([])
+    expect((await withJwt("/api/connections/health", adminB)).json.items).toEqual([])
+    expect((await withJwt("/api/connections/stats", adminB)).json).toMatchObject({ connections: 0, checks: 0 })
+    for (const [path, method] of [
+      ["/api/connections/shared_name", "GET"],
+      ["/api/connections/shared_name/test", "POST"],
+      ["/api/connections/shared_name/diagnose", "POST"],
+      ["/api/connections/shared_name/capabilities", "GET"],
+      ["/api/connections/shared_name/health", "GET"],
+      ["/api/connections/shared_name/health/history", "GET"],
+      ["/api/connections/shared_name", "DELETE"]
+    ] as const) {
+      const response = await withJwt(path, adminB, { method })
+      expect(response.status, `${method} ${path}`).toBe(404)
+    }
+    expect((await withJwt("/api/connections/shared_name/clone", adminB, { body: { name: "stolen" } })).status).toBe(404)
+    expect((await withJwt("/api/connections/shared_name", adminB, { method: "PUT", body })).status).toBe(404)
+    // The same name in another org is a different connection; local files are refused in cloud.
+    expect((await withJwt("/api/connections", adminB, { body: { ...body, password: "pw-tenant-b" } })).status).toBe(201)
+    const local = await withJwt("/api/connections", adminB, { body: { name: "lite", db_type: "sqlite", database: "x.sqlite" } })
+    expect(local.status).toBe(400)
+    expect(local.json.message).toMatch(/cloud/)
+    expect((await withJwt("/api/connections/shared_name/test", adminA, { method: "POST" })).json.ok).toBe(true)
+    expect((await withJwt("/api/connections/shared_name", adminA)).json.password_set).toBe(true)
+  })
+
+  it.skipIf(skip)("a tenant's connection never reaches the gateway's store, loopback or metadata addresses", async () => {
+    const admin = await token({ sub: "user_erin", orgId: "org_egress", admin: true })
+    const probe = (gw: Gateway, fields: Record<string, unknown>) =>
+      request(gw.url, "/api/connections/test-credentials", {
+        headers: { authorization: `Bearer ${admin}` },
+        body: { name: "probe", db_type: "postgresql", database: database!.name, username: "root", ...fields }
+      })
+    // The store itself, by address or by name, even where loopback databases are allowed.
+    for (const host of ["127.0.0.1", "localhost"]) {
+      const store = await probe(gateway, { host, port: 5432 })
+      expect(store.json, host).toMatchObject({ ok: false, step: "config" })
+      expect(store.json.error).toContain("own store")
+    }
+    expect((await probe(gateway, { host: "127.0.0.1", port: relay.port })).json).toMatchObject({ ok: true })
+
+    // Without SP_EGRESS_ALLOW_LOOPBACK: no loopback, link-local or metadata address, not even through a tunnel's first hop.
+    const strict = await startGateway({ databaseUrl: database!.url, env: cloudEnv })
+    try {
+      for (const host of ["127.0.0.1", "localhost", "169.254.169.254", "::ffff:127.0.0.1", "::1"]) {
+        const refused = await probe(strict, { host, port: relay.port })
+        expect(refused.json, host).toMatchObject({ ok: false, step: "config" })
+        expect(refused.json.error).toMatch(/does not connect to .*loopback, link-local and cloud metadata/)
+      }
+      const tunnelled = await probe(strict, { host: "db.internal", port: 5432, ssh_tunnel: { host: "127.0.0.1", username: "u", password: "pw-x" } })
+      expect(tunnelled.json).toMatchObject({ ok: false, step: "config" })
+      const created = await request(strict.url, "/api/connections", {
+        headers: { authorization: `Bearer ${admin}` },
+        body: { name: "inward", db_type: "postgresql", host: "127.0.0.1", port: relay.port, database: database!.name, username: "root" }
+      })
+      expect(created.status).toBe(201)
+      const diagnosed = await request(strict.url, "/api/connections/inward/diagnose", { method: "POST", headers: { authorization: `Bearer ${admin}` } })
+      expect(diagnosed.json.ok).toBe(false)
+      expect(diagnosed.json.steps.at(-1)).toMatchObject({ status: "failed", detail: expect.stringContaining("does not connect to") })
+    } finally {
+      await strict.stop()
+    }
   })
 
   it.skipIf(skip)("refuses bad session tokens with 401 unauthenticated and provisions nothing; honours the leeway", async () => {

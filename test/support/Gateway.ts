@@ -20,6 +20,8 @@ export interface Gateway {
   readonly kill: () => Promise<void>
 }
 
+export const CLOUD_ENCRYPTION = { SP_ENCRYPTION_KEY: "test-encryption-key-for-cloud-gateways", SP_ENCRYPTION_SALT: "test-salt-0123456789" }
+
 export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = net.createServer()
@@ -59,6 +61,8 @@ export const startGateway = async (
       SP_PORT: String(port),
       SP_DATA_DIR: dataDir,
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
+      // Cloud refuses to start without both; tests that check that refusal pass their own env.
+      ...(options.env?.["SP_DEPLOYMENT_MODE"] === "cloud" ? CLOUD_ENCRYPTION : {}),
       ...options.env
     },
     stdio: ["ignore", "pipe", "pipe"]

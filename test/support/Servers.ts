@@ -69,3 +69,20 @@ export const createTestDatabase = async () => {
   }
 }
 export type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>
+
+export const TEST_MYSQL_URL = process.env["TEST_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test"
+
+export const mysqlAvailable = () =>
+  available("MariaDB/MySQL", async () => {
+    const mysql = await import("mysql2/promise")
+    const connection = await mysql.createConnection({ uri: TEST_MYSQL_URL, connectTimeout: 3000 })
+    await connection.end()
+  })
+
+/** No SQL Server runs on these machines: the MSSQL live suite runs only when this is set (mssql://user:password@host:port/database, `?tls=require` for an encrypted server). */
+export const TEST_MSSQL_URL = process.env["TEST_MSSQL_URL"]
+
+/** No Databricks workspace either: its live suite runs only when all three are set. */
+export const TEST_DATABRICKS_HOST = process.env["TEST_DATABRICKS_HOST"]
+export const TEST_DATABRICKS_HTTP_PATH = process.env["TEST_DATABRICKS_HTTP_PATH"]
+export const TEST_DATABRICKS_TOKEN = process.env["TEST_DATABRICKS_TOKEN"]

@@ -1,0 +1,87 @@
+import type { Effect, Scope } from "effect"
+import { Schema } from "effect"
+import type { ConnectionInput, DbType } from "../../src/domain/Connection"
+
+/** Where a connection attempt or statement failed; the diagnose route reports the same steps. */
+export const FailureStep = Schema.Literal("config", "dns", "tcp", "tls", "ssh", "auth", "privileges", "query", "timeout")
+export type FailureStep = typeof FailureStep.Type
+
+/** A sanitized failure: the message never carries a secret, a stack trace or the driver's raw error. */
+export class ConnectorError extends Schema.TaggedError<ConnectorError>()("ConnectorError", {
+  step: FailureStep,
+  message: Schema.String
+}) {}
+
+export interface QueryOptions {
+  readonly timeoutMs: number
+  /** Rows kept; one more is read to tell a complete result from a truncated one. */
+  readonly maxRows: number
+  /** A comment naming who runs the statement, for the database's own logs. */
+  readonly attribution?: string
+}
+
+export interface Column {
+  readonly name: string
+  readonly type: string
+}
+
+export interface QueryResult {
+  readonly columns: ReadonlyArray<Column>
+  readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
+  readonly truncated: boolean
+}
+
+export interface PoolStats {
+  readonly total: number
+  readonly idle: number
+  readonly waiting: number
+}
+
+/** An open connection pool to one customer database; closed when the scope that opened it closes. */
+export interface ConnectorPool {
+  /** Runs one read-only statement under the dialect's session guards; a timeout cancels it on the server. */
+  readonly query: (sql: string, options: QueryOptions) => Effect.Effect<QueryResult, ConnectorError>
+  /** A cheap round trip that proves the credentials still work. */
+  readonly ping: Effect.Effect<void, ConnectorError>
+  readonly stats: () => PoolStats
+}
+
+export interface Capabilities {
+  readonly db_type: DbType
+  readonly driver: string
+  readonly transport: string
+  readonly read_only_guard: string
+  readonly server_side_cancel: boolean
+  readonly ssh_tunnel: boolean
+  readonly tls: boolean
+  readonly local_file: boolean
+  readonly limit_syntax: "limit" | "top" | "fetch_first"
+  /** Whether this build has been run against a real server of this type (see README). */
+  readonly verified_against: string
+}
+
+export interface Endpoint {
+  readonly host: string
+  readonly port: number
+}
+
+/** What a connector is given to open a pool: the connection with its secrets, and where to dial. */
+export interface OpenRequest<C extends ConnectionInput = ConnectionInput> {
+  readonly connection: C
+  /** Where to dial: the connector's `address`, or the local end of an SSH tunnel to it; null for a local file. */
+  readonly endpoint: Endpoint | null
+  readonly connectTimeoutMs: number
+  /** Replaces every secret value in a driver message before it can reach a caller or a log. */
+  readonly scrub: (message: string) => string
+}
+
+export interface Connector<C extends ConnectionInput = ConnectionInput> {
+  readonly capabilities: Capabilities
+  /** The host and port the driver dials (null for a local file); diagnose probes it and an SSH tunnel forwards to it. */
+  readonly address: (connection: C) => Endpoint | null
+  /** Whether this connection is encrypted whatever its tls field says (HTTPS-only services); diagnose reports it. */
+  readonly alwaysTls?: (connection: C) => boolean
+  /** A query that lists readable tables, for the diagnose route's privileges step. */
+  readonly privilegesProbe: string
+  readonly open: (request: OpenRequest<C>) => Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope>
+}

@@ -1,0 +1,157 @@
+import { Duration, Effect, Equal, Hash, Option, RcMap, Redacted, type Scope } from "effect"
+import type { ConnectionInput, DbType } from "../../src/domain/Connection"
+import { AppConfig } from "../AppConfig"
+import { ConnectorError, type ConnectorPool, type Endpoint } from "./Connector"
+import { CONNECTORS } from "./Connectors"
+import { makeScrubber } from "./DriverErrors"
+import { allowAnyTarget, type EgressPolicy, guardedEgress } from "./EgressPolicy"
+import { openTunnel } from "./SshTunnel"
+
+const IDLE_TTL = Duration.minutes(5)
+
+/** host:port of a store or Redis URL, which tenants' connections must never reach. */
+const endpointOf = (url: Redacted.Redacted<string>): Option.Option<Endpoint> =>
+  Option.flatMap(Option.liftThrowable(() => new URL(Redacted.value(url)))(), (u) =>
+    u.hostname === "" ? Option.none() : Option.some({ host: u.hostname.replace(/^\[|\]$/g, ""), port: Number(u.port || (u.protocol.startsWith("redis") ? 6379 : 5432)) })
+  )
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+
+/** What to open: one stored connection at one version, with its secrets. */
+export interface PoolTarget {
+  readonly orgId: string
+  readonly connectionId: string
+  readonly version: number
+  readonly connection: ConnectionInput
+  readonly secrets: ReadonlyArray<string>
+  /** The SSH host key pinned for a stored connection, and how to pin the first one seen. */
+  readonly hostKey?: {
+    readonly pinned: string | null
+    readonly pin: (fingerprint: string) => Effect.Effect<void, ConnectorError>
+  }
+}
+
+// Pools are told apart by org, connection and version; the connection's fields ride along for the lookup.
+class PoolKey implements Equal.Equal {
+  readonly id: string
+  constructor(readonly target: PoolTarget) {
+    this.id = `${target.orgId}\u0000${target.connectionId}\u0000${target.version}`
+  }
+  [Equal.symbol](that: Equal.Equal): boolean {
+    return that instanceof PoolKey && that.id === this.id
+  }
+  [Hash.symbol](): number {
+    return Hash.string(this.id)
+  }
+}
+
+export interface PoolInfo {
+  readonly org_id: string
+  readonly connection_id: string
+  readonly name: string
+  readonly db_type: DbType
+  readonly version: number
+  readonly opened_at: Date
+  last_used_at: Date
+  readonly pool: ConnectorPool
+}
+
+/** Open a connector (and its SSH tunnel, when it has one) for a target; fails with the step that failed. */
+export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTarget): Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const c = target.connection
+    const connector = CONNECTORS[c.db_type]
+    if (connector === undefined) {
+      return yield* new ConnectorError({ step: "config", message: `The ${c.db_type} connector is not available in this build` })
+    }
+    const connectTimeoutMs = c.connection_timeout === undefined ? DEFAULT_CONNECT_TIMEOUT_MS : c.connection_timeout * 1000
+    const address = connector.address(c)
+    const tunnel = "ssh_tunnel" in c ? c.ssh_tunnel : undefined
+    // The first hop is the only address this process dials: the SSH server when there is a tunnel.
+    const firstHop = tunnel === undefined ? address : { host: tunnel.host, port: tunnel.port ?? 22 }
+    if (firstHop !== null) yield* egress.check(firstHop)
+    const open = (endpoint: Endpoint | null) => connector.open({ connection: c, endpoint, connectTimeoutMs, scrub: makeScrubber(target.secrets) })
+    if (tunnel === undefined || address === null) return yield* open(address)
+    const pinned = tunnel.host_key_fingerprint ?? target.hostKey?.pinned ?? null
+    const opened = yield* openTunnel({ tunnel, target: address, pinned, connectTimeoutMs })
+    if (pinned === null) yield* target.hostKey?.pin(opened.fingerprint) ?? Effect.void
+    const pool = yield* open(opened.endpoint)
+    const explain = (error: ConnectorError) => opened.failure() ?? error
+    return {
+      ...pool,
+      query: (sql, options) => Effect.mapError(pool.query(sql, options), explain),
+      ping: Effect.mapError(pool.ping, explain)
+    } satisfies ConnectorPool
+  })
+
+/**
+ * Connection pools as scoped resources in a keyed map: opened on first use, closed after five idle
+ * minutes, when their connection is edited or deleted, and when the gateway stops.
+ */
+export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/ConnectorPools", {
+  scoped: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const egress = config.selfHosted
+      ? allowAnyTarget
+      : yield* guardedEgress({
+          allowLoopback: config.egressAllowLoopback,
+          reserved: [config.databaseUrl, config.redisUrl].flatMap((url) => Option.toArray(Option.flatMap(url, endpointOf)))
+        })
+    const open = new Map<string, PoolInfo>()
+    const pools = yield* RcMap.make({
+      lookup: (key: PoolKey) =>
+        Effect.gen(function* () {
+          const pool = yield* openTarget(key.target, egress)
+          const now = new Date()
+          open.set(key.id, {
+            org_id: key.target.orgId,
+            connection_id: key.target.connectionId,
+            name: key.target.connection.name,
+            db_type: key.target.connection.db_type,
+            version: key.target.version,
+            opened_at: now,
+            last_used_at: now,
+            pool
+          })
+          yield* Effect.addFinalizer(() => Effect.sync(() => open.delete(key.id)))
+          return pool
+        }),
+      idleTimeToLive: IDLE_TTL
+    })
+
+    /** Runs `use` with the target's pool, opening it if needed; a failed open is not cached. */
+    const withPool = <A, E>(target: PoolTarget, use: (pool: ConnectorPool) => Effect.Effect<A, E>) => {
+      const key = new PoolKey(target)
+      return Effect.scoped(
+        RcMap.get(pools, key).pipe(
+          Effect.tap(() => Effect.sync(() => {
+            const info = open.get(key.id)
+            if (info !== undefined) info.last_used_at = new Date()
+          })),
+          Effect.flatMap(use)
+        )
+      )
+    }
+
+    /** Closes every pool of a connection (all versions), after an edit or a delete. */
+    const retire = (orgId: string, connectionId: string) =>
+      RcMap.keys(pools).pipe(
+        Effect.flatMap((keys) =>
+          Effect.forEach(
+            keys.filter((k) => k.target.orgId === orgId && k.target.connectionId === connectionId),
+            (k) => RcMap.invalidate(pools, k),
+            { discard: true }
+          )
+        )
+      )
+
+    const stats = (orgId: string) =>
+      [...open.values()]
+        .filter((info) => info.org_id === orgId)
+        .map(({ pool, ...info }) => ({ ...info, ...pool.stats() }))
+
+    /** Opens a pool outside the map (test-credentials, diagnose), under the same egress policy. */
+    const openOnce = (target: PoolTarget) => openTarget(target, egress)
+
+    return { withPool, openOnce, retire, stats } as const
+  })
+}) {}

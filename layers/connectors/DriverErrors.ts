@@ -1,0 +1,70 @@
+import type { Exit } from "effect"
+import { ConnectorError, type FailureStep } from "./Connector"
+
+const MAX_MESSAGE = 500
+
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NONAME"])
+const TCP_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "ECONNABORTED"])
+const TLS_CODE = /^(ERR_TLS|ERR_SSL|CERT_|DEPTH_ZERO|SELF_SIGNED|UNABLE_TO_|HOSTNAME_MISMATCH|ERR_OSSL|EENCRYPT)/
+// SQLSTATE classes and vendor codes (ClickHouse and Trino error names too) for refused logins, missing rights and cancelled statements.
+const AUTH_STATES = new Set([
+  "28P01", "28000", "3D000", "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_BAD_DB_ERROR",
+  "AUTHENTICATION_FAILED", "UNKNOWN_USER", "WRONG_PASSWORD", "REQUIRED_PASSWORD", "UNKNOWN_DATABASE", "ELOGIN"
+])
+const PRIVILEGE_STATES = new Set(["42501", "ER_TABLEACCESS_DENIED_ERROR", "ER_COLUMNACCESS_DENIED_ERROR", "ACCESS_DENIED", "PERMISSION_DENIED"])
+const TIMEOUT_STATES = new Set(["57014", "ER_QUERY_TIMEOUT", "ER_STATEMENT_TIMEOUT", "ER_QUERY_INTERRUPTED", "TIMEOUT_EXCEEDED", "EXCEEDED_TIME_LIMIT", "ETIMEOUT"])
+
+const FIXED: Partial<Record<FailureStep, string>> = {
+  dns: "The database host name does not resolve",
+  tcp: "The database could not be reached over TCP (is it running, and are the host and port right?)",
+  tls: "The TLS handshake with the database failed (check the TLS mode and certificates)",
+  auth: "The database refused the login (check the username, password and database name)",
+  timeout: "The statement was cancelled because it ran past its timeout"
+}
+
+const stepOf = (codes: ReadonlyArray<string>, message: string, httpStatus: unknown): FailureStep => {
+  const code = codes[0] ?? ""
+  if (DNS_CODES.has(code)) return "dns"
+  if (TCP_CODES.has(code) || /timeout expired|connection timeout|Connection terminated unexpectedly|^Failed to connect to .+ in \d+ms$/i.test(message)) return "tcp"
+  if (TLS_CODE.test(code) || /does not support SSL|SSL connection|self[- ]signed certificate|certificate/i.test(message)) return "tls"
+  if (codes.some((c) => AUTH_STATES.has(c)) || httpStatus === 401) return "auth"
+  if (codes.some((c) => PRIVILEGE_STATES.has(c))) return "privileges"
+  if (codes.some((c) => TIMEOUT_STATES.has(c)) || /max_statement_time|maximum statement execution time/i.test(message)) return "timeout"
+  return "query"
+}
+
+/** The codes of an error and of those it wraps (mssql's originalError around tedious' error around the socket's), innermost first. */
+const wrappedCodes = (error: unknown, depth = 0): Array<unknown> => {
+  const e = error as { code?: unknown; originalError?: unknown; cause?: unknown; errors?: unknown } | null
+  if (e === null || typeof e !== "object" || depth > 4) return []
+  const inner = e.originalError ?? e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined)
+  return [...wrappedCodes(inner, depth + 1), e.code]
+}
+
+/**
+ * A driver's error as a ConnectorError. Connection-level failures get fixed wording (driver text there
+ * names hosts and users); a statement's own error keeps the database's message, scrubbed of secrets.
+ */
+export const fromDriverError = (error: unknown, scrub: (message: string) => string, during: "connect" | "query"): ConnectorError => {
+  const raw = error as { code?: unknown; type?: unknown; errorName?: unknown; response?: { status?: unknown }; message?: unknown } | null
+  // ClickHouse names its error in `type` and Trino in `errorName`; an HTTP driver's refusal carries the response status.
+  const codes = [...wrappedCodes(error), raw?.type, raw?.errorName].filter((c): c is string => typeof c === "string")
+  const message = typeof raw?.message === "string" ? raw.message : String(error)
+  const step = stepOf(codes, message, raw?.response?.status)
+  const fixed = FIXED[step]
+  if (fixed !== undefined) return new ConnectorError({ step, message: fixed })
+  const prefix = during === "connect" && step === "query" ? "Connecting failed: " : ""
+  return new ConnectorError({ step: during === "connect" && step === "query" ? "auth" : step, message: prefix + scrub(message).slice(0, MAX_MESSAGE) })
+}
+
+export const statementTimedOut = () => new ConnectorError({ step: "timeout", message: FIXED.timeout! })
+
+/** Whether a session can go back to its pool: yes after a success or a statement the database refused; not after an interrupt, timeout or socket error. */
+export const sessionReusable = (exit: Exit.Exit<unknown, ConnectorError>) =>
+  exit._tag === "Success" || (exit.cause._tag === "Fail" && (exit.cause.error.step === "query" || exit.cause.error.step === "privileges"))
+
+/** Replaces each secret (and its URL-encoded form) with ***. */
+export const makeScrubber = (secrets: ReadonlyArray<string>) => {
+  const needles = [...new Set(secrets.flatMap((s) => (s.length >= 3 ? [s, encodeURIComponent(s)] : [])))].sort((a, b) => b.length - a.length)
+  return (message: string) => needles.reduce((text, needle) => text.split(needle).join("***"), message)
+}

@@ -1,0 +1,106 @@
+import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api"
+import { Effect, type Scope } from "effect"
+import type { DuckdbInput } from "../../src/domain/Connection"
+import { type Connector, ConnectorError, type ConnectorPool, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { fromDriverError, statementTimedOut } from "./DriverErrors"
+
+type DuckdbConnection = typeof DuckdbInput.Type
+
+const POOL_SIZE = 2
+
+// The database is opened read-only with no file or network access and no extensions, and the
+// configuration is locked so a statement cannot turn any of that back on.
+const GUARDED_OPTIONS = {
+  access_mode: "READ_ONLY",
+  enable_external_access: "false",
+  autoinstall_known_extensions: "false",
+  autoload_known_extensions: "false",
+  allow_community_extensions: "false",
+  lock_configuration: "true"
+}
+
+const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const instance = yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: () => DuckDBInstance.create(request.connection.database, GUARDED_OPTIONS),
+        catch: () => new ConnectorError({ step: "auth", message: "The DuckDB file does not exist or cannot be opened read-only" })
+      }),
+      (instance) => Effect.sync(() => instance.closeSync())
+    )
+    const idle: Array<DuckDBConnection> = []
+    let total = 0
+    let inFlight = 0
+    const permits = yield* Effect.makeSemaphore(POOL_SIZE)
+    yield* Effect.addFinalizer(() => Effect.sync(() => idle.splice(0).forEach((c) => c.closeSync())))
+
+    const borrow = Effect.suspend(() => {
+      const ready = idle.pop()
+      if (ready !== undefined) return Effect.succeed(ready)
+      return Effect.tryPromise({
+        try: () => instance.connect(),
+        catch: (error) => fromDriverError(error, request.scrub, "connect")
+      }).pipe(Effect.tap(() => Effect.sync(() => total++)))
+    })
+
+    const run = (connection: DuckDBConnection, sql: string, options: QueryOptions) =>
+      Effect.tryPromise({
+        try: async (): Promise<QueryResult> => {
+          const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+          const reader = await connection.streamAndReadUntil(text, options.maxRows + 1)
+          const rows = reader.getRowsJson()
+          const types = reader.columnTypes()
+          return {
+            columns: reader.columnNames().map((name, i) => ({ name, type: String(types[i]).toLowerCase() })),
+            rows: rows.slice(0, options.maxRows),
+            truncated: rows.length > options.maxRows
+          }
+        },
+        catch: (error) => fromDriverError(error, request.scrub, "query")
+      }).pipe(
+        Effect.timeoutFail({
+          duration: options.timeoutMs,
+          onTimeout: statementTimedOut
+        }),
+        Effect.tapErrorTag("ConnectorError", (e) => (e.step === "timeout" ? Effect.sync(() => connection.interrupt()) : Effect.void)),
+        Effect.onInterrupt(() => Effect.sync(() => connection.interrupt()))
+      )
+
+    const query = (sql: string, options: QueryOptions) =>
+      Effect.suspend(() => {
+        inFlight++
+        return permits
+          .withPermits(1)(
+            Effect.acquireUseRelease(
+              borrow,
+              (connection) => run(connection, sql, options),
+              (connection) => Effect.sync(() => idle.push(connection))
+            )
+          )
+          .pipe(Effect.ensuring(Effect.sync(() => inFlight--)))
+      })
+
+    return {
+      query,
+      ping: Effect.asVoid(query("select 1", { timeoutMs: request.connectTimeoutMs, maxRows: 1 })),
+      stats: () => ({ total, idle: idle.length, waiting: Math.max(0, inFlight - POOL_SIZE) })
+    } satisfies ConnectorPool
+  })
+
+export const DuckdbConnector: Connector<DuckdbConnection> = {
+  capabilities: {
+    db_type: "duckdb",
+    driver: "@duckdb/node-api",
+    transport: "local file, in process",
+    read_only_guard: "access_mode=READ_ONLY, enable_external_access=false, no extension autoload, lock_configuration=true",
+    server_side_cancel: true,
+    ssh_tunnel: false,
+    tls: false,
+    local_file: true,
+    limit_syntax: "limit",
+    verified_against: "DuckDB 1.5 files"
+  },
+  address: () => null,
+  privilegesProbe: "select count(*) as readable_tables from information_schema.tables",
+  open
+}

@@ -1,0 +1,155 @@
+import { Effect, type Scope } from "effect"
+import pg from "pg"
+import Cursor from "pg-cursor"
+import type { PostgresqlInput, RedshiftInput } from "../../src/domain/Connection"
+import type { Connector, ConnectorPool, Endpoint, OpenRequest, QueryOptions, QueryResult } from "./Connector"
+import { fromDriverError, sessionReusable } from "./DriverErrors"
+import { tlsOptions } from "./Tls"
+
+type PgConnection = typeof PostgresqlInput.Type | typeof RedshiftInput.Type
+
+const address = (c: PgConnection): Endpoint => ({ host: c.host, port: c.port ?? (c.db_type === "redshift" ? 5439 : 5432) })
+
+// Sized by cores, not by callers: 4 connections beat 32 on two cores (DESIGN.md §7).
+const POOL_SIZE = 4
+const IDLE_MS = 60_000
+
+// Type names for the OIDs a result most often carries; others are reported by number.
+const TYPE_NAMES = new Map(Object.entries(pg.types.builtins).map(([name, oid]) => [oid as number, name.toLowerCase()]))
+
+// Keep 64-bit integers and numerics exact as strings; dates stay as the server wrote them.
+const parsers: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === 1082 || oid === 1114 || oid === 1184 ? (value: string) => value : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
+}
+
+const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPool, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const c = request.connection
+    const endpoint = request.endpoint ?? address(c)
+    const tls = tlsOptions(c.tls, c.host)
+    const pool = yield* Effect.acquireRelease(
+      Effect.sync(
+        () =>
+          new pg.Pool({
+            host: endpoint.host,
+            port: endpoint.port,
+            database: c.database,
+            user: c.username,
+            ...(c.password !== undefined ? { password: c.password } : {}),
+            ssl: tls ?? false,
+            max: POOL_SIZE,
+            idleTimeoutMillis: IDLE_MS,
+            connectionTimeoutMillis: request.connectTimeoutMs,
+            application_name: "sluice",
+            types: parsers
+          })
+      ),
+      (pool) => Effect.promise(() => pool.end())
+    )
+    // An idle client's socket error would otherwise crash the process.
+    pool.on("error", () => undefined)
+
+    const connect = Effect.tryPromise({
+      try: () => pool.connect(),
+      catch: (error) => fromDriverError(error, request.scrub, "connect")
+    })
+
+    /** Resets the session in the background, so the caller does not wait for it; a failure discards the client. */
+    const recycle = (client: pg.PoolClient, broken: boolean) => {
+      if (broken) return client.release(true)
+      client
+        .query("ROLLBACK")
+        .then(() => client.query("DISCARD ALL"))
+        .then(
+          () => client.release(),
+          (error: Error) => client.release(error)
+        )
+    }
+
+    const cancel = (pid: number) =>
+      Effect.tryPromise(() => pool.query("select pg_cancel_backend($1)", [pid])).pipe(Effect.ignore)
+
+    const run = (client: pg.PoolClient, sql: string, options: QueryOptions) =>
+      Effect.async<QueryResult, unknown>((resume) => {
+        const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+        const timeout = Math.max(1, Math.floor(options.timeoutMs))
+        client
+          .query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}`)
+          .then(async () => {
+            // A cursor runs through the extended protocol: one statement only, and rows fetched up to the cap.
+            const cursor = client.query(new Cursor(text, [], { rowMode: "array", types: parsers }))
+            try {
+              const rows = await cursor.read(options.maxRows + 1)
+              const fields = (cursor as unknown as { _result?: { fields?: Array<pg.FieldDef> } })._result?.fields ?? []
+              return {
+                columns: fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) })),
+                rows: rows.slice(0, options.maxRows),
+                truncated: rows.length > options.maxRows
+              }
+            } finally {
+              await cursor.close().catch(() => undefined)
+            }
+          })
+          .then(
+            (result) => resume(Effect.succeed(result)),
+            (error) => resume(Effect.fail(error))
+          )
+      })
+
+    const query = (sql: string, options: QueryOptions) =>
+      Effect.acquireUseRelease(
+        connect,
+        (client) => {
+          const pid = (client as unknown as { processID: number }).processID
+          return run(client, sql, options).pipe(
+            Effect.mapError((error) => fromDriverError(error, request.scrub, "query")),
+            Effect.onInterrupt(() => cancel(pid))
+          )
+        },
+        (client, exit) => Effect.sync(() => recycle(client, !sessionReusable(exit)))
+      )
+
+    const ping = Effect.acquireUseRelease(
+      connect,
+      (client) =>
+        Effect.tryPromise({ try: () => client.query("select 1"), catch: (e) => fromDriverError(e, request.scrub, "connect") }),
+      (client) => Effect.sync(() => client.release())
+    ).pipe(Effect.asVoid)
+
+    return {
+      query,
+      ping,
+      stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })
+    } satisfies ConnectorPool
+  })
+
+const capabilities = (dbType: "postgresql" | "redshift") => ({
+  db_type: dbType,
+  driver: "pg",
+  transport: "PostgreSQL wire protocol",
+  read_only_guard: "BEGIN READ ONLY + SET LOCAL statement_timeout, extended protocol, DISCARD ALL before reuse",
+  server_side_cancel: true,
+  ssh_tunnel: true,
+  tls: true,
+  local_file: false,
+  limit_syntax: "limit" as const,
+  verified_against: dbType === "postgresql" ? "PostgreSQL 15" : "PostgreSQL 15 (Redshift speaks its wire protocol)"
+})
+
+const PRIVILEGES_PROBE = `select count(*)::int as readable_tables from information_schema.tables
+  where table_schema not in ('pg_catalog', 'information_schema')`
+
+export const PostgresConnector: Connector<typeof PostgresqlInput.Type> = {
+  capabilities: capabilities("postgresql"),
+  address,
+  privilegesProbe: PRIVILEGES_PROBE,
+  open: openPool
+}
+
+export const RedshiftConnector: Connector<typeof RedshiftInput.Type> = {
+  capabilities: capabilities("redshift"),
+  address,
+  privilegesProbe: PRIVILEGES_PROBE,
+  open: openPool
+}

@@ -1,0 +1,118 @@
+import { type ChildProcess, fork } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { Effect, type Scope } from "effect"
+import type { SqliteInput } from "../../src/domain/Connection"
+import { type Connector, ConnectorError, type ConnectorPool, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { fromDriverError, statementTimedOut } from "./DriverErrors"
+
+type SqliteConnection = typeof SqliteInput.Type
+
+const CHILD = fileURLToPath(new URL("./SqliteProcess.mjs", import.meta.url))
+
+interface Reply {
+  readonly id?: number
+  readonly ready?: boolean
+  readonly ok?: boolean
+  readonly code?: string
+  readonly message?: string
+  readonly columns?: QueryResult["columns"]
+  readonly rows?: QueryResult["rows"]
+  readonly truncated?: boolean
+}
+
+const stop = (child: ChildProcess) => {
+  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+}
+
+const startChild = (path: string, busyTimeoutMs: number) =>
+  Effect.async<ChildProcess, ConnectorError>((resume) => {
+    const child = fork(CHILD, [], { stdio: ["ignore", "ignore", "ignore", "ipc"], serialization: "advanced", env: {} })
+    const fail = (message: string) => {
+      stop(child)
+      resume(Effect.fail(new ConnectorError({ step: "auth", message })))
+    }
+    child.once("error", () => fail("The SQLite reader process could not start"))
+    child.once("message", (reply: Reply) => {
+      if (reply.ready) resume(Effect.succeed(child))
+      else fail("The SQLite file does not exist or cannot be opened read-only")
+    })
+    child.send({ open: path, busyTimeoutMs })
+    return Effect.sync(() => stop(child))
+  })
+
+const open = (request: OpenRequest<SqliteConnection>): Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const path = request.connection.database
+    let child = yield* startChild(path, request.connectTimeoutMs)
+    yield* Effect.addFinalizer(() => Effect.sync(() => stop(child)))
+    const lock = yield* Effect.makeSemaphore(1)
+    let nextId = 0
+    let busy = false
+
+    const ask = (sql: string, maxRows: number) =>
+      Effect.async<QueryResult, ConnectorError>((resume) => {
+        const id = ++nextId
+        const onMessage = (reply: Reply) => {
+          if (reply.id !== id) return
+          child.off("message", onMessage)
+          child.off("exit", onExit)
+          if (reply.ok) resume(Effect.succeed({ columns: reply.columns!, rows: reply.rows!, truncated: reply.truncated! }))
+          else resume(Effect.fail(fromDriverError({ code: reply.code, message: reply.message }, request.scrub, "query")))
+        }
+        const onExit = () => resume(Effect.fail(new ConnectorError({ step: "query", message: "The SQLite reader process ended unexpectedly" })))
+        child.on("message", onMessage)
+        child.once("exit", onExit)
+        child.send({ id, sql, maxRows })
+        return Effect.sync(() => {
+          child.off("message", onMessage)
+          child.off("exit", onExit)
+        })
+      })
+
+    // SQLite has no server to cancel on: a statement past its timeout ends with its process.
+    const replaceChild = Effect.gen(function* () {
+      stop(child)
+      child = yield* startChild(path, request.connectTimeoutMs)
+    }).pipe(Effect.ignore)
+
+    const query = (sql: string, options: QueryOptions) =>
+      lock.withPermits(1)(
+        Effect.suspend(() => {
+          busy = true
+          const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+          return ask(text, options.maxRows).pipe(
+            Effect.timeoutFail({
+              duration: options.timeoutMs,
+              onTimeout: statementTimedOut
+            }),
+            Effect.tapErrorTag("ConnectorError", (e) => (e.step === "timeout" ? replaceChild : Effect.void)),
+            Effect.onInterrupt(() => replaceChild),
+            Effect.ensuring(Effect.sync(() => (busy = false)))
+          )
+        })
+      )
+
+    return {
+      query,
+      ping: Effect.asVoid(query("select 1", { timeoutMs: request.connectTimeoutMs, maxRows: 1 })),
+      stats: () => ({ total: 1, idle: busy ? 0 : 1, waiting: 0 })
+    } satisfies ConnectorPool
+  })
+
+export const SqliteConnector: Connector<SqliteConnection> = {
+  capabilities: {
+    db_type: "sqlite",
+    driver: "better-sqlite3",
+    transport: "local file, read in a child process",
+    read_only_guard: "opened readonly with query_only = ON; only statements that return rows",
+    server_side_cancel: true,
+    ssh_tunnel: false,
+    tls: false,
+    local_file: true,
+    limit_syntax: "limit",
+    verified_against: "SQLite 3.53 files"
+  },
+  address: () => null,
+  privilegesProbe: "select count(*) as readable_tables from sqlite_master where type in ('table', 'view')",
+  open
+}

@@ -1,0 +1,43 @@
+// One SQLite database, opened read-only in a child process: a statement inside SQLite's C code
+// cannot be stopped from JavaScript, so a timeout ends the whole process instead.
+import Database from "better-sqlite3"
+
+let db = null
+
+const plain = (value) =>
+  typeof value === "bigint"
+    ? value >= Number.MIN_SAFE_INTEGER && value <= Number.MAX_SAFE_INTEGER ? Number(value) : value.toString()
+    : value instanceof Uint8Array ? Buffer.from(value).toString("base64") : value
+
+const run = ({ id, sql, maxRows }) => {
+  const statement = db.prepare(sql)
+  if (!statement.reader) throw Object.assign(new Error("Only statements that return rows can run here"), { code: "SQLITE_READONLY" })
+  statement.raw(true)
+  const columns = statement.columns().map((c) => ({ name: c.name, type: (c.type ?? "").toLowerCase() }))
+  const rows = []
+  for (const row of statement.iterate()) {
+    if (rows.length > maxRows) break
+    rows.push(row.map(plain))
+  }
+  return { id, ok: true, columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows }
+}
+
+process.on("message", (message) => {
+  if (message.open !== undefined) {
+    try {
+      db = new Database(message.open, { readonly: true, fileMustExist: true, timeout: message.busyTimeoutMs })
+      db.pragma("query_only = ON")
+      db.defaultSafeIntegers(true)
+      process.send({ ready: true })
+    } catch (error) {
+      process.send({ ready: false, message: String(error.message) })
+    }
+    return
+  }
+  try {
+    process.send(run(message))
+  } catch (error) {
+    process.send({ id: message.id, ok: false, code: error.code ?? "", message: String(error.message) })
+  }
+})
+process.on("disconnect", () => process.exit(0))

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { BigqueryConnector } from "../../layers/connectors/Bigquery"
+import { type BigqueryFake, type ServiceAccount, startBigqueryFake } from "../fakes/BigqueryFake"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request, type RequestOptions } from "../support/Http"
+
+const PROJECT = "sluice-http"
+
+describe("a bigquery connection over HTTP, against the protocol fake", () => {
+  let fake: BigqueryFake
+  let gateway: Gateway
+  let admin: string
+  let account: ServiceAccount
+
+  beforeAll(async () => {
+    fake = await startBigqueryFake(PROJECT)
+    fake.define("select 1", { statementType: "SELECT", fields: [{ name: "f0_", type: "INTEGER" }], rows: [["1"]] })
+    fake.define(BigqueryConnector.privilegesProbe, { statementType: "SELECT", fields: [{ name: "readable_tables", type: "INTEGER" }], rows: [["3"]] })
+    account = fake.serviceAccount()
+    // The gateway trusts the fake's certificate as it would a real one: through the CA store it starts with.
+    gateway = await startGateway({ env: { NODE_EXTRA_CA_CERTS: fake.caPath, SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
+    admin = await localKey(gateway)
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+    await fake?.close()
+  })
+
+  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: admin, ...options })
+  const connection = (name: string, credentials_json: string) => ({
+    name,
+    db_type: "bigquery",
+    project: PROJECT,
+    dataset: "sales",
+    credentials_json,
+    api_endpoint: fake.url,
+    location: "US",
+    maximum_bytes_billed: 10_000_000
+  })
+
+  it("tests and diagnoses a working connection; a refused key is step auth with no secret in the answer", async () => {
+    const created = await api("/api/connections", { body: connection("warehouse", account.json) })
+    expect(created.status).toBe(201)
+    expect(created.json).toMatchObject({ db_type: "bigquery", credentials_json_set: true, api_endpoint: fake.url })
+    expect(created.text).not.toContain("PRIVATE KEY")
+
+    const tested = await api("/api/connections/warehouse/test", { method: "POST" })
+    expect(tested.json).toMatchObject({ ok: true })
+    expect(tested.json.latency_ms).toBeGreaterThan(0)
+
+    const diagnosed = await api("/api/connections/warehouse/diagnose", { method: "POST" })
+    expect(diagnosed.json.ok).toBe(true)
+    const steps = Object.fromEntries(diagnosed.json.steps.map((s: { step: string; status: string }) => [s.step, s.status]))
+    expect(steps).toMatchObject({ dns: "ok", tcp: "ok", auth: "ok", privileges: "ok" })
+    expect(diagnosed.json.steps.at(-1).detail).toMatch(/^3 readable tables/)
+
+    const stranger = fake.serviceAccount({ registered: false })
+    await api("/api/connections", { body: connection("stranger", stranger.json) })
+    const refused = await api("/api/connections/stranger/test", { method: "POST" })
+    expect(refused.json).toMatchObject({ ok: false, step: "auth" })
+    const refusedDiagnosis = await api("/api/connections/stranger/diagnose", { method: "POST" })
+    expect(refusedDiagnosis.json.ok).toBe(false)
+    expect(refusedDiagnosis.json.steps.at(-1)).toMatchObject({ step: "auth", status: "failed" })
+    for (const text of [refused.text, refusedDiagnosis.text, gateway.logs()]) {
+      expect(text).not.toContain("PRIVATE KEY")
+      expect(text).not.toContain(stranger.privateKey.split("\n")[1]!)
+    }
+    // Only the fake was dialled: the gateway got its tokens from the key's token_uri.
+    expect(fake.requests.filter((r) => r === "POST /token").length).toBeGreaterThan(0)
+  })
+})
