@@ -12,6 +12,7 @@ import { Connections } from "../src/services/Connections"
 import { LocalAccess } from "../src/services/LocalAccess"
 import { Metrics } from "../src/services/Metrics"
 import { Posture } from "../src/services/Posture"
+import { Queries } from "../src/services/Queries"
 import { Settings } from "../src/services/Settings"
 import { AppConfig } from "./AppConfig"
 import { ConnectorPools } from "./connectors/ConnectorPools"
@@ -24,10 +25,10 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default).pipe(
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default).pipe(
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
-  Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default))
+  Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default))
 )
 
 const ServicesLive = Layer.mergeAll(
@@ -39,7 +40,6 @@ const ServicesLive = Layer.mergeAll(
   LocalAccess.Default,
   Metrics.Default,
   Posture.Default,
-  Settings.Default,
   RateLimits.Default,
   Leases.Default
 ).pipe(Layer.provideMerge(Foundation))

@@ -11,12 +11,13 @@ import { ConnectionTransferHttp } from "../src/http/ConnectionTransferHttp"
 import { ConnectionUrlsHttp } from "../src/http/ConnectionUrlsHttp"
 import { KeysHttp } from "../src/http/KeysHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
+import { QueryHttp } from "../src/http/QueryHttp"
 import { makeRequestPipeline } from "../src/http/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
 import { AppConfig } from "./AppConfig"
 
 const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
-  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, SystemHttp, PublicHttp]),
+  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, QueryHttp, SystemHttp, PublicHttp]),
   Layer.provide(AuthenticationLive)
 )
 

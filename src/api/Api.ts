@@ -8,6 +8,7 @@ import { ConnectionUrlsApi } from "./ConnectionUrlsApi"
 import { endpointPolicies } from "./EndpointPolicies"
 import { KeysApi } from "./KeysApi"
 import { PublicApi } from "./PublicApi"
+import { QueryApi } from "./QueryApi"
 import { SystemApi } from "./SystemApi"
 
 export class SluiceApi extends HttpApi.make("sluice")
@@ -18,6 +19,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(ConnectionUrlsApi)
   .add(ConnectionTransferApi)
   .add(ConnectionsApi)
+  .add(QueryApi)
   .add(SystemApi)
   .addError(PayloadTooLarge)
   .annotateContext(

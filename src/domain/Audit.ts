@@ -41,7 +41,8 @@ export const AuditEntry = Schema.Struct({
   duration_ms: Schema.Number,
   client_ip: Schema.NullOr(Schema.String),
   user_agent: Schema.NullOr(Schema.String),
-  request_id: Schema.String
+  request_id: Schema.String,
+  details: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 })
 
 const Counts = { success: Schema.Number, refused: Schema.Number, error: Schema.Number }

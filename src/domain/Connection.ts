@@ -80,7 +80,11 @@ const common = {
   connection_timeout: optional(seconds(300)),
   max_rows: optional(Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "must be between 1 and 1000000" }))),
   schema_include: optional(Globs),
-  schema_exclude: optional(Globs)
+  schema_exclude: optional(Globs),
+  /** Tables no query may read: `table`, `schema.table` or `catalog.schema.table`, `*` matching any run of characters. */
+  blocked_tables: optional(Globs),
+  /** When set, queries may read only these tables (same forms). */
+  allowed_tables: optional(Globs)
 }
 
 /** A database reached over the network: host and port, optionally through TLS and an SSH tunnel. */
@@ -225,6 +229,8 @@ export class Connection extends Schema.Class<Connection>("Connection")({
   max_rows: Schema.optional(Schema.Int),
   schema_include: Schema.optional(Schema.Array(Schema.String)),
   schema_exclude: Schema.optional(Schema.Array(Schema.String)),
+  blocked_tables: Schema.optional(Schema.Array(Schema.String)),
+  allowed_tables: Schema.optional(Schema.Array(Schema.String)),
   ...SecretFlags,
   /** "env" for connections configured by SP_CONNECTION_<NAME>: read-only through the API. */
   source: Schema.Literal("api", "env"),

@@ -2,7 +2,8 @@ import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Scope } from "./Scope"
 
-const code = <C extends string>(value: C) =>
+/** The stable snake_case `code` an error body carries, filled in on construction. */
+export const code = <C extends string>(value: C) =>
   Schema.Literal(value).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => value))
 
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(

@@ -133,7 +133,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       }
       const response = HttpServerResponse.setHeaders(normalizeError(info.bodyTooLarge ? tooLarge() : raw), headers)
       const status = response.status
-      const outcome = status < 400 ? "success" : REFUSALS.has(status) ? "refused" : "error"
+      const outcome = status < 400 ? "success" : REFUSALS.has(status) || info.blockReason !== null ? "refused" : "error"
       const durationMs = performance.now() - started
       if (info.principal !== null) metrics.record(info.principal.orgId, outcome, durationMs)
       if (info.principal === null && !REFUSALS.has(status)) return response
@@ -152,12 +152,13 @@ export const makeRequestPipeline = Effect.gen(function* () {
           connection: info.connection,
           sql: info.sql,
           outcome,
-          block_reason: typeof body?.["code"] === "string" ? body["code"] : null,
+          block_reason: info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null),
           rows: info.rows,
           duration_ms: Number(durationMs.toFixed(3)),
           client_ip: info.client.ip,
           user_agent: request.headers["user-agent"]?.slice(0, 512) ?? null,
-          request_id: info.requestId
+          request_id: info.requestId,
+          details: info.details === null ? null : JSON.stringify(info.details)
         })
       )
       return recorded._tag === "Right"
@@ -177,6 +178,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
         connection: null,
         sql: null,
         rows: null,
+        details: null,
+        blockReason: null,
         bodyTooLarge: false
       }
       if (!hostAllowed(request.headers)) {

@@ -1,5 +1,7 @@
+import { randomUUID } from "node:crypto"
 import { Context, Effect } from "effect"
 import type { Principal } from "../domain/Principal"
+import type { QueryFacts } from "../governance/GovernedExecutor"
 import type { ClientAddress } from "./ClientAddress"
 
 /** What one request learns on its way through, read back when its audit row is written. */
@@ -11,6 +13,10 @@ export interface RequestInfo {
   connection: string | null
   sql: string | null
   rows: number | null
+  /** A governed query's facts for its audit row (tables, completeness, refusal reason…). */
+  details: Record<string, unknown> | null
+  /** Set when a handler refused the request on a rule of its own (a blocked query), not on credentials or limits. */
+  blockReason: string | null
   bodyTooLarge: boolean
 }
 
@@ -23,3 +29,27 @@ export const onConnection = (name: string) =>
       if (info._tag === "Some") info.value.connection = name
     })
   )
+
+/**
+ * Marks the request as a governed query in its audit row and returns the request id and the sink
+ * for the executor's facts (rows, tables, completeness, refusal reason).
+ */
+export const onQuery = (connection: string, sql: string) =>
+  Effect.map(Effect.serviceOption(RequestState), (state) => {
+    const info = state._tag === "Some" ? state.value : undefined
+    if (info !== undefined) {
+      info.eventType = "query"
+      info.connection = connection
+      info.sql = sql
+    }
+    return {
+      requestId: info?.requestId ?? randomUUID(),
+      report: (facts: QueryFacts) =>
+        Effect.sync(() => {
+          if (info === undefined) return
+          info.details = { ...facts }
+          info.rows = facts.rows ?? null
+          if (facts.reason !== undefined) info.blockReason = "query_blocked"
+        })
+    }
+  })

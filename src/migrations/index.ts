@@ -4,6 +4,7 @@ import m0003 from "./0003_audit"
 import m0004 from "./0004_settings"
 import m0005 from "./0005_leases"
 import m0006 from "./0006_connections"
+import m0007 from "./0007_audit_details"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -11,5 +12,6 @@ export const migrations = {
   "0003_audit": m0003,
   "0004_settings": m0004,
   "0005_leases": m0005,
-  "0006_connections": m0006
+  "0006_connections": m0006,
+  "0007_audit_details": m0007
 }

@@ -22,10 +22,13 @@ export type AuditInsert = {
   readonly client_ip: string | null
   readonly user_agent: string | null
   readonly request_id: string
+  /** A governed query's facts as JSON text. */
+  readonly details: string | null
 }
 
-export interface AuditRow extends AuditInsert {
+export interface AuditRow extends Omit<AuditInsert, "details"> {
   readonly id: string
+  readonly details: Record<string, unknown> | null
 }
 
 export interface AuditFilter {
@@ -38,7 +41,7 @@ export interface AuditFilter {
 }
 
 const COLUMNS = `id::text as id, "timestamp"::float8 as "timestamp", org_id, principal, key_id, user_id, event_type, method, route,
-  status, connection, sql, outcome, block_reason, rows, duration_ms, client_ip, user_agent, request_id`
+  status, connection, sql, outcome, block_reason, rows, duration_ms, client_ip, user_agent, request_id, details`
 
 export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
   effect: Effect.gen(function* () {

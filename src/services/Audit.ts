@@ -13,13 +13,13 @@ const storeDown = storeUnavailable("audit log")
 
 const CSV_COLUMNS = [
   "id", "timestamp", "principal", "key_id", "user_id", "event_type", "method", "route", "status", "connection",
-  "sql", "outcome", "block_reason", "rows", "duration_ms", "client_ip", "user_agent", "request_id"
+  "sql", "outcome", "block_reason", "rows", "duration_ms", "client_ip", "user_agent", "request_id", "details"
 ] as const
 
 /** Quotes a CSV cell and defuses spreadsheet formulas (cells starting with = + - @, tab or CR). */
 export const csvCell = (value: unknown): string => {
   if (value === null || value === undefined) return ""
-  let text = String(value)
+  let text = typeof value === "object" ? JSON.stringify(value) : String(value)
   if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }

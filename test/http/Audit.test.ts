@@ -7,7 +7,7 @@ type Entry = typeof AuditEntry.Encoded
 
 const ENTRY_FIELDS = [
   "id", "timestamp", "principal", "key_id", "user_id", "event_type", "method", "route", "status", "connection",
-  "sql", "outcome", "block_reason", "rows", "duration_ms", "client_ip", "user_agent", "request_id"
+  "sql", "outcome", "block_reason", "rows", "duration_ms", "client_ip", "user_agent", "request_id", "details"
 ]
 const CSV_HEADER = ENTRY_FIELDS.join(",")
 const INJECTION = "=cmd|' /C calc'!A0"

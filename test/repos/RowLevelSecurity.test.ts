@@ -65,7 +65,8 @@ const seed = Effect.gen(function* () {
       duration_ms: 1,
       client_ip: null,
       user_agent: null,
-      request_id: `req_${org}`
+      request_id: `req_${org}`,
+      details: null
     }))
   )
 })

@@ -1,0 +1,25 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
+import { DatabaseUnavailable, QueryBlocked, QueryFailed, QueryRequest, QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
+import { RateClass, RequiredScope } from "./Annotations"
+import { Authentication } from "./Authentication"
+
+/** Governed, read-only SQL: the REST door to the one executor every data path goes through. */
+export class QueryApi extends HttpApiGroup.make("query").add(
+  HttpApiEndpoint.post("run", "/query")
+    .setPayload(QueryRequest)
+    .addSuccess(QueryResponse)
+    .addError(InvalidRequest)
+    .addError(NotFound)
+    .addError(Conflict)
+    .addError(Unavailable)
+    .addError(QueryBlocked)
+    .addError(QueryFailed)
+    .addError(QueryTimeout)
+    .addError(DatabaseUnavailable)
+    .addError(ResultTooLarge)
+    .annotate(RequiredScope, "query")
+    .annotate(RateClass, "expensive")
+)
+  .middleware(Authentication)
+  .prefix("/api") {}

@@ -1,0 +1,88 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+import { ConnectionName } from "./Connection"
+import { code } from "./Errors"
+
+export const MAX_SQL_CHARS = 100_000
+
+/** Row caps per surface: REST callers page through more than an assistant's context can hold. */
+export const ROW_LIMITS = {
+  rest: { max: 100_000 },
+  mcp: { max: 10_000 }
+} as const
+export type Surface = keyof typeof ROW_LIMITS
+
+const Sql = Schema.String.pipe(
+  Schema.filter((sql) => sql.trim().length > 0 || "sql must not be empty"),
+  Schema.filter((sql) => sql.length <= MAX_SQL_CHARS || `sql must be at most ${MAX_SQL_CHARS} characters`),
+  Schema.filter((sql) => !sql.includes("\u0000") || "sql must not contain NUL bytes")
+)
+
+export const QueryRequest = Schema.Struct({
+  connection_name: ConnectionName,
+  sql: Sql,
+  row_limit: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(1, ROW_LIMITS.rest.max, { message: () => `row_limit must be an integer between 1 and ${ROW_LIMITS.rest.max}` })),
+    { exact: true }
+  ),
+  timeout_seconds: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(1, 300, { message: () => "timeout_seconds must be an integer between 1 and 300" })),
+    { exact: true }
+  ),
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type QueryRequest = typeof QueryRequest.Type
+
+export const ResultColumn = Schema.Struct({
+  name: Schema.String,
+  type: Schema.String,
+  nullable: Schema.NullOr(Schema.Boolean)
+})
+
+export const Completeness = Schema.Literal("complete", "truncated")
+
+export const QueryResponse = Schema.Struct({
+  query_id: Schema.String,
+  columns: Schema.Array(ResultColumn),
+  rows: Schema.Array(Schema.Array(Schema.Unknown)),
+  row_count: Schema.Int,
+  completeness: Completeness,
+  truncated_at: Schema.NullOr(Schema.Int),
+  execution_ms: Schema.Number,
+  cached: Schema.Boolean,
+  pii_masked: Schema.Array(Schema.Struct({ column: Schema.String, rule: Schema.String })),
+  tables: Schema.Array(Schema.String)
+})
+export type QueryResponse = typeof QueryResponse.Type
+
+/** The read-only check or the table policy refused the statement; `reason` says which rule. */
+export class QueryBlocked extends Schema.TaggedError<QueryBlocked>()(
+  "QueryBlocked",
+  { code: code("query_blocked"), message: Schema.String, reason: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/** The database refused or failed the statement (a missing table, a type error…); the message is sanitized. */
+export class QueryFailed extends Schema.TaggedError<QueryFailed>()(
+  "QueryFailed",
+  { code: code("query_failed"), message: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+export class QueryTimeout extends Schema.TaggedError<QueryTimeout>()(
+  "QueryTimeout",
+  { code: code("query_timeout"), message: Schema.String },
+  HttpApiSchema.annotations({ status: 504 })
+) {}
+
+/** The connection could not be opened (network, TLS, credentials). */
+export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()(
+  "DatabaseUnavailable",
+  { code: code("database_unavailable"), message: Schema.String, step: Schema.String },
+  HttpApiSchema.annotations({ status: 502 })
+) {}
+
+export class ResultTooLarge extends Schema.TaggedError<ResultTooLarge>()(
+  "ResultTooLarge",
+  { code: code("result_too_large"), message: Schema.String },
+  HttpApiSchema.annotations({ status: 422 })
+) {}

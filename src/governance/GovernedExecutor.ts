@@ -1,0 +1,131 @@
+import { randomUUID } from "node:crypto"
+import { Duration, Effect, Either } from "effect"
+import type { ConnectorError, QueryResult } from "../../layers/connectors/Connector"
+import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
+import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
+import { attributionComment, type Attribution } from "./Attribution"
+import { capRows } from "./RowCap"
+import { SqlGuard } from "./sqlguard/SqlGuard"
+import { tablePolicyRefusal } from "./TablePolicy"
+
+const MAX_RESULT_BYTES = 10 * 1024 * 1024
+// The connector cancels at the deadline on the server; this is the backstop if a driver never answers.
+const DEADLINE_GRACE = Duration.seconds(2)
+
+export interface GovernedQuery {
+  readonly target: PoolTarget
+  readonly sql: string
+  readonly rowLimit: number
+  readonly timeoutMs: number
+  readonly attribution: Attribution
+}
+
+/** What the audit row of a governed query records beyond the request itself. */
+export interface QueryFacts {
+  readonly query_id: string
+  readonly tables: ReadonlyArray<string>
+  readonly reason?: string
+  readonly completeness?: QueryResponse["completeness"]
+  readonly cached?: boolean
+  readonly pii_masked?: QueryResponse["pii_masked"]
+  readonly rows?: number
+}
+
+export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge
+
+const fromConnector = (error: ConnectorError): GovernedQueryError => {
+  switch (error.step) {
+    case "timeout":
+      return new QueryTimeout({ message: error.message })
+    case "query":
+    case "privileges":
+      return new QueryFailed({ message: error.message })
+    default:
+      return new DatabaseUnavailable({ message: error.message, step: error.step })
+  }
+}
+
+/** Rough UTF-8 size of the rows as JSON, stopping as soon as the cap is passed. */
+const exceedsResultCap = (result: QueryResult) => {
+  let bytes = 0
+  for (const row of result.rows) {
+    bytes += Buffer.byteLength(JSON.stringify(row))
+    if (bytes > MAX_RESULT_BYTES) return true
+  }
+  return false
+}
+
+/**
+ * The one governed executor: every path that returns customer data runs through `run`. Read-only
+ * check, table policy, row cap with an exact truncation signal, execution with session guards and
+ * a server-side cancel at the deadline, result size cap. `report` receives the audit facts of
+ * every outcome, refused or not.
+ */
+export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice/GovernedExecutor", {
+  effect: Effect.gen(function* () {
+    const guard = yield* SqlGuard
+    const pools = yield* ConnectorPools
+
+    const run = Effect.fn("GovernedExecutor.run")(function* (
+      query: GovernedQuery,
+      report: (facts: QueryFacts) => Effect.Effect<void>
+    ) {
+      const queryId = randomUUID()
+      const connection = query.target.connection
+      const refuse = (reason: string, tables: ReadonlyArray<string>) =>
+        Effect.zipRight(
+          report({ query_id: queryId, tables, reason }),
+          Effect.fail(new QueryBlocked({ message: `The query was refused: ${reason}`, reason }))
+        )
+
+      const checked = guard.check(query.sql, connection.db_type)
+      if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
+      const tables = [...new Set(checked.right.analysis.tables.map((t) => t.parts.join(".")))]
+      const policy = tablePolicyRefusal(checked.right.analysis.tables, connection)
+      if (policy !== undefined) return yield* refuse(policy, tables)
+
+      const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type))
+      const started = performance.now()
+      const result = yield* pools
+        .withPool(query.target, (pool) =>
+          pool.query(capped.sql, {
+            timeoutMs: query.timeoutMs,
+            maxRows: query.rowLimit,
+            attribution: attributionComment(query.attribution)
+          })
+        )
+        .pipe(
+          Effect.mapError(fromConnector),
+          Effect.timeoutFail({
+            duration: Duration.sum(Duration.millis(query.timeoutMs), DEADLINE_GRACE),
+            onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
+          }),
+          Effect.tapError(() => report({ query_id: queryId, tables }))
+        )
+      const executionMs = Number((performance.now() - started).toFixed(3))
+      if (exceedsResultCap(result)) {
+        yield* report({ query_id: queryId, tables, rows: result.rows.length })
+        return yield* new ResultTooLarge({
+          message: `The result is larger than ${MAX_RESULT_BYTES / 1024 / 1024} MiB; select fewer columns or lower row_limit`
+        })
+      }
+      const completeness = result.truncated ? "truncated" : "complete"
+      yield* report({ query_id: queryId, tables, completeness, cached: false, pii_masked: [], rows: result.rows.length })
+      return {
+        query_id: queryId,
+        columns: result.columns.map((c) => ({ name: c.name, type: c.type, nullable: null })),
+        rows: result.rows,
+        row_count: result.rows.length,
+        completeness,
+        truncated_at: result.truncated ? query.rowLimit : null,
+        execution_ms: executionMs,
+        cached: false,
+        pii_masked: [],
+        tables
+      } satisfies QueryResponse
+    })
+
+    return { run } as const
+  }),
+  dependencies: [SqlGuard.Default]
+}) {}

@@ -1,0 +1,46 @@
+import { Either } from "effect"
+import type { Analysis } from "./sqlguard/Analysis"
+import { tokenize } from "./sqlguard/Lexer"
+import type { CheckedStatement } from "./sqlguard/SqlGuard"
+
+/** Where the statement's last token ends: before a trailing semicolon, comment or whitespace. */
+const statementEnd = (checked: CheckedStatement) => {
+  const tokens = tokenize(checked.sql, checked.profile.lexical)
+  const last = tokens.findLast((t) => t.text !== ";")
+  return last?.end ?? checked.sql.length
+}
+
+const splice = (sql: string, start: number, end: number, text: string) => sql.slice(0, start) + text + sql.slice(end)
+
+/** The edit that makes the outer query return at most `cap` rows, in the dialect's own syntax; undefined when none applies. */
+const capEdit = (checked: CheckedStatement, cap: number): string | undefined => {
+  const { analysis, sql, profile } = checked
+  const limit = analysis.limit
+  if (analysis.kind !== "query") return undefined
+  if (limit.kind === "literal") return limit.value <= cap ? undefined : splice(sql, limit.start, limit.end, String(cap))
+  if (limit.kind === "fixed") return undefined
+  if (profile.limitSyntax === "limit") return splice(sql, statementEnd(checked), statementEnd(checked), `\nLIMIT ${cap}`)
+  if (analysis.topAt !== undefined) return splice(sql, analysis.topAt, analysis.topAt, ` TOP (${cap})`)
+  if (analysis.ordered) return splice(sql, statementEnd(checked), statementEnd(checked), `\nOFFSET 0 ROWS FETCH NEXT ${cap} ROWS ONLY`)
+  return undefined
+}
+
+const cappedAt = (analysis: Analysis, cap: number) => analysis.limit.kind === "literal" && analysis.limit.value === cap
+
+/**
+ * Rewrites the outer query's limit to `rowLimit + 1` (the extra row tells a complete result from a
+ * truncated one), keeping a smaller limit the caller wrote and its OFFSET. The edit is located by
+ * the parse tree, and the edited text must pass the same check and show the new limit; otherwise
+ * the statement runs as written and the driver's own cap still holds.
+ */
+export const capRows = (
+  checked: CheckedStatement,
+  rowLimit: number,
+  recheck: (sql: string) => Either.Either<CheckedStatement, unknown>
+): CheckedStatement => {
+  const cap = rowLimit + 1
+  const edited = capEdit(checked, cap)
+  if (edited === undefined) return checked
+  const rechecked = recheck(edited)
+  return Either.isRight(rechecked) && cappedAt(rechecked.right.analysis, cap) ? rechecked.right : checked
+}

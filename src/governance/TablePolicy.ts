@@ -1,0 +1,87 @@
+import type { ConnectionInput } from "../domain/Connection"
+import type { TableReference } from "./sqlguard/Analysis"
+
+/** catalog, schema, table; undefined where the connection does not say what the default is. */
+type QualifiedName = readonly [string | undefined, string | undefined, string]
+
+interface Defaults {
+  readonly catalog: string | undefined
+  readonly schema: string | undefined
+}
+
+const field = (c: ConnectionInput, key: string): string | undefined => {
+  const value = (c as Record<string, unknown>)[key]
+  return typeof value === "string" ? value : undefined
+}
+
+/** Where an unqualified name resolves on a fresh session of each db_type. */
+const defaultsOf = (c: ConnectionInput): Defaults => {
+  switch (c.db_type) {
+    case "postgresql":
+    case "redshift":
+      return { catalog: c.database, schema: "public" }
+    case "mssql":
+      return { catalog: field(c, "database"), schema: "dbo" }
+    case "mysql":
+      return { catalog: undefined, schema: field(c, "database") }
+    case "clickhouse":
+      return { catalog: undefined, schema: field(c, "database") ?? "default" }
+    case "sqlite":
+    case "duckdb":
+      return { catalog: undefined, schema: "main" }
+    case "trino":
+      return { catalog: field(c, "catalog"), schema: field(c, "schema_name") }
+    case "snowflake":
+      return { catalog: field(c, "database"), schema: field(c, "schema_name") ?? "public" }
+    case "bigquery":
+      return { catalog: c.project, schema: field(c, "dataset") }
+    case "databricks":
+      return { catalog: field(c, "catalog"), schema: field(c, "schema_name") ?? "default" }
+  }
+}
+
+const qualify = (parts: ReadonlyArray<string>, defaults: Defaults, dbType: ConnectionInput["db_type"]): QualifiedName => {
+  const lower = parts.map((p) => p.toLowerCase())
+  const table = lower.at(-1) ?? ""
+  if (lower.length >= 3) return [lower.at(-3), lower.at(-2), table]
+  if (lower.length === 2) return [defaults.catalog?.toLowerCase(), lower[0], table]
+  // PostgreSQL searches pg_catalog before the search path, and every catalog table is named pg_*.
+  const pgCatalog = (dbType === "postgresql" || dbType === "redshift") && table.startsWith("pg_")
+  return [defaults.catalog?.toLowerCase(), pgCatalog ? "pg_catalog" : defaults.schema?.toLowerCase(), table]
+}
+
+const globMatches = (pattern: string, value: string) =>
+  new RegExp(`^${pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`).test(value)
+
+/** An unknown default on one side matches for a block (fail closed) and does not for an allowance. */
+const partMatches = (pattern: string | undefined, value: string | undefined, unknownMatches: boolean) =>
+  pattern === undefined || value === undefined ? unknownMatches || pattern === value : globMatches(pattern, value)
+
+const matches = (entry: QualifiedName, name: QualifiedName, unknownMatches: boolean) =>
+  entry.every((part, i) => partMatches(part, name[i], unknownMatches))
+
+const display = (name: QualifiedName) => name.filter((p) => p !== undefined).join(".")
+
+/**
+ * Blocked tables and the optional allow-list of a connection, matched on fully qualified names.
+ * A bare name is also refused when a blocked table of that name exists in any schema, since the
+ * session's search path decides where it resolves.
+ */
+export const tablePolicyRefusal = (tables: ReadonlyArray<TableReference>, connection: ConnectionInput): string | undefined => {
+  const defaults = defaultsOf(connection)
+  const entries = (list: ReadonlyArray<string> | undefined) =>
+    (list ?? []).map((entry) => qualify(entry.split("."), defaults, connection.db_type))
+  const blocked = entries(connection.blocked_tables)
+  const allowed = connection.allowed_tables === undefined ? undefined : entries(connection.allowed_tables)
+  for (const table of tables) {
+    const name = qualify(table.parts, defaults, connection.db_type)
+    const block = blocked.find(
+      (entry) => matches(entry, name, true) || (table.parts.length === 1 && globMatches(entry[2], name[2]))
+    )
+    if (block) return `the table ${table.parts.join(".")} is blocked on this connection (${display(block)}); qualify it if you mean another schema`
+    if (allowed && !allowed.some((entry) => matches(entry, name, false))) {
+      return `the table ${display(name)} is not on this connection's allow-list`
+    }
+  }
+  return undefined
+}

@@ -1,0 +1,153 @@
+/** How a dialect writes strings, identifiers and comments; the guard scans under every reading a server might use. */
+export interface LexicalRules {
+  /** `\'` escapes a quote inside '…' (MySQL, BigQuery, Databricks, ClickHouse, Snowflake). */
+  readonly backslashEscapes: boolean
+  /** `#` starts a line comment (MySQL, ClickHouse). */
+  readonly hashComments: boolean
+  /** `[…]` quotes an identifier (SQL Server, SQLite). */
+  readonly bracketIdentifiers: boolean
+  /** `$$…$$` and `$tag$…$tag$` quote a string (PostgreSQL, DuckDB, Snowflake). */
+  readonly dollarQuotes: boolean
+  /** `--` starts a comment only when followed by a space or control character (MySQL). */
+  readonly dashCommentNeedsSpace: boolean
+}
+
+export type TokenKind = "word" | "quoted" | "string" | "number" | "punct"
+
+/** A significant token; whitespace and comments are skipped. Offsets index the SQL string. */
+export interface Token {
+  readonly kind: TokenKind
+  readonly start: number
+  readonly end: number
+  /** Upper-cased for words; the character for punctuation. */
+  readonly text: string
+}
+
+const WORD_START = /[A-Za-z_\p{L}]/u
+const WORD_PART = /[A-Za-z0-9_$\p{L}\p{N}]/u
+const DOLLAR_TAG = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/
+
+/** Where `/*!…*\/` (MySQL) and `/*M!…*\/` (MariaDB) begin: the server runs their contents as code. */
+export const EXECUTABLE_COMMENT = /\/\*M?!\d{0,6}/y
+
+const endOfLine = (sql: string, from: number) => {
+  let i = from
+  while (i < sql.length && sql[i] !== "\n" && sql[i] !== "\r") i++
+  return i
+}
+
+const closeQuote = (sql: string, from: number, quote: string, backslash: boolean) => {
+  let i = from
+  while (i < sql.length) {
+    const ch = sql[i]
+    if (backslash && ch === "\\") i += 2
+    else if (ch === quote && sql[i + 1] === quote) i += 2
+    else if (ch === quote) return i + 1
+    else i++
+  }
+  return sql.length
+}
+
+/**
+ * Splits SQL into significant tokens. Executable comments are read as code, block comments do not
+ * nest, and an unterminated string or comment runs to the end: each choice errs towards seeing
+ * more code than a server would, never less.
+ */
+export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
+  const tokens: Array<Token> = []
+  let openExecutable = 0
+  let i = 0
+  while (i < sql.length) {
+    const ch = sql[i]!
+    const next = sql[i + 1]
+    if (/\s/.test(ch)) {
+      i++
+    } else if (ch === "-" && next === "-" && (!rules.dashCommentNeedsSpace || i + 2 >= sql.length || /[\s\x00-\x1f]/.test(sql[i + 2]!))) {
+      i = endOfLine(sql, i)
+    } else if (ch === "#" && rules.hashComments) {
+      i = endOfLine(sql, i)
+    } else if (ch === "/" && next === "*") {
+      EXECUTABLE_COMMENT.lastIndex = i
+      const executable = EXECUTABLE_COMMENT.exec(sql)
+      if (executable) {
+        openExecutable++
+        i += executable[0].length
+      } else {
+        const end = sql.indexOf("*/", i + 2)
+        i = end === -1 ? sql.length : end + 2
+      }
+    } else if (ch === "*" && next === "/" && openExecutable > 0) {
+      openExecutable--
+      i += 2
+    } else if (ch === "'") {
+      const end = closeQuote(sql, i + 1, "'", rules.backslashEscapes)
+      tokens.push({ kind: "string", start: i, end, text: "'" })
+      i = end
+    } else if (ch === '"' || ch === "`") {
+      const end = closeQuote(sql, i + 1, ch, false)
+      tokens.push({ kind: "quoted", start: i, end, text: ch })
+      i = end
+    } else if (ch === "[" && rules.bracketIdentifiers) {
+      const end = closeQuote(sql, i + 1, "]", false)
+      tokens.push({ kind: "quoted", start: i, end, text: "[" })
+      i = end
+    } else if (ch === "$" && rules.dollarQuotes && DOLLAR_TAG.test(sql.slice(i, i + 66))) {
+      const tag = DOLLAR_TAG.exec(sql.slice(i, i + 66))![0]
+      const close = sql.indexOf(tag, i + tag.length)
+      const end = close === -1 ? sql.length : close + tag.length
+      tokens.push({ kind: "string", start: i, end, text: "$" })
+      i = end
+    } else if (WORD_START.test(ch)) {
+      let j = i + 1
+      while (j < sql.length && WORD_PART.test(sql[j]!)) j++
+      tokens.push({ kind: "word", start: i, end: j, text: sql.slice(i, j).toUpperCase() })
+      i = j
+    } else if (/[0-9]/.test(ch)) {
+      let j = i + 1
+      while (j < sql.length && /[0-9.eE_xXa-fA-F]/.test(sql[j]!)) j++
+      tokens.push({ kind: "number", start: i, end: j, text: sql.slice(i, j) })
+      i = j
+    } else {
+      tokens.push({ kind: "punct", start: i, end: i + 1, text: ch })
+      i++
+    }
+  }
+  return tokens
+}
+
+/**
+ * MySQL runs the body of `/*! … *\/` as code. Blanking the opener and its closer (same length, so
+ * offsets hold) lets the parser see what the server will run, and that text is what runs.
+ */
+export const expandExecutableComments = (sql: string): string => {
+  if (!sql.includes("/*")) return sql
+  const chars = sql.split("")
+  let open = 0
+  let i = 0
+  while (i < sql.length) {
+    EXECUTABLE_COMMENT.lastIndex = i
+    const executable = sql[i] === "/" && sql[i + 1] === "*" ? EXECUTABLE_COMMENT.exec(sql) : null
+    if (executable) {
+      for (let k = i; k < i + executable[0].length; k++) chars[k] = " "
+      open++
+      i += executable[0].length
+    } else if (open > 0 && sql[i] === "*" && sql[i + 1] === "/") {
+      chars[i] = " "
+      chars[i + 1] = " "
+      open--
+      i += 2
+    } else if (sql[i] === "/" && sql[i + 1] === "*") {
+      const end = sql.indexOf("*/", i + 2)
+      i = end === -1 ? sql.length : end + 2
+    } else if (sql[i] === "'" || sql[i] === '"' || sql[i] === "`") {
+      i = closeQuote(sql, i + 1, sql[i]!, true)
+    } else if (sql[i] === "-" && sql[i + 1] === "-" && /[\s]/.test(sql[i + 2] ?? " ")) {
+      i = endOfLine(sql, i)
+    } else if (sql[i] === "#") {
+      i = endOfLine(sql, i)
+    } else {
+      i++
+    }
+  }
+  return chars.join("")
+}

@@ -1,0 +1,115 @@
+import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
+import { type DialectProfile, isDeniedFunction } from "./Dialects"
+
+type Node = Record<string, unknown>
+
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** "CreateTableAsStmt" → "CREATE TABLE AS". */
+const statementName = (key: string) => key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
+
+const nameParts = (list: unknown): Array<string> =>
+  Array.isArray(list) ? list.map((part) => (isNode(part) && isNode(part.String) ? String(part.String.sval ?? "") : "")) : []
+
+/** libpg_query reports byte offsets into the UTF-8 text; JavaScript strings index UTF-16 units. */
+const charOffset = (sql: string) => {
+  if (/^[\x00-\x7f]*$/.test(sql)) return (byte: number) => byte
+  const bytes = Buffer.from(sql, "utf8")
+  return (byte: number) => bytes.subarray(0, byte).toString("utf8").length
+}
+
+/**
+ * Walks libpg_query's tree for one statement: the root must be a read, no other statement may
+ * appear anywhere (a data-modifying CTE is an InsertStmt/UpdateStmt/DeleteStmt/MergeStmt inside a
+ * SelectStmt), no SELECT … INTO or locking clause, no denied function; every table is collected.
+ */
+export const walkPostgres = (
+  parsed: { stmts?: Array<{ stmt?: Node }> },
+  sql: string,
+  profile: DialectProfile,
+  findings: Findings
+): Analysis => {
+  const tables: Array<TableReference> = []
+  const statements = parsed.stmts ?? []
+  if (statements.length !== 1) findings.refuse(statements.length === 0 ? "the statement is empty" : "more than one statement")
+  const root = statements[0]?.stmt ?? {}
+  const [rootKey] = Object.keys(root)
+  const rootValue = root[rootKey ?? ""]
+
+  const checkFunction = (parts: Array<string>) => {
+    const denied = isDeniedFunction(profile, parts)
+    if (denied) findings.refuse(`the function ${parts.join(".")} is not allowed (side effects, files, network or sessions)`)
+  }
+
+  const visitSelect = (select: Node, scope: ReadonlySet<string>) => {
+    let inner = scope
+    const withClause = select.withClause
+    if (isNode(withClause)) {
+      const ctes = (Array.isArray(withClause.ctes) ? withClause.ctes : []).map((c) => (isNode(c) && isNode(c.CommonTableExpr) ? c.CommonTableExpr : {}))
+      const names = ctes.map((c) => String(c.ctename ?? ""))
+      const all = new Set([...scope, ...names])
+      ctes.forEach((cte, i) => visit(cte.ctequery, withClause.recursive ? all : new Set([...scope, ...names.slice(0, i)])))
+      inner = all
+    }
+    for (const [key, value] of Object.entries(select)) {
+      // A set operation's arms are SelectStmts written without their wrapper.
+      if ((key === "larg" || key === "rarg") && isNode(value)) visitSelect(value, inner)
+      else if (key !== "withClause") visit({ [key]: value }, inner)
+    }
+  }
+
+  const visit = (node: unknown, scope: ReadonlySet<string>): void => {
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item, scope)
+      return
+    }
+    if (!isNode(node)) return
+    for (const [key, value] of Object.entries(node)) {
+      if (key === "SelectStmt" && isNode(value)) {
+        visitSelect(value, scope)
+        continue
+      }
+      if (key.endsWith("Stmt")) findings.refuse(`${statementName(key)} is not a read`)
+      if (key === "intoClause") findings.refuse("SELECT … INTO writes a table")
+      if (key === "LockingClause") findings.refuse("a locking clause (FOR UPDATE / FOR SHARE)")
+      if (key === "FuncCall" && isNode(value)) checkFunction(nameParts(value.funcname))
+      if (key === "RangeVar" && isNode(value)) {
+        const parts = [value.catalogname, value.schemaname, value.relname].filter((p): p is string => typeof p === "string")
+        if (!(parts.length === 1 && scope.has(parts[0]!))) tables.push({ parts })
+      }
+      visit(value, scope)
+    }
+  }
+
+  let kind: StatementKind = "query"
+  let limit: OuterLimit = { kind: "fixed" }
+  if (rootKey === "SelectStmt" && isNode(rootValue)) {
+    visitSelect(rootValue, new Set())
+    limit = outerLimit(rootValue, sql)
+  } else if (rootKey === "ExplainStmt" && isNode(rootValue)) {
+    kind = "explain"
+    const options = Array.isArray(rootValue.options) ? rootValue.options : []
+    if (options.some((o) => isNode(o) && isNode(o.DefElem) && String(o.DefElem.defname).toLowerCase() === "analyze")) {
+      findings.refuse("EXPLAIN ANALYZE runs the statement")
+    }
+    if (!(isNode(rootValue.query) && "SelectStmt" in rootValue.query)) findings.refuse("EXPLAIN is allowed only for a query")
+    visit(rootValue.query, new Set())
+  } else if (rootKey === "VariableShowStmt") {
+    kind = "show"
+  } else if (rootKey !== undefined) {
+    findings.refuse(`${statementName(rootKey)} is not a read`)
+  }
+  return { kind, tables, limit, topAt: undefined, ordered: false }
+}
+
+const outerLimit = (select: Node, sql: string): OuterLimit => {
+  if (select.limitOption === "LIMIT_OPTION_WITH_TIES") return { kind: "fixed" }
+  const count = select.limitCount
+  if (count === undefined) return { kind: "none" }
+  const constant = isNode(count) && isNode(count.A_Const) ? count.A_Const : undefined
+  if (constant === undefined || !isNode(constant.ival) || typeof constant.location !== "number") return { kind: "fixed" }
+  const start = charOffset(sql)(constant.location)
+  const digits = /^\d+/.exec(sql.slice(start))
+  if (!digits) return { kind: "fixed" }
+  return { kind: "literal", value: Number(digits[0]), start, end: start + digits[0].length }
+}

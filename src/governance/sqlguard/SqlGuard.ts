@@ -1,0 +1,65 @@
+import { init as loadSqlparser, parse as parseSqlparser } from "@guanmingchiu/sqlparser-ts"
+import { Effect, Either } from "effect"
+import { loadModule as loadPgQuery, parseSync as parsePostgres } from "libpg-query"
+import type { DbType } from "../../domain/Connection"
+import { type Analysis, Findings, Refusal } from "./Analysis"
+import { DIALECTS, type DialectProfile } from "./Dialects"
+import { expandExecutableComments } from "./Lexer"
+import { lexicalGuard } from "./LexicalGuard"
+import { walkPostgres } from "./PostgresWalk"
+import { walkSqlparser } from "./SqlparserWalk"
+
+/** A statement that passed: the text that runs (MySQL executable comments opened up) and what it reads. */
+export interface CheckedStatement {
+  readonly sql: string
+  readonly profile: DialectProfile
+  readonly analysis: Analysis
+}
+
+const parseError = (grammar: string, error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error)
+  return new Refusal(`the statement does not parse as ${grammar}: ${message.replace(/^sql parser error: /, "").slice(0, 300)}`)
+}
+
+const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
+  try {
+    return Either.right(parse())
+  } catch (error) {
+    return Either.left(error)
+  }
+}
+
+/**
+ * The read-only check at the SQL level. Fails closed: the dialect's grammar must parse exactly one
+ * statement, the walk of the whole tree must find only reads, and the lexical guard must agree.
+ */
+const checkWith = (sql: string, dbType: DbType): Either.Either<CheckedStatement, Refusal> => {
+  const profile = DIALECTS[dbType]
+  const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
+  const findings = new Findings()
+  let analysis: Analysis
+  if (profile.grammar === "postgres") {
+    const parsed = tryParse(() => parsePostgres(text))
+    if (Either.isLeft(parsed)) return Either.left(parseError("PostgreSQL", parsed.left))
+    analysis = walkPostgres(parsed.right, text, profile, findings)
+  } else {
+    const parsed = tryParse(() => parseSqlparser(text, profile.sqlparser) as Array<unknown>)
+    if (Either.isLeft(parsed)) return Either.left(parseError(dbType, parsed.left))
+    analysis = walkSqlparser(parsed.right, text, profile, findings)
+    if (profile.postgresCrossCheck) {
+      const postgres = tryParse(() => parsePostgres(text))
+      if (Either.isRight(postgres)) walkPostgres(postgres.right, text, profile, findings)
+    }
+  }
+  const lexical = lexicalGuard(text, profile)
+  if (lexical !== undefined) findings.refuse(lexical)
+  return findings.reason ? Either.left(new Refusal(findings.reason)) : Either.right({ sql: text, profile, analysis })
+}
+
+export class SqlGuard extends Effect.Service<SqlGuard>()("sluice/SqlGuard", {
+  effect: Effect.gen(function* () {
+    // Both grammars are WebAssembly modules, compiled once per process.
+    yield* Effect.promise(() => Promise.all([loadPgQuery(), loadSqlparser()]))
+    return { check: checkWith } as const
+  })
+}) {}

@@ -1,0 +1,209 @@
+import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
+import { type DialectProfile, isDeniedFunction } from "./Dialects"
+import { tokenize } from "./Lexer"
+
+type Node = Record<string, unknown>
+
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Statement variants of sqlparser-rs that may appear nested (a CTE body, EXPLAIN's target): none is a read. */
+const WRITE_NODES = new Set([
+  "Insert", "Update", "Delete", "Merge", "Truncate", "Copy", "CopyIntoSnowflake", "Call", "Execute", "Prepare", "Load",
+  "LoadData", "Install", "Directory", "Unload", "ExportData", "CreateTable", "CreateView", "CreateIndex", "CreateSchema",
+  "CreateDatabase", "CreateFunction", "CreateProcedure", "CreateTrigger", "CreateMacro", "CreateStage", "CreateSequence",
+  "CreateType", "CreateRole", "CreateSecret", "CreateExtension", "AlterTable", "AlterView", "AlterIndex", "AlterRole",
+  "AlterSession", "Drop", "DropFunction", "DropProcedure", "DropTrigger", "DropSecret", "AttachDatabase",
+  "AttachDuckDBDatabase", "DetachDuckDBDatabase", "Grant", "Revoke", "Deny", "SetVariable", "Set", "Declare", "Kill",
+  "Pragma", "LockTables", "UnlockTables", "OptimizeTable", "RenameTable", "Vacuum", "Comment", "Commit", "Rollback",
+  "StartTransaction", "Savepoint", "ReleaseSavepoint", "Use", "Cache", "UNCache", "Flush", "Discard", "NOTIFY", "LISTEN",
+  "UNLISTEN", "Remove", "List", "Msck", "Analyze", "RaisError", "Print", "Return", "Raise", "If", "While", "Case"
+])
+
+/** What a query's body may be: a SELECT, a nested query, a set operation, VALUES or TABLE t. */
+const READ_BODIES = new Set(["Select", "Query", "SetOperation", "Values", "Table"])
+
+const SHOW_ROOTS = new Set([
+  "ShowTables", "ShowColumns", "ShowDatabases", "ShowSchemas", "ShowViews", "ShowObjects", "ShowCreate", "ShowFunctions",
+  "ShowCollation", "ShowVariable", "ShowVariables", "ShowStatus"
+])
+
+const upperWords = (key: string) => key.replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
+
+interface NamePart {
+  readonly value: string
+  readonly quote: string | undefined
+  /** A part computed at run time, such as IDENTIFIER('…'). */
+  readonly computed: boolean
+}
+
+const identPart = (ident: Node, computed: boolean): NamePart => ({
+  value: String(ident.value ?? ""),
+  quote: typeof ident.quote_style === "string" ? ident.quote_style : undefined,
+  computed
+})
+
+/** An ObjectName (a list of parts) or a bare Ident, as function names are written in name parts. */
+const nameParts = (name: unknown): Array<NamePart> => {
+  if (isNode(name)) return [identPart(name, false)]
+  if (!Array.isArray(name)) return []
+  return name.map((part) => {
+    if (isNode(part) && isNode(part.Identifier)) return identPart(part.Identifier, false)
+    const fn = isNode(part) && isNode(part.Function) && isNode(part.Function.name) ? part.Function.name : {}
+    return identPart(fn, true)
+  })
+}
+
+/** sqlparser-rs spans count lines and Unicode scalar values from 1; this maps them to string offsets. */
+const locator = (sql: string) => {
+  const lineStarts = [0]
+  for (let i = 0; i < sql.length; i++) if (sql[i] === "\n") lineStarts.push(i + 1)
+  return (line: number, column: number) => {
+    let offset = lineStarts[line - 1] ?? sql.length
+    for (let c = 1; c < column && offset < sql.length; c++) offset += (sql.codePointAt(offset) ?? 0) > 0xffff ? 2 : 1
+    return offset
+  }
+}
+
+const isQuery = (value: unknown): value is Node => isNode(value) && isNode(value.body) && ("pipe_operators" in value || "locks" in value)
+
+/**
+ * Walks sqlparser-rs's tree for one statement: the root must be a read; every query body anywhere
+ * must be a read body (a data-modifying CTE has an Insert/Update/Delete/Merge body); no statement
+ * node, SELECT … INTO, locking or SETTINGS/FORMAT clause, session-variable assignment, denied
+ * function, file/URL/stage table or linked-server name; every table is collected.
+ */
+export const walkSqlparser = (statements: Array<unknown>, sql: string, profile: DialectProfile, findings: Findings): Analysis => {
+  const tables: Array<TableReference> = []
+  if (statements.length !== 1) findings.refuse(statements.length === 0 ? "the statement is empty" : "more than one statement")
+  const root = isNode(statements[0]) ? statements[0] : {}
+  const [rootKey] = Object.keys(root)
+  const rootValue = root[rootKey ?? ""]
+
+  const checkFunction = (parts: Array<NamePart>) => {
+    const names = parts.map((p) => p.value)
+    if (isDeniedFunction(profile, names)) findings.refuse(`the function ${names.join(".")} is not allowed (side effects, files, network or sessions)`)
+  }
+
+  const checkTable = (table: Node, scope: ReadonlySet<string>) => {
+    const parts = nameParts(table.name)
+    if (table.args !== undefined && table.args !== null) return checkFunction(parts)
+    if (parts.some((p) => p.computed)) findings.refuse("a table name computed at run time (IDENTIFIER) escapes the table policy")
+    if (parts.length > profile.maxNameParts) findings.refuse(`a ${parts.length}-part table name reaches another server or catalog`)
+    if (profile.pathTables && parts.some((p) => p.quote === "'" || /[/\\:@~]|^\.|\.[A-Za-z0-9]+$/.test(p.value))) {
+      findings.refuse("a file, URL or stage cannot be read as a table")
+    }
+    const only = parts.length === 1 ? parts[0]!.value.toLowerCase() : undefined
+    if (!(only !== undefined && scope.has(only))) tables.push({ parts: parts.map((p) => p.value) })
+  }
+
+  const visitQuery = (query: Node, scope: ReadonlySet<string>) => {
+    const [bodyKind] = Object.keys(query.body as Node)
+    if (!READ_BODIES.has(bodyKind ?? "")) findings.refuse(`${upperWords(bodyKind ?? "an empty body")} is not a read`)
+    if (Array.isArray(query.locks) && query.locks.length > 0) findings.refuse("a locking clause (FOR UPDATE / FOR SHARE)")
+    if (query.settings !== undefined && query.settings !== null) findings.refuse("a SETTINGS clause changes the session")
+    if (query.format_clause !== undefined && query.format_clause !== null) findings.refuse("a FORMAT clause is not allowed")
+    let inner = scope
+    const withClause = query.with
+    if (isNode(withClause)) {
+      const ctes = (Array.isArray(withClause.cte_tables) ? withClause.cte_tables : []).filter(isNode)
+      const names = ctes.map((c) => String((isNode(c.alias) && isNode(c.alias.name) ? c.alias.name.value : "") ?? "").toLowerCase())
+      const all = new Set([...scope, ...names])
+      ctes.forEach((cte, i) => visit(cte, withClause.recursive ? all : new Set([...scope, ...names.slice(0, i)])))
+      inner = all
+    }
+    for (const [key, value] of Object.entries(query)) if (key !== "with") visit(value, inner)
+  }
+
+  const visit = (node: unknown, scope: ReadonlySet<string>): void => {
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item, scope)
+      return
+    }
+    if (!isNode(node)) return
+    if (isQuery(node)) return visitQuery(node, scope)
+    for (const [key, value] of Object.entries(node)) {
+      if (WRITE_NODES.has(key)) findings.refuse(`${upperWords(key)} is not a read`)
+      if (key === "into" && value !== null && value !== undefined) findings.refuse("SELECT … INTO writes a table or variable")
+      if (key === "op" && value === "Assignment") findings.refuse("assigning a session variable (:=) is not a read")
+      if (key === "Function" && isNode(value)) checkFunction(nameParts(value.name))
+      if (key === "Table" && isNode(value) && Array.isArray(value.name)) checkTable(value, scope)
+      visit(value, scope)
+    }
+  }
+
+  let kind: StatementKind = "query"
+  let limit: OuterLimit = { kind: "fixed" }
+  let topAt: number | undefined
+  let ordered = false
+  if (rootKey === "Query" && isQuery(rootValue)) {
+    visitQuery(rootValue, new Set())
+    limit = outerLimit(rootValue, sql, profile)
+    if (profile.limitSyntax === "top" && isNode(rootValue.body) && isNode(rootValue.body.Select)) topAt = afterSelectKeyword(rootValue.body.Select, sql, profile)
+    ordered = rootValue.order_by !== undefined && rootValue.order_by !== null
+  } else if (rootKey === "Explain" && isNode(rootValue)) {
+    kind = "explain"
+    if (rootValue.analyze === true) findings.refuse("EXPLAIN ANALYZE runs the statement")
+    const target = isNode(rootValue.statement) ? rootValue.statement : {}
+    if (!isQuery(target.Query)) findings.refuse("EXPLAIN is allowed only for a query")
+    visit(target, new Set())
+  } else if (rootKey === "ExplainTable" && isNode(rootValue)) {
+    kind = "describe"
+    checkTable({ name: rootValue.table_name }, new Set())
+  } else if (rootKey !== undefined && SHOW_ROOTS.has(rootKey)) {
+    kind = "show"
+  } else if (rootKey !== undefined) {
+    findings.refuse(`${upperWords(rootKey)} is not a read`)
+  }
+  return { kind, tables, limit, topAt, ordered }
+}
+
+const literalAt = (expr: unknown, at: ReturnType<typeof locator>): OuterLimit => {
+  const value = isNode(expr) && isNode(expr.Value) ? expr.Value : undefined
+  const number = value && isNode(value.value) && Array.isArray(value.value.Number) ? String(value.value.Number[0]) : undefined
+  const span = value && isNode(value.span) && isNode(value.span.start) && isNode(value.span.end) ? value.span : undefined
+  if (number === undefined || !/^\d+$/.test(number) || span === undefined) return { kind: "fixed" }
+  const start = at(Number((span.start as Node).line), Number((span.start as Node).column))
+  const end = at(Number((span.end as Node).line), Number((span.end as Node).column))
+  return { kind: "literal", value: Number(number), start, end }
+}
+
+/** The tokens from the outer SELECT keyword on; SQL Server's TOP carries no span of its own. */
+const tokensFromSelect = (select: Node, sql: string, profile: DialectProfile) => {
+  const token = isNode(select.select_token) && isNode(select.select_token.span) ? (select.select_token.span.start as Node) : undefined
+  if (token === undefined) return []
+  const from = locator(sql)(Number(token.line), Number(token.column))
+  return tokenize(sql, profile.lexical).filter((t) => t.start >= from)
+}
+
+const afterSelectKeyword = (select: Node, sql: string, profile: DialectProfile) => {
+  const [keyword, next] = tokensFromSelect(select, sql, profile)
+  if (keyword?.text !== "SELECT") return undefined
+  return next?.kind === "word" && (next.text === "DISTINCT" || next.text === "ALL") ? next.end : keyword.end
+}
+
+const topLiteral = (select: Node, sql: string, profile: DialectProfile): OuterLimit => {
+  const top = isNode(select.top) ? select.top : undefined
+  if (top === undefined) return { kind: "none" }
+  if (top.with_ties || top.percent || !isNode(top.quantity) || typeof top.quantity.Constant !== "number") return { kind: "fixed" }
+  const tokens = tokensFromSelect(select, sql, profile)
+  const i = tokens.findIndex((t) => t.kind === "word" && t.text === "TOP")
+  const number = tokens.slice(i + 1, i + 3).find((t) => t.kind === "number")
+  if (i < 0 || number === undefined || Number(number.text) !== top.quantity.Constant) return { kind: "fixed" }
+  return { kind: "literal", value: top.quantity.Constant, start: number.start, end: number.end }
+}
+
+const outerLimit = (query: Node, sql: string, profile: DialectProfile): OuterLimit => {
+  const at = locator(sql)
+  if (Array.isArray(query.pipe_operators) && query.pipe_operators.length > 0) return { kind: "fixed" }
+  if (query.for_clause !== undefined && query.for_clause !== null) return { kind: "fixed" }
+  const fetch = isNode(query.fetch) ? query.fetch : undefined
+  const clause = isNode(query.limit_clause) ? query.limit_clause : undefined
+  if (fetch !== undefined) return fetch.with_ties || fetch.percent ? { kind: "fixed" } : literalAt(fetch.quantity, at)
+  if (clause !== undefined) {
+    const form = (clause.LimitOffset ?? clause.OffsetCommaLimit) as Node | undefined
+    if (!isNode(form) || (Array.isArray(form.limit_by) && form.limit_by.length > 0)) return { kind: "fixed" }
+    return form.limit === null || form.limit === undefined ? { kind: "none" } : literalAt(form.limit, at)
+  }
+  if (profile.limitSyntax === "top" && isNode(query.body) && isNode(query.body.Select)) return topLiteral(query.body.Select, sql, profile)
+  return { kind: "none" }
+}

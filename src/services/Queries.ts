@@ -1,0 +1,41 @@
+import { Effect } from "effect"
+import type { Principal } from "../domain/Principal"
+import { type QueryRequest, ROW_LIMITS, type Surface } from "../domain/Query"
+import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecutor"
+import { Connections } from "./Connections"
+import { Settings } from "./Settings"
+
+/** Governed read-only SQL for REST and MCP callers: resolves the caller's connection and limits, then runs the executor. */
+export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
+  effect: Effect.gen(function* () {
+    const connections = yield* Connections
+    const settings = yield* Settings
+    const executor = yield* GovernedExecutor
+
+    const run = Effect.fn("Queries.run")(function* (
+      principal: Principal,
+      request: QueryRequest,
+      context: { readonly surface: Surface; readonly requestId: string; readonly report: (facts: QueryFacts) => Effect.Effect<void> }
+    ) {
+      const target = yield* connections.target(principal, request.connection_name)
+      const org = yield* settings.get(principal)
+      const connection = target.connection
+      const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
+      const rowLimit = Math.min(requested, ROW_LIMITS[context.surface].max, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
+      const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
+      return yield* executor.run(
+        {
+          target,
+          sql: request.sql,
+          rowLimit,
+          timeoutMs: timeoutSeconds * 1000,
+          attribution: { keyPrefix: principal.keyPrefix, orgId: principal.orgId, requestId: context.requestId }
+        },
+        context.report
+      )
+    })
+
+    return { run } as const
+  }),
+  dependencies: [GovernedExecutor.Default]
+}) {}
