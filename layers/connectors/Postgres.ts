@@ -70,12 +70,14 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const cancel = (pid: number) =>
       Effect.tryPromise(() => pool.query("select pg_cancel_backend($1)", [pid])).pipe(Effect.ignore)
 
+    // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
+    const pinStrings = c.db_type === "postgresql" ? "; SET LOCAL standard_conforming_strings = on" : ""
     const run = (client: pg.PoolClient, sql: string, options: QueryOptions) =>
       Effect.async<QueryResult, unknown>((resume) => {
         const text = options.attribution ? `${options.attribution}\n${sql}` : sql
         const timeout = Math.max(1, Math.floor(options.timeoutMs))
         client
-          .query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}`)
+          .query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}${pinStrings}`)
           .then(async () => {
             // A cursor runs through the extended protocol: one statement only, and rows fetched up to the cap.
             const cursor = client.query(new Cursor(text, [], { rowMode: "array", types: parsers }))

@@ -32,6 +32,7 @@ export interface DialectProfile {
 
 const plain: LexicalRules = {
   backslashEscapes: false,
+  escapeStrings: false,
   hashComments: false,
   bracketIdentifiers: false,
   dollarQuotes: false,
@@ -107,7 +108,8 @@ const postgresFamily = (dbType: "postgresql" | "redshift"): DialectProfile => ({
   grammar: "postgres",
   sqlparser: "generic",
   postgresCrossCheck: false,
-  lexical: { ...plain, dollarQuotes: true },
+  // The postgresql connector pins standard_conforming_strings on; Redshift's setting is its own.
+  lexical: { ...plain, dollarQuotes: true, escapeStrings: true, backslashEscapes: dbType === "redshift" ? "either" : false },
   limitSyntax: "limit",
   maxNameParts: 3,
   deniedFunctions: POSTGRES_DENIED,
@@ -122,7 +124,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "duckdb",
     postgresCrossCheck: true,
-    lexical: { ...plain, dollarQuotes: true },
+    lexical: { ...plain, dollarQuotes: true, escapeStrings: true },
     limitSyntax: "limit",
     maxNameParts: 3,
     deniedFunctions: DUCKDB_DENIED,

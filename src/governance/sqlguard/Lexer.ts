@@ -1,7 +1,12 @@
 /** How a dialect writes strings, identifiers and comments; the guard scans under every reading a server might use. */
 export interface LexicalRules {
-  /** `\'` escapes a quote inside '…' (MySQL, BigQuery, Databricks, ClickHouse, Snowflake). */
-  readonly backslashEscapes: boolean
+  /**
+   * `\'` escapes a quote inside '…' (MySQL, BigQuery, Databricks, ClickHouse, Snowflake); "either"
+   * where a server setting decides, so the guard reads the SQL both ways.
+   */
+  readonly backslashEscapes: boolean | "either"
+  /** `E'…'` is a string with backslash escapes (PostgreSQL, DuckDB). */
+  readonly escapeStrings: boolean
   /** `#` starts a line comment (MySQL, ClickHouse). */
   readonly hashComments: boolean
   /** `[…]` quotes an identifier (SQL Server, SQLite). */
@@ -54,6 +59,8 @@ const closeQuote = (sql: string, from: number, quote: string, backslash: boolean
  * more code than a server would, never less.
  */
 export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
+  // Where a setting decides, positions are read the server's default way; the guard reads both.
+  const backslash = rules.backslashEscapes === true
   const tokens: Array<Token> = []
   let openExecutable = 0
   let i = 0
@@ -80,7 +87,7 @@ export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
       openExecutable--
       i += 2
     } else if (ch === "'") {
-      const end = closeQuote(sql, i + 1, "'", rules.backslashEscapes)
+      const end = closeQuote(sql, i + 1, "'", backslash)
       tokens.push({ kind: "string", start: i, end, text: "'" })
       i = end
     } else if (ch === '"' || ch === "`") {
@@ -96,6 +103,10 @@ export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
       const close = sql.indexOf(tag, i + tag.length)
       const end = close === -1 ? sql.length : close + tag.length
       tokens.push({ kind: "string", start: i, end, text: "$" })
+      i = end
+    } else if (rules.escapeStrings && (ch === "E" || ch === "e") && next === "'") {
+      const end = closeQuote(sql, i + 2, "'", true)
+      tokens.push({ kind: "string", start: i, end, text: "'" })
       i = end
     } else if (WORD_START.test(ch)) {
       let j = i + 1

@@ -34,8 +34,8 @@ const scan = (tokens: ReadonlyArray<Token>, profile: DialectProfile, findings: F
   tokens.forEach((token, i) => {
     if (token.kind === "punct" && token.text === ";" && i < lastCode) findings.refuse("more than one statement")
     if (token.kind !== "word") return
-    // A name after a dot is a column or table, never a keyword.
-    if (tokens[i - 1]?.text === ".") return
+    // A name after a dot is a column or table, never a keyword; but seq.nextval advances a sequence.
+    if (tokens[i - 1]?.text === "." && token.text !== "NEXTVAL") return
     if (DENIED_WORDS.has(token.text) || extra?.has(token.text)) findings.refuse(`the keyword ${token.text} is not allowed in a read`)
     if (token.text === "SHARE" && word(tokens[i - 1], "FOR", "KEY", "IN")) findings.refuse("a locking clause (FOR SHARE / LOCK IN SHARE MODE)")
     if (token.text === "LOCK" && word(tokens[i + 1], "IN")) findings.refuse("a locking clause (LOCK IN SHARE MODE)")
@@ -44,13 +44,12 @@ const scan = (tokens: ReadonlyArray<Token>, profile: DialectProfile, findings: F
 }
 
 /**
- * A conservative second opinion that must agree with the parser: it reads the SQL both with and
- * without backslash escapes (a server setting decides which applies) and refuses statement words
- * outside quotes, stacking and locking clauses.
+ * A conservative second opinion that must agree with the parser: it refuses statement words outside
+ * quotes, stacking and locking clauses, reading backslashes both ways where a setting decides.
  */
 export const lexicalGuard = (sql: string, profile: DialectProfile): string | undefined => {
   const findings = new Findings()
-  scan(tokenize(sql, { ...profile.lexical, backslashEscapes: false }), profile, findings)
-  scan(tokenize(sql, { ...profile.lexical, backslashEscapes: true }), profile, findings)
+  const readings = profile.lexical.backslashEscapes === "either" ? [false, true] : [profile.lexical.backslashEscapes]
+  for (const backslashEscapes of readings) scan(tokenize(sql, { ...profile.lexical, backslashEscapes }), profile, findings)
   return findings.reason
 }

@@ -7,16 +7,15 @@ type Node = Record<string, unknown>
 const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** Statement variants of sqlparser-rs that may appear nested (a CTE body, EXPLAIN's target): none is a read. */
+/**
+ * Statement variants of sqlparser-rs, as keys anywhere in the tree. Only names no expression or
+ * argument node shares (a function's argument list is `List`, a CASE expression `Case`); nested
+ * writes are caught structurally by READ_BODIES, and the root must be a read.
+ */
 const WRITE_NODES = new Set([
-  "Insert", "Update", "Delete", "Merge", "Truncate", "Copy", "CopyIntoSnowflake", "Call", "Execute", "Prepare", "Load",
-  "LoadData", "Install", "Directory", "Unload", "ExportData", "CreateTable", "CreateView", "CreateIndex", "CreateSchema",
-  "CreateDatabase", "CreateFunction", "CreateProcedure", "CreateTrigger", "CreateMacro", "CreateStage", "CreateSequence",
-  "CreateType", "CreateRole", "CreateSecret", "CreateExtension", "AlterTable", "AlterView", "AlterIndex", "AlterRole",
-  "AlterSession", "Drop", "DropFunction", "DropProcedure", "DropTrigger", "DropSecret", "AttachDatabase",
-  "AttachDuckDBDatabase", "DetachDuckDBDatabase", "Grant", "Revoke", "Deny", "SetVariable", "Set", "Declare", "Kill",
-  "Pragma", "LockTables", "UnlockTables", "OptimizeTable", "RenameTable", "Vacuum", "Comment", "Commit", "Rollback",
-  "StartTransaction", "Savepoint", "ReleaseSavepoint", "Use", "Cache", "UNCache", "Flush", "Discard", "NOTIFY", "LISTEN",
-  "UNLISTEN", "Remove", "List", "Msck", "Analyze", "RaisError", "Print", "Return", "Raise", "If", "While", "Case"
+  "Insert", "Update", "Delete", "Merge", "Truncate", "Copy", "CopyIntoSnowflake", "LoadData", "Unload", "ExportData",
+  "CreateTable", "CreateView", "AlterTable", "Drop", "Grant", "Revoke", "Kill", "Pragma", "AttachDatabase",
+  "AttachDuckDBDatabase", "Install"
 ])
 
 /** What a query's body may be: a SELECT, a nested query, a set operation, VALUES or TABLE t. */
@@ -196,6 +195,8 @@ const outerLimit = (query: Node, sql: string, profile: DialectProfile): OuterLim
   const at = locator(sql)
   if (Array.isArray(query.pipe_operators) && query.pipe_operators.length > 0) return { kind: "fixed" }
   if (query.for_clause !== undefined && query.for_clause !== null) return { kind: "fixed" }
+  // A bare VALUES list takes no LIMIT in every dialect (SQLite refuses one); the driver's cap holds.
+  if (isNode(query.body) && "Values" in query.body) return { kind: "fixed" }
   const fetch = isNode(query.fetch) ? query.fetch : undefined
   const clause = isNode(query.limit_clause) ? query.limit_clause : undefined
   if (fetch !== undefined) return fetch.with_ties || fetch.percent ? { kind: "fixed" } : literalAt(fetch.quantity, at)
