@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
-import { Effect, Either, Schema } from "effect"
+import { Cache, Duration, Effect, Either, Exit, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import { ConnectorError } from "../../layers/connectors/Connector"
@@ -19,6 +19,10 @@ const storeDown = storeUnavailable("connection store")
 const Cursor = Schema.Tuple(Schema.String)
 
 const LOCAL_FILE_TYPES: ReadonlySet<DbType> = new Set(["duckdb", "sqlite"])
+
+// A query needs its connection's target on every call; other replicas see an edit within this.
+const TARGET_CACHE_TTL = Duration.seconds(1)
+const targetKey = (orgId: OrgId, name: string) => `${orgId}\u0000${name}`
 
 const isSecretSet = (row: ConnectionRow, secretPath: string) => row.secret_paths.includes(secretPath)
 
@@ -135,8 +139,8 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       return outcome
     })
 
-    const findRow = (principal: Principal, name: string) =>
-      repo.find(principal.orgId, name).pipe(
+    const findRow = (orgId: OrgId, name: string) =>
+      repo.find(orgId, name).pipe(
         storeDown,
         Effect.filterOrFail(
           (row): row is ConnectionRow => row !== null,
@@ -164,7 +168,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     })
 
     const get = Effect.fn("Connections.get")(function* (principal: Principal, name: string) {
-      return toConnection(yield* findRow(principal, name))
+      return toConnection(yield* findRow(principal.orgId, name))
     })
 
     const list = Effect.fn("Connections.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
@@ -176,7 +180,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
 
     /** Replaces the connection; secrets left out keep their stored values while the db_type and target stay the same. */
     const update = Effect.fn("Connections.update")(function* (principal: Principal, name: string, body: ConnectionInput) {
-      const row = yield* findRow(principal, name)
+      const row = yield* findRow(principal.orgId, name)
       yield* writable(row)
       const input = yield* placeLocalFile(body)
       const previous = yield* openSecrets(row)
@@ -186,19 +190,21 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         .update(principal.orgId, row.id, rowFields(principal.orgId, row.id, input, secrets))
         .pipe(conflictOnName(input.name), storeDown)
       yield* pools.retire(principal.orgId, row.id)
+      yield* forget(principal.orgId, name)
       if (updated === null) return yield* new NotFound({ message: `No connection named "${name}" in this organization` })
       return toConnection(updated)
     })
 
     const remove = Effect.fn("Connections.remove")(function* (principal: Principal, name: string) {
-      const row = yield* findRow(principal, name)
+      const row = yield* findRow(principal.orgId, name)
       yield* writable(row)
       yield* repo.remove(principal.orgId, name).pipe(storeDown)
       yield* pools.retire(principal.orgId, row.id)
+      yield* forget(principal.orgId, name)
     })
 
     const clone = Effect.fn("Connections.clone")(function* (principal: Principal, name: string, newName: string) {
-      const row = yield* findRow(principal, name)
+      const row = yield* findRow(principal.orgId, name)
       const secrets = yield* openSecrets(row)
       const input = { ...(row.settings as object), name: newName } as ConnectionInput
       return yield* insert(principal.orgId, input, secrets)
@@ -223,9 +229,20 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         })
       )
 
+    const targets = yield* Cache.makeWith({
+      capacity: 10_000,
+      lookup: (key: string) => {
+        const [orgId, name] = key.split("\u0000") as [OrgId, string]
+        return Effect.flatMap(findRow(orgId, name), targetOf)
+      },
+      timeToLive: (exit) => (Exit.isSuccess(exit) ? TARGET_CACHE_TTL : Duration.zero)
+    })
+    /** Forgets this replica's copy of a connection after it is edited, deleted or replaced. */
+    const forget = (orgId: OrgId, name: string) => targets.invalidate(targetKey(orgId, name))
+
     /** Everything a connector needs to open this connection, secrets included. Never leaves the process. */
     const target = Effect.fn("Connections.target")(function* (principal: Principal, name: string) {
-      return yield* targetOf(yield* findRow(principal, name))
+      return yield* targets.get(targetKey(principal.orgId, name))
     })
 
     /** Every connection of every org with its target, for the health loop; one whose secrets do not open is left out. */
@@ -259,6 +276,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         for (const row of rows.filter((r) => r.source === "env" && !wanted.has(r.name))) {
           yield* repo.remove(LOCAL_ORG, row.name).pipe(storeDown)
           yield* pools.retire(LOCAL_ORG, row.id)
+          yield* forget(LOCAL_ORG, row.name)
         }
         for (const body of inputs) {
           const input = yield* placeLocalFile(body)
@@ -270,6 +288,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
           } else {
             yield* repo.update(LOCAL_ORG, existing.id, rowFields(LOCAL_ORG, existing.id, input, secrets)).pipe(storeDown)
             yield* pools.retire(LOCAL_ORG, existing.id)
+            yield* forget(LOCAL_ORG, existing.name)
           }
         }
       })

@@ -1,4 +1,5 @@
-import { Effect, Option, Schema } from "effect"
+import { Cache, Duration, Effect, Exit, Option, Schema } from "effect"
+import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { type OrgSettings, SettingsPatch } from "../domain/Settings"
 import { SettingsRepo } from "../repos/SettingsRepo"
@@ -6,6 +7,8 @@ import { storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("settings store")
 const decodeStored = Schema.decodeUnknownOption(Schema.Struct(SettingsPatch.fields))
+// Every query reads its org's defaults; other replicas see a change within this.
+const SETTINGS_CACHE_TTL = Duration.seconds(1)
 
 export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
   effect: Effect.gen(function* () {
@@ -17,18 +20,23 @@ export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
       mcp_tools: "full"
     }
 
-    const stored = (principal: Principal) =>
-      repo.get(principal.orgId).pipe(
-        storeDown,
-        Effect.map((json) => Option.getOrElse(decodeStored(json), () => ({})))
-      )
+    const stored = yield* Cache.makeWith({
+      capacity: 10_000,
+      lookup: (orgId: OrgId) =>
+        repo.get(orgId).pipe(
+          storeDown,
+          Effect.map((json) => Option.getOrElse(decodeStored(json), () => ({})))
+        ),
+      timeToLive: (exit) => (Exit.isSuccess(exit) ? SETTINGS_CACHE_TTL : Duration.zero)
+    })
 
-    const get = (principal: Principal) => Effect.map(stored(principal), (s): OrgSettings => ({ ...defaults, ...s }))
+    const get = (principal: Principal) => Effect.map(stored.get(principal.orgId), (s): OrgSettings => ({ ...defaults, ...s }))
 
     /** Merges a validated patch over the org's stored settings. */
     const update = Effect.fn("Settings.update")(function* (principal: Principal, patch: SettingsPatch) {
-      const merged = { ...(yield* stored(principal)), ...patch }
+      const merged = { ...(yield* stored.get(principal.orgId)), ...patch }
       yield* repo.put(principal.orgId, merged).pipe(storeDown)
+      yield* stored.invalidate(principal.orgId)
       return { ...defaults, ...merged } satisfies OrgSettings
     })
 

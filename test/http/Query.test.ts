@@ -156,6 +156,13 @@ describe("POST /api/query: governed read-only SQL over HTTP", () => {
     expect(allowed.json).toMatchObject({ rows: [["25"]], tables: ["orders"] })
     const unaffected = await query({ connection_name: "pg_governed", sql: "select count(*) from public.orders" })
     expect(unaffected.json.rows).toEqual([["25"]])
+
+    // An edit applies to the very next query on this replica (the target cache is dropped with it).
+    const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    const edited = await request(gateway.url, "/api/connections/pg_governed", { key: admin, method: "PUT", body: { name: "pg_governed", ...base, blocked_tables: ["orders"] } })
+    expect(edited.status).toBe(200)
+    expect((await query({ connection_name: "pg_governed", sql: "select count(*) from secrets" })).status).toBe(200)
+    expect((await query({ connection_name: "pg_governed", sql: "select count(*) from orders" })).json.code).toBe("query_blocked")
   })
 
   it.skipIf(skip)("cancels a statement on the server at its timeout", async () => {

@@ -1,0 +1,161 @@
+/**
+ * The same small query on the real PostgreSQL (a) straight through `pg` and (b) through
+ * `POST /api/query` with governance on, at 1, 8 and 32 concurrent clients; then the SQL check
+ * alone on a 2 KB analytic query. Not a test: prints Markdown for bench/README.md.
+ *
+ *   npm run bench:query [-- --seconds 8]
+ */
+import * as http from "node:http"
+import * as os from "node:os"
+import { parseArgs } from "node:util"
+import { Effect } from "effect"
+import pg from "pg"
+import { SqlGuard } from "../src/governance/sqlguard/SqlGuard"
+import { localKey, startGateway } from "../test/support/Gateway"
+import { createTestDatabase } from "../test/support/Servers"
+
+const { values } = parseArgs({ options: { seconds: { type: "string", default: "8" } } })
+const seconds = Number(values.seconds)
+const SQL = "select id, total, note from orders where id = 42"
+const CLIENTS = [1, 8, 32]
+
+interface Figures {
+  readonly perSecond: number
+  readonly p50: number
+  readonly p99: number
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
+
+/** `clients` loops each issuing one call after another for `ms`; latency of every call. */
+const load = async (clients: number, ms: number, call: () => Promise<void>): Promise<Figures> => {
+  const latencies: Array<number> = []
+  const until = performance.now() + ms
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < until) {
+        const started = performance.now()
+        await call()
+        latencies.push(performance.now() - started)
+      }
+    })
+  )
+  latencies.sort((a, b) => a - b)
+  return { perSecond: latencies.length / (ms / 1000), p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) }
+}
+
+const measure = async (clients: number, call: () => Promise<void>) => {
+  await load(clients, 1500, call)
+  return load(clients, seconds * 1000, call)
+}
+
+const database = await createTestDatabase()
+const gateway = await startGateway({
+  env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000000", SP_RATE_LIMIT_GENERAL_RPM: "1000000000", SP_PER_KEY_RPM: "1000000000", SP_PER_ORG_RPM: "1000000000" }
+})
+const rows: Array<string> = []
+try {
+  await database.query("create table orders (id int primary key, total numeric, note text)")
+  await database.query("insert into orders select g, g * 1.5, 'order ' || g from generate_series(1, 1000) g")
+  const key = await localKey(gateway)
+  const connection = { name: "bench", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+  const created = await fetch(`${gateway.url}/api/connections`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": key },
+    body: JSON.stringify(connection)
+  })
+  if (created.status !== 201) throw new Error(`creating the connection: ${created.status} ${await created.text()}`)
+
+  // Direct: the pool size the gateway uses (4), so the rows differ by the gateway alone.
+  const pool = new pg.Pool({ connectionString: database.url, max: 4 })
+  const direct = async () => {
+    const result = await pool.query({ text: SQL, rowMode: "array" })
+    if (result.rows.length !== 1) throw new Error("direct: wrong row count")
+  }
+
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+  const url = new URL(`${gateway.url}/api/query`)
+  const body = JSON.stringify({ connection_name: "bench", sql: SQL })
+  const governed = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(
+        { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", "x-api-key": key } },
+        (res) => {
+          const chunks: Array<Buffer> = []
+          res.on("data", (c: Buffer) => chunks.push(c))
+          res.on("end", () => {
+            if (res.statusCode !== 200) return reject(new Error(`gateway: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))
+            resolve()
+          })
+        }
+      )
+      req.on("error", reject)
+      req.end(body)
+    })
+
+  for (const clients of CLIENTS) {
+    const a = await measure(clients, direct)
+    const b = await measure(clients, governed)
+    rows.push(
+      `| ${clients} | ${Math.round(a.perSecond)} | ${Math.round(b.perSecond)} | ${(b.perSecond / a.perSecond).toFixed(2)} | ` +
+        `${a.p50.toFixed(2)} / ${b.p50.toFixed(2)} | ${(b.p50 - a.p50).toFixed(2)} | ${a.p99.toFixed(2)} / ${b.p99.toFixed(2)} | ${(b.p99 - a.p99).toFixed(2)} |`
+    )
+    console.error(`${clients} clients: direct ${Math.round(a.perSecond)}/s, gateway ${Math.round(b.perSecond)}/s`)
+  }
+  await pool.end()
+  agent.destroy()
+} finally {
+  await gateway.stop()
+  await database.drop()
+}
+
+// The check alone: a 2 KB analytic query through each grammar.
+const ANALYTIC = `with recent as (
+  select o.id, o.customer_id, o.total, o.created_at, c.country, c.segment
+  from orders o join customers c on c.id = o.customer_id
+  where o.created_at >= date '2024-01-01' and o.status in ('paid', 'shipped', 'delivered')
+), ranked as (
+  select customer_id, country, segment, total, created_at,
+    row_number() over (partition by customer_id order by created_at desc) as rn,
+    sum(total) over (partition by customer_id) as lifetime,
+    avg(total) over (partition by country order by created_at rows between 6 preceding and current row) as moving
+  from recent
+), cohorts as (
+  select date_trunc('month', min(created_at)) as cohort, customer_id from recent group by customer_id
+)
+select r.country, r.segment, c.cohort,
+  count(distinct r.customer_id) as customers,
+  sum(case when r.rn = 1 then r.total else 0 end) as last_order_total,
+  percentile_cont(0.5) within group (order by r.lifetime) as median_lifetime,
+  max(r.moving) as peak_moving_average,
+  coalesce(nullif(r.segment, ''), 'unknown') as segment_label
+from ranked r join cohorts c on c.customer_id = r.customer_id
+where r.lifetime > 100 and r.country not in (select country from excluded_countries)
+group by r.country, r.segment, c.cohort
+having count(*) > 5
+order by customers desc, r.country
+limit 500`
+const guard = await Effect.runPromise(Effect.provide(SqlGuard, SqlGuard.Default))
+const checkRows: Array<string> = []
+for (const dbType of ["postgresql", "mysql", "snowflake", "duckdb"] as const) {
+  const sql = dbType === "mysql" ? ANALYTIC.replace("percentile_cont(0.5) within group (order by r.lifetime)", "avg(r.lifetime)") : ANALYTIC
+  const check = () => {
+    const result = guard.check(sql, dbType)
+    if (result._tag === "Left") throw new Error(`${dbType}: ${result.left.reason}`)
+  }
+  for (let i = 0; i < 200; i++) check()
+  const n = 2000
+  const started = performance.now()
+  for (let i = 0; i < n; i++) check()
+  checkRows.push(`| ${dbType} | ${sql.length} | ${(((performance.now() - started) / n) * 1000).toFixed(0)} |`)
+}
+
+console.log(`Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${new Date().toISOString().slice(0, 10)}`)
+console.log(`\`${SQL}\` on PostgreSQL 15 (loopback), ${seconds} s per cell after a 1.5 s warm-up; clients in this process on the same 2 cores.\n`)
+console.log("| clients | direct pg q/s | gateway q/s | ratio | p50 ms direct / gateway | added p50 ms | p99 ms direct / gateway | added p99 ms |")
+console.log("|---:|---:|---:|---:|---:|---:|---:|---:|")
+for (const row of rows) console.log(row)
+console.log("\nThe read-only check alone (parse, walk, lexical guard, table list):\n")
+console.log("| dialect | SQL chars | µs per statement |")
+console.log("|---|---:|---:|")
+for (const row of checkRows) console.log(row)
