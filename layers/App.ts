@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
+import { ResultCache } from "../src/governance/ResultCache"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ApiKeys } from "../src/services/ApiKeys"
 import { Audit } from "../src/services/Audit"
@@ -28,7 +29,7 @@ const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default).pipe(
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
-  Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default))
+  Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default))
 )
 
 const ServicesLive = Layer.mergeAll(

@@ -1,11 +1,13 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
-import { DatabaseUnavailable, QueryBlocked, QueryFailed, QueryRequest, QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
+import { Schema } from "effect"
+import { CacheInvalidation, CacheStats, DatabaseUnavailable, QueryBlocked, QueryFailed, QueryRequest, QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { RateClass, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 /** Governed, read-only SQL: the REST door to the one executor every data path goes through. */
-export class QueryApi extends HttpApiGroup.make("query").add(
+export class QueryApi extends HttpApiGroup.make("query")
+  .add(
   HttpApiEndpoint.post("run", "/query")
     .setPayload(QueryRequest)
     .addSuccess(QueryResponse)
@@ -21,5 +23,15 @@ export class QueryApi extends HttpApiGroup.make("query").add(
     .annotate(RequiredScope, "query")
     .annotate(RateClass, "expensive")
 )
+  .add(HttpApiEndpoint.get("cacheStats", "/cache/stats").addSuccess(CacheStats).annotate(RequiredScope, "read"))
+  .add(
+    HttpApiEndpoint.post("invalidateCache", "/cache/invalidate")
+      .setPayload(CacheInvalidation)
+      .addSuccess(Schema.Struct({ invalidated: Schema.Int }))
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .addError(Conflict)
+      .annotate(RequiredScope, "write")
+  )
   .middleware(Authentication)
   .prefix("/api") {}

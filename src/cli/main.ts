@@ -8,6 +8,7 @@ import { StoreLive } from "../../layers/Store"
 import { CreateApiKey } from "../domain/ApiKey"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
 import { issueMessages } from "../domain/ParseIssues"
+import { ResultCache } from "../governance/ResultCache"
 import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
@@ -61,7 +62,7 @@ const reencrypt = Effect.gen(function* () {
   if (outcome.unreadable.length > 0) process.exitCode = 1
 }).pipe(
   Effect.provide(
-    Connections.Default.pipe(Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default)), Layer.provideMerge(Foundation))
+    Connections.Default.pipe(Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, ResultCache.Default)), Layer.provideMerge(Foundation))
   )
 )
 

@@ -84,7 +84,9 @@ const common = {
   /** Tables no query may read: `table`, `schema.table` or `catalog.schema.table`, `*` matching any run of characters. */
   blocked_tables: optional(Globs),
   /** When set, queries may read only these tables (same forms). */
-  allowed_tables: optional(Globs)
+  allowed_tables: optional(Globs),
+  /** Seconds a query's result is served again from the gateway's memory; 0 or absent: never. */
+  result_cache_ttl: optional(Schema.Int.pipe(Schema.between(0, 86_400, { message: () => "must be an integer between 0 and 86400 seconds" })))
 }
 
 /** A database reached over the network: host and port, optionally through TLS and an SSH tunnel. */
@@ -231,6 +233,7 @@ export class Connection extends Schema.Class<Connection>("Connection")({
   schema_exclude: Schema.optional(Schema.Array(Schema.String)),
   blocked_tables: Schema.optional(Schema.Array(Schema.String)),
   allowed_tables: Schema.optional(Schema.Array(Schema.String)),
+  result_cache_ttl: Schema.optional(Schema.Int),
   ...SecretFlags,
   /** "env" for connections configured by SP_CONNECTION_<NAME>: read-only through the API. */
   source: Schema.Literal("api", "env"),

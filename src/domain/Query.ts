@@ -86,3 +86,17 @@ export class ResultTooLarge extends Schema.TaggedError<ResultTooLarge>()(
   { code: code("result_too_large"), message: Schema.String },
   HttpApiSchema.annotations({ status: 422 })
 ) {}
+
+export const CacheStats = Schema.Struct({
+  entries: Schema.Int,
+  bytes: Schema.Int,
+  hits: Schema.Int,
+  misses: Schema.Int,
+  evictions: Schema.Int,
+  hit_rate: Schema.Number,
+  max_bytes_per_replica: Schema.Int
+})
+
+export const CacheInvalidation = Schema.Struct({ connection_name: Schema.optionalWith(ConnectionName, { exact: true }) }).annotations({
+  parseOptions: { onExcessProperty: "error" }
+})

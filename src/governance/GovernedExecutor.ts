@@ -4,6 +4,7 @@ import type { ConnectorError, QueryResult } from "../../layers/connectors/Connec
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { attributionComment, type Attribution } from "./Attribution"
+import { ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
 import { SqlGuard } from "./sqlguard/SqlGuard"
 import { tablePolicyRefusal } from "./TablePolicy"
@@ -45,26 +46,27 @@ const fromConnector = (error: ConnectorError): GovernedQueryError => {
   }
 }
 
-/** Rough UTF-8 size of the rows as JSON, stopping as soon as the cap is passed. */
-const exceedsResultCap = (result: QueryResult) => {
+/** UTF-8 size of the rows as JSON, or undefined as soon as it passes the cap. */
+const resultBytes = (result: QueryResult) => {
   let bytes = 0
   for (const row of result.rows) {
     bytes += Buffer.byteLength(JSON.stringify(row))
-    if (bytes > MAX_RESULT_BYTES) return true
+    if (bytes > MAX_RESULT_BYTES) return undefined
   }
-  return false
+  return bytes
 }
 
 /**
  * The one governed executor: every path that returns customer data runs through `run`. Read-only
- * check, table policy, row cap with an exact truncation signal, execution with session guards and
- * a server-side cancel at the deadline, result size cap. `report` receives the audit facts of
+ * check, table policy, row cap with an exact truncation signal, the connection's result cache,
+ * execution with session guards and a server-side cancel at the deadline, result size cap. `report` receives the audit facts of
  * every outcome, refused or not.
  */
 export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice/GovernedExecutor", {
   effect: Effect.gen(function* () {
     const guard = yield* SqlGuard
     const pools = yield* ConnectorPools
+    const cache = yield* ResultCache
 
     const run = Effect.fn("GovernedExecutor.run")(function* (
       query: GovernedQuery,
@@ -85,32 +87,46 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       if (policy !== undefined) return yield* refuse(policy, tables)
 
       const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type))
+      const ttlSeconds = connection.result_cache_ttl ?? 0
+      const cacheKey = {
+        orgId: query.target.orgId,
+        connectionId: query.target.connectionId,
+        connectionVersion: query.target.version,
+        rowLimit: query.rowLimit,
+        sql: capped.sql
+      }
       const started = performance.now()
-      const result = yield* pools
-        .withPool(query.target, (pool) =>
-          pool.query(capped.sql, {
-            timeoutMs: query.timeoutMs,
-            maxRows: query.rowLimit,
-            attribution: attributionComment(query.attribution)
-          })
-        )
-        .pipe(
-          Effect.mapError(fromConnector),
-          Effect.timeoutFail({
-            duration: Duration.sum(Duration.millis(query.timeoutMs), DEADLINE_GRACE),
-            onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
-          }),
-          Effect.tapError(() => report({ query_id: queryId, tables }))
-        )
+      const hit = ttlSeconds > 0 ? cache.get(cacheKey) : undefined
+      const result =
+        hit ??
+        (yield* pools
+          .withPool(query.target, (pool) =>
+            pool.query(capped.sql, {
+              timeoutMs: query.timeoutMs,
+              maxRows: query.rowLimit,
+              attribution: attributionComment(query.attribution)
+            })
+          )
+          .pipe(
+            Effect.mapError(fromConnector),
+            Effect.timeoutFail({
+              duration: Duration.sum(Duration.millis(query.timeoutMs), DEADLINE_GRACE),
+              onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
+            }),
+            Effect.tapError(() => report({ query_id: queryId, tables }))
+          ))
       const executionMs = Number((performance.now() - started).toFixed(3))
-      if (exceedsResultCap(result)) {
+      const bytes = resultBytes(result)
+      if (bytes === undefined) {
         yield* report({ query_id: queryId, tables, rows: result.rows.length })
         return yield* new ResultTooLarge({
           message: `The result is larger than ${MAX_RESULT_BYTES / 1024 / 1024} MiB; select fewer columns or lower row_limit`
         })
       }
+      if (ttlSeconds > 0 && hit === undefined) cache.set(cacheKey, result, bytes, ttlSeconds * 1000)
+      const cached = hit !== undefined
       const completeness = result.truncated ? "truncated" : "complete"
-      yield* report({ query_id: queryId, tables, completeness, cached: false, pii_masked: [], rows: result.rows.length })
+      yield* report({ query_id: queryId, tables, completeness, cached, pii_masked: [], rows: result.rows.length })
       return {
         query_id: queryId,
         columns: result.columns.map((c) => ({ name: c.name, type: c.type, nullable: null })),
@@ -119,7 +135,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         completeness,
         truncated_at: result.truncated ? query.rowLimit : null,
         execution_ms: executionMs,
-        cached: false,
+        cached,
         pii_masked: [],
         tables
       } satisfies QueryResponse
@@ -127,5 +143,5 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
 
     return { run } as const
   }),
-  dependencies: [SqlGuard.Default]
+  dependencies: [SqlGuard.Default, ResultCache.Default]
 }) {}

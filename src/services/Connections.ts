@@ -12,6 +12,7 @@ import { Conflict, Forbidden, InvalidRequest, NotFound } from "../domain/Errors"
 import { LOCAL_ORG, type OrgId } from "../domain/Ids"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
+import { ResultCache } from "../governance/ResultCache"
 import { type ConnectionRow, ConnectionsRepo, type NewConnectionRow } from "../repos/ConnectionsRepo"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
@@ -69,6 +70,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const repo = yield* ConnectionsRepo
     const cipher = yield* CredentialCipher
     const pools = yield* ConnectorPools
+    const results = yield* ResultCache
     const fileRoots = [config.dataDir, ...config.localDbDirs.map((dir) => path.resolve(dir))]
 
     /** Local database files: self-hosted only, and only under SP_DATA_DIR or SP_LOCAL_DB_DIRS. */
@@ -190,7 +192,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         .update(principal.orgId, row.id, rowFields(principal.orgId, row.id, input, secrets))
         .pipe(conflictOnName(input.name), storeDown)
       yield* pools.retire(principal.orgId, row.id)
-      yield* forget(principal.orgId, name)
+      yield* forget(principal.orgId, name, row.id)
       if (updated === null) return yield* new NotFound({ message: `No connection named "${name}" in this organization` })
       return toConnection(updated)
     })
@@ -200,7 +202,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       yield* writable(row)
       yield* repo.remove(principal.orgId, name).pipe(storeDown)
       yield* pools.retire(principal.orgId, row.id)
-      yield* forget(principal.orgId, name)
+      yield* forget(principal.orgId, name, row.id)
     })
 
     const clone = Effect.fn("Connections.clone")(function* (principal: Principal, name: string, newName: string) {
@@ -237,8 +239,9 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       },
       timeToLive: (exit) => (Exit.isSuccess(exit) ? TARGET_CACHE_TTL : Duration.zero)
     })
-    /** Forgets this replica's copy of a connection after it is edited, deleted or replaced. */
-    const forget = (orgId: OrgId, name: string) => targets.invalidate(targetKey(orgId, name))
+    /** Forgets this replica's copy of a connection and its cached results after it is edited, deleted or replaced. */
+    const forget = (orgId: OrgId, name: string, id: string) =>
+      Effect.zipRight(targets.invalidate(targetKey(orgId, name)), results.invalidate(orgId, id))
 
     /** Everything a connector needs to open this connection, secrets included. Never leaves the process. */
     const target = Effect.fn("Connections.target")(function* (principal: Principal, name: string) {
@@ -276,7 +279,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         for (const row of rows.filter((r) => r.source === "env" && !wanted.has(r.name))) {
           yield* repo.remove(LOCAL_ORG, row.name).pipe(storeDown)
           yield* pools.retire(LOCAL_ORG, row.id)
-          yield* forget(LOCAL_ORG, row.name)
+          yield* forget(LOCAL_ORG, row.name, row.id)
         }
         for (const body of inputs) {
           const input = yield* placeLocalFile(body)
@@ -288,7 +291,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
           } else {
             yield* repo.update(LOCAL_ORG, existing.id, rowFields(LOCAL_ORG, existing.id, input, secrets)).pipe(storeDown)
             yield* pools.retire(LOCAL_ORG, existing.id)
-            yield* forget(LOCAL_ORG, existing.name)
+            yield* forget(LOCAL_ORG, existing.name, existing.id)
           }
         }
       })

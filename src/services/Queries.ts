@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import type { Principal } from "../domain/Principal"
 import { type QueryRequest, ROW_LIMITS, type Surface } from "../domain/Query"
 import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecutor"
+import { ResultCache } from "../governance/ResultCache"
 import { Connections } from "./Connections"
 import { Settings } from "./Settings"
 
@@ -11,6 +12,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
     const connections = yield* Connections
     const settings = yield* Settings
     const executor = yield* GovernedExecutor
+    const cache = yield* ResultCache
 
     const run = Effect.fn("Queries.run")(function* (
       principal: Principal,
@@ -35,7 +37,15 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       )
     })
 
-    return { run } as const
+    const cacheStats = (principal: Principal) => cache.stats(principal.orgId)
+
+    /** Drops the org's cached results, or one connection's. */
+    const invalidateCache = Effect.fn("Queries.invalidateCache")(function* (principal: Principal, connectionName: string | undefined) {
+      const connectionId = connectionName === undefined ? undefined : (yield* connections.target(principal, connectionName)).connectionId
+      return { invalidated: yield* cache.invalidate(principal.orgId, connectionId) }
+    })
+
+    return { run, cacheStats, invalidateCache } as const
   }),
-  dependencies: [GovernedExecutor.Default]
+  dependencies: [GovernedExecutor.Default, ResultCache.Default]
 }) {}

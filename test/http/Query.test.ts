@@ -165,6 +165,39 @@ describe("POST /api/query: governed read-only SQL over HTTP", () => {
     expect((await query({ connection_name: "pg_governed", sql: "select count(*) from orders" })).json.code).toBe("query_blocked")
   })
 
+  it.skipIf(skip)("serves a connection's results from the cache for its TTL, per row cap, until invalidated", async () => {
+    const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: { name: "pg_cached", ...base, result_cache_ttl: 60 } })).status).toBe(201)
+    const sql = "select count(*) as n from orders where total > 0"
+    const first = await query({ connection_name: "pg_cached", sql })
+    expect(first.json).toMatchObject({ cached: false, rows: [["25"]] })
+    await database.query("insert into orders values (1000, 1, 'late')")
+    const second = await query({ connection_name: "pg_cached", sql })
+    expect(second.json).toMatchObject({ cached: true, rows: [["25"]], completeness: "complete" })
+    expect(second.json.query_id).not.toBe(first.json.query_id)
+    // Another cap is another entry; so is the same text on a connection without a TTL.
+    expect((await query({ connection_name: "pg_cached", sql, row_limit: 5 })).json).toMatchObject({ cached: false, rows: [["26"]] })
+    expect((await query({ connection_name: "pg", sql })).json).toMatchObject({ cached: false, rows: [["26"]] })
+
+    const stats = await request(gateway.url, "/api/cache/stats", { key: reader })
+    expect(stats.status).toBe(200)
+    expect(stats.json).toMatchObject({ entries: 2, hits: 1 })
+    expect(stats.json.misses).toBeGreaterThanOrEqual(2)
+
+    expect((await request(gateway.url, "/api/cache/invalidate", { key: reader, body: {} })).status).toBe(403)
+    const invalidated = await request(gateway.url, "/api/cache/invalidate", { key: admin, body: { connection_name: "pg_cached" } })
+    expect(invalidated.json).toEqual({ invalidated: 2 })
+    expect((await query({ connection_name: "pg_cached", sql })).json).toMatchObject({ cached: false, rows: [["26"]] })
+    const missing = await request(gateway.url, "/api/cache/invalidate", { key: admin, body: { connection_name: "nope" } })
+    expect(missing.status).toBe(404)
+
+    // An edit of the connection drops its entries at once.
+    expect((await query({ connection_name: "pg_cached", sql })).json.cached).toBe(true)
+    await request(gateway.url, "/api/connections/pg_cached", { key: admin, method: "PUT", body: { name: "pg_cached", ...base, result_cache_ttl: 60, description: "edited" } })
+    expect((await query({ connection_name: "pg_cached", sql })).json.cached).toBe(false)
+    await database.query("delete from orders where id = 1000")
+  })
+
   it.skipIf(skip)("cancels a statement on the server at its timeout", async () => {
     const started = Date.now()
     const slow = await query({

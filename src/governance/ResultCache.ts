@@ -1,0 +1,130 @@
+import { Effect } from "effect"
+import type { Column } from "../../layers/connectors/Connector"
+
+/** What a cached query returns again: the rows as the executor left them, before any per-call field. */
+export interface CachedResult {
+  readonly columns: ReadonlyArray<Column>
+  readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
+  readonly truncated: boolean
+}
+
+export interface ResultCacheKey {
+  readonly orgId: string
+  readonly connectionId: string
+  /** Bumped by every edit of the connection, its table policy included, so old entries are never served. */
+  readonly connectionVersion: number
+  readonly rowLimit: number
+  /** The statement as it runs: checked, row-capped, executable comments opened. */
+  readonly sql: string
+}
+
+interface Entry {
+  readonly orgId: string
+  readonly connectionId: string
+  readonly value: CachedResult
+  readonly bytes: number
+  readonly expiresAt: number
+}
+
+interface OrgCounters {
+  hits: number
+  misses: number
+  evictions: number
+}
+
+// Per replica; the least recently used entries go first once results fill this.
+const MAX_BYTES = 64 * 1024 * 1024
+
+const keyOf = (k: ResultCacheKey) => [k.orgId, k.connectionId, k.connectionVersion, k.rowLimit, k.sql].join("\u0000")
+
+/**
+ * Query results kept in memory for a connection's `result_cache_ttl`. Keyed by org, connection and
+ * its version, row cap and the exact statement that runs, so no entry crosses an org, a policy or
+ * a cap. Nothing is written to disk.
+ */
+export class ResultCache extends Effect.Service<ResultCache>()("sluice/ResultCache", {
+  sync: () => {
+    const entries = new Map<string, Entry>()
+    const counters = new Map<string, OrgCounters>()
+    let totalBytes = 0
+
+    const countersOf = (orgId: string) => {
+      let c = counters.get(orgId)
+      if (c === undefined) counters.set(orgId, (c = { hits: 0, misses: 0, evictions: 0 }))
+      return c
+    }
+    const drop = (key: string, entry: Entry) => {
+      entries.delete(key)
+      totalBytes -= entry.bytes
+    }
+
+    const get = (key: ResultCacheKey): CachedResult | undefined => {
+      const k = keyOf(key)
+      const entry = entries.get(k)
+      if (entry !== undefined && entry.expiresAt <= Date.now()) drop(k, entry)
+      const live = entry !== undefined && entry.expiresAt > Date.now() ? entry : undefined
+      const c = countersOf(key.orgId)
+      if (live === undefined) {
+        c.misses++
+        return undefined
+      }
+      c.hits++
+      // Map order is recency order: move the entry to the end.
+      entries.delete(k)
+      entries.set(k, live)
+      return live.value
+    }
+
+    const set = (key: ResultCacheKey, value: CachedResult, bytes: number, ttlMs: number) => {
+      if (bytes > MAX_BYTES / 8) return
+      const k = keyOf(key)
+      const previous = entries.get(k)
+      if (previous !== undefined) drop(k, previous)
+      entries.set(k, { orgId: key.orgId, connectionId: key.connectionId, value, bytes, expiresAt: Date.now() + ttlMs })
+      totalBytes += bytes
+      for (const [oldest, entry] of entries) {
+        if (totalBytes <= MAX_BYTES) break
+        drop(oldest, entry)
+        countersOf(entry.orgId).evictions++
+      }
+    }
+
+    /** Drops an org's entries, or one connection's; returns how many went. */
+    const invalidate = (orgId: string, connectionId?: string) =>
+      Effect.sync(() => {
+        let removed = 0
+        for (const [k, entry] of entries) {
+          if (entry.orgId === orgId && (connectionId === undefined || entry.connectionId === connectionId)) {
+            drop(k, entry)
+            removed++
+          }
+        }
+        return removed
+      })
+
+    const stats = (orgId: string) =>
+      Effect.sync(() => {
+        const now = Date.now()
+        let count = 0
+        let bytes = 0
+        for (const entry of entries.values()) {
+          if (entry.orgId !== orgId || entry.expiresAt <= now) continue
+          count++
+          bytes += entry.bytes
+        }
+        const c = countersOf(orgId)
+        const lookups = c.hits + c.misses
+        return {
+          entries: count,
+          bytes,
+          hits: c.hits,
+          misses: c.misses,
+          evictions: c.evictions,
+          hit_rate: lookups === 0 ? 0 : Number((c.hits / lookups).toFixed(4)),
+          max_bytes_per_replica: MAX_BYTES
+        }
+      })
+
+    return { get, set, invalidate, stats } as const
+  }
+}) {}
