@@ -4,6 +4,7 @@ import { HealthLoop } from "../actors/loops/HealthLoop"
 import { ResultCache } from "../src/governance/ResultCache"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ApiKeys } from "../src/services/ApiKeys"
+import { Budgets } from "../src/services/Budgets"
 import { Audit } from "../src/services/Audit"
 import { Authenticator } from "../src/services/Authenticator"
 import { ConnectionChecks } from "../src/services/ConnectionChecks"
@@ -29,7 +30,7 @@ const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default).pipe(
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
-  Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default))
+  Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default, Budgets.Default))
 )
 
 const ServicesLive = Layer.mergeAll(

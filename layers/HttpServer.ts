@@ -4,6 +4,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { SluiceApi } from "../src/api/Api"
 import { AuditHttp } from "../src/http/AuditHttp"
+import { BudgetsHttp } from "../src/http/BudgetsHttp"
 import { AuthenticationLive } from "../src/http/AuthenticationLive"
 import { ConnectionHealthHttp } from "../src/http/ConnectionHealthHttp"
 import { ConnectionsHttp } from "../src/http/ConnectionsHttp"
@@ -17,7 +18,7 @@ import { SystemHttp } from "../src/http/SystemHttp"
 import { AppConfig } from "./AppConfig"
 
 const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
-  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, QueryHttp, SystemHttp, PublicHttp]),
+  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, QueryHttp, BudgetsHttp, SystemHttp, PublicHttp]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { PayloadTooLarge } from "../domain/Errors"
 import { AuditApi } from "./AuditApi"
+import { BudgetsApi } from "./BudgetsApi"
 import { ConnectionHealthApi } from "./ConnectionHealthApi"
 import { ConnectionsApi } from "./ConnectionsApi"
 import { ConnectionTransferApi } from "./ConnectionTransferApi"
@@ -20,6 +21,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(ConnectionTransferApi)
   .add(ConnectionsApi)
   .add(QueryApi)
+  .add(BudgetsApi)
   .add(SystemApi)
   .addError(PayloadTooLarge)
   .annotateContext(

@@ -1,4 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { BudgetExhausted } from "../domain/Budget"
 import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { Schema } from "effect"
 import { CacheInvalidation, CacheStats, DatabaseUnavailable, QueryBlocked, QueryFailed, QueryRequest, QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
@@ -20,6 +21,7 @@ export class QueryApi extends HttpApiGroup.make("query")
     .addError(QueryTimeout)
     .addError(DatabaseUnavailable)
     .addError(ResultTooLarge)
+    .addError(BudgetExhausted)
     .annotate(RequiredScope, "query")
     .annotate(RateClass, "expensive")
 )

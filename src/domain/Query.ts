@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { Budget, SessionName } from "./Budget"
 import { ConnectionName } from "./Connection"
 import { code } from "./Errors"
 
@@ -29,6 +30,8 @@ export const QueryRequest = Schema.Struct({
     Schema.Int.pipe(Schema.between(1, 300, { message: () => "timeout_seconds must be an integer between 1 and 300" })),
     { exact: true }
   ),
+  /** Names the session budget this query draws from (besides any budget of the key). */
+  session: Schema.optionalWith(SessionName, { exact: true })
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type QueryRequest = typeof QueryRequest.Type
 
@@ -50,7 +53,9 @@ export const QueryResponse = Schema.Struct({
   execution_ms: Schema.Number,
   cached: Schema.Boolean,
   pii_masked: Schema.Array(Schema.Struct({ column: Schema.String, rule: Schema.String })),
-  tables: Schema.Array(Schema.String)
+  tables: Schema.Array(Schema.String),
+  /** The budget this query was charged to, as it now stands (null when none applies). */
+  budget: Schema.NullOr(Budget)
 })
 export type QueryResponse = typeof QueryResponse.Type
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { Duration, Effect, Either } from "effect"
 import type { ConnectorError, QueryResult } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
+import type { Usage } from "../repos/BudgetsRepo"
 import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { attributionComment, type Attribution } from "./Attribution"
 import { ResultCache } from "./ResultCache"
@@ -30,6 +31,10 @@ export interface QueryFacts {
   readonly cached?: boolean
   readonly pii_masked?: QueryResponse["pii_masked"]
   readonly rows?: number
+  readonly columns?: number
+  readonly execution_ms?: number
+  /** The budget charged and by how much. */
+  readonly budget?: { readonly id: string; readonly charged: Usage }
 }
 
 export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge
@@ -126,7 +131,16 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       if (ttlSeconds > 0 && hit === undefined) cache.set(cacheKey, result, bytes, ttlSeconds * 1000)
       const cached = hit !== undefined
       const completeness = result.truncated ? "truncated" : "complete"
-      yield* report({ query_id: queryId, tables, completeness, cached, pii_masked: [], rows: result.rows.length })
+      yield* report({
+        query_id: queryId,
+        tables,
+        completeness,
+        cached,
+        pii_masked: [],
+        rows: result.rows.length,
+        columns: result.columns.length,
+        execution_ms: executionMs
+      })
       return {
         query_id: queryId,
         columns: result.columns.map((c) => ({ name: c.name, type: c.type, nullable: null })),
@@ -138,7 +152,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         cached,
         pii_masked: [],
         tables
-      } satisfies QueryResponse
+      } satisfies Omit<QueryResponse, "budget">
     })
 
     return { run } as const

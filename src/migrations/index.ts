@@ -5,6 +5,7 @@ import m0004 from "./0004_settings"
 import m0005 from "./0005_leases"
 import m0006 from "./0006_connections"
 import m0007 from "./0007_audit_details"
+import m0008 from "./0008_budgets"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -13,5 +14,6 @@ export const migrations = {
   "0004_settings": m0004,
   "0005_leases": m0005,
   "0006_connections": m0006,
-  "0007_audit_details": m0007
+  "0007_audit_details": m0007,
+  "0008_budgets": m0008
 }

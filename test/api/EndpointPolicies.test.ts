@@ -38,7 +38,14 @@ const SPEC_SCOPES: Record<string, string> = {
   "POST /api/connections/build-url": "read",
   "POST /api/connections/export": "write",
   "POST /api/connections/import": "write",
-  "GET /api/network/info": "admin"
+  "GET /api/network/info": "admin",
+  "POST /api/query": "query",
+  "GET /api/cache/stats": "read",
+  "POST /api/cache/invalidate": "write",
+  "POST /api/budget": "write",
+  "GET /api/budget": "read",
+  "GET /api/budget/:id": "read",
+  "DELETE /api/budget/:id": "write"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]
