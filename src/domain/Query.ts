@@ -105,3 +105,22 @@ export const CacheStats = Schema.Struct({
 export const CacheInvalidation = Schema.Struct({ connection_name: Schema.optionalWith(ConnectionName, { exact: true }) }).annotations({
   parseOptions: { onExcessProperty: "error" }
 })
+
+export const ExplainRequest = Schema.Struct({
+  connection_name: ConnectionName,
+  sql: Sql,
+  timeout_seconds: QueryRequest.fields.timeout_seconds
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type ExplainRequest = typeof ExplainRequest.Type
+
+export const ExplainResponse = Schema.Struct({
+  query_id: Schema.String,
+  /** The engine's plan: its JSON where it gives one (PostgreSQL, MySQL), else its lines of text. */
+  plan: Schema.Unknown,
+  estimated_rows: Schema.NullOr(Schema.Number),
+  estimated_cost: Schema.NullOr(Schema.Number),
+  warnings: Schema.Array(Schema.String),
+  tables: Schema.Array(Schema.String),
+  /** The statement the plan is for: as checked and row-capped, as POST /api/query would run it. */
+  sql: Schema.String
+})

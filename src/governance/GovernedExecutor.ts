@@ -3,9 +3,11 @@ import { Duration, Effect, Either } from "effect"
 import type { ConnectorError, QueryResult } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { Usage } from "../repos/BudgetsRepo"
+import { InvalidRequest } from "../domain/Errors"
 import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { attributionComment, type Attribution } from "./Attribution"
 import { ResultCache } from "./ResultCache"
+import { explainStatement, summarizePlan } from "./ExplainPlan"
 import { capRows } from "./RowCap"
 import { SqlGuard } from "./sqlguard/SqlGuard"
 import { tablePolicyRefusal } from "./TablePolicy"
@@ -37,7 +39,7 @@ export interface QueryFacts {
   readonly budget?: { readonly id: string; readonly charged: Usage }
 }
 
-export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge
+export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge | InvalidRequest
 
 const fromConnector = (error: ConnectorError): GovernedQueryError => {
   switch (error.step) {
@@ -64,8 +66,8 @@ const resultBytes = (result: QueryResult) => {
 /**
  * The one governed executor: every path that returns customer data runs through `run`. Read-only
  * check, table policy, row cap with an exact truncation signal, the connection's result cache,
- * execution with session guards and a server-side cancel at the deadline, result size cap. `report` receives the audit facts of
- * every outcome, refused or not.
+ * execution with session guards and a server-side cancel at the deadline, result size cap; `explain`
+ * shows the plan of the same statement. `report` receives the audit facts of every outcome.
  */
 export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice/GovernedExecutor", {
   effect: Effect.gen(function* () {
@@ -73,25 +75,45 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const pools = yield* ConnectorPools
     const cache = yield* ResultCache
 
+    /** Check, table policy and row cap: what every use of customer SQL passes before it reaches a database. */
+    const admit = (query: GovernedQuery, queryId: string, report: (facts: QueryFacts) => Effect.Effect<void>) =>
+      Effect.gen(function* () {
+        const connection = query.target.connection
+        const refuse = (reason: string, tables: ReadonlyArray<string>) =>
+          Effect.zipRight(
+            report({ query_id: queryId, tables, reason }),
+            Effect.fail(new QueryBlocked({ message: `The query was refused: ${reason}`, reason }))
+          )
+        const checked = guard.check(query.sql, connection.db_type)
+        if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
+        const tables = [...new Set(checked.right.analysis.tables.map((t) => t.parts.join(".")))]
+        const policy = tablePolicyRefusal(checked.right.analysis.tables, connection)
+        if (policy !== undefined) return yield* refuse(policy, tables)
+        const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type))
+        return { capped, tables }
+      })
+
+    /** Runs SQL on the target's pool under the query's deadline, cancelled on the server when it passes. */
+    const execute = (query: GovernedQuery, sql: string, maxRows: number) =>
+      pools
+        .withPool(query.target, (pool) =>
+          pool.query(sql, { timeoutMs: query.timeoutMs, maxRows, attribution: attributionComment(query.attribution) })
+        )
+        .pipe(
+          Effect.mapError(fromConnector),
+          Effect.timeoutFail({
+            duration: Duration.sum(Duration.millis(query.timeoutMs), DEADLINE_GRACE),
+            onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
+          })
+        )
+
     const run = Effect.fn("GovernedExecutor.run")(function* (
       query: GovernedQuery,
       report: (facts: QueryFacts) => Effect.Effect<void>
     ) {
       const queryId = randomUUID()
       const connection = query.target.connection
-      const refuse = (reason: string, tables: ReadonlyArray<string>) =>
-        Effect.zipRight(
-          report({ query_id: queryId, tables, reason }),
-          Effect.fail(new QueryBlocked({ message: `The query was refused: ${reason}`, reason }))
-        )
-
-      const checked = guard.check(query.sql, connection.db_type)
-      if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
-      const tables = [...new Set(checked.right.analysis.tables.map((t) => t.parts.join(".")))]
-      const policy = tablePolicyRefusal(checked.right.analysis.tables, connection)
-      if (policy !== undefined) return yield* refuse(policy, tables)
-
-      const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type))
+      const { capped, tables } = yield* admit(query, queryId, report)
       const ttlSeconds = connection.result_cache_ttl ?? 0
       const cacheKey = {
         orgId: query.target.orgId,
@@ -102,24 +124,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       }
       const started = performance.now()
       const hit = ttlSeconds > 0 ? cache.get(cacheKey) : undefined
-      const result =
-        hit ??
-        (yield* pools
-          .withPool(query.target, (pool) =>
-            pool.query(capped.sql, {
-              timeoutMs: query.timeoutMs,
-              maxRows: query.rowLimit,
-              attribution: attributionComment(query.attribution)
-            })
-          )
-          .pipe(
-            Effect.mapError(fromConnector),
-            Effect.timeoutFail({
-              duration: Duration.sum(Duration.millis(query.timeoutMs), DEADLINE_GRACE),
-              onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
-            }),
-            Effect.tapError(() => report({ query_id: queryId, tables }))
-          ))
+      const result = hit ?? (yield* execute(query, capped.sql, query.rowLimit).pipe(Effect.tapError(() => report({ query_id: queryId, tables }))))
       const executionMs = Number((performance.now() - started).toFixed(3))
       const bytes = resultBytes(result)
       if (bytes === undefined) {
@@ -155,7 +160,28 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       } satisfies Omit<QueryResponse, "budget">
     })
 
-    return { run } as const
+    /** The plan of what `run` would execute, from the engine's own EXPLAIN; nothing runs. */
+    const explain = Effect.fn("GovernedExecutor.explain")(function* (
+      query: GovernedQuery,
+      report: (facts: QueryFacts) => Effect.Effect<void>
+    ) {
+      const queryId = randomUUID()
+      const dbType = query.target.connection.db_type
+      const { capped, tables } = yield* admit(query, queryId, report)
+      const statement = explainStatement(dbType, capped.sql)
+      if (statement === undefined || capped.analysis.kind !== "query") {
+        yield* report({ query_id: queryId, tables })
+        return yield* new InvalidRequest({
+          message: statement === undefined ? `EXPLAIN is not available for ${dbType} connections in this build` : "Only a query has a plan to explain"
+        })
+      }
+      const result = yield* execute(query, statement, 10_000).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
+      const summary = summarizePlan(dbType, result)
+      yield* report({ query_id: queryId, tables })
+      return { query_id: queryId, ...summary, tables, sql: capped.sql }
+    })
+
+    return { run, explain } as const
   }),
   dependencies: [SqlGuard.Default, ResultCache.Default]
 }) {}

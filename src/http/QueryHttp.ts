@@ -16,6 +16,13 @@ export const QueryHttp = HttpApiBuilder.group(SluiceApi, "query", (handlers) =>
           return yield* queries.run(principal, payload, { surface: "rest", requestId, report })
         })
       )
+      .handle("explain", ({ payload }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const { requestId, report } = yield* onQuery(payload.connection_name, payload.sql, "query_explain")
+          return yield* queries.explain(principal, payload, { surface: "rest", requestId, report })
+        })
+      )
       .handle("cacheStats", () => Effect.flatMap(CurrentPrincipal, queries.cacheStats))
       .handle("invalidateCache", ({ payload }) =>
         Effect.flatMap(CurrentPrincipal, (principal) => queries.invalidateCache(principal, payload.connection_name))

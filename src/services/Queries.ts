@@ -1,11 +1,17 @@
 import { Effect } from "effect"
 import type { Principal } from "../domain/Principal"
-import { type QueryRequest, ROW_LIMITS, type Surface } from "../domain/Query"
+import { type ExplainRequest, type QueryRequest, ROW_LIMITS, type Surface } from "../domain/Query"
 import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { Budgets } from "./Budgets"
 import { Connections } from "./Connections"
 import { Settings } from "./Settings"
+
+interface QueryContext {
+  readonly surface: Surface
+  readonly requestId: string
+  readonly report: (facts: QueryFacts) => Effect.Effect<void>
+}
 
 /** Governed read-only SQL for REST and MCP callers: resolves the caller's connection and limits, then runs the executor. */
 export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
@@ -16,30 +22,34 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
     const cache = yield* ResultCache
     const budgets = yield* Budgets
 
-    const run = Effect.fn("Queries.run")(function* (
+    /** The caller's connection and the limits a statement on it runs under. */
+    const prepare = (
       principal: Principal,
-      request: QueryRequest,
-      context: { readonly surface: Surface; readonly requestId: string; readonly report: (facts: QueryFacts) => Effect.Effect<void> }
-    ) {
-      const target = yield* connections.target(principal, request.connection_name)
-      const org = yield* settings.get(principal)
-      const connection = target.connection
-      const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
-      const rowLimit = Math.min(requested, ROW_LIMITS[context.surface].max, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
-      const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
-      const reserved = yield* budgets.reserve(principal, request.session)
-      let facts: QueryFacts | undefined
-      const outcome = yield* executor.run(
-        {
+      request: { readonly connection_name: string; readonly sql: string; readonly row_limit?: number; readonly timeout_seconds?: number },
+      context: QueryContext
+    ) =>
+      Effect.gen(function* () {
+        const target = yield* connections.target(principal, request.connection_name)
+        const org = yield* settings.get(principal)
+        const connection = target.connection
+        const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
+        const rowLimit = Math.min(requested, ROW_LIMITS[context.surface].max, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
+        const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
+        return {
           target,
           sql: request.sql,
           rowLimit,
           timeoutMs: timeoutSeconds * 1000,
           attribution: { keyPrefix: principal.keyPrefix, orgId: principal.orgId, requestId: context.requestId }
-        },
-        (f) => Effect.zipRight(Effect.sync(() => (facts = f)), context.report(f))
-      )
-      // Native figures (bytes billed, credits) where a connector reports them; otherwise rows × columns.
+        }
+      })
+
+    const run = Effect.fn("Queries.run")(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
+      const query = yield* prepare(principal, request, context)
+      const reserved = yield* budgets.reserve(principal, request.session)
+      let facts: QueryFacts | undefined
+      const outcome = yield* executor.run(query, (f) => Effect.zipRight(Effect.sync(() => (facts = f)), context.report(f)))
+      // No connector reports native figures (bytes billed, credits) yet: cost is rows × columns.
       const usage = {
         queries: 1,
         rows: outcome.row_count,
@@ -52,6 +62,10 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       return { ...outcome, budget }
     })
 
+    const explain = Effect.fn("Queries.explain")(function* (principal: Principal, request: ExplainRequest, context: QueryContext) {
+      return yield* executor.explain(yield* prepare(principal, request, context), context.report)
+    })
+
     const cacheStats = (principal: Principal) => cache.stats(principal.orgId)
 
     /** Drops the org's cached results, or one connection's. */
@@ -60,7 +74,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       return { invalidated: yield* cache.invalidate(principal.orgId, connectionId) }
     })
 
-    return { run, cacheStats, invalidateCache } as const
+    return { run, explain, cacheStats, invalidateCache } as const
   }),
   dependencies: [GovernedExecutor.Default, ResultCache.Default, Budgets.Default]
 }) {}

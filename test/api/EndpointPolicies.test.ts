@@ -40,6 +40,7 @@ const SPEC_SCOPES: Record<string, string> = {
   "POST /api/connections/import": "write",
   "GET /api/network/info": "admin",
   "POST /api/query": "query",
+  "POST /api/query/explain": "query",
   "GET /api/cache/stats": "read",
   "POST /api/cache/invalidate": "write",
   "POST /api/budget": "write",

@@ -198,6 +198,32 @@ describe("POST /api/query: governed read-only SQL over HTTP", () => {
     await database.query("delete from orders where id = 1000")
   })
 
+  it.skipIf(skip)("explains a statement without running it, with estimates and a warning for a large full scan", async () => {
+    await database.query("create table big as select g as id, md5(g::text) as h from generate_series(1, 200000) g; analyze big")
+    const explain = (body: Record<string, unknown>) => request(gateway.url, "/api/query/explain", { key: querier, body })
+    const plan = await explain({ connection_name: "pg", sql: "select * from big" })
+    expect(plan.status).toBe(200)
+    expect(plan.json.estimated_rows).toBeGreaterThan(0)
+    expect(plan.json.estimated_cost).toBeGreaterThan(0)
+    expect(plan.json.warnings).toEqual([expect.stringMatching(/^full scan of big \(about \d+ rows\)$/)])
+    expect(plan.json.plan[0].Plan["Node Type"]).toBeDefined()
+    expect(plan.json).toMatchObject({ tables: ["big"], sql: "select * from big\nLIMIT 10001" })
+
+    const indexed = await explain({ connection_name: "pg", sql: "select * from orders where id = 3" })
+    expect(indexed.json.warnings).toEqual([])
+    const maria = await explain({ connection_name: "maria", sql: "SELECT 1 AS a" })
+    expect(maria.status).toBe(200)
+    expect(typeof maria.json.plan).toBe("object")
+
+    const blocked = await explain({ connection_name: "pg", sql: "delete from big" })
+    expect([blocked.status, blocked.json.code]).toEqual([400, "query_blocked"])
+    const notAQuery = await explain({ connection_name: "pg", sql: "show search_path" })
+    expect([notAQuery.status, notAQuery.json.message]).toEqual([400, "Only a query has a plan to explain"])
+    expect(await database.query("select count(*)::int as n from big")).toEqual([{ n: 200000 }])
+    const logs = await request(gateway.url, "/api/audit?event_type=query_explain&limit=10", { key: admin })
+    expect(logs.json.items.length).toBeGreaterThanOrEqual(4)
+  })
+
   it.skipIf(skip)("cancels a statement on the server at its timeout", async () => {
     const started = Date.now()
     const slow = await query({

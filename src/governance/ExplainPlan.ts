@@ -1,0 +1,94 @@
+import type { QueryResult } from "../../layers/connectors/Connector"
+import type { DbType } from "../domain/Connection"
+
+// A full scan estimated above this many rows is worth a warning before the query runs.
+const LARGE_SCAN_ROWS = 100_000
+
+/** The EXPLAIN form each engine answers without running the statement; undefined where none does. */
+export const explainStatement = (dbType: DbType, sql: string): string | undefined => {
+  switch (dbType) {
+    case "postgresql":
+      return `EXPLAIN (FORMAT JSON) ${sql}`
+    case "mysql":
+      return `EXPLAIN FORMAT=JSON ${sql}`
+    case "sqlite":
+      return `EXPLAIN QUERY PLAN ${sql}`
+    case "redshift":
+    case "duckdb":
+    case "clickhouse":
+    case "trino":
+    case "snowflake":
+    case "databricks":
+      return `EXPLAIN ${sql}`
+    case "bigquery":
+    case "mssql":
+      return undefined
+  }
+}
+
+export interface PlanSummary {
+  readonly plan: unknown
+  readonly estimated_rows: number | null
+  readonly estimated_cost: number | null
+  readonly warnings: ReadonlyArray<string>
+}
+
+const parseJson = (value: unknown): unknown => {
+  if (typeof value !== "string") return value
+  try {
+    return JSON.parse(value)
+  } catch {
+    return value
+  }
+}
+
+type PgNode = { "Node Type"?: string; "Relation Name"?: string; "Plan Rows"?: number; "Total Cost"?: number; Plans?: Array<PgNode> }
+
+const postgresSummary = (plan: unknown): PlanSummary => {
+  const root = (Array.isArray(plan) ? (plan[0] as { Plan?: PgNode })?.Plan : undefined) ?? {}
+  const warnings: Array<string> = []
+  const walk = (node: PgNode) => {
+    if (node["Node Type"] === "Seq Scan" && (node["Plan Rows"] ?? 0) >= LARGE_SCAN_ROWS) {
+      warnings.push(`full scan of ${node["Relation Name"]} (about ${node["Plan Rows"]} rows)`)
+    }
+    for (const child of node.Plans ?? []) walk(child)
+  }
+  walk(root)
+  return { plan, estimated_rows: root["Plan Rows"] ?? null, estimated_cost: root["Total Cost"] ?? null, warnings }
+}
+
+type MysqlTable = { table_name?: string; access_type?: string; rows_examined_per_scan?: number; rows_produced_per_join?: number }
+
+const mysqlSummary = (plan: unknown): PlanSummary => {
+  const block = (plan as { query_block?: { cost_info?: { query_cost?: string } } })?.query_block
+  const warnings: Array<string> = []
+  let rows: number | null = null
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(walk)
+    if (typeof value !== "object" || value === null) return
+    const table = (value as { table?: MysqlTable }).table
+    if (table !== undefined) {
+      rows = Math.max(rows ?? 0, table.rows_produced_per_join ?? table.rows_examined_per_scan ?? 0)
+      if (table.access_type === "ALL" && (table.rows_examined_per_scan ?? 0) >= LARGE_SCAN_ROWS) {
+        warnings.push(`full scan of ${table.table_name} (about ${table.rows_examined_per_scan} rows)`)
+      }
+    }
+    Object.values(value).forEach(walk)
+  }
+  walk(block)
+  const cost = Number(block?.cost_info?.query_cost)
+  return { plan, estimated_rows: rows, estimated_cost: Number.isFinite(cost) ? cost : null, warnings }
+}
+
+/** The plan as the engine gave it, with row and cost estimates and warnings where the engine states them. */
+export const summarizePlan = (dbType: DbType, result: QueryResult): PlanSummary => {
+  if (dbType === "postgresql") return postgresSummary(parseJson(result.rows[0]?.[0]))
+  if (dbType === "mysql") return mysqlSummary(parseJson(result.rows[0]?.[0]))
+  if (dbType === "sqlite") {
+    const details = result.rows.map((row) => String(row.at(-1)))
+    const warnings = details.filter((d) => /^SCAN /.test(d) && !/USING (COVERING )?INDEX/.test(d)).map((d) => `full ${d.toLowerCase()}`)
+    return { plan: details, estimated_rows: null, estimated_cost: null, warnings }
+  }
+  const lines = result.rows.map((row) => row.map((cell) => String(cell)).join("\t"))
+  return { plan: lines, estimated_rows: null, estimated_cost: null, warnings: [] }
+}
