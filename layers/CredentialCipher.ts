@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, scryptSync } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, scryptSync } from "node:crypto"
 import * as path from "node:path"
 import { ConfigError, Effect, Option, Redacted, Schema } from "effect"
 import { readOrCreateSecretFile } from "../src/services/SecretFile"
@@ -97,6 +97,9 @@ export class CredentialCipher extends Effect.Service<CredentialCipher>()("sluice
     const checked = yield* decrypt(encrypt(probe, owner), owner).pipe(Effect.orDie)
     if (checked.plaintext !== probe) return yield* Effect.dieMessage("credential encryption self-check failed")
 
-    return { encrypt, decrypt } as const
+    /** A per-org secret derived from the current key, for values that must be stable within an org and unguessable outside it. */
+    const orgSecret = (label: string, orgId: string) => createHmac("sha256", current.key).update(`sluice:${label}:${orgId}`).digest()
+
+    return { encrypt, decrypt, orgSecret } as const
   })
 }) {}

@@ -11,6 +11,7 @@ import { ConnectionsHttp } from "../src/http/ConnectionsHttp"
 import { ConnectionTransferHttp } from "../src/http/ConnectionTransferHttp"
 import { ConnectionUrlsHttp } from "../src/http/ConnectionUrlsHttp"
 import { KeysHttp } from "../src/http/KeysHttp"
+import { PiiHttp } from "../src/http/PiiHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
 import { makeRequestPipeline } from "../src/http/RequestPipeline"
@@ -18,7 +19,7 @@ import { SystemHttp } from "../src/http/SystemHttp"
 import { AppConfig } from "./AppConfig"
 
 const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
-  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, QueryHttp, BudgetsHttp, SystemHttp, PublicHttp]),
+  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, QueryHttp, BudgetsHttp, PiiHttp, SystemHttp, PublicHttp]),
   Layer.provide(AuthenticationLive)
 )
 

@@ -8,6 +8,7 @@ import { ConnectionTransferApi } from "./ConnectionTransferApi"
 import { ConnectionUrlsApi } from "./ConnectionUrlsApi"
 import { endpointPolicies } from "./EndpointPolicies"
 import { KeysApi } from "./KeysApi"
+import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
 import { QueryApi } from "./QueryApi"
 import { SystemApi } from "./SystemApi"
@@ -22,6 +23,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(ConnectionsApi)
   .add(QueryApi)
   .add(BudgetsApi)
+  .add(PiiApi)
   .add(SystemApi)
   .addError(PayloadTooLarge)
   .annotateContext(

@@ -2,11 +2,14 @@ import { randomUUID } from "node:crypto"
 import { Duration, Effect, Either } from "effect"
 import type { ConnectorError, QueryResult } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
+import { CredentialCipher } from "../../layers/CredentialCipher"
+import type { PiiPolicy } from "../domain/Pii"
 import type { Usage } from "../repos/BudgetsRepo"
 import { InvalidRequest } from "../domain/Errors"
 import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { attributionComment, type Attribution } from "./Attribution"
-import { ResultCache } from "./ResultCache"
+import { maskResult } from "./PiiMasking"
+import { type CachedResult, ResultCache } from "./ResultCache"
 import { explainStatement, summarizePlan } from "./ExplainPlan"
 import { capRows } from "./RowCap"
 import { SqlGuard } from "./sqlguard/SqlGuard"
@@ -18,6 +21,7 @@ const DEADLINE_GRACE = Duration.seconds(2)
 
 export interface GovernedQuery {
   readonly target: PoolTarget
+  readonly pii: PiiPolicy
   readonly sql: string
   readonly rowLimit: number
   readonly timeoutMs: number
@@ -66,7 +70,8 @@ const resultBytes = (result: QueryResult) => {
 /**
  * The one governed executor: every path that returns customer data runs through `run`. Read-only
  * check, table policy, row cap with an exact truncation signal, the connection's result cache,
- * execution with session guards and a server-side cancel at the deadline, result size cap; `explain`
+ * execution with session guards and a server-side cancel at the deadline, PII masking by column
+ * lineage, result size cap; `explain`
  * shows the plan of the same statement. `report` receives the audit facts of every outcome.
  */
 export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice/GovernedExecutor", {
@@ -74,6 +79,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const guard = yield* SqlGuard
     const pools = yield* ConnectorPools
     const cache = yield* ResultCache
+    const cipher = yield* CredentialCipher
 
     /** Check, table policy and row cap: what every use of customer SQL passes before it reaches a database. */
     const admit = (query: GovernedQuery, queryId: string, report: (facts: QueryFacts) => Effect.Effect<void>) =>
@@ -119,12 +125,20 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         orgId: query.target.orgId,
         connectionId: query.target.connectionId,
         connectionVersion: query.target.version,
+        piiVersion: query.pii.version,
         rowLimit: query.rowLimit,
         sql: capped.sql
       }
       const started = performance.now()
       const hit = ttlSeconds > 0 ? cache.get(cacheKey) : undefined
-      const result = hit ?? (yield* execute(query, capped.sql, query.rowLimit).pipe(Effect.tapError(() => report({ query_id: queryId, tables }))))
+      let result: CachedResult
+      if (hit !== undefined) result = hit
+      else {
+        const raw = yield* execute(query, capped.sql, query.rowLimit).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
+        const hashKey = query.pii.rules.some((r) => r.action === "hash") ? cipher.orgSecret("pii-hash", query.target.orgId) : Buffer.alloc(0)
+        const masked = maskResult(raw, capped, query.pii.rules, connection, hashKey)
+        result = { ...masked.result, masked: masked.masked }
+      }
       const executionMs = Number((performance.now() - started).toFixed(3))
       const bytes = resultBytes(result)
       if (bytes === undefined) {
@@ -141,7 +155,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         tables,
         completeness,
         cached,
-        pii_masked: [],
+        pii_masked: result.masked,
         rows: result.rows.length,
         columns: result.columns.length,
         execution_ms: executionMs
@@ -155,7 +169,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         truncated_at: result.truncated ? query.rowLimit : null,
         execution_ms: executionMs,
         cached,
-        pii_masked: [],
+        pii_masked: result.masked,
         tables
       } satisfies Omit<QueryResponse, "budget">
     })

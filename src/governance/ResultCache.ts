@@ -1,11 +1,14 @@
 import { Effect } from "effect"
 import type { Column } from "../../layers/connectors/Connector"
+import type { PiiAction } from "../domain/Pii"
 
 /** What a cached query returns again: the rows as the executor left them, before any per-call field. */
 export interface CachedResult {
   readonly columns: ReadonlyArray<Column>
   readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
   readonly truncated: boolean
+  /** Stored already masked: a cached answer is never more revealing than the rules it was made under. */
+  readonly masked: ReadonlyArray<{ readonly column: string; readonly rule: PiiAction }>
 }
 
 export interface ResultCacheKey {
@@ -14,6 +17,8 @@ export interface ResultCacheKey {
   /** Bumped by every edit of the connection, its table policy included, so old entries are never served. */
   readonly connectionVersion: number
   readonly rowLimit: number
+  /** The PII rules' version: results masked under other rules are other entries. */
+  readonly piiVersion: number
   /** The statement as it runs: checked, row-capped, executable comments opened. */
   readonly sql: string
 }
@@ -35,12 +40,12 @@ interface OrgCounters {
 // Per replica; the least recently used entries go first once results fill this.
 const MAX_BYTES = 64 * 1024 * 1024
 
-const keyOf = (k: ResultCacheKey) => [k.orgId, k.connectionId, k.connectionVersion, k.rowLimit, k.sql].join("\u0000")
+const keyOf = (k: ResultCacheKey) => [k.orgId, k.connectionId, k.connectionVersion, k.piiVersion, k.rowLimit, k.sql].join("\u0000")
 
 /**
  * Query results kept in memory for a connection's `result_cache_ttl`. Keyed by org, connection and
- * its version, row cap and the exact statement that runs, so no entry crosses an org, a policy or
- * a cap. Nothing is written to disk.
+ * its version, PII rules version, row cap and the exact statement that runs, so no entry crosses an
+ * org, a policy or a cap. Nothing is written to disk.
  */
 export class ResultCache extends Effect.Service<ResultCache>()("sluice/ResultCache", {
   sync: () => {

@@ -2,7 +2,7 @@ import type { ConnectionInput } from "../domain/Connection"
 import type { TableReference } from "./sqlguard/Analysis"
 
 /** catalog, schema, table; undefined where the connection does not say what the default is. */
-type QualifiedName = readonly [string | undefined, string | undefined, string]
+export type QualifiedName = readonly [string | undefined, string | undefined, string]
 
 interface Defaults {
   readonly catalog: string | undefined
@@ -40,7 +40,7 @@ const defaultsOf = (c: ConnectionInput): Defaults => {
   }
 }
 
-const qualify = (parts: ReadonlyArray<string>, defaults: Defaults, dbType: ConnectionInput["db_type"]): QualifiedName => {
+const qualifyWith = (parts: ReadonlyArray<string>, defaults: Defaults, dbType: ConnectionInput["db_type"]): QualifiedName => {
   const lower = parts.map((p) => p.toLowerCase())
   const table = lower.at(-1) ?? ""
   if (lower.length >= 3) return [lower.at(-3), lower.at(-2), table]
@@ -57,6 +57,11 @@ const globMatches = (pattern: string, value: string) =>
 const partMatches = (pattern: string | undefined, value: string | undefined, unknownMatches: boolean) =>
   pattern === undefined || value === undefined ? unknownMatches || pattern === value : globMatches(pattern, value)
 
+/** A table name as the connection resolves it: defaults filled in, lower-cased. */
+export const qualify = (parts: ReadonlyArray<string>, connection: ConnectionInput) => qualifyWith(parts, defaultsOf(connection), connection.db_type)
+
+export const sameTable = (a: QualifiedName, b: QualifiedName) => matches(a, b, true) || matches(b, a, true)
+
 const matches = (entry: QualifiedName, name: QualifiedName, unknownMatches: boolean) =>
   entry.every((part, i) => partMatches(part, name[i], unknownMatches))
 
@@ -70,11 +75,11 @@ const display = (name: QualifiedName) => name.filter((p) => p !== undefined).joi
 export const tablePolicyRefusal = (tables: ReadonlyArray<TableReference>, connection: ConnectionInput): string | undefined => {
   const defaults = defaultsOf(connection)
   const entries = (list: ReadonlyArray<string> | undefined) =>
-    (list ?? []).map((entry) => qualify(entry.split("."), defaults, connection.db_type))
+    (list ?? []).map((entry) => qualifyWith(entry.split("."), defaults, connection.db_type))
   const blocked = entries(connection.blocked_tables)
   const allowed = connection.allowed_tables === undefined ? undefined : entries(connection.allowed_tables)
   for (const table of tables) {
-    const name = qualify(table.parts, defaults, connection.db_type)
+    const name = qualifyWith(table.parts, defaults, connection.db_type)
     const block = blocked.find(
       (entry) => matches(entry, name, true) || (table.parts.length === 1 && globMatches(entry[2], name[2]))
     )

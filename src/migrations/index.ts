@@ -6,6 +6,7 @@ import m0005 from "./0005_leases"
 import m0006 from "./0006_connections"
 import m0007 from "./0007_audit_details"
 import m0008 from "./0008_budgets"
+import m0009 from "./0009_pii_rules"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -15,5 +16,6 @@ export const migrations = {
   "0005_leases": m0005,
   "0006_connections": m0006,
   "0007_audit_details": m0007,
-  "0008_budgets": m0008
+  "0008_budgets": m0008,
+  "0009_pii_rules": m0009
 }

@@ -16,11 +16,13 @@ export interface ConnectionRow {
   readonly version: number
   readonly host_key_fingerprint: string | null
   readonly source: "api" | "env"
+  readonly pii_rules: ReadonlyArray<unknown>
+  readonly pii_version: number
   readonly created_at: Date
   readonly updated_at: Date
 }
 
-export type NewConnectionRow = Omit<ConnectionRow, "version" | "host_key_fingerprint" | "created_at" | "updated_at">
+export type NewConnectionRow = Omit<ConnectionRow, "version" | "host_key_fingerprint" | "pii_rules" | "pii_version" | "created_at" | "updated_at">
 
 export class ConnectionsRepo extends Effect.Service<ConnectionsRepo>()("sluice/ConnectionsRepo", {
   effect: Effect.gen(function* () {
@@ -73,9 +75,15 @@ export class ConnectionsRepo extends Effect.Service<ConnectionsRepo>()("sluice/C
         withOrg(orgId)
       )
 
+    /** Replaces the PII rules and moves their version on; returns the row, or null when it is gone. */
+    const setPiiRules = (orgId: OrgId, id: string, rules: ReadonlyArray<unknown>) =>
+      // As JSON text: the driver would send a JavaScript array as a PostgreSQL array.
+      sql<ConnectionRow>`update connections set pii_rules = ${JSON.stringify(rules)}::jsonb, pii_version = pii_version + 1
+        where org_id = ${orgId} and id = ${id} returning *`.pipe(Effect.map((rows) => rows[0] ?? null), withOrg(orgId))
+
     /** Every org's connections, for the system's own loops (health); never for a request. */
     const listAll = sql<ConnectionRow>`select * from connections order by org_id, name`
 
-    return { list, listAll, find, insert, update, replaceCiphertext, pinHostKey, remove } as const
+    return { list, listAll, find, insert, update, replaceCiphertext, pinHostKey, setPiiRules, remove } as const
   })
 }) {}

@@ -7,6 +7,7 @@ import { ConnectorError } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { hostKeyChanged } from "../../layers/connectors/SshTunnel"
 import { Connection, type ConnectionInput, type DbType } from "../domain/Connection"
+import type { PiiPolicy, PiiRule } from "../domain/Pii"
 import { carryOverSecrets, joinSecrets, type Secrets, splitSecrets } from "../domain/ConnectionSecrets"
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../domain/Errors"
 import { LOCAL_ORG, type OrgId } from "../domain/Ids"
@@ -157,11 +158,19 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
 
     const conflictOnName = (name: string) => conflictOnDuplicate(`A connection named "${name}" already exists in this organization`)
 
-    const insert = (orgId: OrgId, input: ConnectionInput, secrets: Secrets, source: ConnectionRow["source"] = "api") =>
+    const insert = (
+      orgId: OrgId,
+      input: ConnectionInput,
+      secrets: Secrets,
+      source: ConnectionRow["source"] = "api",
+      piiRules: ReadonlyArray<unknown> = []
+    ) =>
       Effect.gen(function* () {
         const id = `conn_${randomUUID().replaceAll("-", "")}`
         const row: NewConnectionRow = { id, org_id: orgId, source, ...rowFields(orgId, id, input, secrets) }
-        return toConnection(yield* repo.insert(row).pipe(conflictOnName(input.name), storeDown))
+        const inserted = yield* repo.insert(row).pipe(conflictOnName(input.name), storeDown)
+        if (piiRules.length > 0) yield* repo.setPiiRules(orgId, id, piiRules).pipe(storeDown)
+        return toConnection(inserted)
       })
 
     const create = Effect.fn("Connections.create")(function* (principal: Principal, body: ConnectionInput) {
@@ -209,7 +218,8 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       const row = yield* findRow(principal.orgId, name)
       const secrets = yield* openSecrets(row)
       const input = { ...(row.settings as object), name: newName } as ConnectionInput
-      return yield* insert(principal.orgId, input, secrets)
+      // A clone keeps the PII rules: copying a connection must not be a way around its masking.
+      return yield* insert(principal.orgId, input, secrets, "api", row.pii_rules)
     })
 
     const pinHostKey = (row: ConnectionRow, fingerprint: string) =>
@@ -221,13 +231,14 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const targetOf = (row: ConnectionRow) =>
       Effect.map(
         openSecrets(row),
-        (secrets): PoolTarget => ({
+        (secrets): PoolTarget & { readonly pii: PiiPolicy } => ({
           orgId: row.org_id,
           connectionId: row.id,
           version: row.version,
           connection: joinSecrets(row.settings, secrets),
           secrets: Object.values(secrets),
-          hostKey: { pinned: row.host_key_fingerprint, pin: (fingerprint: string) => pinHostKey(row, fingerprint) }
+          hostKey: { pinned: row.host_key_fingerprint, pin: (fingerprint: string) => pinHostKey(row, fingerprint) },
+          pii: { rules: row.pii_rules as ReadonlyArray<PiiRule>, version: row.pii_version }
         })
       )
 
@@ -296,7 +307,21 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         }
       })
 
-    return { create, get, list, update, remove, clone, target, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
+    const piiPolicy = Effect.fn("Connections.piiPolicy")(function* (principal: Principal, name: string) {
+      const row = yield* findRow(principal.orgId, name)
+      return { rules: row.pii_rules as ReadonlyArray<PiiRule>, version: row.pii_version } satisfies PiiPolicy
+    })
+
+    /** Replaces a connection's PII rules; cached targets and results under the old rules are dropped. */
+    const setPiiRules = Effect.fn("Connections.setPiiRules")(function* (principal: Principal, name: string, rules: ReadonlyArray<PiiRule>) {
+      const row = yield* findRow(principal.orgId, name)
+      const updated = yield* repo.setPiiRules(principal.orgId, row.id, rules).pipe(storeDown)
+      yield* forget(principal.orgId, name, row.id)
+      if (updated === null) return yield* new NotFound({ message: `No connection named "${name}" in this organization` })
+      return { rules: updated.pii_rules as ReadonlyArray<PiiRule>, version: updated.pii_version } satisfies PiiPolicy
+    })
+
+    return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
   }),
   dependencies: [ConnectionsRepo.Default]
 }) {}

@@ -37,6 +37,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
         return {
           target,
+          pii: target.pii,
           sql: request.sql,
           rowLimit,
           timeoutMs: timeoutSeconds * 1000,

@@ -44,6 +44,8 @@ const SPEC_SCOPES: Record<string, string> = {
   "GET /api/cache/stats": "read",
   "POST /api/cache/invalidate": "write",
   "POST /api/budget": "write",
+  "GET /api/connections/:name/pii": "read",
+  "PUT /api/connections/:name/pii": "write",
   "GET /api/budget": "read",
   "GET /api/budget/:id": "read",
   "DELETE /api/budget/:id": "write"

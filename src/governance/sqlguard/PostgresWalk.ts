@@ -1,9 +1,6 @@
 import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
 import { type DialectProfile, isDeniedFunction } from "./Dialects"
-
-type Node = Record<string, unknown>
-
-const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value)
+import { type Node, isNode } from "./Tree"
 
 /** "CreateTableAsStmt" → "CREATE TABLE AS". */
 const statementName = (key: string) => key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()

@@ -14,6 +14,8 @@ export interface CheckedStatement {
   readonly sql: string
   readonly profile: DialectProfile
   readonly analysis: Analysis
+  /** The root of the parse tree, for column lineage: libpg_query's statement or sqlparser-rs's. */
+  readonly tree: { readonly grammar: "postgres" | "sqlparser"; readonly root: unknown }
 }
 
 const parseError = (grammar: string, error: unknown) => {
@@ -38,14 +40,17 @@ const checkWith = (sql: string, dbType: DbType): Either.Either<CheckedStatement,
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
   const findings = new Findings()
   let analysis: Analysis
+  let tree: CheckedStatement["tree"]
   if (profile.grammar === "postgres") {
     const parsed = tryParse(() => parsePostgres(text))
     if (Either.isLeft(parsed)) return Either.left(parseError("PostgreSQL", parsed.left))
     analysis = walkPostgres(parsed.right, text, profile, findings)
+    tree = { grammar: "postgres", root: parsed.right.stmts?.[0]?.stmt }
   } else {
     const parsed = tryParse(() => parseSqlparser(text, profile.sqlparser) as Array<unknown>)
     if (Either.isLeft(parsed)) return Either.left(parseError(dbType, parsed.left))
     analysis = walkSqlparser(parsed.right, text, profile, findings)
+    tree = { grammar: "sqlparser", root: parsed.right[0] }
     if (profile.postgresCrossCheck) {
       const postgres = tryParse(() => parsePostgres(text))
       if (Either.isRight(postgres)) walkPostgres(postgres.right, text, profile, findings)
@@ -53,7 +58,7 @@ const checkWith = (sql: string, dbType: DbType): Either.Either<CheckedStatement,
   }
   const lexical = lexicalGuard(text, profile)
   if (lexical !== undefined) findings.refuse(lexical)
-  return findings.reason ? Either.left(new Refusal(findings.reason)) : Either.right({ sql: text, profile, analysis })
+  return findings.reason ? Either.left(new Refusal(findings.reason)) : Either.right({ sql: text, profile, analysis, tree })
 }
 
 export class SqlGuard extends Effect.Service<SqlGuard>()("sluice/SqlGuard", {

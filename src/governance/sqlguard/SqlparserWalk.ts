@@ -1,10 +1,7 @@
 import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
 import { type DialectProfile, isDeniedFunction } from "./Dialects"
 import { tokenize } from "./Lexer"
-
-type Node = Record<string, unknown>
-
-const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value)
+import { type Node, isNode, isQuery } from "./Tree"
 
 /** Statement variants of sqlparser-rs that may appear nested (a CTE body, EXPLAIN's target): none is a read. */
 /**
@@ -62,8 +59,6 @@ const locator = (sql: string) => {
     return offset
   }
 }
-
-const isQuery = (value: unknown): value is Node => isNode(value) && isNode(value.body) && ("pipe_operators" in value || "locks" in value)
 
 /**
  * Walks sqlparser-rs's tree for one statement: the root must be a read; every query body anywhere

@@ -1,0 +1,31 @@
+import { Schema } from "effect"
+
+export const PII_ACTIONS = ["mask", "hash", "redact", "drop"] as const
+export const PiiAction = Schema.Literal(...PII_ACTIONS)
+export type PiiAction = typeof PiiAction.Type
+
+const Name = (what: string, parts: number) =>
+  Schema.String.pipe(
+    Schema.pattern(new RegExp(`^[A-Za-z_][A-Za-z0-9_$]{0,127}(\\.[A-Za-z_][A-Za-z0-9_$]{0,127}){0,${parts - 1}}$`), {
+      message: () => `${what} must be ${parts > 1 ? "a name, optionally schema-qualified" : "a column name"} (letters, digits, _ and $)`
+    })
+  )
+
+export const PiiRule = Schema.Struct({
+  /** `customers`, `crm.customers` or `db.crm.customers`, resolved like a table in a query. */
+  table: Name("table", 3),
+  column: Name("column", 1),
+  action: PiiAction
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type PiiRule = typeof PiiRule.Type
+
+export const PiiRules = Schema.Struct({
+  rules: Schema.Array(PiiRule).pipe(Schema.maxItems(2000, { message: () => "at most 2000 rules" }))
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+
+export const PiiPolicy = Schema.Struct({
+  rules: Schema.Array(PiiRule),
+  /** Bumped by every change, so cached results under older rules are never served. */
+  version: Schema.Int
+})
+export type PiiPolicy = typeof PiiPolicy.Type

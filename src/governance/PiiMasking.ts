@@ -1,0 +1,116 @@
+import { createHmac } from "node:crypto"
+import type { QueryResult } from "../../layers/connectors/Connector"
+import type { ConnectionInput } from "../domain/Connection"
+import type { PiiAction, PiiRule } from "../domain/Pii"
+import { columnLineage, type OutputColumn } from "./lineage/ColumnLineage"
+import { queryShapeOf } from "./lineage/QueryShapeOf"
+import type { CheckedStatement } from "./sqlguard/SqlGuard"
+import { type QualifiedName, qualify, sameTable } from "./TablePolicy"
+
+const STRENGTH: Record<PiiAction, number> = { mask: 1, hash: 2, redact: 3, drop: 4 }
+const strongest = (actions: ReadonlyArray<PiiAction>) =>
+  actions.reduce<PiiAction | undefined>((a, b) => (a === undefined || STRENGTH[b] > STRENGTH[a] ? b : a), undefined)
+
+export interface MaskedResult {
+  readonly result: QueryResult
+  readonly masked: ReadonlyArray<{ readonly column: string; readonly rule: PiiAction }>
+}
+
+interface ResolvedRule {
+  readonly table: QualifiedName
+  readonly column: string
+  readonly action: PiiAction
+}
+
+const maskValue = (action: PiiAction, value: unknown, hashKey: Buffer): unknown => {
+  if (value === null || value === undefined) return value
+  const text = typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value)
+  switch (action) {
+    case "mask":
+      return text.length <= 4 ? "*".repeat(text.length) : "*".repeat(text.length - 4) + text.slice(-4)
+    case "hash":
+      return createHmac("sha256", hashKey).update(text).digest("hex")
+    default:
+      return "[REDACTED]"
+  }
+}
+
+/**
+ * PII masking by column lineage: each output column is traced to the base columns it comes from.
+ * A value that passes a PII column through unchanged gets that column's rule; a value computed
+ * from one is redacted (a count of it is not); where lineage cannot tell which result column is
+ * which, every result column is redacted.
+ */
+export const maskResult = (
+  result: QueryResult,
+  checked: CheckedStatement,
+  rules: ReadonlyArray<PiiRule>,
+  connection: ConnectionInput,
+  hashKey: Buffer
+): MaskedResult => {
+  if (rules.length === 0) return { result, masked: [] }
+  const resolved: Array<ResolvedRule> = rules.map((r) => ({
+    table: qualify(r.table.split("."), connection),
+    column: r.column.toLowerCase(),
+    action: r.action
+  }))
+  const touched = checked.analysis.tables.map((t) => qualify(t.parts, connection))
+  const relevant = resolved.filter((rule) => touched.some((t) => sameTable(rule.table, t)))
+  if (relevant.length === 0) return { result, masked: [] }
+
+  const rulesOfTable = (parts: ReadonlyArray<string>) => {
+    const table = qualify(parts, connection)
+    return relevant.filter((rule) => sameTable(rule.table, table))
+  }
+  const touchesPii = (output: OutputColumn) =>
+    output.sources.some((s) => rulesOfTable(s.table).some((r) => r.column === s.column || s.column === "*")) ||
+    output.anyColumnOf.some((t) => rulesOfTable(t).length > 0)
+
+  /** The rule for an output that is not a star. */
+  const decide = (output: OutputColumn): PiiAction | undefined => {
+    if (output.countOnly || !touchesPii(output)) return undefined
+    const direct = output.direct && output.anyColumnOf.length === 0
+    if (!direct) return "redact"
+    return strongest(output.sources.flatMap((s) => rulesOfTable(s.table).filter((r) => r.column === s.column).map((r) => r.action))) ?? "redact"
+  }
+  /** The rule for a result column a star yields, by its name. */
+  const decideStar = (output: OutputColumn, name: string): PiiAction | undefined => {
+    const byName = strongest((output.starOver ?? []).flatMap((t) => rulesOfTable(t).filter((r) => r.column === name.toLowerCase()).map((r) => r.action)))
+    return byName ?? (!output.direct && touchesPii(output) ? "redact" : undefined)
+  }
+
+  const lineage = columnLineage(queryShapeOf(checked))
+  const columns = result.columns
+  const everything = (): Array<PiiAction | undefined> => columns.map(() => "redact")
+  let actions: Array<PiiAction | undefined>
+  if ("unresolved" in lineage) actions = everything()
+  else {
+    const outputs = lineage.outputs
+    const stars = outputs.filter((o) => o.starOver !== undefined)
+    if (stars.length === 0) actions = outputs.length === columns.length ? outputs.map(decide) : everything()
+    else if (stars.length === 1) {
+      const at = outputs.findIndex((o) => o.starOver !== undefined)
+      const after = outputs.length - at - 1
+      const covered = columns.length - at - after
+      actions =
+        covered < 0
+          ? everything()
+          : columns.map((c, i) => (i < at ? decide(outputs[i]!) : i < at + covered ? decideStar(outputs[at]!, c.name) : decide(outputs[i - covered + 1]!)))
+    } else {
+      const computed = outputs.filter((o) => o.starOver === undefined)
+      actions = computed.some(touchesPii) ? everything() : columns.map((c) => strongest(stars.flatMap((s) => decideStar(s, c.name) ?? [])))
+    }
+  }
+
+  if (actions.every((a) => a === undefined)) return { result, masked: [] }
+  const keep = columns.map((_, i) => actions[i] !== "drop")
+  const masked = columns.flatMap((c, i) => (actions[i] === undefined ? [] : [{ column: c.name, rule: actions[i]! }]))
+  return {
+    result: {
+      ...result,
+      columns: columns.filter((_, i) => keep[i]),
+      rows: result.rows.map((row) => row.flatMap((value, i) => (!keep[i] ? [] : [actions[i] === undefined ? value : maskValue(actions[i]!, value, hashKey)])))
+    },
+    masked
+  }
+}

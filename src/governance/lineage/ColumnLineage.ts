@@ -1,0 +1,157 @@
+import type { ColumnName, FromItem, QueryShape, SelectItem } from "./QueryShape"
+
+/** A base table's column an output can carry; `table` is the name parts as written, lower-cased. */
+export interface SourceColumn {
+  readonly table: ReadonlyArray<string>
+  readonly column: string
+}
+
+export interface OutputColumn {
+  /** The output's name where the query gives one (alias or column name). */
+  readonly name: string | undefined
+  readonly sources: ReadonlyArray<SourceColumn>
+  /** Base tables any of whose columns may flow in (a subquery in an expression, a recursive CTE). */
+  readonly anyColumnOf: ReadonlyArray<ReadonlyArray<string>>
+  /** The value passes through unchanged (a column, through aliases, CTEs, subqueries and unions). */
+  readonly direct: boolean
+  /** `count(...)`: no value of its inputs is in the output. */
+  readonly countOnly: boolean
+  /** A `*` over these base tables: how many columns it yields is known only from the result. */
+  readonly starOver: ReadonlyArray<ReadonlyArray<string>> | undefined
+}
+
+export type Lineage = { readonly outputs: ReadonlyArray<OutputColumn> } | { readonly unresolved: string }
+
+class Unresolved {
+  constructor(readonly why: string) {}
+}
+
+interface Relation {
+  readonly alias: string | undefined
+  readonly table: ReadonlyArray<string> | undefined
+  /** Outputs of a derived table or CTE; undefined for a base table. */
+  readonly outputs: ReadonlyArray<OutputColumn> | undefined
+}
+
+const lower = (parts: ReadonlyArray<string>) => parts.map((p) => p.toLowerCase())
+const uniqueTables = (tables: ReadonlyArray<ReadonlyArray<string>>) => [...new Map(tables.map((t) => [t.join("."), t])).values()]
+
+const merge = (outputs: ReadonlyArray<OutputColumn>, name: string | undefined, direct: boolean, countOnly = false): OutputColumn => ({
+  name,
+  sources: outputs.flatMap((o) => o.sources),
+  anyColumnOf: uniqueTables(outputs.flatMap((o) => [...o.anyColumnOf, ...(o.starOver ?? [])])),
+  direct: direct && outputs.length > 0 && outputs.every((o) => o.direct && o.starOver === undefined),
+  countOnly,
+  starOver: undefined
+})
+
+const baseColumn = (table: ReadonlyArray<string>, column: string): OutputColumn => ({
+  name: column,
+  sources: [{ table, column }],
+  anyColumnOf: [],
+  direct: true,
+  countOnly: false,
+  starOver: undefined
+})
+
+/** Column aliases of a CTE or derived table, by position. */
+const renamed = (outputs: ReadonlyArray<OutputColumn>, columns: ReadonlyArray<string>) =>
+  columns.length === 0 ? outputs : outputs.map((o, i) => (i < columns.length ? { ...o, name: columns[i]!.toLowerCase() } : o))
+
+/** Every base table a relation's columns can come from. */
+const tablesOf = (relation: Relation): Array<ReadonlyArray<string>> =>
+  relation.table !== undefined
+    ? [relation.table]
+    : (relation.outputs ?? []).flatMap((o) => [...o.sources.map((s) => s.table), ...o.anyColumnOf, ...(o.starOver ?? [])])
+
+/** What a column name can be, in the relations of one FROM: every candidate, when it is not qualified. */
+const resolveColumn = (column: ColumnName, relations: ReadonlyArray<Relation>): OutputColumn => {
+  const name = column.name.toLowerCase()
+  const qualifier = lower(column.qualifier)
+  const candidates =
+    qualifier.length === 0
+      ? relations
+      : relations.filter((r) =>
+          r.alias !== undefined ? r.alias === qualifier.at(-1) && qualifier.length === 1 : r.table !== undefined && r.table.join(".").endsWith(qualifier.join("."))
+        )
+  const from = candidates.length > 0 ? candidates : relations
+  const outputs = from.flatMap((relation): Array<OutputColumn> => {
+    if (relation.outputs === undefined) return [baseColumn(relation.table!, name)]
+    const named = relation.outputs.filter((o) => o.name === name)
+    if (named.length > 0) return named
+    const stars = relation.outputs.filter((o) => o.starOver !== undefined)
+    if (stars.length > 0) return stars.flatMap((o) => o.starOver!.map((table) => baseColumn(table, name)))
+    // A name the derived table does not show by name: it could be any of its columns.
+    return [merge(relation.outputs, name, false)]
+  })
+  return { ...merge(outputs, name, true), name }
+}
+
+/**
+ * Traces every output column of a query back to base-table columns: through aliases, expressions,
+ * CTEs (in scope order), subqueries and set operations. Unqualified names count for every
+ * relation that could hold them, so an ambiguity only ever adds sources.
+ */
+export const columnLineage = (shape: QueryShape): Lineage => {
+  const ctes = new Map<string, ReadonlyArray<OutputColumn>>()
+
+  const outputsOf = (query: QueryShape, scope: ReadonlyMap<string, ReadonlyArray<OutputColumn>>): ReadonlyArray<OutputColumn> => {
+    if (query.kind === "opaque") throw new Unresolved(query.why)
+    if (query.kind === "values") return []
+    const inner = new Map(scope)
+    for (const cte of query.ctes) inner.set(cte.name.toLowerCase(), renamed(outputsOf(cte.query, inner), cte.columns))
+    if (query.kind === "set") {
+      const arms = query.arms.map((arm) => outputsOf(arm, inner))
+      const width = Math.max(0, ...arms.map((a) => a.length))
+      if (arms.some((a) => a.some((o) => o.starOver !== undefined))) {
+        return [merge(arms.flat(), undefined, false)]
+      }
+      return Array.from({ length: width }, (_, i) => merge(arms.flatMap((a) => (a[i] ? [a[i]] : [])), arms[0]?.[i]?.name, true))
+    }
+    const relations = query.from.map((item) => relationOf(item, inner))
+    return query.items.map((item) => outputOf(item, relations, inner))
+  }
+
+  const relationOf = (item: FromItem, scope: ReadonlyMap<string, ReadonlyArray<OutputColumn>>): Relation => {
+    const alias = item.alias?.toLowerCase()
+    if (item.kind === "query") return { alias, table: undefined, outputs: renamed(outputsOf(item.query, scope), item.columns) }
+    if (item.kind === "other") {
+      const reads = item.reads.flatMap((q) => outputsOf(q, scope))
+      return { alias, table: undefined, outputs: reads.length === 0 ? [] : [{ ...merge(reads, undefined, false), starOver: undefined }] }
+    }
+    const parts = lower(item.parts)
+    const cte = parts.length === 1 ? scope.get(parts[0]!) : undefined
+    if (cte !== undefined) return { alias: alias ?? parts[0], table: undefined, outputs: cte }
+    return { alias, table: parts, outputs: undefined }
+  }
+
+  const outputOf = (
+    item: SelectItem,
+    relations: ReadonlyArray<Relation>,
+    scope: ReadonlyMap<string, ReadonlyArray<OutputColumn>>
+  ): OutputColumn => {
+    if (item.kind === "column") {
+      const resolved = resolveColumn(item.column, relations)
+      return { ...resolved, name: item.alias?.toLowerCase() ?? resolved.name }
+    }
+    if (item.kind === "star") {
+      const over = item.qualifier === undefined ? relations : relations.filter((r) => r.alias === item.qualifier!.toLowerCase() || r.table?.at(-1) === item.qualifier!.toLowerCase())
+      const derived = over.filter((r) => r.outputs !== undefined)
+      if (derived.some((r) => r.outputs!.some((o) => o.sources.length > 0 || o.anyColumnOf.length > 0))) {
+        // A star over a derived table with computed columns: which result column is which is not knowable here.
+        return { ...merge(derived.flatMap((r) => r.outputs!), undefined, false), starOver: uniqueTables(over.flatMap(tablesOf)) }
+      }
+      return { name: undefined, sources: [], anyColumnOf: [], direct: true, countOnly: false, starOver: uniqueTables(over.flatMap(tablesOf)) }
+    }
+    const inputs = item.columns.map((c) => resolveColumn(c, relations))
+    const nested = item.subqueries.flatMap((q) => outputsOf(q, scope))
+    return merge([...inputs, ...nested], item.alias?.toLowerCase(), false, item.countOnly)
+  }
+
+  try {
+    return { outputs: outputsOf(shape, ctes) }
+  } catch (error) {
+    if (error instanceof Unresolved) return { unresolved: error.why }
+    throw error
+  }
+}

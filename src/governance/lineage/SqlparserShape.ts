@@ -1,0 +1,103 @@
+import type { ColumnName, Cte, FromItem, QueryShape, SelectItem } from "./QueryShape"
+import { type Node, isNode, list, isQuery } from "../sqlguard/Tree"
+
+const identValue = (ident: unknown) => (isNode(ident) ? String(ident.value ?? "") : "")
+const objectName = (name: unknown) => list(name).map((p) => (isNode(p) && isNode(p.Identifier) ? identValue(p.Identifier) : "?"))
+const aliasOf = (alias: unknown) => (isNode(alias) && isNode(alias.name) ? identValue(alias.name) : undefined)
+const aliasColumns = (alias: unknown) => (isNode(alias) ? list(alias.columns).map((c) => (isNode(c) ? identValue(c.name) : "")) : [])
+
+const unwrap = (expr: unknown): unknown => {
+  if (isNode(expr) && isNode(expr.Cast)) return unwrap(expr.Cast.expr)
+  if (isNode(expr) && "Nested" in expr) return unwrap(expr.Nested)
+  return expr
+}
+
+const columnOf = (expr: unknown): ColumnName | undefined => {
+  if (isNode(expr) && isNode(expr.Identifier)) return { qualifier: [], name: identValue(expr.Identifier) }
+  if (isNode(expr) && Array.isArray(expr.CompoundIdentifier)) {
+    const parts = expr.CompoundIdentifier.map(identValue)
+    return { qualifier: parts.slice(0, -1), name: parts.at(-1)! }
+  }
+  return undefined
+}
+
+/** Column references and nested queries of an expression; a function's name is not a column. */
+const expressionInputs = (node: unknown, columns: Array<ColumnName>, subqueries: Array<QueryShape>): void => {
+  if (Array.isArray(node)) return node.forEach((n) => expressionInputs(n, columns, subqueries))
+  if (!isNode(node)) return
+  if (isQuery(node)) {
+    subqueries.push(sqlparserShape(node))
+    return
+  }
+  const column = columnOf(node)
+  if (column !== undefined) {
+    columns.push(column)
+    return
+  }
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "Function" && isNode(value)) expressionInputs({ ...value, name: undefined }, columns, subqueries)
+    else expressionInputs(value, columns, subqueries)
+  }
+}
+
+const selectItem = (item: unknown): SelectItem => {
+  if (isNode(item) && "Wildcard" in item) return { kind: "star", qualifier: undefined }
+  if (isNode(item) && Array.isArray(item.QualifiedWildcard)) {
+    const name = item.QualifiedWildcard[0]
+    return { kind: "star", qualifier: objectName(isNode(name) ? name.ObjectName : undefined).at(-1) }
+  }
+  const withAlias = isNode(item) && isNode(item.ExprWithAlias) ? item.ExprWithAlias : undefined
+  const expr = withAlias !== undefined ? withAlias.expr : isNode(item) ? item.UnnamedExpr : undefined
+  const alias = withAlias !== undefined ? identValue(withAlias.alias) : undefined
+  const column = columnOf(unwrap(expr))
+  if (column !== undefined) return { kind: "column", column, alias }
+  const columns: Array<ColumnName> = []
+  const subqueries: Array<QueryShape> = []
+  expressionInputs(expr, columns, subqueries)
+  const fn = isNode(expr) && isNode(expr.Function) ? expr.Function : undefined
+  const countOnly = fn !== undefined && objectName(fn.name).at(-1)?.toLowerCase() === "count" && fn.over === undefined
+  return { kind: "expression", columns, subqueries, countOnly, alias }
+}
+
+const relationItem = (relation: unknown): FromItem => {
+  if (isNode(relation) && isNode(relation.Table) && (relation.Table.args === undefined || relation.Table.args === null)) {
+    return { kind: "table", parts: objectName(relation.Table.name), alias: aliasOf(relation.Table.alias) }
+  }
+  if (isNode(relation) && isNode(relation.Derived) && isQuery(relation.Derived.subquery)) {
+    const d = relation.Derived
+    return { kind: "query", query: sqlparserShape(d.subquery as Node), alias: aliasOf(d.alias), columns: aliasColumns(d.alias) }
+  }
+  const inner = isNode(relation) ? Object.values(relation)[0] : undefined
+  const reads: Array<QueryShape> = []
+  expressionInputs(inner, [], reads)
+  return { kind: "other", alias: isNode(inner) ? aliasOf(inner.alias) : undefined, reads }
+}
+
+const fromItems = (from: unknown): Array<FromItem> =>
+  list(from).flatMap((t) => (isNode(t) ? [relationItem(t.relation), ...list(t.joins).map((j) => relationItem(isNode(j) ? j.relation : undefined))] : []))
+
+const bodyShape = (body: unknown, ctes: Array<Cte>): QueryShape => {
+  if (!isNode(body)) return { kind: "opaque", why: "an empty query" }
+  if (isNode(body.Select)) {
+    const select = body.Select
+    if (list(select.lateral_views).length > 0) return { kind: "opaque", why: "a LATERAL VIEW" }
+    return { kind: "select", ctes, items: list(select.projection).map(selectItem), from: fromItems(select.from) }
+  }
+  if (isNode(body.SetOperation)) {
+    return { kind: "set", ctes, arms: [bodyShape(body.SetOperation.left, []), bodyShape(body.SetOperation.right, [])] }
+  }
+  if (isQuery(body.Query)) return ctes.length === 0 ? sqlparserShape(body.Query) : { kind: "set", ctes, arms: [sqlparserShape(body.Query)] }
+  if ("Values" in body) return { kind: "values" }
+  return { kind: "opaque", why: `a ${Object.keys(body)[0]} body` }
+}
+
+/** sqlparser-rs's Query as a QueryShape. */
+export const sqlparserShape = (query: Node): QueryShape => {
+  const withClause = isNode(query.with) ? query.with : {}
+  const ctes = list(withClause.cte_tables).map((c): Cte => {
+    const cte = isNode(c) ? c : {}
+    return { name: aliasOf(cte.alias) ?? "", columns: aliasColumns(cte.alias), query: isQuery(cte.query) ? sqlparserShape(cte.query) : { kind: "opaque", why: "a CTE" } }
+  })
+  if (list(query.pipe_operators).length > 0) return { kind: "opaque", why: "pipe syntax" }
+  return bodyShape(query.body, ctes)
+}

@@ -1,0 +1,114 @@
+import { Effect, Either } from "effect"
+import { describe, expect, it } from "vitest"
+import type { ConnectionInput } from "../../src/domain/Connection"
+import type { PiiRule } from "../../src/domain/Pii"
+import { maskResult } from "../../src/governance/PiiMasking"
+import { SqlGuard } from "../../src/governance/sqlguard/SqlGuard"
+
+const guard = await Effect.runPromise(Effect.provide(SqlGuard, SqlGuard.Default))
+const HASH_KEY = Buffer.from("test-hash-key")
+
+const RULES: Array<PiiRule> = [
+  { table: "customers", column: "email", action: "mask" },
+  { table: "customers", column: "ssn", action: "redact" },
+  { table: "customers", column: "phone", action: "hash" },
+  { table: "crm.contacts", column: "email", action: "drop" }
+]
+
+const connections: Record<"postgresql" | "mysql" | "duckdb", ConnectionInput> = {
+  postgresql: { name: "pg", db_type: "postgresql", host: "h", database: "shop", username: "u" },
+  mysql: { name: "my", db_type: "mysql", host: "h", database: "shop", username: "u" },
+  duckdb: { name: "duck", db_type: "duckdb", database: "/data/shop.duckdb" }
+}
+
+/** Masks a result whose columns are `names`, each holding the value `"value-of-<name>"`, and returns what each column became. */
+const masking = (dbType: keyof typeof connections, sql: string, names: Array<string>, rules = RULES) => {
+  const checked = guard.check(sql, dbType)
+  if (Either.isLeft(checked)) throw new Error(`${sql}: ${checked.left.reason}`)
+  const result = {
+    columns: names.map((name) => ({ name, type: "text" })),
+    rows: [names.map((n) => `value-of-${n}`)],
+    truncated: false
+  }
+  const { result: masked, masked: list } = maskResult(result, checked.right, rules, connections[dbType], HASH_KEY)
+  return {
+    columns: masked.columns.map((c) => c.name),
+    row: masked.rows[0],
+    rules: Object.fromEntries(list.map((m) => [m.column, m.rule]))
+  }
+}
+
+describe("PII masking by column lineage", () => {
+  for (const dbType of ["postgresql", "mysql", "duckdb"] as const) {
+    describe(dbType, () => {
+      it("applies a column's rule through an alias, and leaves other columns alone", () => {
+        const m = masking(dbType, "select id, email as contact, name from customers", ["id", "contact", "name"])
+        expect(m.rules).toEqual({ contact: "mask" })
+        expect(m.row).toEqual(["value-of-id", "************tact", "value-of-name"])
+      })
+
+      it("redacts an expression that mixes PII into a new value: concatenation, CASE, functions", () => {
+        const concat = dbType === "mysql" ? "concat(name, email)" : "name || email"
+        const m = masking(dbType, `select ${concat} as c, case when ssn is null then 'none' else ssn end as s, lower(email) as l, upper(name) as n from customers`, ["c", "s", "l", "n"])
+        expect(m.rules).toEqual({ c: "redact", s: "redact", l: "redact" })
+        expect(m.row).toEqual(["[REDACTED]", "[REDACTED]", "[REDACTED]", "value-of-n"])
+      })
+
+      it("follows CTEs, subqueries and renamed CTE columns", () => {
+        expect(masking(dbType, "with c as (select email as e from customers) select e from c", ["e"]).rules).toEqual({ e: "mask" })
+        expect(masking(dbType, "select t.x from (select phone as x from customers) t", ["x"]).rules).toEqual({ x: "hash" })
+        expect(masking(dbType, "with c (a, b) as (select id, ssn from customers) select b, a from c", ["b", "a"]).rules).toEqual({ b: "redact" })
+        expect(masking(dbType, "select (select max(email) from customers) as top", ["top"]).rules).toEqual({ top: "redact" })
+      })
+
+      it("traces set operations arm by arm", () => {
+        const m = masking(dbType, "select name, id from orders union all select email, id from customers", ["name", "id"])
+        expect(m.rules).toEqual({ name: "mask" })
+      })
+
+      it("expands SELECT * by the result's column names, alone or qualified, and counts reveal nothing", () => {
+        expect(masking(dbType, "select * from customers", ["id", "email", "ssn", "name"]).rules).toEqual({ email: "mask", ssn: "redact" })
+        expect(masking(dbType, "select o.*, c.email from orders o join customers c on c.id = o.customer_id", ["id", "email", "email"]).rules).toEqual({
+          email: "mask"
+        })
+        expect(masking(dbType, "select count(email), count(*) from customers", ["count", "count"]).rules).toEqual({})
+      })
+
+      it("drops and hashes: a dropped column leaves the result, a hash is stable", () => {
+        const joined = masking(
+          dbType,
+          "select c.phone, k.email, k.name from customers c join crm.contacts k on k.id = c.id",
+          ["phone", "email", "name"]
+        )
+        expect(joined.columns).toEqual(["phone", "name"])
+        expect(joined.rules).toEqual({ phone: "hash", email: "drop" })
+        expect(joined.row![0]).toMatch(/^[0-9a-f]{64}$/)
+        expect(masking(dbType, "select phone from customers", ["phone"]).row).toEqual(joined.row!.slice(0, 1))
+      })
+
+      it("an unqualified name in a join counts for every table that could hold it", () => {
+        expect(masking(dbType, "select email from orders join customers on customers.id = orders.customer_id", ["email"]).rules).toEqual({
+          email: "mask"
+        })
+      })
+
+      it("no PII table touched: nothing is masked, even for a column of the same name", () => {
+        expect(masking(dbType, "select email, ssn from leads", ["email", "ssn"]).rules).toEqual({})
+        expect(masking(dbType, "select email from contacts", ["email"]).rules).toEqual({})
+      })
+    })
+  }
+
+  it("when lineage cannot map the result, every column is redacted", () => {
+    // Two stars and a computed PII column: which result column is which cannot be known.
+    const m = masking("postgresql", "select o.*, c.*, lower(c.email) from orders o, customers c", ["id", "x", "email", "lower"])
+    expect(Object.values(m.rules)).toEqual(["redact", "redact", "redact", "redact"])
+  })
+
+  it("rules match schema-qualified names after resolving the default schema", () => {
+    const rules: Array<PiiRule> = [{ table: "public.customers", column: "email", action: "redact" }]
+    expect(masking("postgresql", "select email from customers", ["email"], rules).rules).toEqual({ email: "redact" })
+    expect(masking("postgresql", "select email from shop.public.customers", ["email"], rules).rules).toEqual({ email: "redact" })
+    expect(masking("postgresql", "select email from other.customers", ["email"], rules).rules).toEqual({})
+  })
+})

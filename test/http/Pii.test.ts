@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request, type RequestOptions } from "../support/Http"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+
+describe("PII rules and masking over HTTP", () => {
+  let gateway: Gateway
+  let admin: string
+  let reader: string
+  let database: TestDatabase
+
+  beforeAll(async () => {
+    if (skip) return
+    database = await createTestDatabase()
+    await database.query(`create table customers (id int primary key, name text, email text, ssn text, phone text);
+      insert into customers values (1, 'Ada', 'ada@example.com', '123-45-6789', '+33 1 23 45 67 89'), (2, 'Bo', 'bo@example.com', null, '+49 30 1234567')`)
+    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
+    admin = await localKey(gateway)
+    reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read", "query"] } })).json.key
+    const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", result_cache_ttl: 60 }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+    await database?.drop()
+  })
+
+  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: admin, ...options })
+  const query = (sql: string, connection = "pg") => request(gateway.url, "/api/query", { key: reader, body: { connection_name: connection, sql } })
+  const rules = [
+    { table: "customers", column: "email", action: "mask" },
+    { table: "public.customers", column: "ssn", action: "redact" },
+    { table: "customers", column: "phone", action: "hash" }
+  ]
+
+  it.skipIf(skip)("rules are stored per connection and every result of a query over them is masked by lineage", async () => {
+    expect((await api("/api/connections/pg/pii", { key: reader })).json).toEqual({ rules: [], version: 0 })
+    const saved = await api("/api/connections/pg/pii", { method: "PUT", body: { rules } })
+    expect(saved.status).toBe(200)
+    expect(saved.json).toEqual({ rules, version: 1 })
+    expect((await api("/api/connections/pg/pii", { key: reader })).json).toEqual(saved.json)
+
+    const all = await query("select * from customers order by id")
+    expect(all.status).toBe(200)
+    expect(all.json.pii_masked).toEqual([
+      { column: "email", rule: "mask" },
+      { column: "ssn", rule: "redact" },
+      { column: "phone", rule: "hash" }
+    ])
+    const [ada, bo] = all.json.rows
+    expect(ada.slice(0, 4)).toEqual([1, "Ada", "***********.com", "[REDACTED]"])
+    expect(ada[4]).toMatch(/^[0-9a-f]{64}$/)
+    expect(bo[3]).toBeNull()
+
+    const derived = await query("with c as (select id, email as contact, name || ' ' || email as label from customers) select contact, label, id from c order by id")
+    expect(derived.json.pii_masked).toEqual([
+      { column: "contact", rule: "mask" },
+      { column: "label", rule: "redact" }
+    ])
+    expect(derived.json.rows[0]).toEqual(["***********.com", "[REDACTED]", 1])
+
+    // The same phone hashes to the same value in another query: joins and counts on hashes still work.
+    const hashed = await query("select phone from customers where id = 1")
+    expect(hashed.json.rows[0][0]).toBe(ada[4])
+    expect((await query("select count(distinct email) from customers")).json).toMatchObject({ rows: [["2"]], pii_masked: [] })
+
+    const logs = await api("/api/audit?event_type=query&limit=20")
+    const row = logs.json.items.find((r: { request_id: string }) => r.request_id === derived.headers["x-request-id"])
+    expect(row.details.pii_masked).toEqual(derived.json.pii_masked)
+    expect(JSON.stringify(logs.json)).not.toContain("ada@example.com")
+  })
+
+  it.skipIf(skip)("a rule change is never answered from results cached under the old rules; a clone keeps the rules", async () => {
+    const sql = "select id, email from customers where id = 1"
+    expect((await query(sql)).json).toMatchObject({ rows: [[1, "***********.com"]], cached: false })
+    expect((await query(sql)).json).toMatchObject({ rows: [[1, "***********.com"]], cached: true })
+    const dropped = await api("/api/connections/pg/pii", { method: "PUT", body: { rules: [{ table: "customers", column: "email", action: "drop" }] } })
+    expect(dropped.json.version).toBe(2)
+    expect((await query(sql)).json).toMatchObject({ columns: [{ name: "id" }], rows: [[1]], cached: false, pii_masked: [{ column: "email", rule: "drop" }] })
+
+    expect((await api("/api/connections/pg/clone", { body: { name: "pg_copy" } })).status).toBe(201)
+    expect((await api("/api/connections/pg_copy/pii")).json.rules).toEqual(dropped.json.rules)
+    expect((await query(sql, "pg_copy")).json.rows).toEqual([[1]])
+
+    // An edit of the connection keeps its rules.
+    const edited = await api("/api/connections/pg", {
+      method: "PUT",
+      body: { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", description: "x" }
+    })
+    expect(edited.status).toBe(200)
+    expect((await api("/api/connections/pg/pii")).json).toMatchObject({ version: 2 })
+  })
+
+  it.skipIf(skip)("bad rules are refused with the field named and change nothing", async () => {
+    const before = (await api("/api/connections/pg/pii")).json
+    const bad: Array<[unknown, RegExp]> = [
+      [{ rules: [{ table: "customers", column: "email", action: "shred" }] }, /action/],
+      [{ rules: [{ table: "customers", column: "e mail", action: "mask" }] }, /column must be a column name/],
+      [{ rules: [{ table: "a.b.c.d", column: "email", action: "mask" }] }, /table must be a name/],
+      [{ rules: [{ table: "customers", column: "email", action: "mask", extra: 1 }] }, /extra/],
+      [{ rule: [] }, /rules/]
+    ]
+    for (const [body, message] of bad) {
+      const refused = await api("/api/connections/pg/pii", { method: "PUT", body })
+      expect([refused.status, refused.json.code], JSON.stringify(body)).toEqual([400, "invalid_request"])
+      expect(refused.json.message).toMatch(message)
+    }
+    expect((await api("/api/connections/pg/pii", { key: reader, method: "PUT", body: { rules: [] } })).status).toBe(403)
+    expect((await api("/api/connections/nope/pii")).status).toBe(404)
+    expect((await api("/api/connections/pg/pii")).json).toEqual(before)
+  })
+})
