@@ -13,6 +13,7 @@ import { ConnectionTransfer } from "../src/services/ConnectionTransfer"
 import { Connections } from "../src/services/Connections"
 import { LocalAccess } from "../src/services/LocalAccess"
 import { Metrics } from "../src/services/Metrics"
+import { PiiDetector } from "../src/services/PiiDetector"
 import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
 import { Settings } from "../src/services/Settings"
@@ -27,7 +28,7 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default).pipe(
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default).pipe(
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
   Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default, Budgets.Default))

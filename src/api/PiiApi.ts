@@ -2,8 +2,9 @@ import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
 import { ConnectionName } from "../domain/Connection"
 import { InvalidRequest, NotFound } from "../domain/Errors"
-import { PiiPolicy, PiiRules } from "../domain/Pii"
-import { RequiredScope } from "./Annotations"
+import { PiiDetection, PiiDetectionSaved, PiiPolicy, PiiRules } from "../domain/Pii"
+import { GovernedQueryErrors } from "../domain/Query"
+import { RateClass, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 const ByName = Schema.Struct({ name: ConnectionName })
@@ -26,6 +27,22 @@ export class PiiApi extends HttpApiGroup.make("pii")
       .addError(InvalidRequest)
       .addError(NotFound)
       .annotate(RequiredScope, "write")
+  )
+  .add(
+    HttpApiEndpoint.post("detect", "/connections/:name/detect-pii")
+      .setPath(ByName)
+      .addSuccess(PiiDetection)
+      .addError(GovernedQueryErrors)
+      .annotate(RequiredScope, "write")
+      .annotate(RateClass, "expensive")
+  )
+  .add(
+    HttpApiEndpoint.post("detectAndSave", "/connections/:name/detect-and-save-pii")
+      .setPath(ByName)
+      .addSuccess(PiiDetectionSaved)
+      .addError(GovernedQueryErrors)
+      .annotate(RequiredScope, "write")
+      .annotate(RateClass, "expensive")
   )
   .middleware(Authentication)
   .prefix("/api") {}

@@ -29,3 +29,21 @@ export const PiiPolicy = Schema.Struct({
   version: Schema.Int
 })
 export type PiiPolicy = typeof PiiPolicy.Type
+
+export const PiiProposal = Schema.Struct({
+  table: Schema.String,
+  column: Schema.String,
+  kind: Schema.String,
+  action: PiiAction,
+  reason: Schema.Literal("column_name", "sampled_values"),
+  confidence: Schema.Number
+})
+
+export const PiiDetection = Schema.Struct({
+  proposed: Schema.Array(PiiProposal),
+  scanned_tables: Schema.Int,
+  /** Tables that could not be sampled (blocked by policy, unreadable), with the reason. */
+  skipped: Schema.Array(Schema.Struct({ table: Schema.String, reason: Schema.String }))
+})
+
+export const PiiDetectionSaved = Schema.Struct({ ...PiiDetection.fields, policy: PiiPolicy })

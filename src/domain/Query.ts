@@ -2,7 +2,7 @@ import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Budget, SessionName } from "./Budget"
 import { ConnectionName } from "./Connection"
-import { code } from "./Errors"
+import { code, Conflict, InvalidRequest, NotFound, Unavailable } from "./Errors"
 
 export const MAX_SQL_CHARS = 100_000
 
@@ -124,3 +124,16 @@ export const ExplainResponse = Schema.Struct({
   /** The statement the plan is for: as checked and row-capped, as POST /api/query would run it. */
   sql: Schema.String
 })
+
+/** What a governed statement can fail with, for every endpoint that runs one. */
+export const GovernedQueryErrors = Schema.Union(
+  InvalidRequest,
+  NotFound,
+  Conflict,
+  Unavailable,
+  QueryBlocked,
+  QueryFailed,
+  QueryTimeout,
+  DatabaseUnavailable,
+  ResultTooLarge
+)

@@ -34,7 +34,7 @@ export const onConnection = (name: string) =>
  * Marks the request as a governed query in its audit row and returns the request id and the sink
  * for the executor's facts (rows, tables, completeness, refusal reason).
  */
-export const onQuery = (connection: string, sql: string, eventType = "query") =>
+export const onQuery = (connection: string, sql: string | null, eventType = "query") =>
   Effect.map(Effect.serviceOption(RequestState), (state) => {
     const info = state._tag === "Some" ? state.value : undefined
     if (info !== undefined) {

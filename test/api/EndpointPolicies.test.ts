@@ -46,6 +46,8 @@ const SPEC_SCOPES: Record<string, string> = {
   "POST /api/budget": "write",
   "GET /api/connections/:name/pii": "read",
   "PUT /api/connections/:name/pii": "write",
+  "POST /api/connections/:name/detect-pii": "write",
+  "POST /api/connections/:name/detect-and-save-pii": "write",
   "GET /api/budget": "read",
   "GET /api/budget/:id": "read",
   "DELETE /api/budget/:id": "write"

@@ -93,6 +93,43 @@ describe("PII rules and masking over HTTP", () => {
     expect((await api("/api/connections/pg/pii")).json).toMatchObject({ version: 2 })
   })
 
+  it.skipIf(skip)("detect-pii proposes rules from column names and sampled values; detect-and-save adds them", async () => {
+    await database.query(`create table people (id int, work_email text, contact text, card text, payout text, seen_from text, notes text, total bigint);
+      insert into people values
+        (1, 'a@x.io', 'ada@example.com', '4111 1111 1111 1111', 'DE89370400440532013000', '10.0.0.1', 'likes tea', 15551234567),
+        (2, 'b@x.io', 'bo@example.org', '5500-0000-0000-0004', 'GB82WEST12345698765432', '192.168.1.20', 'n/a', 15559876543),
+        (3, 'c@x.io', 'cy@example.net', '4012888888881881', 'FR1420041010050500013M02606', '2001:db8::1', 'vip', 15550001111);
+      create table secret_stuff (email text)`)
+    const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await api("/api/connections", { body: { name: "scan", ...base, blocked_tables: ["secret_stuff"] } })).status).toBe(201)
+
+    const detected = await api("/api/connections/scan/detect-pii", { method: "POST" })
+    expect(detected.status).toBe(200)
+    const byColumn = Object.fromEntries(
+      detected.json.proposed.filter((p: { table: string }) => p.table === "public.people").map((p: { column: string; kind: string; reason: string }) => [p.column, `${p.kind}/${p.reason}`])
+    )
+    expect(byColumn).toEqual({
+      work_email: "email/column_name",
+      contact: "email/sampled_values",
+      card: "card/sampled_values",
+      payout: "iban/sampled_values",
+      seen_from: "ip/sampled_values"
+    })
+    expect(detected.json.skipped).toEqual([{ table: "public.secret_stuff", reason: expect.stringMatching(/secret_stuff is blocked/) }])
+    expect(JSON.stringify(detected.json)).not.toContain("ada@example.com")
+    expect((await api("/api/connections/scan/pii")).json.rules).toEqual([])
+
+    const saved = await api("/api/connections/scan/detect-and-save-pii", { method: "POST" })
+    expect(saved.status).toBe(200)
+    expect(saved.json.policy.version).toBe(1)
+    expect(saved.json.policy.rules).toContainEqual({ table: "public.people", column: "card", action: "redact" })
+    const masked = await query("select contact, card, notes from people where id = 1", "scan")
+    expect(masked.json.rows).toEqual([["***********.com", "[REDACTED]", "likes tea"]])
+    // A second run proposes nothing new for columns already covered.
+    expect((await api("/api/connections/scan/detect-pii", { method: "POST" })).json.proposed.filter((p: { table: string }) => p.table === "public.people")).toEqual([])
+    expect((await api("/api/connections/scan/detect-pii", { key: reader, method: "POST" })).status).toBe(403)
+  })
+
   it.skipIf(skip)("bad rules are refused with the field named and change nothing", async () => {
     const before = (await api("/api/connections/pg/pii")).json
     const bad: Array<[unknown, RegExp]> = [
