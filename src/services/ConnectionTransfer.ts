@@ -3,6 +3,7 @@ import type { ConnectionInput } from "../domain/Connection"
 import { splitSecrets } from "../domain/ConnectionSecrets"
 import { EXPORT_FORMAT } from "../domain/ConnectionTransfer"
 import { Conflict, Forbidden, InvalidRequest } from "../domain/Errors"
+import type { PiiRule } from "../domain/Pii"
 import type { Principal } from "../domain/Principal"
 import { Connections } from "./Connections"
 
@@ -37,18 +38,32 @@ export class ConnectionTransfer extends Effect.Service<ConnectionTransfer>()("sl
         return yield* new InvalidRequest({ message: "include_secrets: the export will hold passwords in plain text; send confirm: true to proceed" })
       }
       const names = request.names ?? (yield* allNames(principal))
-      const exported = yield* Effect.forEach(names, (name) =>
-        Effect.map(connections.target(principal, name), (target) => (withSecrets ? target.connection : splitSecrets(target.connection).settings))
-      )
-      return { format: EXPORT_FORMAT, exported_at: new Date(), include_secrets: withSecrets, connections: exported as Array<Record<string, unknown>> } as const
+      const targets = yield* Effect.forEach(names, (name) => connections.target(principal, name))
+      const exported = targets.map((target) => (withSecrets ? target.connection : splitSecrets(target.connection).settings))
+      const piiRules = Object.fromEntries(targets.filter((t) => t.pii.rules.length > 0).map((t) => [t.connection.name, t.pii.rules]))
+      return {
+        format: EXPORT_FORMAT,
+        exported_at: new Date(),
+        include_secrets: withSecrets,
+        connections: exported as Array<Record<string, unknown>>,
+        pii_rules: piiRules
+      } as const
     })
 
     /** Checks every name first, so a conflict or a read-only target fails the import before anything changes. */
     const importAll = Effect.fn("ConnectionTransfer.import")(function* (
       principal: Principal,
-      request: { connections: ReadonlyArray<ConnectionInput>; on_conflict?: "fail" | "skip" | "replace" | undefined }
+      request: {
+        connections: ReadonlyArray<ConnectionInput>
+        on_conflict?: "fail" | "skip" | "replace" | undefined
+        pii_rules?: Readonly<Record<string, ReadonlyArray<PiiRule>>> | undefined
+      }
     ) {
       const onConflict = request.on_conflict ?? "fail"
+      const carryRules = (name: string) => {
+        const rules = request.pii_rules?.[name]
+        return rules === undefined ? Effect.void : Effect.asVoid(connections.setPiiRules(principal, name, rules))
+      }
       const seen = new Set<string>()
       for (const input of request.connections) {
         if (seen.has(input.name)) return yield* new InvalidRequest({ message: `connections: "${input.name}" appears twice` })
@@ -67,15 +82,20 @@ export class ConnectionTransfer extends Effect.Service<ConnectionTransfer>()("sl
           return yield* new Forbidden({ message: `Connection "${input.name}" is configured by the environment and cannot be replaced; nothing was imported` })
         }
       }
+      for (const name of Object.keys(request.pii_rules ?? {})) {
+        if (!seen.has(name)) return yield* new InvalidRequest({ message: `pii_rules: "${name}" is not among the imported connections` })
+      }
       const result = { created: [] as Array<string>, replaced: [] as Array<string>, skipped: [] as Array<string> }
       for (const { input, found } of existing) {
         if (found._tag === "None") {
           yield* connections.create(principal, input)
+          yield* carryRules(input.name)
           result.created.push(input.name)
         } else if (onConflict === "skip") {
           result.skipped.push(input.name)
         } else {
           yield* connections.update(principal, input.name, input)
+          yield* carryRules(input.name)
           result.replaced.push(input.name)
         }
       }

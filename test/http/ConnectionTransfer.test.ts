@@ -24,6 +24,8 @@ describe("connection export and import, and network info", () => {
     keys.reader = await make("reader", ["read"])
     const pg = (name: string) => ({ name, db_type: "postgresql", host: "127.0.0.1", database: database.name, username: "root", password: PASSWORD, tags: ["t"] })
     for (const body of [pg("alpha"), pg("beta")]) expect((await request(source.url, "/api/connections", { key: keys.admin, body })).status).toBe(201)
+    const rules = { rules: [{ table: "customers", column: "email", action: "mask" }] }
+    expect((await request(source.url, "/api/connections/alpha/pii", { key: keys.admin, method: "PUT", body: rules })).status).toBe(200)
   })
   afterAll(async () => {
     await Promise.all([source?.stop(), target?.stop()])
@@ -35,7 +37,11 @@ describe("connection export and import, and network info", () => {
   it.skipIf(skip)("exports without secrets by default; secrets only for an admin who confirms, marked in the audit log", async () => {
     const plain = await on(source, keys.writer)("/api/connections/export", { body: {} })
     expect(plain.status).toBe(200)
-    expect(plain.json).toMatchObject({ format: "sluice.connections.v1", include_secrets: false })
+    expect(plain.json).toMatchObject({
+      format: "sluice.connections.v1",
+      include_secrets: false,
+      pii_rules: { alpha: [{ table: "customers", column: "email", action: "mask" }] }
+    })
     expect(plain.json.connections.map((c: { name: string }) => c.name)).toEqual(["alpha", "beta"])
     expect(plain.json.connections[0]).toEqual({ name: "alpha", db_type: "postgresql", host: "127.0.0.1", database: database.name, username: "root", tags: ["t"] })
     expect(plain.text).not.toContain(PASSWORD)
@@ -65,6 +71,11 @@ describe("connection export and import, and network info", () => {
     const created = await importer("/api/connections/import", { body: exported })
     expect(created.json).toEqual({ created: ["alpha", "beta"], replaced: [], skipped: [] })
     expect((await importer("/api/connections/alpha")).json).toMatchObject({ password_set: true, tags: ["t"] })
+    // The masking travels with the connection.
+    expect((await importer("/api/connections/alpha/pii")).json).toEqual({ rules: exported.pii_rules.alpha, version: 1 })
+    expect((await importer("/api/connections/beta/pii")).json).toEqual({ rules: [], version: 0 })
+    const stray = await importer("/api/connections/import", { body: { connections: [], pii_rules: { zeta: [] } } })
+    expect([stray.status, stray.json.message]).toEqual([400, 'pii_rules: "zeta" is not among the imported connections'])
     expect((await importer("/api/connections/alpha/test", { method: "POST" })).json).toMatchObject({ ok: true })
 
     const gamma = { name: "gamma", db_type: "sqlite", database: "gamma.sqlite" }
