@@ -55,6 +55,15 @@ export const Budget = Schema.Struct({
 })
 export type Budget = typeof Budget.Type
 
+/** What one query spends from a budget. */
+export interface Usage {
+  readonly queries: number
+  readonly rows: number
+  readonly bytes_scanned: number
+  readonly cost: number
+  readonly duration_ms: number
+}
+
 export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()(
   "BudgetExhausted",
   { code: code("budget_exhausted"), message: Schema.String, budget_id: Schema.String },

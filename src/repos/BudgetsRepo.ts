@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Usage } from "../domain/Budget"
 import type { OrgId } from "../domain/Ids"
 import { tenantScope } from "./Tenant"
 
@@ -20,14 +21,6 @@ export interface BudgetRow {
   readonly used_duration_ms: number
   readonly expires_at: Date | null
   readonly created_at: Date
-}
-
-export interface Usage {
-  readonly queries: number
-  readonly rows: number
-  readonly bytes_scanned: number
-  readonly cost: number
-  readonly duration_ms: number
 }
 
 const COLUMNS = `id, org_id, key_id, session, max_queries::float8 as max_queries, max_rows::float8 as max_rows,

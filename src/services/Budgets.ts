@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto"
 import { Cache, Duration, Effect, Exit } from "effect"
-import { type Amounts, type Budget, BudgetExhausted, type CreateBudget } from "../domain/Budget"
+import { type Amounts, type Budget, BudgetExhausted, type CreateBudget, type Usage } from "../domain/Budget"
 import { InvalidRequest, NotFound } from "../domain/Errors"
 import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
-import { type BudgetRow, BudgetsRepo, type Usage } from "../repos/BudgetsRepo"
+import { type BudgetRow, BudgetsRepo } from "../repos/BudgetsRepo"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("budget store")
