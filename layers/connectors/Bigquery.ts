@@ -143,15 +143,19 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
       ...(c.location !== undefined ? { location: c.location } : {})
     })
 
+    const estimate = (query: Query) =>
+      Effect.map(call("query", () => bigquery.createQueryJob({ ...query, dryRun: true })), ([, metadata]) => ({
+        statementType: String(metadata?.statistics?.query?.statementType ?? "UNKNOWN"),
+        bytesProcessed: Number(metadata?.statistics?.totalBytesProcessed ?? 0)
+      }))
+
     /** Dry run first: only a SELECT within the byte cap becomes a job. */
     const dryRun = (query: Query) =>
       Effect.gen(function* () {
-        const [, metadata] = yield* call("query", () => bigquery.createQueryJob({ ...query, dryRun: true }))
-        const statementType = metadata?.statistics?.query?.statementType
+        const { statementType, bytesProcessed: bytes } = yield* estimate(query)
         if (statementType !== "SELECT") {
-          return yield* new ConnectorError({ step: "query", message: `Only SELECT statements run here; BigQuery reports this statement as ${statementType ?? "an unknown type"}` })
+          return yield* new ConnectorError({ step: "query", message: `Only SELECT statements run here; BigQuery reports this statement as ${statementType}` })
         }
-        const bytes = Number(metadata?.statistics?.totalBytesProcessed ?? 0)
         if (c.maximum_bytes_billed !== undefined && bytes > c.maximum_bytes_billed) {
           return yield* new ConnectorError({
             step: "query",
@@ -163,6 +167,7 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
     const readRows = (job: Job, maxRows: number) =>
       Effect.gen(function* () {
         let columns: ReadonlyArray<Column> = []
+        let bytesScanned = 0
         const rows: Array<ReadonlyArray<unknown>> = []
         let page: QueryResultsOptions | null = { maxResults: Math.min(maxRows + 1, PAGE_ROWS), autoPaginate: false, wrapIntegers: INTEGERS }
         while (page !== null && rows.length <= maxRows) {
@@ -171,11 +176,12 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
           // Until the job ends the server holds each call for a while and answers jobComplete: false.
           if (response?.jobComplete === false) continue
           const fields = response?.schema?.fields ?? []
+          bytesScanned = Number(response?.totalBytesProcessed ?? bytesScanned)
           columns = fields.map((f) => ({ name: f.name ?? "", type: (f.mode === "REPEATED" ? `array<${f.type}>` : f.type ?? "").toLowerCase() }))
           for (const row of pageRows as Array<Record<string, unknown>>) rows.push(fields.map((f) => plain(row[f.name ?? ""])))
           page = next === null || next === undefined ? null : { ...next, maxResults: Math.min(maxRows + 1 - rows.length, PAGE_ROWS) }
         }
-        return { columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows } satisfies QueryResult
+        return { columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows, bytesScanned } satisfies QueryResult
       })
 
     const run = (sql: string, options: QueryOptions) =>
@@ -219,6 +225,7 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
     return {
       query,
       ping,
+      dryRun: (sql: string) => estimate(base(sql)),
       stats: () => ({ total: MAX_JOBS, idle: MAX_JOBS - Math.min(admitted, MAX_JOBS), waiting: Math.max(0, admitted - MAX_JOBS) })
     } satisfies ConnectorPool
   })

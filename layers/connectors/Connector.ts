@@ -29,6 +29,14 @@ export interface QueryResult {
   readonly columns: ReadonlyArray<Column>
   readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
   readonly truncated: boolean
+  /** Bytes the warehouse says it processed (BigQuery), where it says. */
+  readonly bytesScanned?: number
+}
+
+/** A warehouse's estimate of a statement without running it (BigQuery's dry run). */
+export interface DryRun {
+  readonly statementType: string
+  readonly bytesProcessed: number
 }
 
 export interface PoolStats {
@@ -43,6 +51,8 @@ export interface ConnectorPool {
   readonly query: (sql: string, options: QueryOptions) => Effect.Effect<QueryResult, ConnectorError>
   /** A cheap round trip that proves the credentials still work. */
   readonly ping: Effect.Effect<void, ConnectorError>
+  /** Where the warehouse estimates a statement without running it. */
+  readonly dryRun?: (sql: string) => Effect.Effect<DryRun, ConnectorError>
   readonly stats: () => PoolStats
 }
 

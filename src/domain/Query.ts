@@ -51,6 +51,8 @@ export const QueryResponse = Schema.Struct({
   completeness: Completeness,
   truncated_at: Schema.NullOr(Schema.Int),
   execution_ms: Schema.Number,
+  /** Bytes the warehouse reports it processed (BigQuery); null where it reports none. */
+  bytes_scanned: Schema.NullOr(Schema.Number),
   cached: Schema.Boolean,
   pii_masked: Schema.Array(Schema.Struct({ column: Schema.String, rule: Schema.String })),
   tables: Schema.Array(Schema.String),
@@ -109,6 +111,8 @@ export const CacheInvalidation = Schema.Struct({ connection_name: Schema.optiona
 export const ExplainRequest = Schema.Struct({
   connection_name: ConnectionName,
   sql: Sql,
+  /** The cap the plan is for, as POST /api/query would apply it. */
+  row_limit: QueryRequest.fields.row_limit,
   timeout_seconds: QueryRequest.fields.timeout_seconds
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type ExplainRequest = typeof ExplainRequest.Type
@@ -119,6 +123,8 @@ export const ExplainResponse = Schema.Struct({
   plan: Schema.Unknown,
   estimated_rows: Schema.NullOr(Schema.Number),
   estimated_cost: Schema.NullOr(Schema.Number),
+  /** Bytes the warehouse would scan (BigQuery's dry run), where it says. */
+  estimated_bytes: Schema.NullOr(Schema.Number),
   warnings: Schema.Array(Schema.String),
   tables: Schema.Array(Schema.String),
   /** The statement the plan is for: as checked and row-capped, as POST /api/query would run it. */

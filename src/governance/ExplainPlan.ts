@@ -1,10 +1,11 @@
-import type { QueryResult } from "../../layers/connectors/Connector"
+import type { DryRun, QueryResult } from "../../layers/connectors/Connector"
 import type { DbType } from "../domain/Connection"
 
-// A full scan estimated above this many rows is worth a warning before the query runs.
+// A full scan estimated above this many rows, or a scan of this many bytes, is worth a warning before the query runs.
 const LARGE_SCAN_ROWS = 100_000
+const LARGE_SCAN_BYTES = 10 * 2 ** 30
 
-/** The EXPLAIN form each engine answers without running the statement; undefined where none does. */
+/** The EXPLAIN form each engine answers without running the statement; undefined where there is none (BigQuery dry-runs instead). */
 export const explainStatement = (dbType: DbType, sql: string): string | undefined => {
   switch (dbType) {
     case "postgresql":
@@ -30,8 +31,18 @@ export interface PlanSummary {
   readonly plan: unknown
   readonly estimated_rows: number | null
   readonly estimated_cost: number | null
+  readonly estimated_bytes: number | null
   readonly warnings: ReadonlyArray<string>
 }
+
+/** BigQuery's dry run: what it would scan, which is what it would bill. */
+export const dryRunSummary = (dryRun: DryRun): PlanSummary => ({
+  plan: { statement_type: dryRun.statementType, total_bytes_processed: dryRun.bytesProcessed },
+  estimated_rows: null,
+  estimated_cost: null,
+  estimated_bytes: dryRun.bytesProcessed,
+  warnings: dryRun.bytesProcessed >= LARGE_SCAN_BYTES ? [`would scan about ${(dryRun.bytesProcessed / 2 ** 30).toFixed(1)} GiB`] : []
+})
 
 const parseJson = (value: unknown): unknown => {
   if (typeof value !== "string") return value
@@ -54,7 +65,7 @@ const postgresSummary = (plan: unknown): PlanSummary => {
     for (const child of node.Plans ?? []) walk(child)
   }
   walk(root)
-  return { plan, estimated_rows: root["Plan Rows"] ?? null, estimated_cost: root["Total Cost"] ?? null, warnings }
+  return { plan, estimated_rows: root["Plan Rows"] ?? null, estimated_cost: root["Total Cost"] ?? null, estimated_bytes: null, warnings }
 }
 
 type MysqlTable = { table_name?: string; access_type?: string; rows_examined_per_scan?: number; rows_produced_per_join?: number }
@@ -77,7 +88,7 @@ const mysqlSummary = (plan: unknown): PlanSummary => {
   }
   walk(block)
   const cost = Number(block?.cost_info?.query_cost)
-  return { plan, estimated_rows: rows, estimated_cost: Number.isFinite(cost) ? cost : null, warnings }
+  return { plan, estimated_rows: rows, estimated_cost: Number.isFinite(cost) ? cost : null, estimated_bytes: null, warnings }
 }
 
 /** The plan as the engine gave it, with row and cost estimates and warnings where the engine states them. */
@@ -87,8 +98,8 @@ export const summarizePlan = (dbType: DbType, result: QueryResult): PlanSummary 
   if (dbType === "sqlite") {
     const details = result.rows.map((row) => String(row.at(-1)))
     const warnings = details.filter((d) => /^SCAN /.test(d) && !/USING (COVERING )?INDEX/.test(d)).map((d) => `full ${d.toLowerCase()}`)
-    return { plan: details, estimated_rows: null, estimated_cost: null, warnings }
+    return { plan: details, estimated_rows: null, estimated_cost: null, estimated_bytes: null, warnings }
   }
   const lines = result.rows.map((row) => row.map((cell) => String(cell)).join("\t"))
-  return { plan: lines, estimated_rows: null, estimated_cost: null, warnings: [] }
+  return { plan: lines, estimated_rows: null, estimated_cost: null, estimated_bytes: null, warnings: [] }
 }

@@ -8,7 +8,7 @@ import { InvalidRequest } from "../domain/Errors"
 import type { PiiPolicy } from "../domain/Pii"
 import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
-import { explainStatement, summarizePlan } from "./ExplainPlan"
+import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
 import { maskResult } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
@@ -168,6 +168,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         completeness,
         truncated_at: result.truncated ? query.rowLimit : null,
         execution_ms: executionMs,
+        bytes_scanned: result.bytesScanned ?? null,
         cached,
         pii_masked: result.masked,
         tables
@@ -183,14 +184,24 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       const dbType = query.target.connection.db_type
       const { capped, tables } = yield* admit(query, queryId, report)
       const statement = explainStatement(dbType, capped.sql)
-      if (statement === undefined || capped.analysis.kind !== "query") {
-        yield* report({ query_id: queryId, tables })
-        return yield* new InvalidRequest({
-          message: statement === undefined ? `EXPLAIN is not available for ${dbType} connections in this build` : "Only a query has a plan to explain"
-        })
+      const failed = () => report({ query_id: queryId, tables })
+      if (capped.analysis.kind !== "query") {
+        yield* failed()
+        return yield* new InvalidRequest({ message: "Only a query has a plan to explain" })
       }
-      const result = yield* execute(query, statement, 10_000).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
-      const summary = summarizePlan(dbType, result)
+      const summary =
+        statement !== undefined
+          ? summarizePlan(dbType, yield* execute(query, statement, 10_000).pipe(Effect.tapError(failed)))
+          : yield* pools
+              .withPool(query.target, (pool): Effect.Effect<PlanSummary, InvalidRequest | ConnectorError> =>
+                pool.dryRun === undefined
+                  ? Effect.fail(new InvalidRequest({ message: `EXPLAIN is not available for ${dbType} connections in this build` }))
+                  : Effect.map(pool.dryRun(capped.sql), dryRunSummary)
+              )
+              .pipe(
+                Effect.catchTag("ConnectorError", (error) => Effect.fail(fromConnector(error))),
+                Effect.tapError(failed)
+              )
       yield* report({ query_id: queryId, tables })
       return { query_id: queryId, ...summary, tables, sql: capped.sql }
     })

@@ -7,6 +7,7 @@ export interface CachedResult {
   readonly columns: ReadonlyArray<Column>
   readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
   readonly truncated: boolean
+  readonly bytesScanned?: number
   /** Stored already masked: a cached answer is never more revealing than the rules it was made under. */
   readonly masked: ReadonlyArray<{ readonly column: string; readonly rule: PiiAction }>
 }

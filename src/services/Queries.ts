@@ -50,11 +50,11 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       const reserved = yield* budgets.reserve(principal, request.session)
       let facts: QueryFacts | undefined
       const outcome = yield* executor.run(query, (f) => Effect.zipRight(Effect.sync(() => (facts = f)), context.report(f)))
-      // No connector reports native figures (bytes billed, credits) yet: cost is rows × columns.
+      // Bytes scanned where the warehouse reports them (BigQuery); no connector reports credits, so cost is rows × columns.
       const usage = {
         queries: 1,
         rows: outcome.row_count,
-        bytes_scanned: 0,
+        bytes_scanned: outcome.cached ? 0 : (outcome.bytes_scanned ?? 0),
         cost: outcome.row_count * outcome.columns.length,
         duration_ms: outcome.execution_ms
       }

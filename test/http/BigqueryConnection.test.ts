@@ -15,6 +15,19 @@ describe("a bigquery connection over HTTP, against the protocol fake", () => {
   beforeAll(async () => {
     fake = await startBigqueryFake(PROJECT)
     fake.define("select 1", { statementType: "SELECT", fields: [{ name: "f0_", type: "INTEGER" }], rows: [["1"]] })
+    // As the governed executor sends it: row-capped to row_limit + 1.
+    fake.define("select region, amount from sales.orders limit 11", {
+      statementType: "SELECT",
+      totalBytesProcessed: 40_000,
+      fields: [
+        { name: "region", type: "STRING" },
+        { name: "amount", type: "INTEGER" }
+      ],
+      rows: [
+        ["EU", "5"],
+        ["US", "7"]
+      ]
+    })
     fake.define(BigqueryConnector.privilegesProbe, { statementType: "SELECT", fields: [{ name: "readable_tables", type: "INTEGER" }], rows: [["3"]] })
     account = fake.serviceAccount()
     // The gateway trusts the fake's certificate as it would a real one: through the CA store it starts with.
@@ -67,5 +80,24 @@ describe("a bigquery connection over HTTP, against the protocol fake", () => {
     }
     // Only the fake was dialled: the gateway got its tokens from the key's token_uri.
     expect(fake.requests.filter((r) => r === "POST /token").length).toBeGreaterThan(0)
+  })
+
+  it("governed queries report the bytes BigQuery processed, charge them to a budget, and explain by dry run", async () => {
+    expect((await api("/api/connections", { body: connection("billed", account.json) })).status).toBe(201)
+    const budget = await api("/api/budget", { body: { session: "bq", max_bytes_scanned: 100_000 } })
+    expect(budget.status).toBe(201)
+    const sql = "select region, amount from sales.orders"
+    const first = await api("/api/query", { body: { connection_name: "billed", sql, row_limit: 10, session: "bq" } })
+    expect(first.status).toBe(200)
+    expect(first.json).toMatchObject({ rows: [["EU", 5], ["US", 7]], bytes_scanned: 40_000, budget: { remaining: { bytes_scanned: 60_000 } } })
+
+    const explained = await api("/api/query/explain", { body: { connection_name: "billed", sql, row_limit: 10 } })
+    expect(explained.status, explained.text).toBe(200)
+    expect(explained.json).toMatchObject({ estimated_bytes: 40_000, plan: { statement_type: "SELECT", total_bytes_processed: 40_000 }, warnings: [] })
+
+    await api("/api/query", { body: { connection_name: "billed", sql, row_limit: 10, session: "bq" } })
+    await api("/api/query", { body: { connection_name: "billed", sql, row_limit: 10, session: "bq" } })
+    const spent = await api("/api/query", { body: { connection_name: "billed", sql, row_limit: 10, session: "bq" } })
+    expect([spent.status, spent.json.code, spent.json.message]).toEqual([429, "budget_exhausted", 'The budget of session "bq" is spent (bytes_scanned)'])
   })
 })
