@@ -64,10 +64,16 @@ describe("session guards and server-side cancel, per connector", () => {
         twoStatements: attempt(pool, "select 1; select 2"),
         capped: pool.query("select id from t order by id", { timeoutMs: 5000, maxRows: 10 }),
         slow: attempt(pool, "select pg_sleep(30)", 300),
-        afterwards: pool.query("select count(*)::int from t", { timeoutMs: 5000, maxRows: 1 })
+        afterwards: pool.query("select count(*)::int from t", { timeoutMs: 5000, maxRows: 1 }),
+        // A statement that turns the session's read-only default off: the session is reset before anyone reuses it.
+        flip: attempt(pool, "select set_config('default_transaction_read_only', 'off', false)"),
+        // Once it is back in the pool, the same session is the next one handed out (the pool reuses the latest).
+        afterFlip: Effect.zipRight(Effect.sleep("300 millis"), attempt(pool, "insert into t values (98)"))
       })
     )
     expect(Either.getLeft(outcome.write).pipe((e) => e._tag === "Some" && e.value.message)).toMatch(/read-only transaction/)
+    expect(Either.isRight(outcome.flip)).toBe(true)
+    expect(Either.getLeft(outcome.afterFlip).pipe((e) => e._tag === "Some" && e.value.message)).toMatch(/read-only transaction/)
     expect(Either.isLeft(outcome.ddl)).toBe(true)
     expect(Either.getLeft(outcome.twoStatements).pipe((e) => e._tag === "Some" && e.value.message)).toMatch(/multiple commands/)
     expect(outcome.capped.rows).toHaveLength(10)
