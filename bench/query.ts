@@ -1,7 +1,8 @@
 /**
  * The same small query on the real PostgreSQL (a) straight through `pg` and (b) through
- * `POST /api/query` with governance on, at 1, 8 and 32 concurrent clients; then the SQL check
- * alone on a 2 KB analytic query. Not a test: prints Markdown for bench/README.md.
+ * `POST /api/query` with governance on, at 1, 8 and 32 concurrent clients, with the gateway on
+ * its embedded store and on PostgreSQL; then the SQL check alone on a 2 KB analytic query. Not a
+ * test: prints Markdown for bench/README.md.
  *
  *   npm run bench:query [-- --seconds 8]
  */
@@ -50,63 +51,74 @@ const measure = async (clients: number, call: () => Promise<void>) => {
 }
 
 const database = await createTestDatabase()
-const gateway = await startGateway({
-  env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000000", SP_RATE_LIMIT_GENERAL_RPM: "1000000000", SP_PER_KEY_RPM: "1000000000", SP_PER_ORG_RPM: "1000000000" }
-})
+const storeDatabase = await createTestDatabase()
 const rows: Array<string> = []
 try {
   await database.query("create table orders (id int primary key, total numeric, note text)")
   await database.query("insert into orders select g, g * 1.5, 'order ' || g from generate_series(1, 1000) g")
-  const key = await localKey(gateway)
-  const connection = { name: "bench", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
-  const created = await fetch(`${gateway.url}/api/connections`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-api-key": key },
-    body: JSON.stringify(connection)
-  })
-  if (created.status !== 201) throw new Error(`creating the connection: ${created.status} ${await created.text()}`)
-
   // Direct: the pool size the gateway uses (4), so the rows differ by the gateway alone.
   const pool = new pg.Pool({ connectionString: database.url, max: 4 })
   const direct = async () => {
     const result = await pool.query({ text: SQL, rowMode: "array" })
     if (result.rows.length !== 1) throw new Error("direct: wrong row count")
   }
-
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
-  const url = new URL(`${gateway.url}/api/query`)
-  const body = JSON.stringify({ connection_name: "bench", sql: SQL })
-  const governed = () =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.request(
-        { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", "x-api-key": key } },
-        (res) => {
-          const chunks: Array<Buffer> = []
-          res.on("data", (c: Buffer) => chunks.push(c))
-          res.on("end", () => {
-            if (res.statusCode !== 200) return reject(new Error(`gateway: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))
-            resolve()
-          })
-        }
-      )
-      req.on("error", reject)
-      req.end(body)
-    })
-
-  for (const clients of CLIENTS) {
-    const a = await measure(clients, direct)
-    const b = await measure(clients, governed)
-    rows.push(
-      `| ${clients} | ${Math.round(a.perSecond)} | ${Math.round(b.perSecond)} | ${(b.perSecond / a.perSecond).toFixed(2)} | ` +
-        `${a.p50.toFixed(2)} / ${b.p50.toFixed(2)} | ${(b.p50 - a.p50).toFixed(2)} | ${a.p99.toFixed(2)} / ${b.p99.toFixed(2)} | ${(b.p99 - a.p99).toFixed(2)} |`
-    )
-    console.error(`${clients} clients: direct ${Math.round(a.perSecond)}/s, gateway ${Math.round(b.perSecond)}/s`)
-  }
+  const directFigures = new Map<number, Figures>()
+  for (const clients of CLIENTS) directFigures.set(clients, await measure(clients, direct))
   await pool.end()
-  agent.destroy()
+
+  for (const [store, databaseUrl] of [
+    ["embedded", undefined],
+    ["PostgreSQL", storeDatabase.url]
+  ] as const) {
+    const gateway = await startGateway({
+      env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000000", SP_RATE_LIMIT_GENERAL_RPM: "1000000000", SP_PER_KEY_RPM: "1000000000", SP_PER_ORG_RPM: "1000000000" },
+      ...(databaseUrl ? { databaseUrl } : {})
+    })
+    try {
+      const key = await localKey(gateway)
+      const connection = { name: "bench", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+      const created = await fetch(`${gateway.url}/api/connections`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": key },
+        body: JSON.stringify(connection)
+      })
+      if (created.status !== 201) throw new Error(`creating the connection: ${created.status} ${await created.text()}`)
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+      const url = new URL(`${gateway.url}/api/query`)
+      const body = JSON.stringify({ connection_name: "bench", sql: SQL })
+      const governed = () =>
+        new Promise<void>((resolve, reject) => {
+          const req = http.request(
+            { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", "x-api-key": key } },
+            (res) => {
+              const chunks: Array<Buffer> = []
+              res.on("data", (c: Buffer) => chunks.push(c))
+              res.on("end", () => {
+                if (res.statusCode !== 200) return reject(new Error(`gateway: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))
+                resolve()
+              })
+            }
+          )
+          req.on("error", reject)
+          req.end(body)
+        })
+      for (const clients of CLIENTS) {
+        const a = directFigures.get(clients)!
+        const b = await measure(clients, governed)
+        rows.push(
+          `| ${store} | ${clients} | ${Math.round(a.perSecond)} | ${Math.round(b.perSecond)} | ${(b.perSecond / a.perSecond).toFixed(2)} | ` +
+            `${a.p50.toFixed(2)} / ${b.p50.toFixed(2)} | ${(b.p50 - a.p50).toFixed(2)} | ${a.p99.toFixed(2)} / ${b.p99.toFixed(2)} | ${(b.p99 - a.p99).toFixed(2)} |`
+        )
+        console.error(`${store}, ${clients} clients: direct ${Math.round(a.perSecond)}/s, gateway ${Math.round(b.perSecond)}/s`)
+      }
+      agent.destroy()
+    } finally {
+      await gateway.stop()
+    }
+  }
 } finally {
-  await gateway.stop()
   await database.drop()
+  await storeDatabase.drop()
 }
 
 // The check alone: a 2 KB analytic query through each grammar.
@@ -152,8 +164,8 @@ for (const dbType of ["postgresql", "mysql", "snowflake", "duckdb"] as const) {
 
 console.log(`Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${new Date().toISOString().slice(0, 10)}`)
 console.log(`\`${SQL}\` on PostgreSQL 15 (loopback), ${seconds} s per cell after a 1.5 s warm-up; clients in this process on the same 2 cores.\n`)
-console.log("| clients | direct pg q/s | gateway q/s | ratio | p50 ms direct / gateway | added p50 ms | p99 ms direct / gateway | added p99 ms |")
-console.log("|---:|---:|---:|---:|---:|---:|---:|---:|")
+console.log("| gateway store | clients | direct pg q/s | gateway q/s | ratio | p50 ms direct / gateway | added p50 ms | p99 ms direct / gateway | added p99 ms |")
+console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for (const row of rows) console.log(row)
 console.log("\nThe read-only check alone (parse, walk, lexical guard, table list):\n")
 console.log("| dialect | SQL chars | µs per statement |")

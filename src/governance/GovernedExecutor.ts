@@ -113,7 +113,8 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           })
         )
 
-    const run = Effect.fn("GovernedExecutor.run")(function* (
+    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
+    const run = Effect.fnUntraced(function* (
       query: GovernedQuery,
       report: (facts: QueryFacts) => Effect.Effect<void>
     ) {
@@ -176,7 +177,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     })
 
     /** The plan of what `run` would execute, from the engine's own EXPLAIN; nothing runs. */
-    const explain = Effect.fn("GovernedExecutor.explain")(function* (
+    const explain = Effect.fnUntraced(function* (
       query: GovernedQuery,
       report: (facts: QueryFacts) => Effect.Effect<void>
     ) {

@@ -102,8 +102,9 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
       yield* forgetAll
     })
 
+    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
     /** The budgets a query draws from; refuses with budget_exhausted when one of them is spent. */
-    const reserve = Effect.fn("Budgets.reserve")(function* (principal: Principal, session: string | undefined) {
+    const reserve = Effect.fnUntraced(function* (principal: Principal, session: string | undefined) {
       const rows = remember(yield* applicableCache.get(applicableKey(principal.orgId, principal.keyId, session ?? null)))
       for (const row of rows) {
         const amount = spent(row)
@@ -115,7 +116,7 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
     })
 
     /** Charges one query to the budgets `reserve` returned; the first one as it now stands, for the response. */
-    const charge = Effect.fn("Budgets.charge")(function* (principal: Principal, rows: ReadonlyArray<BudgetRow>, usage: Usage) {
+    const charge = Effect.fnUntraced(function* (principal: Principal, rows: ReadonlyArray<BudgetRow>, usage: Usage) {
       if (rows.length === 0) return null
       const charged = remember(yield* repo.charge(principal.orgId, rows.map((r) => r.id), usage).pipe(storeDown))
       const updated = rows.flatMap((r) => charged.filter((c) => c.id === r.id))

@@ -254,8 +254,9 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const forget = (orgId: OrgId, name: string, id: string) =>
       Effect.zipRight(targets.invalidate(targetKey(orgId, name)), results.invalidate(orgId, id))
 
+    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
     /** Everything a connector needs to open this connection, secrets included. Never leaves the process. */
-    const target = Effect.fn("Connections.target")(function* (principal: Principal, name: string) {
+    const target = Effect.fnUntraced(function* (principal: Principal, name: string) {
       return yield* targets.get(targetKey(principal.orgId, name))
     })
 

@@ -45,7 +45,8 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         }
       })
 
-    const run = Effect.fn("Queries.run")(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
+    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
+    const run = Effect.fnUntraced(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
       const query = yield* prepare(principal, request, context)
       const reserved = yield* budgets.reserve(principal, request.session)
       let facts: QueryFacts | undefined
@@ -63,7 +64,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       return { ...outcome, budget }
     })
 
-    const explain = Effect.fn("Queries.explain")(function* (principal: Principal, request: ExplainRequest, context: QueryContext) {
+    const explain = Effect.fnUntraced(function* (principal: Principal, request: ExplainRequest, context: QueryContext) {
       return yield* executor.explain(yield* prepare(principal, request, context), context.report)
     })
 
