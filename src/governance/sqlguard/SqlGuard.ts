@@ -61,10 +61,31 @@ const checkWith = (sql: string, dbType: DbType): Either.Either<CheckedStatement,
   return findings.reason ? Either.left(new Refusal(findings.reason)) : Either.right({ sql: text, profile, analysis, tree })
 }
 
+// Verdicts are a pure function of (dialect, text): repeated statements skip the parsers.
+const MEMO_ENTRIES = 500
+const MEMO_MAX_SQL = 4_096
+
 export class SqlGuard extends Effect.Service<SqlGuard>()("sluice/SqlGuard", {
   effect: Effect.gen(function* () {
     // Both grammars are WebAssembly modules, compiled once per process.
     yield* Effect.promise(() => Promise.all([loadPgQuery(), loadSqlparser()]))
-    return { check: checkWith } as const
+    const memo = new Map<string, Either.Either<CheckedStatement, Refusal>>()
+
+    const check = (sql: string, dbType: DbType): Either.Either<CheckedStatement, Refusal> => {
+      if (sql.length > MEMO_MAX_SQL) return checkWith(sql, dbType)
+      const key = `${dbType}\u0000${sql}`
+      const known = memo.get(key)
+      if (known !== undefined) {
+        memo.delete(key)
+        memo.set(key, known)
+        return known
+      }
+      const verdict = checkWith(sql, dbType)
+      memo.set(key, verdict)
+      if (memo.size > MEMO_ENTRIES) memo.delete(memo.keys().next().value!)
+      return verdict
+    }
+
+    return { check } as const
   })
 }) {}
