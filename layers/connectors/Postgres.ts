@@ -23,18 +23,11 @@ const parsers: pg.CustomTypesConfig = {
     oid === 1082 || oid === 1114 || oid === 1184 ? (value: string) => value : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000
-
 const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPool, never, Scope.Scope> =>
   Effect.gen(function* () {
     const c = request.connection
     const endpoint = request.endpoint ?? address(c)
     const tls = tlsOptions(c.tls, c.host)
-    // PostgreSQL takes the guards as startup options: they hold for every statement of the session
-    // and DISCARD ALL resets to them, so a statement is one round trip. Redshift does not take
-    // them, so it opens a READ ONLY transaction per statement.
-    const startupGuards = c.db_type === "postgresql"
-    const defaultTimeoutMs = c.query_timeout === undefined ? DEFAULT_TIMEOUT_MS : c.query_timeout * 1000
     const pool = yield* Effect.acquireRelease(
       Effect.sync(
         () =>
@@ -49,21 +42,13 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
             idleTimeoutMillis: IDLE_MS,
             connectionTimeoutMillis: request.connectTimeoutMs,
             application_name: "sluice",
-            types: parsers,
-            // The SQL guard reads '…' without backslash escapes, so the server must too.
-            ...(startupGuards
-              ? {
-                  options: `-c default_transaction_read_only=on -c standard_conforming_strings=on -c statement_timeout=${defaultTimeoutMs}`
-                }
-              : {})
+            types: parsers
           })
       ),
       (pool) => Effect.promise(() => pool.end())
     )
     // An idle client's socket error would otherwise crash the process.
     pool.on("error", () => undefined)
-    // The statement_timeout a session holds now, where a statement set another than its default.
-    const sessionTimeouts = new WeakMap<pg.PoolClient, number>()
 
     const connect = Effect.tryPromise({
       try: () => pool.connect(),
@@ -74,13 +59,10 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const recycle = (client: pg.PoolClient, broken: boolean) => {
       if (broken) return client.release(true)
       client
-        .query(startupGuards ? "DISCARD ALL" : "ROLLBACK")
-        .then(() => (startupGuards ? undefined : client.query("DISCARD ALL")))
+        .query("ROLLBACK")
+        .then(() => client.query("DISCARD ALL"))
         .then(
-          () => {
-            sessionTimeouts.delete(client)
-            client.release()
-          },
+          () => client.release(),
           (error: Error) => client.release(error)
         )
     }
@@ -88,21 +70,14 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const cancel = (pid: number) =>
       Effect.tryPromise(() => pool.query("select pg_cancel_backend($1)", [pid])).pipe(Effect.ignore)
 
-    /** Before a statement: its timeout on a guarded session (one more round trip only when it differs), else a READ ONLY transaction. */
-    const guard = async (client: pg.PoolClient, timeout: number) => {
-      if (!startupGuards) {
-        await client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}`)
-      } else if ((sessionTimeouts.get(client) ?? defaultTimeoutMs) !== timeout) {
-        await client.query(`SET statement_timeout = ${timeout}`)
-        sessionTimeouts.set(client, timeout)
-      }
-    }
-
+    // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
+    const pinStrings = c.db_type === "postgresql" ? "; SET LOCAL standard_conforming_strings = on" : ""
     const run = (client: pg.PoolClient, sql: string, options: QueryOptions) =>
       Effect.async<QueryResult, unknown>((resume) => {
         const text = options.attribution ? `${options.attribution}\n${sql}` : sql
         const timeout = Math.max(1, Math.floor(options.timeoutMs))
-        guard(client, timeout)
+        client
+          .query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}${pinStrings}`)
           .then(async () => {
             // A cursor runs through the extended protocol: one statement only, and rows fetched up to the cap.
             const cursor = client.query(new Cursor(text, [], { rowMode: "array", types: parsers }))
@@ -155,10 +130,7 @@ const capabilities = (dbType: "postgresql" | "redshift") => ({
   db_type: dbType,
   driver: "pg",
   transport: "PostgreSQL wire protocol",
-  read_only_guard:
-    dbType === "postgresql"
-      ? "default_transaction_read_only and statement_timeout as startup options, extended protocol (one statement), DISCARD ALL before reuse"
-      : "BEGIN READ ONLY + SET LOCAL statement_timeout, extended protocol (one statement), DISCARD ALL before reuse",
+  read_only_guard: "BEGIN READ ONLY + SET LOCAL statement_timeout, extended protocol, DISCARD ALL before reuse",
   server_side_cancel: true,
   ssh_tunnel: true,
   tls: true,
