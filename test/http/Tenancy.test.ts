@@ -226,6 +226,45 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     expect((await withJwt("/api/connections/shared_name", adminA)).json.password_set).toBe(true)
   })
 
+  it.skipIf(skip)("governed queries, cached results, PII rules and budgets stay within their org", async () => {
+    const adminA = await token({ sub: "user_gina", orgId: "org_qa", admin: true })
+    const adminB = await token({ sub: "user_hal", orgId: "org_qb", admin: true })
+    const other = await createTestDatabase()
+    try {
+      await database!.query("create table tenant_rows (v text); insert into tenant_rows values ('from A')")
+      await other.query("create table tenant_rows (v text); insert into tenant_rows values ('from B')")
+      const body = (dbName: string) => ({ name: "cached", db_type: "postgresql", host: "127.0.0.1", port: relay.port, database: dbName, username: "root", result_cache_ttl: 60 })
+      expect((await withJwt("/api/connections", adminA, { body: body(database!.name) })).status).toBe(201)
+      const query = (jwt: string, connection = "cached") => withJwt("/api/query", jwt, { body: { connection_name: connection, sql: "select v from tenant_rows" } })
+      expect((await query(adminA)).json).toMatchObject({ rows: [["from A"]], cached: false })
+      expect((await query(adminA)).json).toMatchObject({ rows: [["from A"]], cached: true })
+      // B has no such connection; once it has its own of the same name, the same text is not A's cached answer.
+      expect((await query(adminB)).status).toBe(404)
+      expect((await withJwt("/api/connections", adminB, { body: body(other.name) })).status).toBe(201)
+      expect((await query(adminB)).json).toMatchObject({ rows: [["from B"]], cached: false })
+      expect((await withJwt("/api/cache/stats", adminB)).json).toMatchObject({ entries: 1, hits: 0 })
+      expect((await withJwt("/api/cache/stats", adminA)).json).toMatchObject({ entries: 1, hits: 1 })
+
+      const rules = { rules: [{ table: "tenant_rows", column: "v", action: "redact" }] }
+      expect((await withJwt("/api/connections/cached/pii", adminA, { method: "PUT", body: rules })).status).toBe(200)
+      expect((await withJwt("/api/connections/cached/pii", adminB)).json).toEqual({ rules: [], version: 0 })
+      expect((await query(adminA)).json.rows).toEqual([["[REDACTED]"]])
+      expect((await query(adminB)).json.rows).toEqual([["from B"]])
+
+      const budget = await withJwt("/api/budget", adminA, { body: { session: "shared-name", max_queries: 1 } })
+      expect(budget.status).toBe(201)
+      expect((await withJwt("/api/budget", adminB)).json.items).toEqual([])
+      expect((await withJwt(`/api/budget/${budget.json.id}`, adminB)).status).toBe(404)
+      expect((await withJwt(`/api/budget/${budget.json.id}`, adminB, { method: "DELETE" })).status).toBe(404)
+      const inSession = (jwt: string) => withJwt("/api/query", jwt, { body: { connection_name: "cached", sql: "select 1", session: "shared-name" } })
+      expect((await inSession(adminA)).status).toBe(200)
+      expect((await inSession(adminA)).json.code).toBe("budget_exhausted")
+      expect((await inSession(adminB)).json.budget).toBeNull()
+    } finally {
+      await other.drop()
+    }
+  })
+
   it.skipIf(skip)("a tenant's connection never reaches the gateway's store, loopback or metadata addresses", async () => {
     const admin = await token({ sub: "user_erin", orgId: "org_egress", admin: true })
     const probe = (gw: Gateway, fields: Record<string, unknown>) =>
