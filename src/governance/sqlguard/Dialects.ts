@@ -179,7 +179,8 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, backslashEscapes: true, dollarQuotes: true },
     limitSyntax: "limit",
     maxNameParts: 3,
-    deniedFunctions: [...EVERYWHERE, "system$*", "external_function*", "infer_schema"],
+    // RESULT_SCAN reads an earlier statement's raw, unmasked result, perhaps another caller's on a pooled session.
+    deniedFunctions: [...EVERYWHERE, "system$*", "external_function*", "infer_schema", "result_scan"],
     pathTables: true
   },
   bigquery: {
@@ -226,6 +227,8 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
       "hive",
       "sleep*",
       "dictionary",
+      // merge(db, 'regex') reads every table whose name matches, around the table policy.
+      "merge",
       "kafka*",
       "nats*",
       "rabbitmq*"

@@ -121,6 +121,11 @@ export const walkSqlparser = (statements: Array<unknown>, sql: string, profile: 
       if (key === "op" && value === "Assignment") findings.refuse("assigning a session variable (:=) is not a read")
       if (key === "Function" && isNode(value)) checkFunction(nameParts(value.name))
       if (key === "Table" && isNode(value) && Array.isArray(value.name)) checkTable(value, scope)
+      // `TABLE t` as a query body (`select 1 union table t`) names its table apart.
+      if (key === "Table" && isNode(value) && typeof value.table_name === "string") {
+        const parts = [value.schema_name, value.table_name].filter((p): p is string => typeof p === "string")
+        checkTable({ name: parts.map((p) => ({ Identifier: { value: p } })) }, scope)
+      }
       visit(value, scope)
     }
   }

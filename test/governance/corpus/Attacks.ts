@@ -222,7 +222,8 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "SELECT * FROM canary; SELECT SYSTEM$WAIT(1)",
     "SELECT 'a\\\\'; DELETE FROM canary; --'",
     "EXECUTE IMMEDIATE 'DELETE FROM canary'",
-    "CREATE OR REPLACE TABLE canary AS SELECT 1"
+    "CREATE OR REPLACE TABLE canary AS SELECT 1",
+    "SELECT * FROM TABLE(RESULT_SCAN(LAST_QUERY_ID()))"
   ],
   bigquery: [
     "SELECT * FROM EXTERNAL_QUERY('conn', 'DELETE FROM canary')",
@@ -261,7 +262,8 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "ALTER TABLE canary DELETE WHERE 1",
     "SELECT 'a\\\\'; DROP TABLE canary; --'",
     "SET readonly = 0",
-    "SELECT * FROM hdfs('hdfs://x/y', 'CSV', 'a String')"
+    "SELECT * FROM hdfs('hdfs://x/y', 'CSV', 'a String')",
+    "SELECT * FROM merge(currentDatabase(), '^canary')"
   ],
   databricks: [
     "SELECT * FROM read_files('/Volumes/x')",
