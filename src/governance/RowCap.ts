@@ -16,12 +16,16 @@ const splice = (sql: string, start: number, end: number, text: string) => sql.sl
 const capEdit = (checked: CheckedStatement, cap: number): string | undefined => {
   const { analysis, sql, profile } = checked
   const limit = analysis.limit
+  const append = (clause: string) => {
+    const end = statementEnd(checked)
+    return splice(sql, end, end, clause)
+  }
   if (analysis.kind !== "query") return undefined
   if (limit.kind === "literal") return limit.value <= cap ? undefined : splice(sql, limit.start, limit.end, String(cap))
   if (limit.kind === "fixed") return undefined
-  if (profile.limitSyntax === "limit") return splice(sql, statementEnd(checked), statementEnd(checked), `\nLIMIT ${cap}`)
+  if (profile.limitSyntax === "limit") return append(`\nLIMIT ${cap}`)
   if (analysis.topAt !== undefined) return splice(sql, analysis.topAt, analysis.topAt, ` TOP (${cap})`)
-  if (analysis.ordered) return splice(sql, statementEnd(checked), statementEnd(checked), `\nOFFSET 0 ROWS FETCH NEXT ${cap} ROWS ONLY`)
+  if (analysis.ordered) return append(`\nOFFSET 0 ROWS FETCH NEXT ${cap} ROWS ONLY`)
   return undefined
 }
 
