@@ -1,5 +1,4 @@
-import type { Effect, Scope } from "effect"
-import { Schema } from "effect"
+import { Effect, Schema, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
 
 /** Where a connection attempt or statement failed; the diagnose route reports the same steps. */
@@ -25,12 +24,21 @@ export interface Column {
   readonly type: string
 }
 
+export type Row = ReadonlyArray<unknown>
+
 export interface QueryResult {
   readonly columns: ReadonlyArray<Column>
-  readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
+  readonly rows: ReadonlyArray<Row>
   readonly truncated: boolean
   /** Bytes the warehouse says it processed (BigQuery), where it says. */
   readonly bytesScanned?: number
+}
+
+/** An open statement read in batches; the scope it was opened in holds its connection. */
+export interface RowBatches {
+  readonly columns: ReadonlyArray<Column>
+  /** The next rows (at most `maxRows + 1` in all, so the caller can tell a truncated result); empty once none are left. */
+  readonly next: Effect.Effect<ReadonlyArray<Row>, ConnectorError>
 }
 
 /** A warehouse's estimate of a statement without running it (BigQuery's dry run). */
@@ -49,6 +57,8 @@ export interface PoolStats {
 export interface ConnectorPool {
   /** Runs one read-only statement under the dialect's session guards; a timeout cancels it on the server. */
   readonly query: (sql: string, options: QueryOptions) => Effect.Effect<QueryResult, ConnectorError>
+  /** Opens one read-only statement as a cursor, for results streamed without holding them in memory. */
+  readonly stream?: (sql: string, options: QueryOptions) => Effect.Effect<RowBatches, ConnectorError, Scope.Scope>
   /** A cheap round trip that proves the credentials still work. */
   readonly ping: Effect.Effect<void, ConnectorError>
   /** Where the warehouse estimates a statement without running it. */
@@ -94,4 +104,35 @@ export interface Connector<C extends ConnectionInput = ConnectionInput> {
   /** A query that lists readable tables, for the diagnose route's privileges step. */
   readonly privilegesProbe: string
   readonly open: (request: OpenRequest<C>) => Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope>
+}
+
+/** Rows per round trip when a result is streamed: big enough to amortize the trip, small enough to keep memory flat. */
+export const STREAM_BATCH_ROWS = 2_000
+
+/** Reads an open statement to the end: up to `maxRows` rows, and whether there were more. */
+export const collectRows = (batches: RowBatches, maxRows: number): Effect.Effect<QueryResult, ConnectorError> =>
+  Effect.gen(function* () {
+    const rows: Array<Row> = []
+    while (rows.length <= maxRows) {
+      const batch = yield* batches.next
+      if (batch.length === 0) break
+      for (const row of batch) rows.push(row)
+    }
+    return { columns: batches.columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows }
+  })
+
+/** A pool without a cursor of its own streams its whole (capped) result as one batch. */
+export const batchesOf = (pool: ConnectorPool, sql: string, options: QueryOptions): Effect.Effect<RowBatches, ConnectorError, Scope.Scope> =>
+  pool.stream !== undefined
+    ? pool.stream(sql, options)
+    : Effect.map(pool.query(sql, { ...options, maxRows: options.maxRows + 1 }), (result) => ({ columns: result.columns, next: onceThenEmpty(result.rows) }))
+
+/** A `next` that yields these rows, then nothing. */
+export const onceThenEmpty = (rows: ReadonlyArray<Row>): Effect.Effect<ReadonlyArray<Row>> => {
+  let pending = rows
+  return Effect.sync(() => {
+    const batch = pending
+    pending = []
+    return batch
+  })
 }

@@ -119,18 +119,21 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
     })
 
     /** Runs `use` with the target's pool, opening it if needed; a failed open is not cached. */
-    const withPool = <A, E>(target: PoolTarget, use: (pool: ConnectorPool) => Effect.Effect<A, E>) => {
+    /** The target's pool, held open until the caller's scope closes. */
+    const poolIn = (target: PoolTarget) => {
       const key = new PoolKey(target)
-      return Effect.scoped(
-        RcMap.get(pools, key).pipe(
-          Effect.tap(() => Effect.sync(() => {
+      return RcMap.get(pools, key).pipe(
+        Effect.tap(() =>
+          Effect.sync(() => {
             const info = open.get(key.id)
             if (info !== undefined) info.last_used_at = new Date()
-          })),
-          Effect.flatMap(use)
+          })
         )
       )
     }
+
+    const withPool = <A, E>(target: PoolTarget, use: (pool: ConnectorPool) => Effect.Effect<A, E>) =>
+      Effect.scoped(Effect.flatMap(poolIn(target), use))
 
     /** Closes every pool of a connection (all versions), after an edit or a delete. */
     const retire = (orgId: string, connectionId: string) =>
@@ -152,6 +155,6 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
     /** Opens a pool outside the map (test-credentials, diagnose), under the same egress policy. */
     const openOnce = (target: PoolTarget) => openTarget(target, egress)
 
-    return { withPool, openOnce, retire, stats } as const
+    return { poolIn, withPool, openOnce, retire, stats } as const
   })
 }) {}

@@ -2,7 +2,7 @@ import { Effect, type Scope } from "effect"
 import pg from "pg"
 import Cursor from "pg-cursor"
 import type { PostgresqlInput, RedshiftInput } from "../../src/domain/Connection"
-import type { Connector, ConnectorPool, Endpoint, OpenRequest, QueryOptions, QueryResult } from "./Connector"
+import { collectRows, type Connector, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type Row, type RowBatches, STREAM_BATCH_ROWS } from "./Connector"
 import { fromDriverError, sessionReusable } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
@@ -72,45 +72,53 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
 
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
     const pinStrings = c.db_type === "postgresql" ? "; SET LOCAL standard_conforming_strings = on" : ""
-    const run = (client: pg.PoolClient, sql: string, options: QueryOptions) =>
-      Effect.async<QueryResult, unknown>((resume) => {
-        const text = options.attribution ? `${options.attribution}\n${sql}` : sql
-        const timeout = Math.max(1, Math.floor(options.timeoutMs))
-        client
-          .query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}${pinStrings}`)
-          .then(async () => {
-            // A cursor runs through the extended protocol: one statement only, and rows fetched up to the cap.
-            const cursor = client.query(new Cursor(text, [], { rowMode: "array", types: parsers }))
-            try {
-              const rows = await cursor.read(options.maxRows + 1)
-              const fields = (cursor as unknown as { _result?: { fields?: Array<pg.FieldDef> } })._result?.fields ?? []
-              return {
-                columns: fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) })),
-                rows: rows.slice(0, options.maxRows),
-                truncated: rows.length > options.maxRows
-              }
-            } finally {
-              await cursor.close().catch(() => undefined)
-            }
-          })
-          .then(
-            (result) => resume(Effect.succeed(result)),
-            (error) => resume(Effect.fail(error))
+
+    /**
+     * A statement in a READ ONLY transaction, read through a cursor (the extended protocol: one
+     * statement only) `batchRows` at a time, at most maxRows + 1 rows in all.
+     */
+    const open = (sql: string, options: QueryOptions, batchRows: number) =>
+      Effect.gen(function* () {
+        let broken = false
+        // A cursor whose read failed has already given up its portal (pg-cursor syncs on error).
+        let cursorOpen = true
+        const client = yield* Effect.acquireRelease(connect, (client) => Effect.sync(() => recycle(client, broken)))
+        const pid = (client as unknown as { processID: number }).processID
+        const guarded = <A>(step: () => Promise<A>) =>
+          Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() => {
+                broken ||= !sessionReusable(exit)
+                cursorOpen &&= exit._tag === "Success"
+              })
+            ),
+            Effect.onInterrupt(() => cancel(pid))
           )
+        const timeout = Math.max(1, Math.floor(options.timeoutMs))
+        yield* guarded(() =>
+          client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}${pinStrings}`)
+        )
+        const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+        const cursor = yield* Effect.acquireRelease(
+          Effect.sync(() => client.query(new Cursor(text, [], { rowMode: "array", types: parsers }))),
+          (cursor) => (cursorOpen ? Effect.promise(() => cursor.close().catch(() => undefined)) : Effect.void)
+        )
+        let left = options.maxRows + 1
+        const read = guarded(() => cursor.read(Math.min(batchRows, left))).pipe(Effect.tap((rows) => (left -= rows.length)))
+        let pending: ReadonlyArray<Row> | undefined = yield* read
+        const fields = (cursor as unknown as { _result?: { fields?: Array<pg.FieldDef> } })._result?.fields ?? []
+        return {
+          columns: fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) })),
+          next: Effect.suspend(() => {
+            const rows = pending
+            pending = undefined
+            return rows !== undefined ? Effect.succeed(rows) : left > 0 ? read : Effect.succeed([])
+          })
+        } satisfies RowBatches
       })
 
     const query = (sql: string, options: QueryOptions) =>
-      Effect.acquireUseRelease(
-        connect,
-        (client) => {
-          const pid = (client as unknown as { processID: number }).processID
-          return run(client, sql, options).pipe(
-            Effect.mapError((error) => fromDriverError(error, request.scrub, "query")),
-            Effect.onInterrupt(() => cancel(pid))
-          )
-        },
-        (client, exit) => Effect.sync(() => recycle(client, !sessionReusable(exit)))
-      )
+      Effect.scoped(Effect.flatMap(open(sql, options, options.maxRows + 1), (batches) => collectRows(batches, options.maxRows)))
 
     const ping = Effect.acquireUseRelease(
       connect,
@@ -121,6 +129,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
 
     return {
       query,
+      stream: (sql, options) => open(sql, options, STREAM_BATCH_ROWS),
       ping,
       stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })
     } satisfies ConnectorPool

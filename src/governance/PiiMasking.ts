@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto"
-import type { QueryResult } from "../../layers/connectors/Connector"
+import type { Column, QueryResult, Row } from "../../layers/connectors/Connector"
 import type { ConnectionInput } from "../domain/Connection"
 import type { PiiAction, PiiRule } from "../domain/Pii"
 import { columnLineage, type OutputColumn } from "./lineage/ColumnLineage"
@@ -11,9 +11,18 @@ const STRENGTH: Record<PiiAction, number> = { mask: 1, hash: 2, redact: 3, drop:
 const strongest = (actions: ReadonlyArray<PiiAction>) =>
   actions.reduce<PiiAction | undefined>((a, b) => (a === undefined || STRENGTH[b] > STRENGTH[a] ? b : a), undefined)
 
+export type MaskedColumns = ReadonlyArray<{ readonly column: string; readonly rule: PiiAction }>
+
 export interface MaskedResult {
   readonly result: QueryResult
-  readonly masked: ReadonlyArray<{ readonly column: string; readonly rule: PiiAction }>
+  readonly masked: MaskedColumns
+}
+
+/** How a result's rows are masked, decided once from its columns: applied row by row to a streamed result. */
+export interface MaskPlan {
+  readonly columns: ReadonlyArray<Column>
+  readonly masked: MaskedColumns
+  readonly maskRow: (row: Row) => Row
 }
 
 interface ResolvedRule {
@@ -41,14 +50,14 @@ const maskValue = (action: PiiAction, value: unknown, hashKey: Buffer): unknown 
  * from one is redacted (a count of it is not); where lineage cannot tell which result column is
  * which, every result column is redacted.
  */
-export const maskResult = (
-  result: QueryResult,
+export const maskPlan = (
+  columns: ReadonlyArray<Column>,
   checked: CheckedStatement,
   rules: ReadonlyArray<PiiRule>,
   connection: ConnectionInput,
   hashKey: Buffer
-): MaskedResult => {
-  if (rules.length === 0) return { result, masked: [] }
+): MaskPlan | undefined => {
+  if (rules.length === 0) return undefined
   const resolved: Array<ResolvedRule> = rules.map((r) => ({
     table: qualify(r.table.split("."), connection),
     column: r.column.toLowerCase(),
@@ -56,7 +65,7 @@ export const maskResult = (
   }))
   const touched = checked.analysis.tables.map((t) => qualify(t.parts, connection))
   const relevant = resolved.filter((rule) => touched.some((t) => sameTable(rule.table, t)))
-  if (relevant.length === 0) return { result, masked: [] }
+  if (relevant.length === 0) return undefined
 
   const rulesOfTable = (parts: ReadonlyArray<string>) => {
     const table = qualify(parts, connection)
@@ -80,7 +89,6 @@ export const maskResult = (
   }
 
   const lineage = columnLineage(queryShapeOf(checked))
-  const columns = result.columns
   const everything = (): Array<PiiAction | undefined> => columns.map(() => "redact")
   let actions: Array<PiiAction | undefined>
   if ("unresolved" in lineage) actions = everything()
@@ -102,15 +110,25 @@ export const maskResult = (
     }
   }
 
-  if (actions.every((a) => a === undefined)) return { result, masked: [] }
+  if (actions.every((a) => a === undefined)) return undefined
   const keep = columns.map((_, i) => actions[i] !== "drop")
-  const masked = columns.flatMap((c, i) => (actions[i] === undefined ? [] : [{ column: c.name, rule: actions[i]! }]))
   return {
-    result: {
-      ...result,
-      columns: columns.filter((_, i) => keep[i]),
-      rows: result.rows.map((row) => row.flatMap((value, i) => (!keep[i] ? [] : [actions[i] === undefined ? value : maskValue(actions[i]!, value, hashKey)])))
-    },
-    masked
+    columns: columns.filter((_, i) => keep[i]),
+    masked: columns.flatMap((c, i) => (actions[i] === undefined ? [] : [{ column: c.name, rule: actions[i]! }])),
+    maskRow: (row) => row.flatMap((value, i) => (!keep[i] ? [] : [actions[i] === undefined ? value : maskValue(actions[i]!, value, hashKey)]))
   }
+}
+
+/** A whole result masked by `maskPlan`. */
+export const maskResult = (
+  result: QueryResult,
+  checked: CheckedStatement,
+  rules: ReadonlyArray<PiiRule>,
+  connection: ConnectionInput,
+  hashKey: Buffer
+): MaskedResult => {
+  const plan = maskPlan(result.columns, checked, rules, connection, hashKey)
+  return plan === undefined
+    ? { result, masked: [] }
+    : { result: { ...result, columns: plan.columns, rows: result.rows.map(plan.maskRow) }, masked: plan.masked }
 }
