@@ -12,6 +12,10 @@ export const ROW_LIMITS = {
   mcp: { max: 10_000 }
 } as const
 export type Surface = keyof typeof ROW_LIMITS
+/** A streamed result is never held whole, so it may be ten times longer than a buffered one. */
+export const STREAMED_ROW_LIMIT = 1_000_000
+export const NDJSON = "application/x-ndjson"
+const rowLimitMessage = `row_limit must be an integer between 1 and ${ROW_LIMITS.rest.max} (${STREAMED_ROW_LIMIT} when the result is streamed with Accept: ${NDJSON})`
 
 const Sql = Schema.String.pipe(
   Schema.filter((sql) => sql.trim().length > 0 || "sql must not be empty"),
@@ -19,11 +23,12 @@ const Sql = Schema.String.pipe(
   Schema.filter((sql) => !sql.includes("\u0000") || "sql must not contain NUL bytes")
 )
 
+/** `row_limit` is checked against its surface's bound in the service; the schema knows only the widest. */
 export const QueryRequest = Schema.Struct({
   connection_name: ConnectionName,
   sql: Sql,
   row_limit: Schema.optionalWith(
-    Schema.Int.pipe(Schema.between(1, ROW_LIMITS.rest.max, { message: () => `row_limit must be an integer between 1 and ${ROW_LIMITS.rest.max}` })),
+    Schema.Int.pipe(Schema.between(1, STREAMED_ROW_LIMIT, { message: () => rowLimitMessage })),
     { exact: true }
   ),
   timeout_seconds: Schema.optionalWith(
@@ -60,6 +65,16 @@ export const QueryResponse = Schema.Struct({
   budget: Schema.NullOr(Budget)
 })
 export type QueryResponse = typeof QueryResponse.Type
+
+/**
+ * The parts of a streamed result, one NDJSON line each (a `rows` part is a line per row, each a
+ * JSON array): the head, the rows, then `end`, or `error` when the statement fails after its first row.
+ */
+export type QueryStreamPart =
+  | ({ readonly type: "head" } & Pick<QueryResponse, "query_id" | "columns" | "cached" | "pii_masked" | "tables">)
+  | { readonly type: "rows"; readonly rows: ReadonlyArray<ReadonlyArray<unknown>> }
+  | ({ readonly type: "end" } & Pick<QueryResponse, "row_count" | "completeness" | "truncated_at" | "execution_ms" | "bytes_scanned" | "budget">)
+  | { readonly type: "error"; readonly code: string; readonly message: string }
 
 /** The read-only check or the table policy refused the statement; `reason` says which rule. */
 export class QueryBlocked extends Schema.TaggedError<QueryBlocked>()(

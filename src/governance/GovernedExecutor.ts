@@ -1,15 +1,15 @@
 import { randomUUID } from "node:crypto"
-import { Duration, Effect, Either } from "effect"
-import type { ConnectorError, QueryResult } from "../../layers/connectors/Connector"
+import { Duration, Effect, Either, Option, Stream } from "effect"
+import { batchesOf, type ConnectorError, onceThenEmpty, type QueryResult, type Row } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import type { Usage } from "../domain/Budget"
 import { InvalidRequest } from "../domain/Errors"
 import type { PiiPolicy } from "../domain/Pii"
-import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, QueryTimeout, ResultTooLarge } from "../domain/Query"
+import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, type QueryStreamPart, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
 import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
-import { maskResult } from "./PiiMasking"
+import { maskPlan, maskResult } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
 import { SqlGuard } from "./sqlguard/SqlGuard"
@@ -39,8 +39,21 @@ export interface QueryFacts {
   readonly rows?: number
   readonly columns?: number
   readonly execution_ms?: number
+  /** The rows were streamed to the caller as they were read (no size cap, not cached). */
+  readonly streamed?: boolean
   /** The budget charged and by how much. */
   readonly budget?: { readonly id: string; readonly charged: Usage }
+}
+
+export type StreamedHead = Omit<Extract<QueryStreamPart, { type: "head" }>, "type">
+export type StreamedTail = Omit<Extract<QueryStreamPart, { type: "end" }>, "type" | "budget">
+
+export interface StreamedQuery {
+  readonly head: StreamedHead
+  /** The rows in batches, masked, up to the row cap; the statement stays open in the caller's scope until they end. */
+  readonly rows: Stream.Stream<ReadonlyArray<Row>, GovernedQueryError>
+  /** Known once `rows` has ended. */
+  readonly tail: () => StreamedTail
 }
 
 export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge | InvalidRequest
@@ -113,6 +126,20 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           })
         )
 
+    const cacheKeyOf = (query: GovernedQuery, sql: string) => ({
+      orgId: query.target.orgId,
+      connectionId: query.target.connectionId,
+      connectionVersion: query.target.version,
+      piiVersion: query.pii.version,
+      rowLimit: query.rowLimit,
+      sql
+    })
+    const cachedResult = (query: GovernedQuery, sql: string) =>
+      (query.target.connection.result_cache_ttl ?? 0) > 0 ? cache.get(cacheKeyOf(query, sql)) : undefined
+    const hashKeyOf = (query: GovernedQuery) =>
+      query.pii.rules.some((r) => r.action === "hash") ? cipher.orgSecret("pii-hash", query.target.orgId) : Buffer.alloc(0)
+    const columnsOf = (result: Pick<QueryResult, "columns">) => result.columns.map((c) => ({ name: c.name, type: c.type, nullable: null }))
+
     // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
     const run = Effect.fnUntraced(function* (
       query: GovernedQuery,
@@ -122,22 +149,13 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       const connection = query.target.connection
       const { capped, tables } = yield* admit(query, queryId, report)
       const ttlSeconds = connection.result_cache_ttl ?? 0
-      const cacheKey = {
-        orgId: query.target.orgId,
-        connectionId: query.target.connectionId,
-        connectionVersion: query.target.version,
-        piiVersion: query.pii.version,
-        rowLimit: query.rowLimit,
-        sql: capped.sql
-      }
       const started = performance.now()
-      const hit = ttlSeconds > 0 ? cache.get(cacheKey) : undefined
+      const hit = cachedResult(query, capped.sql)
       let result: CachedResult
       if (hit !== undefined) result = hit
       else {
         const raw = yield* execute(query, capped.sql, query.rowLimit).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
-        const hashKey = query.pii.rules.some((r) => r.action === "hash") ? cipher.orgSecret("pii-hash", query.target.orgId) : Buffer.alloc(0)
-        const masked = maskResult(raw, capped, query.pii.rules, connection, hashKey)
+        const masked = maskResult(raw, capped, query.pii.rules, connection, hashKeyOf(query))
         result = { ...masked.result, masked: masked.masked }
       }
       const executionMs = Number((performance.now() - started).toFixed(3))
@@ -148,7 +166,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           message: `The result is larger than ${MAX_RESULT_BYTES / 1024 / 1024} MiB; select fewer columns or lower row_limit`
         })
       }
-      if (ttlSeconds > 0 && hit === undefined) cache.set(cacheKey, result, bytes, ttlSeconds * 1000)
+      if (ttlSeconds > 0 && hit === undefined) cache.set(cacheKeyOf(query, capped.sql), result, bytes, ttlSeconds * 1000)
       const cached = hit !== undefined
       const completeness = result.truncated ? "truncated" : "complete"
       yield* report({
@@ -163,7 +181,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       })
       return {
         query_id: queryId,
-        columns: result.columns.map((c) => ({ name: c.name, type: c.type, nullable: null })),
+        columns: columnsOf(result),
         rows: result.rows,
         row_count: result.rows.length,
         completeness,
@@ -174,6 +192,83 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         pii_masked: result.masked,
         tables
       } satisfies Omit<QueryResponse, "budget">
+    })
+
+    /**
+     * `run` for results too big to hold: the statement is opened (so a refusal or a failing statement
+     * is still an error before any row), then its rows are read, masked and passed on a batch at a
+     * time. The row cap applies; the size cap does not, and nothing is cached (a cached result is
+     * served). The audit facts are reported when the rows end, however they end.
+     */
+    const stream = Effect.fnUntraced(function* (query: GovernedQuery, report: (facts: QueryFacts) => Effect.Effect<void>) {
+      const queryId = randomUUID()
+      const { capped, tables } = yield* admit(query, queryId, report)
+      const started = performance.now()
+      const deadline = Date.now() + query.timeoutMs + Duration.toMillis(DEADLINE_GRACE)
+      const beforeDeadline = <A, R>(effect: Effect.Effect<A, ConnectorError, R>) =>
+        effect.pipe(
+          Effect.mapError(fromConnector),
+          Effect.timeoutFail({
+            duration: Math.max(0, deadline - Date.now()),
+            onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
+          })
+        )
+      const hit = cachedResult(query, capped.sql)
+      const source =
+        hit !== undefined
+          ? { columns: hit.columns, masked: hit.masked, next: onceThenEmpty(hit.rows) }
+          : yield* Effect.gen(function* () {
+              const pool = yield* beforeDeadline(pools.poolIn(query.target))
+              const opened = yield* beforeDeadline(
+                batchesOf(pool, capped.sql, { timeoutMs: query.timeoutMs, maxRows: query.rowLimit, attribution: attributionComment(query.attribution) })
+              )
+              const plan = maskPlan(opened.columns, capped, query.pii.rules, query.target.connection, hashKeyOf(query))
+              const next = beforeDeadline(opened.next)
+              return {
+                columns: plan?.columns ?? opened.columns,
+                masked: plan?.masked ?? [],
+                next: plan === undefined ? next : Effect.map(next, (rows) => rows.map(plan.maskRow))
+              }
+            }).pipe(Effect.tapError(() => report({ query_id: queryId, tables, streamed: true })))
+      let rowCount = 0
+      let truncated = hit?.truncated ?? false
+      let ended = false
+      const rows = Stream.repeatEffectOption(
+        Effect.suspend(() => (ended ? Effect.fail(Option.none()) : Effect.mapError(source.next, Option.some))).pipe(
+          Effect.flatMap((batch) => {
+            const room = query.rowLimit - rowCount
+            if (batch.length > room) truncated = true
+            const kept = batch.length > room ? batch.slice(0, room) : batch
+            rowCount += kept.length
+            if (batch.length === 0 || truncated) ended = true
+            return kept.length === 0 ? Effect.fail(Option.none()) : Effect.succeed(kept)
+          })
+        )
+      )
+      const tail = (): StreamedTail => ({
+        row_count: rowCount,
+        completeness: truncated ? "truncated" : "complete",
+        truncated_at: truncated ? query.rowLimit : null,
+        execution_ms: Number((performance.now() - started).toFixed(3)),
+        bytes_scanned: null
+      })
+      const reportEnd = Effect.suspend(() =>
+        report({
+          query_id: queryId,
+          tables,
+          streamed: true,
+          cached: hit !== undefined,
+          pii_masked: source.masked,
+          rows: rowCount,
+          columns: source.columns.length,
+          ...(ended ? { completeness: tail().completeness, execution_ms: tail().execution_ms } : {})
+        })
+      )
+      return {
+        head: { query_id: queryId, columns: columnsOf(source), cached: hit !== undefined, pii_masked: source.masked, tables },
+        rows: Stream.ensuring(rows, reportEnd),
+        tail
+      } satisfies StreamedQuery
     })
 
     /** The plan of what `run` would execute, from the engine's own EXPLAIN; nothing runs. */
@@ -207,7 +302,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       return { query_id: queryId, ...summary, tables, sql: capped.sql }
     })
 
-    return { run, explain } as const
+    return { run, stream, explain } as const
   }),
   dependencies: [SqlGuard.Default, ResultCache.Default]
 }) {}

@@ -1,7 +1,8 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Stream } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
+import { NDJSON, type QueryStreamPart } from "../domain/Query"
 import { Queries } from "../services/Queries"
 import { onQuery } from "./RequestState"
 
@@ -13,7 +14,10 @@ export const QueryHttp = HttpApiBuilder.group(SluiceApi, "query", (handlers) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
           const { requestId, report } = yield* onQuery(payload.connection_name, payload.sql)
-          return yield* queries.run(principal, payload, { surface: "rest", requestId, report })
+          const request = yield* HttpServerRequest.HttpServerRequest
+          if (!(request.headers["accept"] ?? "").includes(NDJSON)) return yield* queries.run(principal, payload, { surface: "rest", requestId, report })
+          const parts = yield* queries.stream(principal, payload, { surface: "rest", requestId, report })
+          return HttpServerResponse.stream(Stream.map(parts, ndjsonLines), { contentType: NDJSON })
         })
       )
       .handle("explain", ({ payload }) =>
@@ -29,3 +33,13 @@ export const QueryHttp = HttpApiBuilder.group(SluiceApi, "query", (handlers) =>
       )
   })
 )
+
+const encoder = new TextEncoder()
+
+/** One JSON document per line; a batch of rows is one write. */
+const ndjsonLines = (part: QueryStreamPart): Uint8Array => {
+  if (part.type !== "rows") return encoder.encode(`${JSON.stringify(part)}\n`)
+  let text = ""
+  for (const row of part.rows) text += `${JSON.stringify(row)}\n`
+  return encoder.encode(text)
+}

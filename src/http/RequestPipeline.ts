@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
-import { HttpApp, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpBody, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Option, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { principalLabel } from "../domain/Principal"
 import { Audit } from "../services/Audit"
@@ -107,6 +107,35 @@ const allowedHostGuard = (config: AppConfig) => {
   }
 }
 
+const auditRow = (
+  request: HttpServerRequest.HttpServerRequest,
+  info: RequestInfo,
+  status: number,
+  outcome: "success" | "refused" | "error",
+  blockReason: string | null,
+  durationMs: number
+) => ({
+  timestamp: Math.floor(Date.now() / 1000),
+  org_id: info.principal?.orgId ?? null,
+  principal: info.principal ? principalLabel(info.principal) : null,
+  key_id: info.principal?.keyId ?? null,
+  user_id: info.principal?.userId ?? null,
+  event_type: info.eventType,
+  method: request.method,
+  route: request.url.split("?")[0]!.slice(0, 512),
+  status,
+  connection: info.connection,
+  sql: info.sql,
+  outcome,
+  block_reason: blockReason,
+  rows: info.rows,
+  duration_ms: Number(durationMs.toFixed(3)),
+  client_ip: info.client.ip,
+  user_agent: request.headers["user-agent"]?.slice(0, 512) ?? null,
+  request_id: info.requestId,
+  details: info.details === null ? null : JSON.stringify(info.details)
+})
+
 /**
  * The outer request path: host guard, body cap, request id, error envelope, security headers,
  * and the audit row, committed before the response leaves.
@@ -139,32 +168,30 @@ export const makeRequestPipeline = Effect.gen(function* () {
       if (info.principal === null && !REFUSALS.has(status)) return response
       const body = outcome === "refused" ? readJson(response) : null
       const recorded = yield* Effect.either(
-        audit.record({
-          timestamp: Math.floor(Date.now() / 1000),
-          org_id: info.principal?.orgId ?? null,
-          principal: info.principal ? principalLabel(info.principal) : null,
-          key_id: info.principal?.keyId ?? null,
-          user_id: info.principal?.userId ?? null,
-          event_type: info.eventType,
-          method: request.method,
-          route: request.url.split("?")[0]!.slice(0, 512),
-          status,
-          connection: info.connection,
-          sql: info.sql,
-          outcome,
-          block_reason: info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null),
-          rows: info.rows,
-          duration_ms: Number(durationMs.toFixed(3)),
-          client_ip: info.client.ip,
-          user_agent: request.headers["user-agent"]?.slice(0, 512) ?? null,
-          request_id: info.requestId,
-          details: info.details === null ? null : JSON.stringify(info.details)
-        })
+        audit.record(auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs))
       )
-      return recorded._tag === "Right"
-        ? response
-        : HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
+      if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
+      return response.body._tag === "Stream" ? auditStreamEnd(request, info, started, response, response.body) : response
     })
+
+  /**
+   * A streamed body's rows leave after the request's audit row is committed; when they end, however
+   * they end, a second row records what was sent (rows, completeness), as the executor reported it.
+   */
+  const auditStreamEnd = (
+    request: HttpServerRequest.HttpServerRequest,
+    info: RequestInfo,
+    started: number,
+    response: HttpServerResponse.HttpServerResponse,
+    body: HttpBody.Stream
+  ) => {
+    const recordEnd = Effect.suspend(() => {
+      const complete = typeof info.details?.["completeness"] === "string"
+      const row = auditRow(request, info, response.status, complete ? "success" : "error", null, performance.now() - started)
+      return audit.record({ ...row, event_type: `${info.eventType}_stream_end` })
+    }).pipe(Effect.catchAll((error) => Effect.logWarning("the end of a streamed response could not be audited", error.message)))
+    return HttpServerResponse.setBody(response, HttpBody.stream(Stream.ensuring(body.stream, recordEnd), body.contentType))
+  }
 
   return (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function* () {

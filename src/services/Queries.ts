@@ -1,6 +1,8 @@
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
+import { InvalidRequest } from "../domain/Errors"
+import type { Usage } from "../domain/Budget"
 import type { Principal } from "../domain/Principal"
-import { type ExplainRequest, type QueryRequest, ROW_LIMITS, type Surface } from "../domain/Query"
+import { type ExplainRequest, type QueryRequest, type QueryStreamPart, ROW_LIMITS, STREAMED_ROW_LIMIT, type Surface } from "../domain/Query"
 import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { Budgets } from "./Budgets"
@@ -9,6 +11,8 @@ import { Settings } from "./Settings"
 
 interface QueryContext {
   readonly surface: Surface
+  /** The rows go out as they are read (REST with Accept: application/x-ndjson). */
+  readonly streamed?: boolean
   readonly requestId: string
   readonly report: (facts: QueryFacts) => Effect.Effect<void>
 }
@@ -32,8 +36,13 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         const target = yield* connections.target(principal, request.connection_name)
         const org = yield* settings.get(principal)
         const connection = target.connection
+        const maxRowLimit = context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max
+        if (request.row_limit !== undefined && request.row_limit > maxRowLimit)
+          return yield* new InvalidRequest({
+            message: `row_limit must be at most ${maxRowLimit}${context.streamed === true ? "" : ` (${STREAMED_ROW_LIMIT} when the result is streamed with Accept: application/x-ndjson)`}`
+          })
         const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
-        const rowLimit = Math.min(requested, ROW_LIMITS[context.surface].max, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
+        const rowLimit = Math.min(requested, maxRowLimit, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
         const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
         return {
           target,
@@ -45,23 +54,62 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         }
       })
 
+    // Bytes scanned where the warehouse reports them (BigQuery); no connector reports credits, so cost is rows × columns.
+    const usageOf = (
+      outcome: { readonly row_count: number; readonly cached: boolean; readonly bytes_scanned: number | null; readonly execution_ms: number },
+      columns: number
+    ): Usage => ({
+      queries: 1,
+      rows: outcome.row_count,
+      bytes_scanned: outcome.cached ? 0 : (outcome.bytes_scanned ?? 0),
+      cost: outcome.row_count * columns,
+      duration_ms: outcome.execution_ms
+    })
+
+    /** The executor's audit sink, keeping the last facts so the budget charge can be added to them. */
+    const factsOf = (context: QueryContext) => {
+      let last: QueryFacts | undefined
+      return {
+        report: (facts: QueryFacts) => Effect.zipRight(Effect.sync(() => (last = facts)), context.report(facts)),
+        charged: (budget: { readonly id: string } | null, usage: Usage) =>
+          budget !== null && last !== undefined ? context.report({ ...last, budget: { id: budget.id, charged: usage } }) : Effect.void
+      }
+    }
+
     // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
     const run = Effect.fnUntraced(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
       const query = yield* prepare(principal, request, context)
       const reserved = yield* budgets.reserve(principal, request.session)
-      let facts: QueryFacts | undefined
-      const outcome = yield* executor.run(query, (f) => Effect.zipRight(Effect.sync(() => (facts = f)), context.report(f)))
-      // Bytes scanned where the warehouse reports them (BigQuery); no connector reports credits, so cost is rows × columns.
-      const usage = {
-        queries: 1,
-        rows: outcome.row_count,
-        bytes_scanned: outcome.cached ? 0 : (outcome.bytes_scanned ?? 0),
-        cost: outcome.row_count * outcome.columns.length,
-        duration_ms: outcome.execution_ms
-      }
+      const facts = factsOf(context)
+      const outcome = yield* executor.run(query, facts.report)
+      const usage = usageOf(outcome, outcome.columns.length)
       const budget = yield* budgets.charge(principal, reserved, usage)
-      if (budget !== null && facts !== undefined) yield* context.report({ ...facts, budget: { id: budget.id, charged: usage } })
+      yield* facts.charged(budget, usage)
       return { ...outcome, budget }
+    })
+
+    /**
+     * `run` with the rows sent as they are read. Refusals and a statement that fails before its
+     * first row are errors as usual; a later failure becomes the stream's last part.
+     */
+    const stream = Effect.fnUntraced(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
+      const query = yield* prepare(principal, request, { ...context, streamed: true })
+      const reserved = yield* budgets.reserve(principal, request.session)
+      const facts = factsOf(context)
+      const streamed = yield* executor.stream(query, facts.report)
+      const charge = Effect.suspend(() => {
+        const usage = usageOf({ ...streamed.tail(), cached: streamed.head.cached }, streamed.head.columns.length)
+        return Effect.tap(budgets.charge(principal, reserved, usage), (budget) => facts.charged(budget, usage))
+      })
+      const parts: Stream.Stream<QueryStreamPart, { readonly code: string; readonly message: string }> = Stream.concat(
+        Stream.succeed({ type: "head" as const, ...streamed.head }),
+        Stream.map(streamed.rows, (rows) => ({ type: "rows" as const, rows }))
+      ).pipe(Stream.concat(Stream.fromEffect(Effect.map(charge, (budget) => ({ type: "end" as const, ...streamed.tail(), budget })))))
+      return parts.pipe(
+        Stream.catchAll((error) =>
+          Stream.fromEffect(Effect.as(Effect.ignore(charge), { type: "error", code: error.code, message: error.message } as const))
+        )
+      )
     })
 
     const explain = Effect.fnUntraced(function* (principal: Principal, request: ExplainRequest, context: QueryContext) {
@@ -76,7 +124,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       return { invalidated: yield* cache.invalidate(principal.orgId, connectionId) }
     })
 
-    return { run, explain, cacheStats, invalidateCache } as const
+    return { run, stream, explain, cacheStats, invalidateCache } as const
   }),
   dependencies: [GovernedExecutor.Default, ResultCache.Default, Budgets.Default]
 }) {}

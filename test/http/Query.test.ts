@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request, type RequestOptions } from "../support/Http"
-import { createTestDatabase, mysqlAvailable, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
+import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const servers = { postgres: await postgresAvailable(), mysql: await mysqlAvailable() }
 const skip = !servers.postgres || !servers.mysql
-const mysqlUrl = new URL(TEST_MYSQL_URL)
 
 describe("POST /api/query: governed read-only SQL over HTTP", () => {
   let gateway: Gateway
@@ -32,14 +31,7 @@ describe("POST /api/query: governed read-only SQL over HTTP", () => {
     expect((await request(gateway.url, "/api/connections", { key: admin, body: governed })).status).toBe(201)
     const allowList = { name: "pg_allow", ...base, allowed_tables: ["public.orders"] }
     expect((await request(gateway.url, "/api/connections", { key: admin, body: allowList })).status).toBe(201)
-    const mysql = {
-      name: "maria",
-      db_type: "mysql",
-      host: mysqlUrl.hostname,
-      port: Number(mysqlUrl.port || 3306),
-      database: mysqlUrl.pathname.slice(1),
-      username: decodeURIComponent(mysqlUrl.username)
-    }
+    const mysql = mysqlConnection("maria")
     expect((await request(gateway.url, "/api/connections", { key: admin, body: mysql })).status).toBe(201)
   })
   afterAll(async () => {

@@ -8,7 +8,7 @@ import { DIALECT_ATTACKS, GENERIC_ATTACKS } from "../governance/corpus/Attacks"
 import { READS } from "../governance/corpus/Reads"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
-import { createTestDatabase, mysqlAvailable, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
+import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
 
 const servers = { postgres: await postgresAvailable(), mysql: await mysqlAvailable() }
 const skip = !servers.postgres || !servers.mysql
@@ -115,17 +115,9 @@ describe("the read-only corpus against real PostgreSQL, MariaDB, SQLite and Duck
     connection.closeSync()
     duck.closeSync()
 
-    const mysqlUrl = new URL(TEST_MYSQL_URL)
     const connections = [
       { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: pgDatabase.name, username: "root" },
-      {
-        name: "maria",
-        db_type: "mysql",
-        host: mysqlUrl.hostname,
-        port: Number(mysqlUrl.port || 3306),
-        database: MYSQL_DATABASE,
-        username: decodeURIComponent(mysqlUrl.username)
-      },
+      mysqlConnection("maria", MYSQL_DATABASE),
       { name: "lite", db_type: "sqlite", database: sqliteFile() },
       { name: "duck", db_type: "duckdb", database: duckFile() }
     ]

@@ -72,6 +72,19 @@ export type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>
 
 export const TEST_MYSQL_URL = process.env["TEST_MYSQL_URL"] ?? "mysql://root@127.0.0.1:3306/test"
 
+/** A `mysql` connection body for the test server (database from TEST_MYSQL_URL unless given). */
+export const mysqlConnection = (name: string, database?: string) => {
+  const url = new URL(TEST_MYSQL_URL)
+  return {
+    name,
+    db_type: "mysql",
+    host: url.hostname,
+    port: Number(url.port || 3306),
+    database: database ?? url.pathname.slice(1),
+    username: decodeURIComponent(url.username)
+  }
+}
+
 export const mysqlAvailable = () =>
   available("MariaDB/MySQL", async () => {
     const mysql = await import("mysql2/promise")
