@@ -109,18 +109,6 @@ export interface Connector<C extends ConnectionInput = ConnectionInput> {
 /** Rows per round trip when a result is streamed: big enough to amortize the trip, small enough to keep memory flat. */
 export const STREAM_BATCH_ROWS = 2_000
 
-/** Reads an open statement to the end: up to `maxRows` rows, and whether there were more. */
-export const collectRows = (batches: RowBatches, maxRows: number): Effect.Effect<QueryResult, ConnectorError> =>
-  Effect.gen(function* () {
-    const rows: Array<Row> = []
-    while (rows.length <= maxRows) {
-      const batch = yield* batches.next
-      if (batch.length === 0) break
-      for (const row of batch) rows.push(row)
-    }
-    return { columns: batches.columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows }
-  })
-
 /** A pool without a cursor of its own streams its whole (capped) result as one batch. */
 export const batchesOf = (pool: ConnectorPool, sql: string, options: QueryOptions): Effect.Effect<RowBatches, ConnectorError, Scope.Scope> =>
   pool.stream !== undefined

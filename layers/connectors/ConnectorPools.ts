@@ -118,8 +118,7 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
       idleTimeToLive: IDLE_TTL
     })
 
-    /** Runs `use` with the target's pool, opening it if needed; a failed open is not cached. */
-    /** The target's pool, held open until the caller's scope closes. */
+    /** The target's pool, opened if needed (a failed open is not cached) and held until the caller's scope closes. */
     const poolIn = (target: PoolTarget) => {
       const key = new PoolKey(target)
       return RcMap.get(pools, key).pipe(
@@ -132,6 +131,7 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
       )
     }
 
+    /** Runs `use` with the target's pool. */
     const withPool = <A, E>(target: PoolTarget, use: (pool: ConnectorPool) => Effect.Effect<A, E>) =>
       Effect.scoped(Effect.flatMap(poolIn(target), use))
 

@@ -2,8 +2,19 @@ import { Effect, type Scope } from "effect"
 import pg from "pg"
 import Cursor from "pg-cursor"
 import type { PostgresqlInput, RedshiftInput } from "../../src/domain/Connection"
-import { collectRows, type Connector, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type Row, type RowBatches, STREAM_BATCH_ROWS } from "./Connector"
+import {
+  type Connector,
+  type ConnectorPool,
+  type Endpoint,
+  type OpenRequest,
+  type QueryOptions,
+  type QueryResult,
+  type Row,
+  type RowBatches,
+  STREAM_BATCH_ROWS
+} from "./Connector"
 import { fromDriverError, sessionReusable } from "./DriverErrors"
+import { PostgresCappedRead } from "./PostgresCappedRead"
 import { tlsOptions } from "./Tls"
 
 type PgConnection = typeof PostgresqlInput.Type | typeof RedshiftInput.Type
@@ -73,42 +84,76 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
     const pinStrings = c.db_type === "postgresql" ? "; SET LOCAL standard_conforming_strings = on" : ""
 
-    /**
-     * A statement in a READ ONLY transaction, read through a cursor (the extended protocol: one
-     * statement only) `batchRows` at a time, at most maxRows + 1 rows in all.
-     */
-    const open = (sql: string, options: QueryOptions, batchRows: number) =>
+    /** A pooled client in a READ ONLY transaction with the statement's limits; `guarded` runs a step on it. */
+    const session = (options: QueryOptions) =>
       Effect.gen(function* () {
         let broken = false
-        // A cursor whose read failed has already given up its portal (pg-cursor syncs on error).
-        let cursorOpen = true
         const client = yield* Effect.acquireRelease(connect, (client) => Effect.sync(() => recycle(client, broken)))
         const pid = (client as unknown as { processID: number }).processID
         const guarded = <A>(step: () => Promise<A>) =>
           Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
-            Effect.onExit((exit) =>
-              Effect.sync(() => {
-                broken ||= !sessionReusable(exit)
-                cursorOpen &&= exit._tag === "Success"
-              })
-            ),
+            Effect.onExit((exit) => Effect.sync(() => (broken ||= !sessionReusable(exit)))),
             Effect.onInterrupt(() => cancel(pid))
           )
         const timeout = Math.max(1, Math.floor(options.timeoutMs))
         yield* guarded(() =>
           client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}${pinStrings}`)
         )
-        const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+        return { client, guarded }
+      })
+
+    const attributed = (sql: string, options: QueryOptions) => (options.attribution ? `${options.attribution}\n${sql}` : sql)
+    const columnsOf = (fields: ReadonlyArray<pg.FieldDef>) =>
+      fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) }))
+
+    const query = (sql: string, options: QueryOptions) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { client, guarded } = yield* session(options)
+          const read = yield* guarded(
+            () =>
+              new Promise<PostgresCappedRead>((resolve, reject) => {
+                client.query(
+                  new PostgresCappedRead(attributed(sql, options), options.maxRows + 1, parsers, (error, read) => (error ? reject(error) : resolve(read)))
+                )
+              })
+          )
+          return {
+            columns: columnsOf(read.fields),
+            rows: read.rows.slice(0, options.maxRows),
+            truncated: read.more || read.rows.length > options.maxRows
+          } satisfies QueryResult
+        })
+      )
+
+    /** The statement through a server cursor, read `STREAM_BATCH_ROWS` at a time, at most maxRows + 1 rows in all. */
+    const stream = (sql: string, options: QueryOptions) =>
+      Effect.gen(function* () {
+        const { client, guarded } = yield* session(options)
+        // A cursor that has read its last row, or whose read failed (pg-cursor syncs on error), has no portal left to close.
+        let cursorOpen = true
         const cursor = yield* Effect.acquireRelease(
-          Effect.sync(() => client.query(new Cursor(text, [], { rowMode: "array", types: parsers }))),
+          Effect.sync(() => client.query(new Cursor(attributed(sql, options), [], { rowMode: "array", types: parsers }))),
           (cursor) => (cursorOpen ? Effect.promise(() => cursor.close().catch(() => undefined)) : Effect.void)
         )
         let left = options.maxRows + 1
-        const read = guarded(() => cursor.read(Math.min(batchRows, left))).pipe(Effect.tap((rows) => (left -= rows.length)))
+        const read = Effect.suspend(() => {
+          const wanted = Math.min(STREAM_BATCH_ROWS, left)
+          return guarded(() => cursor.read(wanted)).pipe(
+            Effect.tapBoth({
+              onFailure: () => Effect.sync(() => (cursorOpen = false)),
+              onSuccess: (rows) =>
+                Effect.sync(() => {
+                  left -= rows.length
+                  if (rows.length < wanted) cursorOpen = false
+                })
+            })
+          )
+        })
         let pending: ReadonlyArray<Row> | undefined = yield* read
         const fields = (cursor as unknown as { _result?: { fields?: Array<pg.FieldDef> } })._result?.fields ?? []
         return {
-          columns: fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) })),
+          columns: columnsOf(fields),
           next: Effect.suspend(() => {
             const rows = pending
             pending = undefined
@@ -116,9 +161,6 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
           })
         } satisfies RowBatches
       })
-
-    const query = (sql: string, options: QueryOptions) =>
-      Effect.scoped(Effect.flatMap(open(sql, options, options.maxRows + 1), (batches) => collectRows(batches, options.maxRows)))
 
     const ping = Effect.acquireUseRelease(
       connect,
@@ -129,7 +171,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
 
     return {
       query,
-      stream: (sql, options) => open(sql, options, STREAM_BATCH_ROWS),
+      stream,
       ping,
       stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })
     } satisfies ConnectorPool
@@ -139,7 +181,7 @@ const capabilities = (dbType: "postgresql" | "redshift") => ({
   db_type: dbType,
   driver: "pg",
   transport: "PostgreSQL wire protocol",
-  read_only_guard: "BEGIN READ ONLY + SET LOCAL statement_timeout, extended protocol, DISCARD ALL before reuse",
+  read_only_guard: "BEGIN READ ONLY + SET LOCAL statement_timeout, extended protocol (one statement, rows read up to the cap), DISCARD ALL before reuse",
   server_side_cancel: true,
   ssh_tunnel: true,
   tls: true,

@@ -63,6 +63,7 @@ describe("session guards and server-side cancel, per connector", () => {
         ddl: attempt(pool, "create table evil (id int)"),
         twoStatements: attempt(pool, "select 1; select 2"),
         capped: pool.query("select id from t order by id", { timeoutMs: 5000, maxRows: 10 }),
+        exact: pool.query("select id from t order by id", { timeoutMs: 5000, maxRows: 50 }),
         slow: attempt(pool, "select pg_sleep(30)", 300),
         afterwards: pool.query("select count(*)::int from t", { timeoutMs: 5000, maxRows: 1 }),
         // A statement that turns the session's read-only default off: the session is reset before anyone reuses it.
@@ -78,6 +79,8 @@ describe("session guards and server-side cancel, per connector", () => {
     expect(Either.getLeft(outcome.twoStatements).pipe((e) => e._tag === "Some" && e.value.message)).toMatch(/multiple commands/)
     expect(outcome.capped.rows).toHaveLength(10)
     expect(outcome.capped.truncated).toBe(true)
+    expect(outcome.exact.rows).toHaveLength(50)
+    expect(outcome.exact.truncated).toBe(false)
     expect(outcome.capped.columns).toEqual([{ name: "id", type: "int4" }])
     expect(Either.getLeft(outcome.slow).pipe((e) => e._tag === "Some" && e.value.step)).toBe("timeout")
     expect(outcome.afterwards.rows).toEqual([[50]])
