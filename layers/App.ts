@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
 import { ResultCache } from "../src/governance/ResultCache"
+import { McpTools } from "../src/mcp/McpTools"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ApiKeys } from "../src/services/ApiKeys"
 import { Budgets } from "../src/services/Budgets"
@@ -28,7 +29,8 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default).pipe(
+const ConnectionsLive = McpTools.Default.pipe(
+  Layer.provideMerge(Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default)),
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
   Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default, Budgets.Default))

@@ -16,10 +16,24 @@ import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
 import { makeRequestPipeline } from "../src/http/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
+import { McpRouteLive } from "../src/mcp/McpRoute"
 import { AppConfig } from "./AppConfig"
 
 const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
-  Layer.provide([KeysHttp, AuditHttp, ConnectionsHttp, ConnectionHealthHttp, ConnectionUrlsHttp, ConnectionTransferHttp, QueryHttp, BudgetsHttp, PiiHttp, SystemHttp, PublicHttp]),
+  Layer.provide([
+    KeysHttp,
+    AuditHttp,
+    ConnectionsHttp,
+    ConnectionHealthHttp,
+    ConnectionUrlsHttp,
+    ConnectionTransferHttp,
+    QueryHttp,
+    BudgetsHttp,
+    PiiHttp,
+    SystemHttp,
+    PublicHttp,
+    McpRouteLive
+  ]),
   Layer.provide(AuthenticationLive)
 )
 
@@ -27,7 +41,7 @@ const NodeServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => NodeHttpServer.layer(() => createServer(), { port: config.port, host: config.host }))
 )
 
-/** REST under /api, /health, /local-api-key, the OpenAPI document and its docs page, on SP_PORT. */
+/** REST under /api, MCP at /mcp, /health, /local-api-key, the OpenAPI document and its docs page, on SP_PORT. */
 export const HttpServerLive = Layer.unwrapEffect(Effect.map(makeRequestPipeline, (pipeline) => HttpApiBuilder.serve(pipeline))).pipe(
   Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),

@@ -19,7 +19,7 @@ const rowLimitMessage = `row_limit must be an integer between 1 and ${ROW_LIMITS
 
 const Sql = Schema.String.pipe(
   Schema.filter((sql) => sql.trim().length > 0 || "sql must not be empty"),
-  Schema.filter((sql) => sql.length <= MAX_SQL_CHARS || `sql must be at most ${MAX_SQL_CHARS} characters`),
+  Schema.maxLength(MAX_SQL_CHARS, { message: () => `sql must be at most ${MAX_SQL_CHARS} characters` }),
   Schema.filter((sql) => !sql.includes("\u0000") || "sql must not contain NUL bytes")
 )
 

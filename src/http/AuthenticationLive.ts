@@ -11,7 +11,7 @@ import { RequestState } from "./RequestState"
 const BEARER = /^bearer\s+(.+)$/i
 
 /** The credential from `x-api-key` or `Authorization: Bearer`; a non-Bearer Authorization is refused. */
-const readToken = (headers: Readonly<Record<string, string | undefined>>) => {
+export const readToken = (headers: Readonly<Record<string, string | undefined>>) => {
   const apiKey = headers["x-api-key"]?.trim()
   if (apiKey) return Effect.succeed(apiKey)
   const authorization = headers["authorization"]

@@ -4,7 +4,7 @@ import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { NDJSON, type QueryStreamPart } from "../domain/Query"
 import { Queries } from "../services/Queries"
-import { onQuery } from "./RequestState"
+import { onQuery, onStreamedRows } from "./RequestState"
 
 export const QueryHttp = HttpApiBuilder.group(SluiceApi, "query", (handlers) =>
   Effect.gen(function* () {
@@ -17,6 +17,7 @@ export const QueryHttp = HttpApiBuilder.group(SluiceApi, "query", (handlers) =>
           const request = yield* HttpServerRequest.HttpServerRequest
           if (!(request.headers["accept"] ?? "").includes(NDJSON)) return yield* queries.run(principal, payload, { surface: "rest", requestId, report })
           const parts = yield* queries.stream(principal, payload, { surface: "rest", requestId, report })
+          yield* onStreamedRows
           return HttpServerResponse.stream(Stream.map(parts, ndjsonLines), { contentType: NDJSON })
         })
       )

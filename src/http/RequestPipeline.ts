@@ -3,11 +3,11 @@ import { HttpApp, HttpBody, HttpIncomingMessage, HttpServerRequest, HttpServerRe
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
-import { principalLabel } from "../domain/Principal"
 import { Audit } from "../services/Audit"
 import { Metrics } from "../services/Metrics"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { resolveClientAddress } from "./ClientAddress"
+import { auditRow } from "./AuditRow"
 import { type RequestInfo, RequestState } from "./RequestState"
 
 const REFUSALS = new Set([401, 403, 429])
@@ -107,35 +107,6 @@ const allowedHostGuard = (config: AppConfig) => {
   }
 }
 
-const auditRow = (
-  request: HttpServerRequest.HttpServerRequest,
-  info: RequestInfo,
-  status: number,
-  outcome: "success" | "refused" | "error",
-  blockReason: string | null,
-  durationMs: number
-) => ({
-  timestamp: Math.floor(Date.now() / 1000),
-  org_id: info.principal?.orgId ?? null,
-  principal: info.principal ? principalLabel(info.principal) : null,
-  key_id: info.principal?.keyId ?? null,
-  user_id: info.principal?.userId ?? null,
-  event_type: info.eventType,
-  method: request.method,
-  route: request.url.split("?")[0]!.slice(0, 512),
-  status,
-  connection: info.connection,
-  sql: info.sql,
-  outcome,
-  block_reason: blockReason,
-  rows: info.rows,
-  duration_ms: Number(durationMs.toFixed(3)),
-  client_ip: info.client.ip,
-  user_agent: request.headers["user-agent"]?.slice(0, 512) ?? null,
-  request_id: info.requestId,
-  details: info.details === null ? null : JSON.stringify(info.details)
-})
-
 /**
  * The outer request path: host guard, body cap, request id, error envelope, security headers,
  * and the audit row, committed before the response leaves.
@@ -160,9 +131,11 @@ export const makeRequestPipeline = Effect.gen(function* () {
         "x-request-id": info.requestId,
         ...(request.url.startsWith("/docs") ? {} : { "cache-control": "no-store" })
       }
-      const response = HttpServerResponse.setHeaders(normalizeError(info.bodyTooLarge ? tooLarge() : raw), headers)
+      // The MCP endpoint answers in JSON-RPC, whose error bodies its clients read as they are.
+      const answer = info.bodyTooLarge ? tooLarge() : request.url.startsWith("/mcp") ? raw : normalizeError(raw)
+      const response = HttpServerResponse.setHeaders(answer, headers)
       const status = response.status
-      const outcome = status < 400 ? "success" : REFUSALS.has(status) || info.blockReason !== null ? "refused" : "error"
+      const outcome = info.outcome ?? (status < 400 ? "success" : REFUSALS.has(status) || info.blockReason !== null ? "refused" : "error")
       const durationMs = performance.now() - started
       if (info.principal !== null) metrics.record(info.principal.orgId, outcome, durationMs)
       if (info.principal === null && !REFUSALS.has(status)) return response
@@ -171,7 +144,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         audit.record(auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs))
       )
       if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
-      return response.body._tag === "Stream" ? auditStreamEnd(request, info, started, response, response.body) : response
+      return response.body._tag === "Stream" && info.streamedRows ? auditStreamEnd(request, info, started, response, response.body) : response
     })
 
   /**
@@ -207,6 +180,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
         rows: null,
         details: null,
         blockReason: null,
+        outcome: null,
+        streamedRows: false,
         bodyTooLarge: false
       }
       if (!hostAllowed(request.headers)) {

@@ -17,6 +17,10 @@ export interface RequestInfo {
   details: Record<string, unknown> | null
   /** Set when a handler refused the request on a rule of its own (a blocked query), not on credentials or limits. */
   blockReason: string | null
+  /** The response streams rows; how the stream ended is audited as a row of its own. */
+  streamedRows: boolean
+  /** Set when a request answered 200 but failed in its own terms (an MCP tool call that returned an error). */
+  outcome: "refused" | "error" | null
   bodyTooLarge: boolean
 }
 
@@ -29,6 +33,13 @@ export const onConnection = (name: string) =>
       if (info._tag === "Some") info.value.connection = name
     })
   )
+
+/** Marks the response as streamed rows, so how the stream ends gets its own audit row. */
+export const onStreamedRows = Effect.flatMap(Effect.serviceOption(RequestState), (info) =>
+  Effect.sync(() => {
+    if (info._tag === "Some") info.value.streamedRows = true
+  })
+)
 
 /**
  * Marks the request as a governed query in its audit row and returns the request id and the sink

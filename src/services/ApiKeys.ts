@@ -75,6 +75,12 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       return pageOf(rows.map(toApiKey), limit, (key) => [key.created_at.getTime(), key.id])
     })
 
+    let userKeySeen = false
+    /** Whether a user key exists (the local key does not count); once seen, remembered by this replica. */
+    const userKeysExist = Effect.suspend(() =>
+      userKeySeen ? Effect.succeed(true) : Effect.tap(repo.userKeysExist.pipe(storeDown), (exists) => Effect.sync(() => (userKeySeen = exists)))
+    )
+
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
       const removed = yield* repo.remove(principal.orgId, id).pipe(storeDown)
       yield* forgetVerified
@@ -106,7 +112,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       return row
     })
 
-    return { create, list, remove, verify, forgetVerified } as const
+    return { create, list, remove, verify, forgetVerified, userKeysExist } as const
   }),
   dependencies: [ApiKeysRepo.Default]
 }) {}

@@ -99,7 +99,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
       return fromJwt(token)
     }
 
-    return { authenticate } as const
+    return { authenticate, local } as const
   }),
   dependencies: [ApiKeys.Default, OrgsRepo.Default]
 }) {}

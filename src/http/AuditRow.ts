@@ -1,0 +1,33 @@
+import type { HttpServerRequest } from "@effect/platform"
+import { principalLabel } from "../domain/Principal"
+import type { RequestInfo } from "./RequestState"
+
+/** The audit row of a request, from what the request learned on its way through. */
+export const auditRow = (
+  request: HttpServerRequest.HttpServerRequest,
+  info: RequestInfo,
+  status: number,
+  outcome: "success" | "refused" | "error",
+  blockReason: string | null,
+  durationMs: number
+) => ({
+  timestamp: Math.floor(Date.now() / 1000),
+  org_id: info.principal?.orgId ?? null,
+  principal: info.principal ? principalLabel(info.principal) : null,
+  key_id: info.principal?.keyId ?? null,
+  user_id: info.principal?.userId ?? null,
+  event_type: info.eventType,
+  method: request.method,
+  route: request.url.split("?")[0]!.slice(0, 512),
+  status,
+  connection: info.connection,
+  sql: info.sql,
+  outcome,
+  block_reason: blockReason,
+  rows: info.rows,
+  duration_ms: Number(durationMs.toFixed(3)),
+  client_ip: info.client.ip,
+  user_agent: request.headers["user-agent"]?.slice(0, 512) ?? null,
+  request_id: info.requestId,
+  details: info.details === null ? null : JSON.stringify(info.details)
+})

@@ -1,0 +1,182 @@
+import * as path from "node:path"
+import Database from "better-sqlite3"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request } from "../support/Http"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+
+/** An MCP client from the official SDK over real HTTP, with the key as x-api-key (none when null). */
+const connect = async (gateway: Gateway, key: string | null) => {
+  const transport = new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), {
+    requestInit: { headers: key === null ? {} : { "x-api-key": key } }
+  })
+  const client = new Client({ name: "sluice-test", version: "1.0.0" })
+  await client.connect(transport)
+  return client
+}
+
+const textOf = (result: Record<string, unknown>) => (result["content"] as Array<{ type: string; text: string }>).map((c) => c.text).join("\n")
+
+describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => {
+  let gateway: Gateway
+  let database: TestDatabase
+  let admin: string
+  const keys: Record<string, string> = {}
+
+  beforeAll(async () => {
+    if (skip) return
+    database = await createTestDatabase()
+    await database.query("create table customers (id int, email text, city text)")
+    await database.query("insert into customers select g, 'user' || g || '@example.com', 'city ' || (g % 3) from generate_series(1, 1500) g")
+    gateway = await startGateway({ env: { SP_PER_KEY_RPM: "40", SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
+    // Self-hosted local database files live in the data directory.
+    const lite = new Database(path.join(gateway.dataDir, "shop.db"))
+    lite.exec("create table products (id integer, name text); insert into products values (1, 'lamp'), (2, 'desk')")
+    lite.close()
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+    await database?.drop()
+  })
+
+  const api = (route: string, options: Parameters<typeof request>[2] = {}) => request(gateway.url, route, { key: admin, ...options })
+  const auditRows = async (eventType: string) => (await api(`/api/audit?event_type=${eventType}&limit=100`)).json.items
+
+  it.skipIf(skip)("answers without a key only until the first key is made; then every call needs one", async () => {
+    const keyless = await connect(gateway, null)
+    expect(keyless.getServerVersion()).toMatchObject({ name: "sluice" })
+    expect((await keyless.listTools()).tools.map((t) => t.name)).toContain("query_database")
+    await keyless.close()
+
+    admin = await localKey(gateway)
+    // The built-in local key does not count as a key someone made.
+    expect((await connect(gateway, null)).getServerVersion()).toMatchObject({ name: "sluice" })
+    for (const [name, scopes] of Object.entries({ reader: ["read"], querier: ["read", "query"], limited: ["read", "query"], doomed: ["read"] })) {
+      keys[name] = (await api("/api/keys", { body: { name, scopes } })).json.key
+    }
+    await expect(connect(gateway, null)).rejects.toThrow(/"code":"unauthenticated","message":"An API key is required/)
+    await expect(connect(gateway, "sp_00000000000000000000000000000000")).rejects.toThrow(/"code":"invalid_api_key"/)
+
+    const pg = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", blocked_tables: ["secrets"] }
+    expect((await api("/api/connections", { body: pg })).status).toBe(201)
+    expect((await api("/api/connections", { body: { name: "lite", db_type: "sqlite", database: path.join(gateway.dataDir, "shop.db") } })).status).toBe(201)
+    const pii = { rules: [{ table: "customers", column: "email", action: "mask" }] }
+    expect((await api("/api/connections/pg/pii", { method: "PUT", body: pii })).status).toBe(200)
+  })
+
+  it.skipIf(skip)("tools/list shows a key only what its scopes allow, each tool with a scope's worth of schema and honest annotations", async () => {
+    const reader = await connect(gateway, keys["reader"]!)
+    const readerTools = (await reader.listTools()).tools
+    expect(readerTools.map((t) => t.name)).toEqual(["list_connections"])
+    const refused = await reader.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
+    expect(refused.isError).toBe(true)
+    expect(textOf(refused)).toMatch(/insufficient_scope: The query_database tool needs the query scope/)
+
+    const querier = await connect(gateway, keys["querier"]!)
+    const tools = (await querier.listTools()).tools
+    expect(tools.map((t) => t.name).sort()).toEqual(["explain_query", "list_connections", "query_database"])
+    for (const tool of tools) {
+      expect(tool.description!.length).toBeGreaterThan(60)
+      expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false })
+      expect(tool.inputSchema.type).toBe("object")
+      expect(tool.outputSchema?.type).toBe("object")
+    }
+    const query = tools.find((t) => t.name === "query_database")!
+    expect(query.inputSchema.required).toEqual(["connection_name", "sql"])
+    expect(JSON.stringify(query.inputSchema)).toContain('"maximum":10000')
+  })
+
+  it.skipIf(skip)("query_database runs governed SQL: rows as untrusted data in the text, all of them in structured content, PII masked, audited under the tool call", async () => {
+    const client = await connect(gateway, keys["querier"]!)
+    const listed = await client.callTool({ name: "list_connections", arguments: {} })
+    expect(listed.structuredContent).toMatchObject({ connections: [{ name: "lite", db_type: "sqlite" }, { name: "pg", db_type: "postgresql", database: database.name }] })
+    expect(JSON.stringify(listed)).not.toContain("127.0.0.1")
+
+    const result = await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select id, email from customers order by id" } })
+    expect(result.isError).toBeFalsy()
+    const structured = result.structuredContent as { rows: Array<Array<unknown>>; row_count: number; completeness: string; pii_masked: unknown }
+    expect(structured).toMatchObject({ row_count: 1000, completeness: "truncated", pii_masked: [{ column: "email", rule: "mask" }] })
+    expect(structured.rows[0]).toEqual([1, "*************.com"])
+    const text = textOf(result)
+    expect(text).toContain("<untrusted-data>")
+    expect(text).toContain("| 1 | *************.com |")
+    expect(text).toMatch(/1000 rows; truncated at row_limit 1000/)
+    expect(text).toMatch(/The text shows \d+ of them/)
+    expect(text.length).toBeLessThan(14_000)
+
+    const lite = await client.callTool({ name: "query_database", arguments: { connection_name: "lite", sql: "select name from products order by id" } })
+    expect(lite.structuredContent).toMatchObject({ rows: [["lamp"], ["desk"]], completeness: "complete" })
+
+    const calls = await auditRows("mcp_tool_call")
+    const call = calls.find((row: { details: { tool: string; arguments: string } }) => row.details.tool === "query_database" && row.details.arguments.includes("customers"))
+    expect(call).toMatchObject({ outcome: "success", connection: "pg", principal: `key:${keys["querier"]!.slice(0, 11)}` })
+    const child = (await auditRows("query")).find((row: { request_id: string }) => row.request_id === call.request_id)
+    expect(child).toMatchObject({ rows: 1000, details: { parent: { tool: "query_database", request_id: call.request_id }, completeness: "truncated" } })
+  })
+
+  it.skipIf(skip)("refusals come back as tool errors with a code and a clean message, and change nothing", async () => {
+    const client = await connect(gateway, keys["querier"]!)
+    const cases: Array<[Record<string, unknown>, RegExp]> = [
+      [{ connection_name: "pg", sql: "delete from customers" }, /^query_blocked: The query was refused/],
+      [{ connection_name: "pg", sql: "select * from secrets" }, /^query_blocked: .*secrets/],
+      [{ connection_name: "pg", sql: "select 1", row_limit: 20_000 }, /^invalid_arguments: row_limit: row_limit must be an integer between 1 and 10000/],
+      [{ connection_name: "pg", sql: "select 1", extra: true }, /^invalid_arguments: extra/],
+      [{ connection_name: "nowhere", sql: "select 1" }, /^not_found: /],
+      [{ connection_name: "pg", sql: "select * from missing_table" }, /^query_failed: .*missing_table/]
+    ]
+    for (const [args, expected] of cases) {
+      const result = await client.callTool({ name: "query_database", arguments: args })
+      expect(result.isError, JSON.stringify(args)).toBe(true)
+      expect(textOf(result)).toMatch(expected)
+      expect(textOf(result)).not.toMatch(/127\.0\.0\.1|password|\/tmp\/|at .*\.ts:\d+/)
+    }
+    expect((await database.query("select count(*)::int as n from customers"))[0].n).toBe(1500)
+    const blocked = (await auditRows("mcp_tool_call")).find((row: { details: { arguments: string } }) => row.details.arguments.includes("delete from"))
+    expect(blocked).toMatchObject({ outcome: "refused", details: { error_code: "query_blocked" } })
+
+    expect((await api("/api/budget", { body: { key_id: (await api("/api/keys")).json.items.find((k: { name: string }) => k.name === "querier").id, max_queries: 1 } })).status).toBe(201)
+    const spent = await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
+    const again = spent.isError ? spent : await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
+    expect(again.isError).toBe(true)
+    expect(textOf(again)).toMatch(/^budget_exhausted: /)
+  })
+
+  it.skipIf(skip)("a deleted key's open client is refused on its next call", async () => {
+    const client = await connect(gateway, keys["doomed"]!)
+    expect((await client.callTool({ name: "list_connections", arguments: {} })).isError).toBeFalsy()
+    const id = (await api("/api/keys")).json.items.find((k: { name: string }) => k.name === "doomed").id
+    expect((await api(`/api/keys/${id}`, { method: "DELETE" })).status).toBeLessThan(300)
+    await expect(client.callTool({ name: "list_connections", arguments: {} })).rejects.toThrow(/"code":"invalid_api_key","message":"The API key is not valid \(unknown or deleted\)"/)
+  })
+
+  it.skipIf(skip)("tool calls are limited per key, with a tool error saying when to retry", async () => {
+    const client = await connect(gateway, keys["limited"]!)
+    let refusal: string | undefined
+    for (let i = 0; i < 45 && refusal === undefined; i++) {
+      const result = await client.callTool({ name: "list_connections", arguments: {} })
+      if (result.isError) refusal = textOf(result)
+    }
+    expect(refusal).toMatch(/^rate_limited: .*retry in \d+ s/)
+    // Another key is not affected.
+    expect((await (await connect(gateway, keys["querier"]!)).callTool({ name: "list_connections", arguments: {} })).isError).toBeFalsy()
+  })
+
+  it.skipIf(skip)("GET and DELETE get 405 (stateless server), and Host/Origin are checked", async () => {
+    const get = await request(gateway.url, "/mcp", { key: keys["querier"]!, headers: { accept: "text/event-stream" } })
+    expect(get.status).toBe(405)
+    expect(get.headers["allow"]).toBe("POST")
+    expect(get.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } })
+    const del = await request(gateway.url, "/mcp", { method: "DELETE", key: keys["querier"]! })
+    expect(del.status).toBe(405)
+    const rebinding = await request(gateway.url, "/mcp", {
+      key: keys["querier"]!,
+      body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      headers: { origin: "http://evil.example", accept: "application/json, text/event-stream" }
+    })
+    expect(rebinding.status).toBe(403)
+  })
+})
