@@ -29,25 +29,30 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = McpTools.Default.pipe(
-  Layer.provideMerge(Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default)),
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default).pipe(
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
   Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default, Budgets.Default))
 )
 
-const ServicesLive = Layer.mergeAll(
-  ConnectionsLive,
-  ApiKeys.Default,
-  Authenticator.Default,
-  Audit.Default,
-  AuditRepo.Default,
-  LocalAccess.Default,
-  Metrics.Default,
-  Posture.Default,
-  RateLimits.Default,
-  Leases.Default
-).pipe(Layer.provideMerge(Foundation))
+// The MCP tool table is built on the services it calls.
+const ServicesLive = McpTools.Default.pipe(
+  Layer.provideMerge(
+    Layer.mergeAll(
+      ConnectionsLive,
+      ApiKeys.Default,
+      Authenticator.Default,
+      Audit.Default,
+      AuditRepo.Default,
+      LocalAccess.Default,
+      Metrics.Default,
+      Posture.Default,
+      RateLimits.Default,
+      Leases.Default
+    )
+  ),
+  Layer.provideMerge(Foundation)
+)
 
 /** The single composition root: the HTTP server and every background loop, on one store. */
 export const AppLive = Layer.mergeAll(HttpServerLive, AuditRetentionLoop, HealthLoop).pipe(

@@ -25,3 +25,24 @@ export const CONNECTORS: Partial<Record<DbType, Connector<any>>> = {
   bigquery: BigqueryConnector,
   snowflake: SnowflakeConnector
 }
+
+/** What the connector for a db_type can do, as the capabilities routes and tools report it (unavailable types included). */
+export const capabilitiesOf = (dbType: DbType) => {
+  const connector = CONNECTORS[dbType]
+  if (connector === undefined) {
+    return {
+      db_type: dbType,
+      available: false,
+      driver: null,
+      transport: null,
+      read_only_guard: null,
+      server_side_cancel: false,
+      ssh_tunnel: false,
+      tls: false,
+      local_file: false,
+      limit_syntax: null,
+      verified_against: null
+    }
+  }
+  return { ...connector.capabilities, available: true }
+}

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { CloneConnection, Connection, ConnectionInput, ConnectionName, ConnectionTestResult, DbType } from "../domain/Connection"
+import { Capabilities, CloneConnection, Connection, ConnectionInput, ConnectionName, ConnectionTestResult, DbType } from "../domain/Connection"
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
 import { RateClass, RequiredScope } from "./Annotations"
@@ -18,20 +18,6 @@ export const DiagnoseResult = Schema.Struct({
       detail: Schema.String
     })
   )
-})
-
-export const Capabilities = Schema.Struct({
-  db_type: DbType,
-  available: Schema.Boolean,
-  driver: Schema.NullOr(Schema.String),
-  transport: Schema.NullOr(Schema.String),
-  read_only_guard: Schema.NullOr(Schema.String),
-  server_side_cancel: Schema.Boolean,
-  ssh_tunnel: Schema.Boolean,
-  tls: Schema.Boolean,
-  local_file: Schema.Boolean,
-  limit_syntax: Schema.NullOr(Schema.String),
-  verified_against: Schema.NullOr(Schema.String)
 })
 
 export const PoolStats = Schema.Struct({

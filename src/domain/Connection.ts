@@ -251,3 +251,18 @@ export const ConnectionTestResult = Schema.Struct({
   step: Schema.optional(Schema.String)
 })
 export type ConnectionTestResult = typeof ConnectionTestResult.Type
+
+/** What this build's connector for a db_type can do. */
+export const Capabilities = Schema.Struct({
+  db_type: DbType,
+  available: Schema.Boolean,
+  driver: Schema.NullOr(Schema.String),
+  transport: Schema.NullOr(Schema.String),
+  read_only_guard: Schema.NullOr(Schema.String),
+  server_side_cancel: Schema.Boolean,
+  ssh_tunnel: Schema.Boolean,
+  tls: Schema.Boolean,
+  local_file: Schema.Boolean,
+  limit_syntax: Schema.NullOr(Schema.String),
+  verified_against: Schema.NullOr(Schema.String)
+})

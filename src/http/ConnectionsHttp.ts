@@ -1,33 +1,13 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
-import { CONNECTORS } from "../../layers/connectors/Connectors"
+import { capabilitiesOf } from "../../layers/connectors/Connectors"
 import { SluiceApi } from "../api/Api"
-import { DB_TYPES, type DbType } from "../domain/Connection"
+import { DB_TYPES } from "../domain/Connection"
 import { CurrentPrincipal, type Principal } from "../domain/Principal"
 import { ConnectionChecks } from "../services/ConnectionChecks"
 import { Connections } from "../services/Connections"
 import { onConnection } from "./RequestState"
-
-const capabilitiesOf = (dbType: DbType) => {
-  const connector = CONNECTORS[dbType]
-  if (connector === undefined) {
-    return {
-      db_type: dbType,
-      available: false,
-      driver: null,
-      transport: null,
-      read_only_guard: null,
-      server_side_cancel: false,
-      ssh_tunnel: false,
-      tls: false,
-      local_file: false,
-      limit_syntax: null,
-      verified_against: null
-    }
-  }
-  return { ...connector.capabilities, available: true }
-}
 
 export const ConnectionsHttp = HttpApiBuilder.group(SluiceApi, "connections", (handlers) =>
   Effect.gen(function* () {

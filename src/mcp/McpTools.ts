@@ -1,6 +1,14 @@
 import { Effect, Schema } from "effect"
-import { ConnectionName, DbType } from "../domain/Connection"
+import { capabilitiesOf } from "../../layers/connectors/Connectors"
+import { AuditEntry } from "../domain/Audit"
+import { Budget, SessionName } from "../domain/Budget"
+import { Capabilities, ConnectionName, DB_TYPES, DbType } from "../domain/Connection"
+import { ConnectionHealth as ConnectionHealthSchema } from "../domain/ConnectionHealth"
+import type { Principal } from "../domain/Principal"
 import { ExplainResponse, QueryRequest, QueryResponse, ROW_LIMITS } from "../domain/Query"
+import { Audit } from "../services/Audit"
+import { Budgets } from "../services/Budgets"
+import { ConnectionHealth } from "../services/ConnectionHealth"
 import { Connections } from "../services/Connections"
 import { Queries } from "../services/Queries"
 import { type McpTool, READ_ONLY, type ToolFailure } from "./McpTool"
@@ -23,6 +31,28 @@ const NoArguments = Schema.Struct({}).annotations({
   parseOptions: { onExcessProperty: "error" }
 })
 
+const OneConnection = Schema.Struct({
+  connection_name: Schema.optionalWith(ConnectionName.annotations({ description: "One connection; all of them when left out" }), { exact: true })
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+
+const SqlInput = Schema.Struct({
+  connection_name: QueryInput.fields.connection_name,
+  sql: QueryInput.fields.sql,
+  timeout_seconds: QueryInput.fields.timeout_seconds
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+
+/** Hints for the failures a model most often hits, by what the database said. */
+const SUGGESTIONS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/relation .* does not exist|no such table|table .* doesn't exist|unknown table|table or view not found|not found: table/i,
+    "Check the table name and its schema (qualify it as schema.table); list_connections shows which database this is."],
+  [/column .* does not exist|no such column|unknown column|invalid column name|cannot resolve/i,
+    "Check the column name; quote names with capitals or spaces in the dialect's identifier quotes."],
+  [/syntax error|parse error|unexpected token|mismatched input/i, "Check the statement's syntax for this connection's dialect (db_type)."],
+  [/must appear in the group by|not in group by|aggregate/i, "Every selected column that is not aggregated must be in GROUP BY."],
+  [/division by zero/i, "Guard divisors with NULLIF(x, 0)."]
+]
+const suggestionFor = (message: string) => SUGGESTIONS.find(([pattern]) => pattern.test(message))?.[1] ?? null
+
 const ListedConnection = Schema.Struct({
   name: Schema.String,
   db_type: DbType,
@@ -42,6 +72,9 @@ export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
   effect: Effect.gen(function* () {
     const connections = yield* Connections
     const queries = yield* Queries
+    const health = yield* ConnectionHealth
+    const budgets = yield* Budgets
+    const audit = yield* Audit
 
     const listConnections: McpTool<{}> = {
       name: "list_connections",
@@ -111,8 +144,188 @@ export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
         })).pipe(Effect.mapError(asFailure))
     }
 
-    const tools: ReadonlyArray<McpTool> = [listConnections, queryDatabase, explainQuery]
+    const connectorCapabilities: McpTool<typeof OneConnection.Type> = {
+      name: "connector_capabilities",
+      scope: "read",
+      title: "What a connection's connector can do",
+      description:
+        "Tells what the connector behind a connection (or every connector of this build) supports: driver, how read-only is enforced, server-side cancel, TLS, SSH tunnels, and the row-limit syntax (LIMIT, TOP or FETCH FIRST) its SQL uses.",
+      input: OneConnection,
+      output: Schema.Struct({ connectors: Schema.Array(Capabilities) }),
+      annotations: READ_ONLY,
+      run: (args, call) =>
+        Effect.gen(function* () {
+          const types = args.connection_name === undefined ? DB_TYPES : [(yield* connections.get(call.principal, args.connection_name)).db_type]
+          const listed = types.map(capabilitiesOf)
+          const text = listed
+            .map((c) => (c.available ? `- ${c.db_type}: ${c.driver} over ${c.transport}; read-only by ${c.read_only_guard}; limits with ${c.limit_syntax}` : `- ${c.db_type}: not available in this build`))
+            .join("\n")
+          return { text, structured: { connectors: listed } }
+        }).pipe(Effect.mapError(asFailure))
+    }
+
+    const connectionHealth: McpTool<typeof OneConnection.Type> = {
+      name: "connection_health",
+      scope: "read",
+      title: "Connection health",
+      description:
+        "Shows whether connections are reachable: status (healthy, degraded, unhealthy), the last check and its latency, and the step that failed (dns, tcp, tls, auth…). Use it when a query fails with database_unavailable.",
+      input: OneConnection,
+      output: Schema.Struct({ connections: Schema.Array(ConnectionHealthSchema) }),
+      annotations: READ_ONLY,
+      run: (args, call) =>
+        Effect.gen(function* () {
+          const listed =
+            args.connection_name === undefined ? (yield* health.list(call.principal)).items : [yield* health.of(call.principal, args.connection_name)]
+          const text = listed.length === 0 ? "No connections yet." : listed.map((h) => `- ${h.name}: ${JSON.stringify(h)}`).join("\n")
+          return { text, structured: { connections: listed } }
+        }).pipe(Effect.mapError(asFailure))
+    }
+
+    /** The budgets a query by this key (and this session) would be charged to. */
+    const budgetsOf = (principal: Principal, session: string | undefined) =>
+      Effect.map(budgets.list(principal), ({ items }) =>
+        items.filter((b) => (b.key_id !== null && b.key_id === principal.keyId) || (session !== undefined && b.session === session))
+      )
+    const budgetText = (items: ReadonlyArray<Budget>) =>
+      items.length === 0
+        ? "No budget applies: queries are limited only by row_limit, timeouts and rate limits."
+        : items
+            .map((b) => `- ${b.session !== null ? `session ${b.session}` : "this key"}: ${b.exhausted ? "SPENT" : "remaining"} ${JSON.stringify(b.remaining)}`)
+            .join("\n")
+
+    const checkBudget: McpTool<{ readonly session?: string }> = {
+      name: "check_budget",
+      scope: "read",
+      title: "Check the remaining budget",
+      description:
+        "Shows the budgets this key's queries are charged to (the key's own, and the named session's when given): what each allows, what is used and what remains in queries, rows, bytes scanned, cost and time. A spent budget refuses further queries.",
+      input: Schema.Struct({ session: Schema.optionalWith(SessionName, { exact: true }) }).annotations({ parseOptions: { onExcessProperty: "error" } }),
+      output: Schema.Struct({ budgets: Schema.Array(Budget) }),
+      annotations: READ_ONLY,
+      run: (args, call) =>
+        Effect.map(budgetsOf(call.principal, args.session), (items) => ({ text: budgetText(items), structured: { budgets: items } })).pipe(
+          Effect.mapError(asFailure)
+        )
+    }
+
+    const validateSql: McpTool<typeof SqlInput.Type> = {
+      name: "validate_sql",
+      scope: "query",
+      title: "Validate SQL without running it",
+      description:
+        "Checks a statement as query_database would (read-only rules, blocked tables, the database's own parser and planner) without running it. Says whether it is valid, and if not, why, with a suggested fix for common mistakes (unknown table or column, syntax, GROUP BY).",
+      input: SqlInput,
+      output: Schema.Struct({
+        valid: Schema.Boolean,
+        code: Schema.NullOr(Schema.String),
+        problem: Schema.NullOr(Schema.String),
+        suggestion: Schema.NullOr(Schema.String),
+        tables: Schema.Array(Schema.String),
+        estimated_rows: Schema.NullOr(Schema.Number)
+      }),
+      annotations: READ_ONLY,
+      run: (args, call) =>
+        queries.explain(call.principal, args, { surface: "mcp", requestId: call.requestId, report: call.report }).pipe(
+          Effect.map((plan) => ({ valid: true, code: null, problem: null, suggestion: null, tables: plan.tables, estimated_rows: plan.estimated_rows })),
+          Effect.catchTags({
+            QueryBlocked: (e) =>
+              Effect.succeed({ valid: false, code: e.code, problem: e.message, suggestion: "Send one read-only statement (SELECT, WITH … SELECT, EXPLAIN, SHOW) on tables this connection allows.", tables: [], estimated_rows: null }),
+            QueryFailed: (e) => Effect.succeed({ valid: false, code: e.code, problem: e.message, suggestion: suggestionFor(e.message), tables: [], estimated_rows: null }),
+            // A statement with no plan (SHOW, DESCRIBE) passed every check.
+            InvalidRequest: () => Effect.succeed({ valid: true, code: null, problem: null, suggestion: null, tables: [], estimated_rows: null })
+          }),
+          Effect.map((result) => ({
+            text: result.valid
+              ? `Valid${result.estimated_rows !== null ? `; the planner expects about ${result.estimated_rows} rows` : ""}.`
+              : `Not valid (${result.code}): ${result.problem}${result.suggestion !== null ? `\nSuggestion: ${result.suggestion}` : ""}`,
+            structured: result
+          })),
+          Effect.mapError(asFailure)
+        )
+    }
+
+    const estimateQueryCost: McpTool<typeof QueryInput.Type> = {
+      name: "estimate_query_cost",
+      scope: "query",
+      title: "Estimate what a query would cost",
+      description:
+        "Estimates a read-only statement before running it: rows and cost from the planner (bytes scanned on BigQuery), warnings such as full scans of large tables, and what remains of the budgets it would be charged to.",
+      input: QueryInput,
+      output: Schema.Struct({
+        estimated_rows: Schema.NullOr(Schema.Number),
+        estimated_cost: Schema.NullOr(Schema.Number),
+        estimated_bytes: Schema.NullOr(Schema.Number),
+        warnings: Schema.Array(Schema.String),
+        budgets: Schema.Array(Budget)
+      }),
+      annotations: READ_ONLY,
+      run: ({ session, ...args }, call) =>
+        Effect.gen(function* () {
+          const plan = yield* queries.explain(call.principal, args, { surface: "mcp", requestId: call.requestId, report: call.report })
+          const applicable = yield* budgetsOf(call.principal, session)
+          const estimate = {
+            estimated_rows: plan.estimated_rows,
+            estimated_cost: plan.estimated_cost,
+            estimated_bytes: plan.estimated_bytes,
+            warnings: plan.warnings,
+            budgets: applicable
+          }
+          const text = [
+            `Estimated rows: ${plan.estimated_rows ?? "unknown"}; planner cost: ${plan.estimated_cost ?? "unknown"}${plan.estimated_bytes !== null ? `; bytes scanned: ${plan.estimated_bytes}` : ""}.`,
+            ...plan.warnings.map((w) => `Warning: ${w}`),
+            budgetText(applicable)
+          ].join("\n")
+          return { text, structured: estimate }
+        }).pipe(Effect.mapError(asFailure))
+    }
+
+    const HistoryInput = Schema.Struct({
+      connection_name: OneConnection.fields.connection_name,
+      limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "limit must be an integer between 1 and 100" })), { exact: true })
+    }).annotations({ parseOptions: { onExcessProperty: "error" } })
+    const queryHistory: McpTool<typeof HistoryInput.Type> = {
+      name: "query_history",
+      scope: "read",
+      title: "Recent queries",
+      description:
+        "Lists recent governed queries in this organization from the audit log, newest first (up to 100): when, on which connection, the SQL with its literals redacted, whether it ran or was refused and why, rows and duration. Useful to reuse a query that worked.",
+      input: HistoryInput,
+      output: Schema.Struct({ queries: Schema.Array(AuditEntry.pick("timestamp", "connection", "sql", "outcome", "block_reason", "rows", "duration_ms")) }),
+      annotations: READ_ONLY,
+      run: (args, call) =>
+        Effect.gen(function* () {
+          const page = yield* audit.list(call.principal, { event_type: "query", connection: args.connection_name }, { limit: args.limit ?? 20 })
+          const listed = page.items.map((e) => ({
+            timestamp: e.timestamp,
+            connection: e.connection,
+            sql: e.sql,
+            outcome: e.outcome,
+            block_reason: e.block_reason,
+            rows: e.rows,
+            duration_ms: e.duration_ms
+          }))
+          const text =
+            listed.length === 0
+              ? "No queries yet."
+              : listed
+                  .map((q) => `- ${new Date(q.timestamp * 1000).toISOString()} ${q.connection ?? "?"} ${q.outcome}${q.block_reason ? ` (${q.block_reason})` : ""}${q.rows !== null ? `, ${q.rows} rows` : ""}: ${q.sql ?? ""}`)
+                  .join("\n")
+          return { text, structured: { queries: listed } }
+        }).pipe(Effect.mapError(asFailure))
+    }
+
+    const tools: ReadonlyArray<McpTool> = [
+      listConnections,
+      connectionHealth,
+      connectorCapabilities,
+      queryDatabase,
+      explainQuery,
+      validateSql,
+      estimateQueryCost,
+      checkBudget,
+      queryHistory
+    ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
   })
 }) {}
-

@@ -71,14 +71,25 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
   it.skipIf(skip)("tools/list shows a key only what its scopes allow, each tool with a scope's worth of schema and honest annotations", async () => {
     const reader = await connect(gateway, keys["reader"]!)
     const readerTools = (await reader.listTools()).tools
-    expect(readerTools.map((t) => t.name)).toEqual(["list_connections"])
+    // A read-only key sees no tool that runs SQL.
+    expect(readerTools.map((t) => t.name).sort()).toEqual(["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history"])
     const refused = await reader.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
     expect(refused.isError).toBe(true)
     expect(textOf(refused)).toMatch(/insufficient_scope: The query_database tool needs the query scope/)
 
     const querier = await connect(gateway, keys["querier"]!)
     const tools = (await querier.listTools()).tools
-    expect(tools.map((t) => t.name).sort()).toEqual(["explain_query", "list_connections", "query_database"])
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "check_budget",
+      "connection_health",
+      "connector_capabilities",
+      "estimate_query_cost",
+      "explain_query",
+      "list_connections",
+      "query_database",
+      "query_history",
+      "validate_sql"
+    ])
     for (const tool of tools) {
       expect(tool.description!.length).toBeGreaterThan(60)
       expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false })
@@ -118,6 +129,36 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(child).toMatchObject({ rows: 1000, details: { parent: { tool: "query_database", request_id: call.request_id }, completeness: "truncated" } })
   })
 
+  it.skipIf(skip)("validate_sql, estimate_query_cost, explain_query, query_history, connector_capabilities and connection_health answer from the same governed paths", async () => {
+    const client = await connect(gateway, keys["querier"]!)
+    const valid = await client.callTool({ name: "validate_sql", arguments: { connection_name: "pg", sql: "select city, count(*) from customers group by city" } })
+    expect(valid.structuredContent).toMatchObject({ valid: true, code: null, tables: ["customers"] })
+    const typo = await client.callTool({ name: "validate_sql", arguments: { connection_name: "pg", sql: "select * from customer" } })
+    expect(typo.structuredContent).toMatchObject({ valid: false, code: "query_failed", suggestion: expect.stringContaining("table name") })
+    const write = await client.callTool({ name: "validate_sql", arguments: { connection_name: "pg", sql: "update customers set city = 'x'" } })
+    expect(write.structuredContent).toMatchObject({ valid: false, code: "query_blocked" })
+    expect(textOf(write)).toMatch(/^Not valid \(query_blocked\)/)
+
+    const estimate = await client.callTool({ name: "estimate_query_cost", arguments: { connection_name: "pg", sql: "select * from customers" } })
+    expect((estimate.structuredContent as { estimated_rows: number }).estimated_rows).toBeGreaterThan(0)
+    expect(estimate.structuredContent).toMatchObject({ budgets: [] })
+    const plan = await client.callTool({ name: "explain_query", arguments: { connection_name: "pg", sql: "select * from customers where id = 7" } })
+    expect(plan.structuredContent).toMatchObject({ tables: ["customers"] })
+
+    const history = await client.callTool({ name: "query_history", arguments: { connection_name: "pg", limit: 5 } })
+    const queries = (history.structuredContent as { queries: Array<{ sql: string; outcome: string }> }).queries
+    expect(queries.length).toBeGreaterThan(0)
+    expect(queries.some((q) => q.outcome === "refused")).toBe(true)
+    expect(JSON.stringify(queries)).not.toContain("'x'")
+
+    const capabilities = await client.callTool({ name: "connector_capabilities", arguments: { connection_name: "lite" } })
+    expect(capabilities.structuredContent).toMatchObject({ connectors: [{ db_type: "sqlite", available: true, limit_syntax: "limit" }] })
+    const health = await client.callTool({ name: "connection_health", arguments: {} })
+    expect((health.structuredContent as { connections: Array<{ name: string }> }).connections.map((c) => c.name).sort()).toEqual(["lite", "pg"])
+    const unknown = await client.callTool({ name: "connection_health", arguments: { connection_name: "nowhere" } })
+    expect(textOf(unknown)).toMatch(/^not_found: /)
+  })
+
   it.skipIf(skip)("refusals come back as tool errors with a code and a clean message, and change nothing", async () => {
     const client = await connect(gateway, keys["querier"]!)
     const cases: Array<[Record<string, unknown>, RegExp]> = [
@@ -140,7 +181,11 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
 
     expect((await api("/api/budget", { body: { key_id: (await api("/api/keys")).json.items.find((k: { name: string }) => k.name === "querier").id, max_queries: 1 } })).status).toBe(201)
     const spent = await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
-    const again = spent.isError ? spent : await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
+    expect(spent.structuredContent).toMatchObject({ budget: { used: { queries: 1 }, exhausted: true } })
+    const budget = await client.callTool({ name: "check_budget", arguments: {} })
+    expect(budget.structuredContent).toMatchObject({ budgets: [{ exhausted: true, remaining: { queries: 0 } }] })
+    expect(textOf(budget)).toContain("SPENT")
+    const again = await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
     expect(again.isError).toBe(true)
     expect(textOf(again)).toMatch(/^budget_exhausted: /)
   })
