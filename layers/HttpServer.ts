@@ -11,6 +11,7 @@ import { ConnectionsHttp } from "../src/http/ConnectionsHttp"
 import { ConnectionTransferHttp } from "../src/http/ConnectionTransferHttp"
 import { ConnectionUrlsHttp } from "../src/http/ConnectionUrlsHttp"
 import { KeysHttp } from "../src/http/KeysHttp"
+import { McpHttp } from "../src/http/McpHttp"
 import { PiiHttp } from "../src/http/PiiHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
@@ -32,6 +33,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     PiiHttp,
     SystemHttp,
     PublicHttp,
+    McpHttp,
     McpRouteLive
   ]),
   Layer.provide(AuthenticationLive)

@@ -8,6 +8,7 @@ import { ConnectionTransferApi } from "./ConnectionTransferApi"
 import { ConnectionUrlsApi } from "./ConnectionUrlsApi"
 import { endpointPolicies } from "./EndpointPolicies"
 import { KeysApi } from "./KeysApi"
+import { McpApi } from "./McpApi"
 import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
 import { QueryApi } from "./QueryApi"
@@ -25,6 +26,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(BudgetsApi)
   .add(PiiApi)
   .add(SystemApi)
+  .add(McpApi)
   .addError(PayloadTooLarge)
   .annotateContext(
     OpenApi.annotations({

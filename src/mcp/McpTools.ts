@@ -61,6 +61,9 @@ const ListedConnection = Schema.Struct({
   database: Schema.NullOr(Schema.String)
 })
 
+/** The lean set (`/mcp?tools=core`), for clients that pay for every tool description in their context. */
+export const CORE_TOOLS: ReadonlySet<string> = new Set(["list_connections", "schema_search", "describe_table", "query_database"])
+
 /** Any service error of ours carries a code and a message already fit for a caller. */
 const asFailure = (error: { readonly code: string; readonly message: string }): ToolFailure => ({ code: error.code, message: error.message })
 

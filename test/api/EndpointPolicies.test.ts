@@ -10,6 +10,7 @@ const SPEC_SCOPES: Record<string, string> = {
   "GET /api/keys": "admin",
   "DELETE /api/keys/:key_id": "admin",
   "GET /api/audit": "read",
+  "GET /api/mcp/client-config": "read",
   "GET /api/audit/stats": "read",
   "GET /api/audit/export": "admin",
   "GET /api/plan": "read",

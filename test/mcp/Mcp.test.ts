@@ -10,8 +10,8 @@ import { createTestDatabase, postgresAvailable, type TestDatabase } from "../sup
 const skip = !(await postgresAvailable())
 
 /** An MCP client from the official SDK over real HTTP, with the key as x-api-key (none when null). */
-const connect = async (gateway: Gateway, key: string | null) => {
-  const transport = new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), {
+const connect = async (gateway: Gateway, key: string | null, path = "/mcp") => {
+  const transport = new StreamableHTTPClientTransport(new URL(path, gateway.url), {
     requestInit: { headers: key === null ? {} : { "x-api-key": key } }
   })
   const client = new Client({ name: "sluice-test", version: "1.0.0" })
@@ -208,6 +208,32 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(refusal).toMatch(/^rate_limited: .*retry in \d+ s/)
     // Another key is not affected.
     expect((await (await connect(gateway, keys["querier"]!)).callTool({ name: "list_connections", arguments: {} })).isError).toBeFalsy()
+  })
+
+  it.skipIf(skip)("the lean mode offers only the core tools, and client-config gives each client its snippet", async () => {
+    const lean = await connect(gateway, keys["querier"]!, "/mcp?tools=core")
+    expect((await lean.listTools()).tools.map((t) => t.name).sort()).toEqual(["list_connections", "query_database"])
+    expect(textOf(await lean.callTool({ name: "validate_sql", arguments: { connection_name: "pg", sql: "select 1" } }))).toMatch(/^unknown_tool: /)
+    const bad = await request(gateway.url, "/mcp?tools=some", { key: keys["querier"]!, body: { jsonrpc: "2.0", id: 1, method: "tools/list" } })
+    expect(bad.status).toBe(400)
+
+    const cursor = await request(gateway.url, "/api/mcp/client-config?client=cursor", { key: keys["reader"]! })
+    expect(cursor.status).toBe(200)
+    expect(cursor.json).toMatchObject({
+      client: "cursor",
+      url: `${gateway.url}/mcp`,
+      file: "~/.cursor/mcp.json",
+      config: { mcpServers: { sluice: { url: `${gateway.url}/mcp`, headers: { "x-api-key": "sp_YOUR_KEY" } } } }
+    })
+    const code = await request(gateway.url, "/api/mcp/client-config?client=claude-code&tools=core", { key: keys["reader"]! })
+    expect(code.json.command).toBe(`claude mcp add --transport http sluice ${gateway.url}/mcp?tools=core --header "x-api-key: sp_YOUR_KEY"`)
+    for (const client of ["vscode", "claude-desktop"]) {
+      const answer = await request(gateway.url, `/api/mcp/client-config?client=${client}`, { key: keys["reader"]! })
+      expect(JSON.stringify(answer.json.config)).toContain(`${gateway.url}/mcp`)
+    }
+    const unknown = await request(gateway.url, "/api/mcp/client-config?client=emacs", { key: keys["reader"]! })
+    expect(unknown.status).toBe(400)
+    expect(unknown.json.message).toContain("client must be one of: claude-code, claude-desktop, cursor, vscode")
   })
 
   it.skipIf(skip)("GET and DELETE get 405 (stateless server), and Host/Origin are checked", async () => {
