@@ -35,11 +35,13 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
       Queue.takeAll(queue).pipe(Effect.flatMap((rest) => (Chunk.isEmpty(rest) ? Effect.void : commit(Chunk.toReadonlyArray(rest)))))
     )
 
-    /** Resolves once the row is committed; fails if the store refused it. */
-    const write = (row: AuditInsert) =>
-      Effect.flatMap(Deferred.make<void, SqlError>(), (committed) =>
-        Queue.offer(queue, { row, committed }).pipe(Effect.zipRight(Deferred.await(committed)))
-      )
+    /** Resolves once every row is committed (queued together, so they share a commit); fails if the store refused them. */
+    const write = (rows: ReadonlyArray<AuditInsert>) =>
+      Effect.gen(function* () {
+        const pending = yield* Effect.forEach(rows, (row) => Effect.map(Deferred.make<void, SqlError>(), (committed) => ({ row, committed })))
+        yield* Queue.offerAll(queue, pending)
+        yield* Effect.forEach(pending, (p) => Deferred.await(p.committed), { discard: true })
+      })
 
     return { write } as const
   }),

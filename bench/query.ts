@@ -14,41 +14,12 @@ import pg from "pg"
 import { SqlGuard } from "../src/governance/sqlguard/SqlGuard"
 import { localKey, startGateway } from "../test/support/Gateway"
 import { createTestDatabase } from "../test/support/Servers"
+import { type Figures, measure, UNLIMITED } from "./support/Load"
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "8" } } })
 const seconds = Number(values.seconds)
 const SQL = "select id, total, note from orders where id = 42"
 const CLIENTS = [1, 8, 32]
-
-interface Figures {
-  readonly perSecond: number
-  readonly p50: number
-  readonly p99: number
-}
-
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
-
-/** `clients` loops each issuing one call after another for `ms`; latency of every call. */
-const load = async (clients: number, ms: number, call: () => Promise<void>): Promise<Figures> => {
-  const latencies: Array<number> = []
-  const until = performance.now() + ms
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < until) {
-        const started = performance.now()
-        await call()
-        latencies.push(performance.now() - started)
-      }
-    })
-  )
-  latencies.sort((a, b) => a - b)
-  return { perSecond: latencies.length / (ms / 1000), p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) }
-}
-
-const measure = async (clients: number, call: () => Promise<void>) => {
-  await load(clients, 1500, call)
-  return load(clients, seconds * 1000, call)
-}
 
 const database = await createTestDatabase()
 const storeDatabase = await createTestDatabase()
@@ -63,7 +34,7 @@ try {
     if (result.rows.length !== 1) throw new Error("direct: wrong row count")
   }
   const directFigures = new Map<number, Figures>()
-  for (const clients of CLIENTS) directFigures.set(clients, await measure(clients, direct))
+  for (const clients of CLIENTS) directFigures.set(clients, await measure(clients, seconds, direct))
   await pool.end()
 
   for (const [store, databaseUrl] of [
@@ -71,7 +42,7 @@ try {
     ["PostgreSQL", storeDatabase.url]
   ] as const) {
     const gateway = await startGateway({
-      env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000000", SP_RATE_LIMIT_GENERAL_RPM: "1000000000", SP_PER_KEY_RPM: "1000000000", SP_PER_ORG_RPM: "1000000000" },
+      env: UNLIMITED,
       ...(databaseUrl ? { databaseUrl } : {})
     })
     try {
@@ -104,7 +75,7 @@ try {
         })
       for (const clients of CLIENTS) {
         const a = directFigures.get(clients)!
-        const b = await measure(clients, governed)
+        const b = await measure(clients, seconds, governed)
         rows.push(
           `| ${store} | ${clients} | ${Math.round(a.perSecond)} | ${Math.round(b.perSecond)} | ${(b.perSecond / a.perSecond).toFixed(2)} | ` +
             `${a.p50.toFixed(2)} / ${b.p50.toFixed(2)} | ${(b.p50 - a.p50).toFixed(2)} | ${a.p99.toFixed(2)} / ${b.p99.toFixed(2)} | ${(b.p99 - a.p99).toFixed(2)} |`

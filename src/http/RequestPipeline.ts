@@ -141,7 +141,10 @@ export const makeRequestPipeline = Effect.gen(function* () {
       if (info.principal === null && !REFUSALS.has(status)) return response
       const body = outcome === "refused" ? readJson(response) : null
       const recorded = yield* Effect.either(
-        audit.record(auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs))
+        audit.record(
+          auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs),
+          ...info.relatedAuditRows
+        )
       )
       if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
       return response.body._tag === "Stream" && info.streamedRows ? auditStreamEnd(request, info, started, response, response.body) : response
@@ -181,6 +184,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         details: null,
         blockReason: null,
         outcome: null,
+        relatedAuditRows: [],
         streamedRows: false,
         bodyTooLarge: false
       }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { Context, Effect } from "effect"
 import type { Principal } from "../domain/Principal"
 import type { QueryFacts } from "../governance/GovernedExecutor"
+import type { AuditInsert } from "../repos/AuditRepo"
 import type { ClientAddress } from "./ClientAddress"
 
 /** What one request learns on its way through, read back when its audit row is written. */
@@ -17,6 +18,8 @@ export interface RequestInfo {
   details: Record<string, unknown> | null
   /** Set when a handler refused the request on a rule of its own (a blocked query), not on credentials or limits. */
   blockReason: string | null
+  /** Rows recorded in the same commit as the request's own (the governed queries an MCP tool call ran). */
+  relatedAuditRows: Array<AuditInsert>
   /** The response streams rows; how the stream ended is audited as a row of its own. */
   streamedRows: boolean
   /** Set when a request answered 200 but failed in its own terms (an MCP tool call that returned an error). */

@@ -31,9 +31,9 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
     const writer = yield* AuditWriter
     const repo = yield* AuditRepo
 
-    /** Durably records one event; SQL is stored with its string literals redacted. */
-    const record = (row: AuditInsert) =>
-      writer.write(row.sql === null ? row : { ...row, sql: redactSqlLiterals(row.sql) }).pipe(storeDown)
+    /** Durably records events in one commit; SQL is stored with its string literals redacted. */
+    const record = (...rows: ReadonlyArray<AuditInsert>) =>
+      writer.write(rows.map((row) => (row.sql === null ? row : { ...row, sql: redactSqlLiterals(row.sql) }))).pipe(storeDown)
 
     const list = Effect.fn("Audit.list")(function* (
       principal: Principal,
