@@ -55,9 +55,9 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
     // A Server per message is cheap, but each would build its own Ajv (it is only for elicitation, which these tools never use).
     const jsonSchemaValidator = new AjvJsonSchemaValidator()
 
-    /** The caller: its key, or (self-hosted, before any key has been made) the local admin. */
-    const principalOf = (token: string | null) =>
-      token === null && config.selfHosted
+    /** The caller: its key, or (self-hosted, from this machine, before any key has been made) the local admin. */
+    const principalOf = (token: string | null, localPeer: boolean) =>
+      token === null && config.selfHosted && localPeer
         ? Effect.flatMap(keys.userKeysExist, (exist) =>
             exist ? authenticator.authenticate({ token, localPeer: false }) : Effect.succeed(authenticator.local)
           )
@@ -128,7 +128,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       if (toolSet !== "all" && toolSet !== "core") return jsonRpcError(400, -32602, "tools must be core or all")
       const refused = yield* Effect.gen(function* () {
         yield* limits.perIp("general", info.client.ip ?? "unknown")
-        const principal = yield* principalOf(yield* readToken(request.headers))
+        const principal = yield* principalOf(yield* readToken(request.headers), info.client.local)
         info.principal = principal
         return principal
       }).pipe(Effect.either)
@@ -162,7 +162,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         headers: Object.entries(request.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, value] as [string, string]]))
       })
       // Replies are whole JSON documents (enableJsonResponse), so they are read here rather than streamed through.
-      const reply = yield* Effect.promise(async () => {
+      const answered = yield* Effect.tryPromise(async () => {
         await server.connect(transport)
         try {
           const response = await transport.handleRequest(web, { parsedBody: body.right })
@@ -170,7 +170,9 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         } finally {
           await server.close()
         }
-      })
+      }).pipe(Effect.tapError((error) => Effect.logError("MCP message failed", error.cause)), Effect.either)
+      if (answered._tag === "Left") return jsonRpcError(500, -32603, "Internal error; the gateway's log has the details")
+      const reply = answered.right
       return reply.text.length === 0
         ? HttpServerResponse.empty({ status: reply.status, headers: reply.headers })
         : HttpServerResponse.text(reply.text, { status: reply.status, headers: reply.headers, contentType: reply.headers["content-type"] ?? "application/json" })

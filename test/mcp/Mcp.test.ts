@@ -51,6 +51,14 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(keyless.getServerVersion()).toMatchObject({ name: "sluice" })
     expect((await keyless.listTools()).tools.map((t) => t.name)).toContain("query_database")
     await keyless.close()
+    // Only from this machine: a request a proxy forwarded from elsewhere still needs a key.
+    const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }
+    const forwarded = await request(gateway.url, "/mcp", {
+      key: null,
+      body: initialize,
+      headers: { accept: "application/json, text/event-stream", "x-forwarded-for": "203.0.113.9" }
+    })
+    expect(forwarded.status).toBe(401)
 
     admin = await localKey(gateway)
     // The built-in local key does not count as a key someone made.
