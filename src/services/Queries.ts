@@ -97,10 +97,13 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       const reserved = yield* budgets.reserve(principal, request.session)
       const facts = factsOf(context)
       const streamed = yield* executor.stream(query, facts.report)
-      const charge = Effect.suspend(() => {
-        const usage = usageOf({ ...streamed.tail(), cached: streamed.head.cached }, streamed.head.columns.length)
-        return Effect.tap(budgets.charge(principal, reserved, usage), (budget) => facts.charged(budget, usage))
-      })
+      // Charged once, for the rows sent, however the stream ends: a client that leaves early still pays.
+      const charge = yield* Effect.cached(
+        Effect.suspend(() => {
+          const usage = usageOf({ ...streamed.tail(), cached: streamed.head.cached }, streamed.head.columns.length)
+          return Effect.tap(budgets.charge(principal, reserved, usage), (budget) => facts.charged(budget, usage))
+        })
+      )
       const parts: Stream.Stream<QueryStreamPart, { readonly code: string; readonly message: string }> = Stream.concat(
         Stream.succeed({ type: "head" as const, ...streamed.head }),
         Stream.map(streamed.rows, (rows) => ({ type: "rows" as const, rows }))
@@ -108,7 +111,8 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       return parts.pipe(
         Stream.catchAll((error) =>
           Stream.fromEffect(Effect.as(Effect.ignore(charge), { type: "error", code: error.code, message: error.message } as const))
-        )
+        ),
+        Stream.ensuring(Effect.ignore(charge))
       )
     })
 

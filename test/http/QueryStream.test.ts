@@ -178,11 +178,12 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
     expect(await sessionsOfGateway()).toEqual([])
   })
 
-  it.skipIf(skip)("a client that goes away mid-stream stops the statement on the server and gives the connection back", async () => {
+  it.skipIf(skip)("a client that goes away mid-stream stops the statement on the server, gives the connection back, and is charged what it read", async () => {
+    const budget = (await request(gateway.url, "/api/budget", { key: admin, body: { session: "leaver", max_rows: 5_000_000 } })).json
     const gone = await streamQuery(
       gateway.url,
       querier,
-      { connection_name: "pg", sql: "select g, repeat('x', 200) from generate_series(1, 5000000) g", row_limit: 1_000_000, timeout_seconds: 300 },
+      { connection_name: "pg", sql: "select g, repeat('x', 200) from generate_series(1, 5000000) g", row_limit: 1_000_000, timeout_seconds: 300, session: "leaver" },
       { abortAfterRows: 10_000 }
     )
     expect(gone.rowCount).toBeGreaterThanOrEqual(10_000)
@@ -190,6 +191,9 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
     await expect
       .poll(async () => (await auditRows(gone.requestId)).find((r: { event_type: string }) => r.event_type === "query_stream_end"), { timeout: 5000 })
       .toMatchObject({ outcome: "error" })
+    await expect
+      .poll(async () => (await request(gateway.url, `/api/budget/${budget.id}`, { key: admin })).json.used.rows, { timeout: 5000 })
+      .toBeGreaterThanOrEqual(10_000)
     const again = await streamQuery(gateway.url, querier, { connection_name: "pg", sql: "select 1 as one" })
     expect(again.end).toMatchObject({ row_count: 1, completeness: "complete" })
   })
