@@ -58,6 +58,9 @@ describe("PII masking by column lineage", () => {
         expect(masking(dbType, "with c as (select email as e from customers) select e from c", ["e"]).rules).toEqual({ e: "mask" })
         expect(masking(dbType, "select t.x from (select phone as x from customers) t", ["x"]).rules).toEqual({ x: "hash" })
         expect(masking(dbType, "with c (a, b) as (select id, ssn from customers) select b, a from c", ["b", "a"]).rules).toEqual({ b: "redact" })
+        // A star over CTEs or subqueries whose columns are known is those columns: only the PII one is masked.
+        expect(masking(dbType, "with c as (select id, email from customers) select * from c", ["id", "email"]).rules).toEqual({ email: "mask" })
+        expect(masking(dbType, "select s.*, 1 as one from (select name, phone from customers) s", ["name", "phone", "one"]).rules).toEqual({ phone: "hash" })
         expect(masking(dbType, "select (select max(email) from customers) as top", ["top"]).rules).toEqual({ top: "redact" })
       })
 

@@ -109,7 +109,7 @@ export const columnLineage = (shape: QueryShape): Lineage => {
       return Array.from({ length: width }, (_, i) => merge(arms.flatMap((a) => (a[i] ? [a[i]] : [])), arms[0]?.[i]?.name, true))
     }
     const relations = query.from.map((item) => relationOf(item, inner))
-    return query.items.map((item) => outputOf(item, relations, inner))
+    return query.items.flatMap((item) => outputOf(item, relations, inner))
   }
 
   const relationOf = (item: FromItem, scope: ReadonlyMap<string, ReadonlyArray<OutputColumn>>): Relation => {
@@ -129,23 +129,27 @@ export const columnLineage = (shape: QueryShape): Lineage => {
     item: SelectItem,
     relations: ReadonlyArray<Relation>,
     scope: ReadonlyMap<string, ReadonlyArray<OutputColumn>>
-  ): OutputColumn => {
+  ): ReadonlyArray<OutputColumn> => {
     if (item.kind === "column") {
       const resolved = resolveColumn(item.column, relations)
-      return { ...resolved, name: item.alias?.toLowerCase() ?? resolved.name }
+      return [{ ...resolved, name: item.alias?.toLowerCase() ?? resolved.name }]
     }
     if (item.kind === "star") {
       const over = item.qualifier === undefined ? relations : relations.filter((r) => r.alias === item.qualifier!.toLowerCase() || r.table?.at(-1) === item.qualifier!.toLowerCase())
+      // A star over CTEs and subqueries whose columns are all known is those columns, in order.
+      if (over.length > 0 && over.every((r) => r.outputs !== undefined && r.outputs.length > 0 && r.outputs.every((o) => o.starOver === undefined))) {
+        return over.flatMap((r) => r.outputs!)
+      }
       const derived = over.filter((r) => r.outputs !== undefined)
       if (derived.some((r) => r.outputs!.some((o) => o.sources.length > 0 || o.anyColumnOf.length > 0))) {
         // A star over a derived table with computed columns: which result column is which is not knowable here.
-        return { ...merge(derived.flatMap((r) => r.outputs!), undefined, false), starOver: uniqueTables(over.flatMap(tablesOf)) }
+        return [{ ...merge(derived.flatMap((r) => r.outputs!), undefined, false), starOver: uniqueTables(over.flatMap(tablesOf)) }]
       }
-      return { name: undefined, sources: [], anyColumnOf: [], direct: true, countOnly: false, starOver: uniqueTables(over.flatMap(tablesOf)) }
+      return [{ name: undefined, sources: [], anyColumnOf: [], direct: true, countOnly: false, starOver: uniqueTables(over.flatMap(tablesOf)) }]
     }
     const inputs = item.columns.map((c) => resolveColumn(c, relations))
     const nested = item.subqueries.flatMap((q) => outputsOf(q, scope))
-    return merge([...inputs, ...nested], item.alias?.toLowerCase(), false, item.countOnly)
+    return [merge([...inputs, ...nested], item.alias?.toLowerCase(), false, item.countOnly)]
   }
 
   try {
