@@ -89,7 +89,8 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         const input = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {}
         if (typeof input["connection_name"] === "string") info.connection = input["connection_name"]
         if (typeof input["sql"] === "string") info.sql = input["sql"]
-        let facts: QueryFacts | undefined
+        // The last facts each governed query reported (a tool may run several), for their own audit rows.
+        const queriesRun = new Map<string, { readonly facts: QueryFacts; readonly sql: string | undefined }>()
         const outcome = yield* Effect.exit(
           Effect.gen(function* () {
             if (!principal.scopes.includes(tool.scope)) {
@@ -102,11 +103,11 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
             return yield* tool.run(decoded, {
               principal,
               requestId: info.requestId,
-              report: (f) => Effect.sync(() => (facts = f))
+              report: (facts, sql) => Effect.sync(() => queriesRun.set(facts.query_id, { facts, sql }))
             })
           })
         )
-        if (facts !== undefined) auditQuery(request, info, tool.name, facts, info.sql)
+        for (const { facts, sql } of queriesRun.values()) auditQuery(request, info, tool.name, facts, sql ?? info.sql)
         if (Exit.isSuccess(outcome)) return toolResult(outcome.value)
         const failure = Cause.failureOption(outcome.cause)
         const reported = Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" }))

@@ -28,7 +28,8 @@ export interface ToolFailure {
 export interface ToolCall {
   readonly principal: Principal
   readonly requestId: string
-  readonly report: (facts: QueryFacts) => Effect.Effect<void>
+  /** A governed query's audit facts, with its SQL when it is not the call's own `sql` argument. */
+  readonly report: (facts: QueryFacts, sql?: string) => Effect.Effect<void>
 }
 
 export interface McpTool<I = any> {

@@ -91,6 +91,7 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
       "check_budget",
       "connection_health",
       "connector_capabilities",
+      "debug_cte_query",
       "estimate_query_cost",
       "explain_query",
       "list_connections",
@@ -165,6 +166,26 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect((health.structuredContent as { connections: Array<{ name: string }> }).connections.map((c) => c.name).sort()).toEqual(["lite", "pg"])
     const unknown = await client.callTool({ name: "connection_health", arguments: { connection_name: "nowhere" } })
     expect(textOf(unknown)).toMatch(/^not_found: /)
+
+    const steps = await client.callTool({
+      name: "debug_cte_query",
+      arguments: {
+        connection_name: "pg",
+        sql: "with paris as (select id, email from customers where city = 'city 1'), ratio as (select id / (id - id) as r from paris), final as (select * from ratio) select * from final",
+        row_limit: 2
+      }
+    })
+    const ctes = (steps.structuredContent as { ctes: Array<{ name: string; ok: boolean; rows: Array<Array<unknown>>; error: { code: string } | null }> }).ctes
+    expect(ctes.map((c) => [c.name, c.ok])).toEqual([["paris", true], ["ratio", false], ["final", false]])
+    expect(ctes[0]!.rows).toEqual([[1, "*************.com"], [4, "*************.com"]])
+    expect(ctes[1]!.error).toMatchObject({ code: "query_failed" })
+    expect(textOf(steps)).toMatch(/ratio: FAILED query_failed: .*division by zero/)
+    const stepCall = (await auditRows("mcp_tool_call")).find((row: { details: { tool: string } }) => row.details.tool === "debug_cte_query")
+    const stepQueries = (await auditRows("query")).filter((row: { request_id: string }) => row.request_id === stepCall.request_id)
+    expect(stepQueries).toHaveLength(3)
+    expect(stepQueries.map((row: { sql: string }) => row.sql.split("\n").at(-1)).sort()).toEqual(["SELECT * FROM final", "SELECT * FROM paris", "SELECT * FROM ratio"])
+    const notWith = await client.callTool({ name: "debug_cte_query", arguments: { connection_name: "pg", sql: "select 1" } })
+    expect(textOf(notWith)).toMatch(/^invalid_arguments: sql must begin with WITH/)
   })
 
   it.skipIf(skip)("refusals come back as tool errors with a code and a clean message, and change nothing", async () => {
