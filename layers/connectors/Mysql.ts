@@ -1,7 +1,19 @@
+import type { Readable } from "node:stream"
 import { Effect, type Exit, type Scope } from "effect"
 import mysql from "mysql2/promise"
 import type { MysqlInput } from "../../src/domain/Connection"
-import type { Connector, ConnectorError, ConnectorPool, Endpoint, OpenRequest, QueryOptions, QueryResult } from "./Connector"
+import {
+  type Connector,
+  type ConnectorError,
+  type ConnectorPool,
+  type Endpoint,
+  type OpenRequest,
+  type QueryOptions,
+  type QueryResult,
+  type Row,
+  type RowBatches,
+  STREAM_BATCH_ROWS
+} from "./Connector"
 import { fromDriverError, sessionReusable } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
@@ -76,9 +88,18 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
         }
       })
 
+    /**
+     * destroy() only half-closes the socket; a server blocked writing rows the reader stopped taking
+     * would wait on it for good (even after KILL QUERY), so the socket itself is closed too.
+     */
+    const hardClose = (conn: mysql.PoolConnection) => {
+      conn.destroy()
+      ;(conn as unknown as { connection: { stream?: { destroy: () => void } } }).connection.stream?.destroy()
+    }
+
     const kill = (threadId: number) => Effect.tryPromise(() => pool.query(`KILL QUERY ${Number(threadId)}`)).pipe(Effect.ignore)
 
-    const recycle = (conn: mysql.PoolConnection, exit: Exit.Exit<QueryResult, ConnectorError>) => {
+    const recycle = (conn: mysql.PoolConnection, exit: Exit.Exit<unknown, ConnectorError>) => {
       if (!sessionReusable(exit)) return conn.destroy()
       conn
         .query("ROLLBACK")
@@ -100,6 +121,55 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
         (conn, exit) => Effect.sync(() => recycle(conn, exit))
       )
 
+    /**
+     * The statement's rows as the server sends them, read STREAM_BATCH_ROWS at a time: the driver
+     * pauses the socket while the reader is behind, so memory holds about one batch.
+     */
+    const stream = (sql: string, options: QueryOptions) =>
+      Effect.gen(function* () {
+        let finished = false
+        const conn = yield* Effect.acquireRelease(connect, (conn, exit) =>
+          // A statement left unread is killed on the server and its connection dropped, not reused.
+          finished ? Effect.sync(() => recycle(conn, exit as Exit.Exit<unknown, ConnectorError>)) : Effect.zipRight(kill(conn.threadId), Effect.sync(() => hardClose(conn)))
+        )
+        const guarded = <A>(step: () => Promise<A>) =>
+          Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") })
+        yield* guarded(() => conn.query(guards(options)))
+        yield* guarded(() => conn.query("START TRANSACTION READ ONLY"))
+        const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+        const rows = (conn as unknown as { connection: { query: (o: object) => { stream: (o: object) => Readable } } }).connection
+          .query({ sql: text, rowsAsArray: true })
+          .stream({ highWaterMark: STREAM_BATCH_ROWS })
+        const fields = yield* Effect.async<ReadonlyArray<mysql.FieldPacket>, ConnectorError>((resume) => {
+          const onFields = (f: ReadonlyArray<mysql.FieldPacket>) => resume(Effect.succeed(f))
+          rows.once("fields", onFields)
+          rows.once("error", (error) => resume(Effect.fail(fromDriverError(error, request.scrub, "query"))))
+          // A statement with no result set ends without fields.
+          rows.once("end", () => resume(Effect.succeed([])))
+        })
+        const iterator: AsyncIterator<Row> = rows[Symbol.asyncIterator]()
+        let left = options.maxRows + 1
+        const next = guarded(async () => {
+          const batch: Array<Row> = []
+          while (batch.length < STREAM_BATCH_ROWS && left > 0) {
+            const step = await iterator.next()
+            if (step.done === true) {
+              finished = true
+              break
+            }
+            batch.push(step.value)
+            left--
+          }
+          // At the cap the statement usually has nothing left (its LIMIT is the cap): a clean end keeps the connection.
+          if (left === 0 && !finished) finished = (await iterator.next()).done === true
+          return batch
+        })
+        return {
+          columns: fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.type ?? -1) ?? String(f.type) })),
+          next
+        } satisfies RowBatches
+      })
+
     const ping = Effect.acquireUseRelease(
       connect,
       (conn) => Effect.tryPromise({ try: () => conn.query("select 1"), catch: (e) => fromDriverError(e, request.scrub, "connect") }),
@@ -113,6 +183,7 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
     }
     return {
       query,
+      stream,
       ping,
       stats: () => ({
         total: internal._allConnections.length,
