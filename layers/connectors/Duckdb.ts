@@ -1,7 +1,16 @@
-import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api"
+import { type DuckDBConnection, DuckDBInstance, JsonDuckDBValueConverter } from "@duckdb/node-api"
 import { Effect, type Scope } from "effect"
 import type { DuckdbInput } from "../../src/domain/Connection"
-import { type Connector, ConnectorError, type ConnectorPool, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import {
+  type Connector,
+  ConnectorError,
+  type ConnectorPool,
+  type OpenRequest,
+  type QueryOptions,
+  type QueryResult,
+  type Row,
+  type RowBatches
+} from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 
 type DuckdbConnection = typeof DuckdbInput.Type
@@ -43,11 +52,12 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
       }).pipe(Effect.tap(() => Effect.sync(() => total++)))
     })
 
+    const attributed = (sql: string, options: QueryOptions) => (options.attribution ? `${options.attribution}\n${sql}` : sql)
+
     const run = (connection: DuckDBConnection, sql: string, options: QueryOptions) =>
       Effect.tryPromise({
         try: async (): Promise<QueryResult> => {
-          const text = options.attribution ? `${options.attribution}\n${sql}` : sql
-          const reader = await connection.streamAndReadUntil(text, options.maxRows + 1)
+          const reader = await connection.streamAndReadUntil(attributed(sql, options), options.maxRows + 1)
           const rows = reader.getRowsJson()
           const types = reader.columnTypes()
           return {
@@ -80,8 +90,49 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
           .pipe(Effect.ensuring(Effect.sync(() => inFlight--)))
       })
 
+    /** The statement's rows a DuckDB chunk (about 2,048 rows) at a time, holding one of the pool's connections until the scope closes. */
+    const stream = (sql: string, options: QueryOptions) =>
+      Effect.gen(function* () {
+        yield* Effect.acquireRelease(Effect.sync(() => inFlight++), () => Effect.sync(() => inFlight--))
+        yield* Effect.acquireRelease(permits.take(1), () => permits.release(1))
+        let finished = false
+        const connection = yield* Effect.acquireRelease(borrow, (connection) =>
+          Effect.sync(() => {
+            // A result left unread is abandoned before the connection serves anyone else.
+            if (!finished) connection.interrupt()
+            idle.push(connection)
+          })
+        )
+        const guarded = <A>(step: () => Promise<A>) =>
+          Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => connection.interrupt()))
+          )
+        const result = yield* guarded(() => connection.stream(attributed(sql, options)))
+        const types = result.columnTypes()
+        let left = options.maxRows + 1
+        const next = Effect.suspend(() =>
+          finished || left <= 0
+            ? Effect.succeed<ReadonlyArray<Row>>([])
+            : guarded(async (): Promise<ReadonlyArray<Row>> => {
+                const chunk = await result.fetchChunk()
+                if (chunk === null || chunk.rowCount === 0) {
+                  finished = true
+                  return []
+                }
+                const rows = chunk.convertRows(JsonDuckDBValueConverter)
+                left -= rows.length
+                return rows
+              })
+        )
+        return {
+          columns: result.columnNames().map((name, i) => ({ name, type: String(types[i]).toLowerCase() })),
+          next
+        } satisfies RowBatches
+      })
+
     return {
       query,
+      stream,
       ping: Effect.asVoid(query("select 1", { timeoutMs: request.connectTimeoutMs, maxRows: 1 })),
       stats: () => ({ total, idle: idle.length, waiting: Math.max(0, inFlight - POOL_SIZE) })
     } satisfies ConnectorPool

@@ -1,5 +1,6 @@
 import * as http from "node:http"
 import * as path from "node:path"
+import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
@@ -234,6 +235,27 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
       return rows.json.row_count
     }
     await expect.poll(running, { timeout: 5000 }).toBe(0)
+  })
+
+  it.skipIf(skip)("DuckDB streams chunk by chunk, and its connection serves the next query after a stream cut at the cap", async () => {
+    const file = path.join(gateway.dataDir, "stream.duckdb")
+    const duck = await DuckDBInstance.create(file)
+    const connection = await duck.connect()
+    await connection.run("create table events as select range as id, 'event ' || range as label from range(300000)")
+    connection.closeSync()
+    duck.closeSync()
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: { name: "duck", db_type: "duckdb", database: file } })).status).toBe(201)
+    const capped = await streamQuery(gateway.url, querier, { connection_name: "duck", sql: "select id, label from events order by id", row_limit: 250_000 })
+    expect(capped.head.columns.map((c: { name: string }) => c.name)).toEqual(["id", "label"])
+    expect(capped.rowCount).toBe(250_000)
+    // BIGINT values stay exact, as strings, as in buffered results.
+    expect(capped.lastRow).toEqual(["249999", "event 249999"])
+    expect(capped.end).toMatchObject({ row_count: 250_000, completeness: "truncated" })
+    for (let i = 0; i < 3; i++) {
+      const again = await streamQuery(gateway.url, querier, { connection_name: "duck", sql: "select count(*) as n from events" })
+      expect(again.end).toMatchObject({ row_count: 1, completeness: "complete" })
+      expect(again.firstRows[0]).toEqual(["300000"])
+    }
   })
 
   it.skipIf(skip)("connections without a cursor of their own stream their capped result as one batch", async () => {
