@@ -141,6 +141,8 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       const principal = refused.right
       const body = yield* Effect.either(request.json)
       if (body._tag === "Left") return jsonRpcError(400, -32700, "Parse error: the body is not JSON")
+      // One message per POST (MCP 2025-06-18 dropped batches), so each tool call is one audit row.
+      if (Array.isArray(body.right)) return jsonRpcError(400, -32600, "Invalid request: send one JSON-RPC message per POST; batches are not supported")
 
       const server = new Server(SERVER_INFO, {
         jsonSchemaValidator,

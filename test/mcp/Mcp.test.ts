@@ -245,6 +245,14 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(textOf(await lean.callTool({ name: "validate_sql", arguments: { connection_name: "pg", sql: "select 1" } }))).toMatch(/^unknown_tool: /)
     const bad = await request(gateway.url, "/mcp?tools=some", { key: keys["querier"]!, body: { jsonrpc: "2.0", id: 1, method: "tools/list" } })
     expect(bad.status).toBe(400)
+    const batch = await request(gateway.url, "/mcp", {
+      key: keys["querier"]!,
+      body: [{ jsonrpc: "2.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 2, method: "tools/list" }],
+      headers: { accept: "application/json, text/event-stream" }
+    })
+    expect([batch.status, batch.json.error.code]).toEqual([400, -32600])
+    const notJson = await request(gateway.url, "/mcp", { key: keys["querier"]!, rawBody: "{oops", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" } })
+    expect([notJson.status, notJson.json.error.code]).toEqual([400, -32700])
 
     const cursor = await request(gateway.url, "/api/mcp/client-config?client=cursor", { key: keys["reader"]! })
     expect(cursor.status).toBe(200)
