@@ -15,10 +15,12 @@ const RULES: Array<PiiRule> = [
   { table: "crm.contacts", column: "email", action: "drop" }
 ]
 
-const connections: Record<"postgresql" | "mysql" | "duckdb", ConnectionInput> = {
+const connections: Record<"postgresql" | "mysql" | "duckdb" | "snowflake" | "bigquery", ConnectionInput> = {
   postgresql: { name: "pg", db_type: "postgresql", host: "h", database: "shop", username: "u" },
   mysql: { name: "my", db_type: "mysql", host: "h", database: "shop", username: "u" },
-  duckdb: { name: "duck", db_type: "duckdb", database: "/data/shop.duckdb" }
+  duckdb: { name: "duck", db_type: "duckdb", database: "/data/shop.duckdb" },
+  snowflake: { name: "snow", db_type: "snowflake", account: "a", username: "u", password: "p", database: "shop", schema_name: "public" },
+  bigquery: { name: "bq", db_type: "bigquery", project: "p", dataset: "shop", credentials_json: "{}" }
 }
 
 /** Masks a result whose columns are `names`, each holding the value `"value-of-<name>"`, and returns what each column became. */
@@ -113,5 +115,23 @@ describe("PII masking by column lineage", () => {
     expect(masking("postgresql", "select email from customers", ["email"], rules).rules).toEqual({ email: "redact" })
     expect(masking("postgresql", "select email from shop.public.customers", ["email"], rules).rules).toEqual({ email: "redact" })
     expect(masking("postgresql", "select email from other.customers", ["email"], rules).rules).toEqual({})
+  })
+})
+
+describe("PII masking and star modifiers", () => {
+  it("a star that replaces or renames columns cannot hide a PII column under another name: the result is redacted whole", () => {
+    expect(masking("duckdb", "select * replace (ssn as id) from customers", ["id", "email", "ssn", "name"]).rules).toEqual({
+      id: "redact",
+      email: "redact",
+      ssn: "redact",
+      name: "redact"
+    })
+    expect(masking("duckdb", "with c as (select id, ssn from customers) select * replace (ssn as id) from c", ["id", "ssn"]).rules).toEqual({ id: "redact", ssn: "redact" })
+    expect(masking("bigquery", "select * replace (ssn as id) from customers", ["id", "email", "ssn", "name"]).rules["id"]).toBe("redact")
+  })
+
+  it("a star that only leaves columns out still masks by name", () => {
+    expect(masking("snowflake", "select * exclude (id) from customers", ["email", "ssn", "name"]).rules).toEqual({ email: "mask", ssn: "redact" })
+    expect(masking("bigquery", "select * except (id) from customers", ["email", "ssn", "name"]).rules).toEqual({ email: "mask", ssn: "redact" })
   })
 })

@@ -40,6 +40,13 @@ const expressionInputs = (node: unknown, columns: Array<ColumnName>, subqueries:
   }
 }
 
+// Star options that change what a column holds or is called; EXCLUDE, EXCEPT and ILIKE only leave columns out.
+const RESHAPING_STAR_OPTIONS = ["opt_replace", "opt_rename", "opt_apply"]
+const reshapesColumns = (item: unknown) => {
+  const options = !isNode(item) ? undefined : isNode(item.Wildcard) ? item.Wildcard : Array.isArray(item.QualifiedWildcard) ? item.QualifiedWildcard[1] : undefined
+  return isNode(options) && RESHAPING_STAR_OPTIONS.some((key) => options[key] !== undefined && options[key] !== null)
+}
+
 const selectItem = (item: unknown): SelectItem => {
   if (isNode(item) && "Wildcard" in item) return { kind: "star", qualifier: undefined }
   if (isNode(item) && Array.isArray(item.QualifiedWildcard)) {
@@ -81,6 +88,8 @@ const bodyShape = (body: unknown, ctes: Array<Cte>): QueryShape => {
   if (isNode(body.Select)) {
     const select = body.Select
     if (list(select.lateral_views).length > 0) return { kind: "opaque", why: "a LATERAL VIEW" }
+    // `* REPLACE (ssn AS id)` puts one column's values under another's name: which is which is not traced.
+    if (list(select.projection).some(reshapesColumns)) return { kind: "opaque", why: "a star that replaces or renames columns" }
     return { kind: "select", ctes, items: list(select.projection).map(selectItem), from: fromItems(select.from) }
   }
   if (isNode(body.SetOperation)) {
