@@ -130,6 +130,11 @@ describe("PII masking and star modifiers", () => {
     expect(masking("bigquery", "select * replace (ssn as id) from customers", ["id", "email", "ssn", "name"]).rules["id"]).toBe("redact")
   })
 
+  it("COLUMNS(…), which picks columns by pattern when the query runs, redacts the result whole", () => {
+    expect(masking("duckdb", "select columns('ss.*') from customers", ["ssn"]).rules).toEqual({ ssn: "redact" })
+    expect(masking("duckdb", "select id, upper(columns('e.*')) as x from customers", ["id", "x"]).rules).toEqual({ id: "redact", x: "redact" })
+  })
+
   it("a star that only leaves columns out still masks by name", () => {
     expect(masking("snowflake", "select * exclude (id) from customers", ["email", "ssn", "name"]).rules).toEqual({ email: "mask", ssn: "redact" })
     expect(masking("bigquery", "select * except (id) from customers", ["email", "ssn", "name"]).rules).toEqual({ email: "mask", ssn: "redact" })

@@ -47,6 +47,13 @@ const reshapesColumns = (item: unknown) => {
   return isNode(options) && RESHAPING_STAR_OPTIONS.some((key) => options[key] !== undefined && options[key] !== null)
 }
 
+/** DuckDB's and ClickHouse's COLUMNS(…) picks columns by pattern when the query runs: what it yields is not traced. */
+const selectsColumnsByPattern = (node: unknown): boolean =>
+  Array.isArray(node)
+    ? node.some(selectsColumnsByPattern)
+    : isNode(node) &&
+      ((isNode(node.Function) && objectName(node.Function.name).at(-1)?.toLowerCase() === "columns") || Object.values(node).some(selectsColumnsByPattern))
+
 const selectItem = (item: unknown): SelectItem => {
   if (isNode(item) && "Wildcard" in item) return { kind: "star", qualifier: undefined }
   if (isNode(item) && Array.isArray(item.QualifiedWildcard)) {
@@ -90,6 +97,7 @@ const bodyShape = (body: unknown, ctes: Array<Cte>): QueryShape => {
     if (list(select.lateral_views).length > 0) return { kind: "opaque", why: "a LATERAL VIEW" }
     // `* REPLACE (ssn AS id)` puts one column's values under another's name: which is which is not traced.
     if (list(select.projection).some(reshapesColumns)) return { kind: "opaque", why: "a star that replaces or renames columns" }
+    if (selectsColumnsByPattern(select.projection)) return { kind: "opaque", why: "COLUMNS(…)" }
     return { kind: "select", ctes, items: list(select.projection).map(selectItem), from: fromItems(select.from) }
   }
   if (isNode(body.SetOperation)) {
