@@ -118,6 +118,18 @@ describe("PII masking by column lineage", () => {
   })
 })
 
+describe("PII masking of whole-row references", () => {
+  for (const dbType of ["postgresql", "duckdb"] as const) {
+    it(`${dbType}: a table's whole row, as a value or inside a function, is redacted`, () => {
+      expect(masking(dbType, "select c from customers c", ["c"]).rules).toEqual({ c: "redact" })
+      expect(masking(dbType, "select id, to_json(customers) as j from customers", ["id", "j"]).rules).toEqual({ j: "redact" })
+      expect(masking(dbType, "select count(c) as n from customers c", ["n"]).rules).toEqual({})
+      // A column that is merely named like nothing in FROM is left alone.
+      expect(masking(dbType, "select id from customers c", ["id"]).rules).toEqual({})
+    })
+  }
+})
+
 describe("PII masking and star modifiers", () => {
   it("a star that replaces or renames columns cannot hide a PII column under another name: the result is redacted whole", () => {
     expect(masking("duckdb", "select * replace (ssn as id) from customers", ["id", "email", "ssn", "name"]).rules).toEqual({

@@ -84,6 +84,11 @@ const resolveColumn = (column: ColumnName, relations: ReadonlyArray<Relation>): 
     // A name the derived table does not show by name: it could be any of its columns.
     return [merge(relation.outputs, name, false)]
   })
+  // A bare name that is also a relation's alias or name may be the whole row (`row_to_json(c)`, `select c from t c`).
+  const wholeRows = qualifier.length === 0 ? relations.filter((r) => (r.alias ?? r.table?.at(-1)) === name) : []
+  if (wholeRows.length > 0) {
+    outputs.push({ name, sources: [], anyColumnOf: uniqueTables(wholeRows.flatMap(tablesOf)), direct: false, countOnly: false, starOver: undefined })
+  }
   return { ...merge(outputs, name, true), name }
 }
 
