@@ -130,6 +130,19 @@ describe("PII masking of whole-row references", () => {
   }
 })
 
+describe("PII masking of table expressions over a table", () => {
+  it("PIVOT, TABLESAMPLE and a set-returning function over a subquery redact the result whole", () => {
+    expect(masking("duckdb", "select * from customers pivot (max(ssn) for name in ('a', 'b'))", ["id", "a", "b"]).rules).toEqual({ id: "redact", a: "redact", b: "redact" })
+    expect(masking("postgresql", "select * from customers tablesample system (100)", ["id", "email"]).rules).toEqual({ id: "redact", email: "redact" })
+    expect(masking("postgresql", "select * from unnest(array(select ssn from customers)) u", ["u"]).rules).toEqual({ u: "redact" })
+  })
+
+  it("a parenthesized join is read as the same join", () => {
+    expect(masking("duckdb", "select * from (customers c join orders o on c.id = o.customer_id)", ["id", "email", "customer_id"]).rules).toEqual({ email: "mask" })
+    expect(masking("mysql", "select c.email from (customers c join orders o on c.id = o.customer_id)", ["email"]).rules).toEqual({ email: "mask" })
+  })
+})
+
 describe("PII masking and star modifiers", () => {
   it("a star that replaces or renames columns cannot hide a PII column under another name: the result is redacted whole", () => {
     expect(masking("duckdb", "select * replace (ssn as id) from customers", ["id", "email", "ssn", "name"]).rules).toEqual({

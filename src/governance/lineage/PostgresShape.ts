@@ -1,5 +1,5 @@
 import type { ColumnName, Cte, FromItem, QueryShape, SelectItem } from "./QueryShape"
-import { type Node, isNode, list } from "../sqlguard/Tree"
+import { isNode, list, mentions, type Node } from "../sqlguard/Tree"
 
 const strings = (value: unknown) => list(value).map((p) => (isNode(p) && isNode(p.String) ? String(p.String.sval) : undefined))
 
@@ -58,8 +58,11 @@ const fromItems = (item: unknown): Array<FromItem> => {
     const query = isNode(r.subquery) && isNode(r.subquery.SelectStmt) ? postgresShape(r.subquery.SelectStmt) : { kind: "opaque" as const, why: "a subquery" }
     return [{ kind: "query", query, alias: typeof alias.aliasname === "string" ? alias.aliasname : undefined, columns: strings(alias.colnames).filter((c): c is string => c !== undefined) }]
   }
-  const alias = Object.values(item).find((v) => isNode(v) && isNode(v.alias))
-  return [{ kind: "other", alias: isNode(alias) && isNode(alias.alias) ? String(alias.alias.aliasname) : undefined, reads: [] }]
+  const aliased = Object.values(item).find((v) => isNode(v) && isNode(v.alias))
+  const alias = isNode(aliased) && isNode(aliased.alias) ? String(aliased.alias.aliasname) : undefined
+  // TABLESAMPLE, a function over a subquery (unnest(array(select …)))…: which output holds which column is not traced.
+  if (mentions(item, "RangeVar")) return [{ kind: "query", query: { kind: "opaque", why: "a table expression over a table" }, alias, columns: [] }]
+  return [{ kind: "other", alias, reads: [] }]
 }
 
 const ctesOf = (select: Node): Array<Cte> => {

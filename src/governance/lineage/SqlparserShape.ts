@@ -1,5 +1,5 @@
 import type { ColumnName, Cte, FromItem, QueryShape, SelectItem } from "./QueryShape"
-import { type Node, isNode, list, isQuery } from "../sqlguard/Tree"
+import { isNode, isQuery, list, mentions, type Node } from "../sqlguard/Tree"
 
 const identValue = (ident: unknown) => (isNode(ident) ? String(ident.value ?? "") : "")
 const objectName = (name: unknown) => list(name).map((p) => (isNode(p) && isNode(p.Identifier) ? identValue(p.Identifier) : "?"))
@@ -73,22 +73,29 @@ const selectItem = (item: unknown): SelectItem => {
   return { kind: "expression", columns, subqueries, countOnly, alias }
 }
 
-const relationItem = (relation: unknown): FromItem => {
+const relationItems = (relation: unknown): Array<FromItem> => {
   if (isNode(relation) && isNode(relation.Table) && (relation.Table.args === undefined || relation.Table.args === null)) {
-    return { kind: "table", parts: objectName(relation.Table.name), alias: aliasOf(relation.Table.alias) }
+    return [{ kind: "table", parts: objectName(relation.Table.name), alias: aliasOf(relation.Table.alias) }]
   }
   if (isNode(relation) && isNode(relation.Derived) && isQuery(relation.Derived.subquery)) {
     const d = relation.Derived
-    return { kind: "query", query: sqlparserShape(d.subquery as Node), alias: aliasOf(d.alias), columns: aliasColumns(d.alias) }
+    return [{ kind: "query", query: sqlparserShape(d.subquery as Node), alias: aliasOf(d.alias), columns: aliasColumns(d.alias) }]
   }
+  // `FROM (a JOIN b ON …)`: the same relations as without the parentheses.
+  if (isNode(relation) && isNode(relation.NestedJoin)) return tableWithJoins(relation.NestedJoin.table_with_joins)
   const inner = isNode(relation) ? Object.values(relation)[0] : undefined
+  const alias = isNode(inner) ? aliasOf(inner.alias) : undefined
+  // PIVOT, UNPIVOT, a table function over a table…: which output holds which column is not traced.
+  if (mentions(inner, "Table")) return [{ kind: "query", query: { kind: "opaque", why: "a table expression over a table" }, alias, columns: [] }]
   const reads: Array<QueryShape> = []
   expressionInputs(inner, [], reads)
-  return { kind: "other", alias: isNode(inner) ? aliasOf(inner.alias) : undefined, reads }
+  return [{ kind: "other", alias, reads }]
 }
 
-const fromItems = (from: unknown): Array<FromItem> =>
-  list(from).flatMap((t) => (isNode(t) ? [relationItem(t.relation), ...list(t.joins).map((j) => relationItem(isNode(j) ? j.relation : undefined))] : []))
+const tableWithJoins = (t: unknown): Array<FromItem> =>
+  isNode(t) ? [...relationItems(t.relation), ...list(t.joins).flatMap((j) => relationItems(isNode(j) ? j.relation : undefined))] : []
+
+const fromItems = (from: unknown): Array<FromItem> => list(from).flatMap(tableWithJoins)
 
 const bodyShape = (body: unknown, ctes: Array<Cte>): QueryShape => {
   if (!isNode(body)) return { kind: "opaque", why: "an empty query" }
