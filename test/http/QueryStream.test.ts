@@ -136,7 +136,8 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
     expect(big.end).toMatchObject({ type: "end", row_count: 1_000_000, completeness: "truncated", truncated_at: 1_000_000 })
     expect(big.error).toBeUndefined()
     expect((await request(gateway.url, "/health")).status).toBe(200)
-    expect(await sessionsOfGateway()).toEqual([])
+    // The session is reset and pooled just after the response ends.
+    await expect.poll(sessionsOfGateway, { timeout: 2000 }).toEqual([])
   })
 
   it.skipIf(skip)("a complete result says so, and the audit log has the query and how its stream ended", async () => {
@@ -178,7 +179,8 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
     expect(late.error.message).toContain("division by zero")
     const end = (await auditRows(late.requestId)).find((r: { event_type: string }) => r.event_type === "query_stream_end")
     expect(end).toMatchObject({ outcome: "error", rows: late.rowCount })
-    expect(await sessionsOfGateway()).toEqual([])
+    // The session is reset and pooled just after the response ends.
+    await expect.poll(sessionsOfGateway, { timeout: 2000 }).toEqual([])
   })
 
   it.skipIf(skip)("a client that goes away mid-stream stops the statement on the server, gives the connection back, and is charged what it read", async () => {
