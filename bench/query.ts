@@ -6,7 +6,6 @@
  *
  *   npm run bench:query [-- --seconds 8]
  */
-import * as http from "node:http"
 import * as os from "node:os"
 import { parseArgs } from "node:util"
 import { Effect } from "effect"
@@ -14,23 +13,22 @@ import pg from "pg"
 import { SqlGuard } from "../src/governance/sqlguard/SqlGuard"
 import { localKey, startGateway } from "../test/support/Gateway"
 import { createTestDatabase } from "../test/support/Servers"
-import { type Figures, measure, UNLIMITED } from "./support/Load"
+import { comparisonCells, type Figures, measure, UNLIMITED } from "./support/Load"
+import { addBenchConnection, createOrders, POINT_QUERY, restPointQuery } from "./support/PointQuery"
 
 const { values } = parseArgs({ options: { seconds: { type: "string", default: "8" } } })
 const seconds = Number(values.seconds)
-const SQL = "select id, total, note from orders where id = 42"
 const CLIENTS = [1, 8, 32]
 
 const database = await createTestDatabase()
 const storeDatabase = await createTestDatabase()
 const rows: Array<string> = []
 try {
-  await database.query("create table orders (id int primary key, total numeric, note text)")
-  await database.query("insert into orders select g, g * 1.5, 'order ' || g from generate_series(1, 1000) g")
+  await createOrders(database)
   // Direct: the pool size the gateway uses (4), so the rows differ by the gateway alone.
   const pool = new pg.Pool({ connectionString: database.url, max: 4 })
   const direct = async () => {
-    const result = await pool.query({ text: SQL, rowMode: "array" })
+    const result = await pool.query({ text: POINT_QUERY, rowMode: "array" })
     if (result.rows.length !== 1) throw new Error("direct: wrong row count")
   }
   const directFigures = new Map<number, Figures>()
@@ -47,42 +45,17 @@ try {
     })
     try {
       const key = await localKey(gateway)
-      const connection = { name: "bench", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
-      const created = await fetch(`${gateway.url}/api/connections`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-api-key": key },
-        body: JSON.stringify(connection)
-      })
-      if (created.status !== 201) throw new Error(`creating the connection: ${created.status} ${await created.text()}`)
-      const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
-      const url = new URL(`${gateway.url}/api/query`)
-      const body = JSON.stringify({ connection_name: "bench", sql: SQL })
-      const governed = () =>
-        new Promise<void>((resolve, reject) => {
-          const req = http.request(
-            { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", "x-api-key": key } },
-            (res) => {
-              const chunks: Array<Buffer> = []
-              res.on("data", (c: Buffer) => chunks.push(c))
-              res.on("end", () => {
-                if (res.statusCode !== 200) return reject(new Error(`gateway: ${res.statusCode} ${Buffer.concat(chunks).toString()}`))
-                resolve()
-              })
-            }
-          )
-          req.on("error", reject)
-          req.end(body)
-        })
+      await addBenchConnection(gateway, key, database)
+      const rest = restPointQuery(gateway, key)
       for (const clients of CLIENTS) {
         const a = directFigures.get(clients)!
-        const b = await measure(clients, seconds, governed)
+        const b = await measure(clients, seconds, rest.call)
         rows.push(
-          `| ${store} | ${clients} | ${Math.round(a.perSecond)} | ${Math.round(b.perSecond)} | ${(b.perSecond / a.perSecond).toFixed(2)} | ` +
-            `${a.p50.toFixed(2)} / ${b.p50.toFixed(2)} | ${(b.p50 - a.p50).toFixed(2)} | ${a.p99.toFixed(2)} / ${b.p99.toFixed(2)} | ${(b.p99 - a.p99).toFixed(2)} |`
+          `| ${store} | ${clients} | ${comparisonCells(a, b)}`
         )
         console.error(`${store}, ${clients} clients: direct ${Math.round(a.perSecond)}/s, gateway ${Math.round(b.perSecond)}/s`)
       }
-      agent.destroy()
+      rest.close()
     } finally {
       await gateway.stop()
     }
@@ -139,7 +112,7 @@ for (const dbType of ["postgresql", "mysql", "snowflake", "duckdb"] as const) {
 }
 
 console.log(`Machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? "cpu"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${new Date().toISOString().slice(0, 10)}`)
-console.log(`\`${SQL}\` on PostgreSQL 15 (loopback), ${seconds} s per cell after a 1.5 s warm-up; clients in this process on the same 2 cores.\n`)
+console.log(`\`${POINT_QUERY}\` on PostgreSQL 15 (loopback), ${seconds} s per cell after a 1.5 s warm-up; clients in this process on the same 2 cores.\n`)
 console.log("| gateway store | clients | direct pg q/s | gateway q/s | ratio | p50 ms direct / gateway | added p50 ms | p99 ms direct / gateway | added p99 ms |")
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for (const row of rows) console.log(row)

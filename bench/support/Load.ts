@@ -38,3 +38,8 @@ export const measure = async (clients: number, seconds: number, call: (client: n
   await load(clients, 1500, call)
   return load(clients, seconds * 1000, call)
 }
+
+/** The cells comparing a baseline with the measured path: q/s each, ratio, p50 and p99 with what was added. */
+export const comparisonCells = (a: Figures, b: Figures) =>
+  `${Math.round(a.perSecond)} | ${Math.round(b.perSecond)} | ${(b.perSecond / a.perSecond).toFixed(2)} | ` +
+  `${a.p50.toFixed(2)} / ${b.p50.toFixed(2)} | ${(b.p50 - a.p50).toFixed(2)} | ${a.p99.toFixed(2)} / ${b.p99.toFixed(2)} | ${(b.p99 - a.p99).toFixed(2)} |`

@@ -12,7 +12,7 @@ import {
 } from "@google-cloud/bigquery"
 import { Effect, Either, Schema, type Scope } from "effect"
 import type { BigqueryInput } from "../../src/domain/Connection"
-import { type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, makeScrubber, statementTimedOut } from "./DriverErrors"
 
 type BigqueryConnection = typeof BigqueryInput.Type
@@ -187,7 +187,7 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
     const run = (sql: string, options: QueryOptions) =>
       Effect.suspend(() => {
         const jobId = `sluice_${randomUUID().replaceAll("-", "_")}`
-        const query = base(options.attribution ? `${options.attribution}\n${sql}` : sql)
+        const query = base(attributedSql(sql, options))
         return Effect.gen(function* () {
           yield* dryRun(query)
           const insert = bigquery.createQueryJob({

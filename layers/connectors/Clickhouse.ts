@@ -4,7 +4,7 @@ import * as https from "node:https"
 import { ClickHouseLogLevel, type ClickHouseSettings, createClient } from "@clickhouse/client"
 import { Effect, type Scope } from "effect"
 import type { ClickhouseInput } from "../../src/domain/Connection"
-import { type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
@@ -63,7 +63,7 @@ const open = (request: OpenRequest<ClickhouseConnection>): Effect.Effect<Connect
     const read = (sql: string, options: QueryOptions, queryId: string, signal: AbortSignal): Promise<QueryResult> =>
       pool
         .query({
-          query: options.attribution ? `${options.attribution}\n${sql}` : sql,
+          query: attributedSql(sql, options),
           format: FORMAT,
           query_id: queryId,
           abort_signal: signal,

@@ -106,6 +106,9 @@ export interface Connector<C extends ConnectionInput = ConnectionInput> {
   readonly open: (request: OpenRequest<C>) => Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope>
 }
 
+/** The statement as sent: the attribution comment, when there is one, on its own line before it. */
+export const attributedSql = (sql: string, options: QueryOptions) => (options.attribution ? `${options.attribution}\n${sql}` : sql)
+
 /** Rows per round trip when a result is streamed: big enough to amortize the trip, small enough to keep memory flat. */
 export const STREAM_BATCH_ROWS = 2_000
 

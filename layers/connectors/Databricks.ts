@@ -4,7 +4,7 @@ import { checkServerIdentity } from "node:tls"
 import { connections, DBSQLClient, thrift } from "@databricks/sql"
 import { Effect, Exit, type Scope } from "effect"
 import type { DatabricksInput } from "../../src/domain/Connection"
-import { type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 
 type DatabricksConnection = typeof DatabricksInput.Type
@@ -124,7 +124,7 @@ const open = (request: OpenRequest<DatabricksConnection>): Effect.Effect<Connect
     const execute = (sql: string, options: QueryOptions) =>
       Effect.tryPromise({
         try: () =>
-          session.executeStatement(options.attribution ? `${options.attribution}\n${sql}` : sql, {
+          session.executeStatement(attributedSql(sql, options), {
             queryTimeout: Math.max(1, Math.ceil(options.timeoutMs / 1000)),
             maxRows: options.maxRows + 1,
             // Results come inline over the session, capped, rather than as files fetched from cloud storage.

@@ -2,6 +2,7 @@ import { type DuckDBConnection, DuckDBInstance, JsonDuckDBValueConverter } from 
 import { Effect, type Scope } from "effect"
 import type { DuckdbInput } from "../../src/domain/Connection"
 import {
+  attributedSql,
   type Connector,
   ConnectorError,
   type ConnectorPool,
@@ -52,12 +53,10 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
       }).pipe(Effect.tap(() => Effect.sync(() => total++)))
     })
 
-    const attributed = (sql: string, options: QueryOptions) => (options.attribution ? `${options.attribution}\n${sql}` : sql)
-
     const run = (connection: DuckDBConnection, sql: string, options: QueryOptions) =>
       Effect.tryPromise({
         try: async (): Promise<QueryResult> => {
-          const reader = await connection.streamAndReadUntil(attributed(sql, options), options.maxRows + 1)
+          const reader = await connection.streamAndReadUntil(attributedSql(sql, options), options.maxRows + 1)
           const rows = reader.getRowsJson()
           const types = reader.columnTypes()
           return {
@@ -107,7 +106,7 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
           Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
             Effect.onInterrupt(() => Effect.sync(() => connection.interrupt()))
           )
-        const result = yield* guarded(() => connection.stream(attributed(sql, options)))
+        const result = yield* guarded(() => connection.stream(attributedSql(sql, options)))
         const types = result.columnTypes()
         let left = options.maxRows + 1
         const next = Effect.suspend(() =>

@@ -3,6 +3,7 @@ import { Effect, type Exit, type Scope } from "effect"
 import mysql from "mysql2/promise"
 import type { MysqlInput } from "../../src/domain/Connection"
 import {
+  attributedSql,
   type Connector,
   type ConnectorError,
   type ConnectorPool,
@@ -79,7 +80,7 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
       Effect.tryPromise(async (): Promise<QueryResult> => {
         await conn.query(guards(options))
         await conn.query("START TRANSACTION READ ONLY")
-        const [rows, fields] = await conn.query({ sql: options.attribution ? `${options.attribution}\n${sql}` : sql, rowsAsArray: true })
+        const [rows, fields] = await conn.query({ sql: attributedSql(sql, options), rowsAsArray: true })
         const list = Array.isArray(rows) ? (rows as Array<Array<unknown>>) : []
         return {
           columns: (fields ?? []).map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.type ?? -1) ?? String(f.type) })),
@@ -136,7 +137,7 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
           Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") })
         yield* guarded(() => conn.query(guards(options)))
         yield* guarded(() => conn.query("START TRANSACTION READ ONLY"))
-        const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+        const text = attributedSql(sql, options)
         const rows = (conn as unknown as { connection: { query: (o: object) => { stream: (o: object) => Readable } } }).connection
           .query({ sql: text, rowsAsArray: true })
           .stream({ highWaterMark: STREAM_BATCH_ROWS })

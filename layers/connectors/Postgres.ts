@@ -3,6 +3,7 @@ import pg from "pg"
 import Cursor from "pg-cursor"
 import type { PostgresqlInput, RedshiftInput } from "../../src/domain/Connection"
 import {
+  attributedSql,
   type Connector,
   type ConnectorPool,
   type Endpoint,
@@ -102,7 +103,6 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         return { client, guarded }
       })
 
-    const attributed = (sql: string, options: QueryOptions) => (options.attribution ? `${options.attribution}\n${sql}` : sql)
     const columnsOf = (fields: ReadonlyArray<pg.FieldDef>) =>
       fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) }))
 
@@ -114,7 +114,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
             () =>
               new Promise<PostgresCappedRead>((resolve, reject) => {
                 client.query(
-                  new PostgresCappedRead(attributed(sql, options), options.maxRows + 1, parsers, (error, read) => (error ? reject(error) : resolve(read)))
+                  new PostgresCappedRead(attributedSql(sql, options), options.maxRows + 1, parsers, (error, read) => (error ? reject(error) : resolve(read)))
                 )
               })
           )
@@ -133,7 +133,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         // A cursor that has read its last row, or whose read failed (pg-cursor syncs on error), has no portal left to close.
         let cursorOpen = true
         const cursor = yield* Effect.acquireRelease(
-          Effect.sync(() => client.query(new Cursor(attributed(sql, options), [], { rowMode: "array", types: parsers }))),
+          Effect.sync(() => client.query(new Cursor(attributedSql(sql, options), [], { rowMode: "array", types: parsers }))),
           (cursor) => (cursorOpen ? Effect.promise(() => cursor.close().catch(() => undefined)) : Effect.void)
         )
         let left = options.maxRows + 1

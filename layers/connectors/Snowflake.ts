@@ -1,7 +1,7 @@
 import { Duration, Effect, Pool, type Scope } from "effect"
 import type { Column as DriverColumn, Connection, ConnectionOptions, RowStatement, SnowflakeLogger } from "snowflake-sdk"
 import type { SnowflakeInput } from "../../src/domain/Connection"
-import { type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
 
 type SnowflakeConnection = typeof SnowflakeInput.Type
@@ -123,7 +123,7 @@ const open = (request: OpenRequest<SnowflakeConnection>): Effect.Effect<Connecto
           try: async (): Promise<QueryResult> => {
             const done = await new Promise<RowStatement>((resolve, reject) => {
               statement = connection.execute({
-                sqlText: options.attribution ? `${options.attribution}\n${sql}` : sql,
+                sqlText: attributedSql(sql, options),
                 streamResult: true,
                 rowMode: "array",
                 fetchAsString: ["Number", "Date", "Buffer"],

@@ -2,7 +2,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Effect, type Scope } from "effect"
 import type { SqliteInput } from "../../src/domain/Connection"
-import { type Connector, ConnectorError, type ConnectorPool, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 
 type SqliteConnection = typeof SqliteInput.Type
@@ -79,7 +79,7 @@ const open = (request: OpenRequest<SqliteConnection>): Effect.Effect<ConnectorPo
       lock.withPermits(1)(
         Effect.suspend(() => {
           busy = true
-          const text = options.attribution ? `${options.attribution}\n${sql}` : sql
+          const text = attributedSql(sql, options)
           return ask(text, options.maxRows).pipe(
             Effect.timeoutFail({
               duration: options.timeoutMs,

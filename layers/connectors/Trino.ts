@@ -1,7 +1,7 @@
 import { Effect, type Scope } from "effect"
 import { BasicAuth, type Iterator as Pages, type QueryResult as Page, type SecureContextOptions, Trino } from "trino-client"
 import type { TrinoInput } from "../../src/domain/Connection"
-import type { Connector, ConnectorError, ConnectorPool, Endpoint, OpenRequest, QueryOptions, QueryResult } from "./Connector"
+import { attributedSql, type Connector, type ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
@@ -76,7 +76,7 @@ const open = (request: OpenRequest<TrinoConnection>): Effect.Effect<ConnectorPoo
         const pages = yield* Effect.tryPromise({
           try: () =>
             trino.query({
-              query: options.attribution ? `${options.attribution}\n${sql}` : sql,
+              query: attributedSql(sql, options),
               // Trino has no read-only session; the server's own limit is a backstop for a lost DELETE.
               session: { query_max_execution_time: `${Math.max(1, Math.ceil(options.timeoutMs / 1000))}s` }
             }),

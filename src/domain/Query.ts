@@ -15,7 +15,9 @@ export type Surface = keyof typeof ROW_LIMITS
 /** A streamed result is never held whole, so it may be ten times longer than a buffered one. */
 export const STREAMED_ROW_LIMIT = 1_000_000
 export const NDJSON = "application/x-ndjson"
-const rowLimitMessage = `row_limit must be an integer between 1 and ${ROW_LIMITS.rest.max} (${STREAMED_ROW_LIMIT} when the result is streamed with Accept: ${NDJSON})`
+/** How to get past the buffered row limit, for the messages that refuse a larger one. */
+export const STREAMING_HINT = `(${STREAMED_ROW_LIMIT} when the result is streamed with Accept: ${NDJSON})`
+const rowLimitMessage = `row_limit must be an integer between 1 and ${ROW_LIMITS.rest.max} ${STREAMING_HINT}`
 
 const Sql = Schema.String.pipe(
   Schema.filter((sql) => sql.trim().length > 0 || "sql must not be empty"),

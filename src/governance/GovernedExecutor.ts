@@ -70,6 +70,24 @@ const fromConnector = (error: ConnectorError): GovernedQueryError => {
   }
 }
 
+/** When a query's last connector step must have answered: its timeout, plus the grace the server-side cancel gets. */
+const deadlineOf = (query: GovernedQuery) => Date.now() + query.timeoutMs + Duration.toMillis(DEADLINE_GRACE)
+
+/** A connector step that fails as the query's own errors, and at the deadline at the latest. */
+const beforeDeadline =
+  (deadline: number) =>
+  <A, R>(effect: Effect.Effect<A, ConnectorError, R>) =>
+    // What is left is measured when the step runs: a stream's later reads get less time, not the same again.
+    Effect.suspend(() =>
+      effect.pipe(
+        Effect.mapError(fromConnector),
+        Effect.timeoutFail({
+          duration: Math.max(0, deadline - Date.now()),
+          onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
+        })
+      )
+    )
+
 /** UTF-8 size of the rows as JSON, or undefined as soon as it passes the cap. */
 const resultBytes = (result: QueryResult) => {
   let bytes = 0
@@ -118,13 +136,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         .withPool(query.target, (pool) =>
           pool.query(sql, { timeoutMs: query.timeoutMs, maxRows, attribution: attributionComment(query.attribution) })
         )
-        .pipe(
-          Effect.mapError(fromConnector),
-          Effect.timeoutFail({
-            duration: Duration.sum(Duration.millis(query.timeoutMs), DEADLINE_GRACE),
-            onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
-          })
-        )
+        .pipe(beforeDeadline(deadlineOf(query)))
 
     const cacheKeyOf = (query: GovernedQuery, sql: string) => ({
       orgId: query.target.orgId,
@@ -204,26 +216,18 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       const queryId = randomUUID()
       const { capped, tables } = yield* admit(query, queryId, report)
       const started = performance.now()
-      const deadline = Date.now() + query.timeoutMs + Duration.toMillis(DEADLINE_GRACE)
-      const beforeDeadline = <A, R>(effect: Effect.Effect<A, ConnectorError, R>) =>
-        effect.pipe(
-          Effect.mapError(fromConnector),
-          Effect.timeoutFail({
-            duration: Math.max(0, deadline - Date.now()),
-            onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
-          })
-        )
+      const withinDeadline = beforeDeadline(deadlineOf(query))
       const hit = cachedResult(query, capped.sql)
       const source =
         hit !== undefined
           ? { columns: hit.columns, masked: hit.masked, next: onceThenEmpty(hit.rows) }
           : yield* Effect.gen(function* () {
-              const pool = yield* beforeDeadline(pools.poolIn(query.target))
-              const opened = yield* beforeDeadline(
+              const pool = yield* withinDeadline(pools.poolIn(query.target))
+              const opened = yield* withinDeadline(
                 batchesOf(pool, capped.sql, { timeoutMs: query.timeoutMs, maxRows: query.rowLimit, attribution: attributionComment(query.attribution) })
               )
               const plan = maskPlan(opened.columns, capped, query.pii.rules, query.target.connection, hashKeyOf(query))
-              const next = beforeDeadline(opened.next)
+              const next = withinDeadline(opened.next)
               return {
                 columns: plan?.columns ?? opened.columns,
                 masked: plan?.masked ?? [],

@@ -2,7 +2,7 @@ import { Effect, Stream } from "effect"
 import { InvalidRequest } from "../domain/Errors"
 import type { Usage } from "../domain/Budget"
 import type { Principal } from "../domain/Principal"
-import { type ExplainRequest, type QueryRequest, type QueryStreamPart, ROW_LIMITS, STREAMED_ROW_LIMIT, type Surface } from "../domain/Query"
+import { type ExplainRequest, type QueryRequest, type QueryStreamPart, ROW_LIMITS, STREAMED_ROW_LIMIT, STREAMING_HINT, type Surface } from "../domain/Query"
 import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { Budgets } from "./Budgets"
@@ -39,7 +39,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         const maxRowLimit = context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max
         if (request.row_limit !== undefined && request.row_limit > maxRowLimit)
           return yield* new InvalidRequest({
-            message: `row_limit must be at most ${maxRowLimit}${context.streamed === true ? "" : ` (${STREAMED_ROW_LIMIT} when the result is streamed with Accept: application/x-ndjson)`}`
+            message: `row_limit must be at most ${maxRowLimit}${context.streamed === true ? "" : ` ${STREAMING_HINT}`}`
           })
         const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
         const rowLimit = Math.min(requested, maxRowLimit, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
