@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
+import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
 import { ResultCache } from "../src/governance/ResultCache"
 import { McpTools } from "../src/mcp/McpTools"
 import { AuditRepo } from "../src/repos/AuditRepo"
@@ -17,6 +18,7 @@ import { Metrics } from "../src/services/Metrics"
 import { PiiDetector } from "../src/services/PiiDetector"
 import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
+import { Schemas } from "../src/services/Schemas"
 import { Settings } from "../src/services/Settings"
 import { AppConfig } from "./AppConfig"
 import { ConnectorPools } from "./connectors/ConnectorPools"
@@ -29,7 +31,7 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default).pipe(
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default, Schemas.Default).pipe(
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
   Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default, Budgets.Default))
@@ -55,7 +57,7 @@ const ServicesLive = McpTools.Default.pipe(
 )
 
 /** The single composition root: the HTTP server and every background loop, on one store. */
-export const AppLive = Layer.mergeAll(HttpServerLive, AuditRetentionLoop, HealthLoop).pipe(
+export const AppLive = Layer.mergeAll(HttpServerLive, AuditRetentionLoop, HealthLoop, SchemaRefreshLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

@@ -13,6 +13,7 @@ import { ConnectionUrlsHttp } from "../src/http/ConnectionUrlsHttp"
 import { KeysHttp } from "../src/http/KeysHttp"
 import { McpHttp } from "../src/http/McpHttp"
 import { PiiHttp } from "../src/http/PiiHttp"
+import { SchemaHttp } from "../src/http/SchemaHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
 import { makeRequestPipeline } from "../src/http/RequestPipeline"
@@ -31,6 +32,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     QueryHttp,
     BudgetsHttp,
     PiiHttp,
+    SchemaHttp,
     SystemHttp,
     PublicHttp,
     McpHttp,

@@ -12,6 +12,7 @@ import { McpApi } from "./McpApi"
 import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
 import { QueryApi } from "./QueryApi"
+import { SchemaApi } from "./SchemaApi"
 import { SystemApi } from "./SystemApi"
 
 export class SluiceApi extends HttpApi.make("sluice")
@@ -25,6 +26,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(QueryApi)
   .add(BudgetsApi)
   .add(PiiApi)
+  .add(SchemaApi)
   .add(SystemApi)
   .add(McpApi)
   .addError(PayloadTooLarge)

@@ -81,6 +81,8 @@ const common = {
   max_rows: optional(Schema.Int.pipe(Schema.between(1, 1_000_000, { message: () => "must be between 1 and 1000000" }))),
   schema_include: optional(Globs),
   schema_exclude: optional(Globs),
+  /** Seconds between background schema scans of this connection once it has been scanned; default a day. */
+  schema_refresh_interval: optional(Schema.Int.pipe(Schema.between(60, 86_400, { message: () => "must be an integer between 60 and 86400 seconds" }))),
   /** Tables no query may read: `table`, `schema.table` or `catalog.schema.table`, `*` matching any run of characters. */
   blocked_tables: optional(Globs),
   /** When set, queries may read only these tables (same forms). */
@@ -231,6 +233,7 @@ export class Connection extends Schema.Class<Connection>("Connection")({
   max_rows: Schema.optional(Schema.Int),
   schema_include: Schema.optional(Schema.Array(Schema.String)),
   schema_exclude: Schema.optional(Schema.Array(Schema.String)),
+  schema_refresh_interval: Schema.optional(Schema.Int),
   blocked_tables: Schema.optional(Schema.Array(Schema.String)),
   allowed_tables: Schema.optional(Schema.Array(Schema.String)),
   result_cache_ttl: Schema.optional(Schema.Int),

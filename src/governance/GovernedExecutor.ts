@@ -58,7 +58,8 @@ export interface StreamedQuery {
 
 export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge | InvalidRequest
 
-const fromConnector = (error: ConnectorError): GovernedQueryError => {
+/** A connector failure as the caller sees it: a timeout, a failed statement, or an unreachable database. */
+export const fromConnector = (error: ConnectorError): QueryTimeout | QueryFailed | DatabaseUnavailable => {
   switch (error.step) {
     case "timeout":
       return new QueryTimeout({ message: error.message })

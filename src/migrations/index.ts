@@ -7,6 +7,7 @@ import m0006 from "./0006_connections"
 import m0007 from "./0007_audit_details"
 import m0008 from "./0008_budgets"
 import m0009 from "./0009_pii_rules"
+import m0010 from "./0010_schema_snapshots"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -17,5 +18,6 @@ export const migrations = {
   "0006_connections": m0006,
   "0007_audit_details": m0007,
   "0008_budgets": m0008,
-  "0009_pii_rules": m0009
+  "0009_pii_rules": m0009,
+  "0010_schema_snapshots": m0010
 }

@@ -259,6 +259,8 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const target = Effect.fnUntraced(function* (principal: Principal, name: string) {
       return yield* targets.get(targetKey(principal.orgId, name))
     })
+    /** The same for background work, which runs for an org rather than a caller. */
+    const targetIn = (orgId: OrgId, name: string) => targets.get(targetKey(orgId, name))
 
     /** Every connection of every org with its target, for the health loop; one whose secrets do not open is left out. */
     const everyTarget = repo.listAll.pipe(
@@ -322,7 +324,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       return { rules: updated.pii_rules as ReadonlyArray<PiiRule>, version: updated.pii_version } satisfies PiiPolicy
     })
 
-    return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
+    return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
   }),
   dependencies: [ConnectionsRepo.Default]
 }) {}

@@ -1,20 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, freePort, startGateway, tempDataDir } from "../support/Gateway"
+import { eventually } from "../support/Eventually"
 import { request, type RequestOptions } from "../support/Http"
 import { Relay } from "../support/Relay"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
-
-const eventually = async <A>(read: () => Promise<A>, ok: (a: A) => boolean, what: string, ms = 20_000): Promise<A> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (ok(value)) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`)
-    await new Promise((r) => setTimeout(r, 250))
-  }
-}
 
 describe("connection health on a PostgreSQL store", () => {
   let store: TestDatabase

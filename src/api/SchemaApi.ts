@@ -1,0 +1,65 @@
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { ConnectionName } from "../domain/Connection"
+import { GovernedQueryErrors } from "../domain/Query"
+import { RefreshStatus, SchemaSnapshot } from "../domain/SchemaSnapshot"
+import {
+  GroupedSchema,
+  SchemaCacheInvalidate,
+  SchemaCacheStats,
+  SchemaFilterParams,
+  SchemaFilterResult,
+  SchemaOverview,
+  SchemaSearchParams,
+  SchemaSearchResult,
+  SchemaText,
+  SchemaTextParams,
+  WarmupResult
+} from "../domain/SchemaViews"
+import { RateClass, RequiredScope } from "./Annotations"
+import { Authentication } from "./Authentication"
+
+const ByName = Schema.Struct({ name: ConnectionName })
+
+const read = <N extends string, P extends string>(name: N, path: P) =>
+  HttpApiEndpoint.get(name, `/connections/:name/schema${path}`).setPath(ByName).addError(GovernedQueryErrors).annotate(RequiredScope, "read")
+
+/**
+ * A connection's schema from its latest scan, in the forms tools and agents want: full JSON,
+ * grouped, compact lines, DDL, an overview, ranked search and structured filters. Tables the
+ * connection blocks are left out of all of them.
+ */
+export class SchemaApi extends HttpApiGroup.make("schema")
+  .add(read("get", "").addSuccess(SchemaSnapshot))
+  .add(read("grouped", "/grouped").addSuccess(GroupedSchema))
+  .add(read("compact", "/compact").setUrlParams(SchemaTextParams).addSuccess(SchemaText))
+  .add(read("ddl", "/ddl").setUrlParams(SchemaTextParams).addSuccess(SchemaText))
+  .add(read("overview", "/overview").addSuccess(SchemaOverview))
+  .add(read("search", "/search").setUrlParams(SchemaSearchParams).addSuccess(SchemaSearchResult))
+  .add(read("filter", "/filter").setUrlParams(SchemaFilterParams).addSuccess(SchemaFilterResult))
+  .add(read("refreshStatus", "/refresh-status").addSuccess(RefreshStatus))
+  .add(
+    HttpApiEndpoint.post("refresh", "/connections/:name/schema/refresh")
+      .setPath(ByName)
+      .addSuccess(RefreshStatus, { status: 202 })
+      .addError(GovernedQueryErrors)
+      .annotate(RequiredScope, "write")
+      .annotate(RateClass, "expensive")
+  )
+  .add(
+    HttpApiEndpoint.post("warmup", "/connections/schema/warmup")
+      .addSuccess(WarmupResult, { status: 202 })
+      .addError(GovernedQueryErrors)
+      .annotate(RequiredScope, "write")
+      .annotate(RateClass, "expensive")
+  )
+  .add(HttpApiEndpoint.get("cacheStats", "/schema-cache/stats").addSuccess(SchemaCacheStats).annotate(RequiredScope, "read"))
+  .add(
+    HttpApiEndpoint.post("cacheInvalidate", "/schema-cache/invalidate")
+      .setPayload(SchemaCacheInvalidate)
+      .addSuccess(Schema.Struct({ invalidated: Schema.Int }))
+      .addError(GovernedQueryErrors)
+      .annotate(RequiredScope, "write")
+  )
+  .middleware(Authentication)
+  .prefix("/api") {}

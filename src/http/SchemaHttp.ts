@@ -1,0 +1,89 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { SluiceApi } from "../api/Api"
+import { CurrentPrincipal } from "../domain/Principal"
+import { qualifiedName } from "../domain/SchemaSnapshot"
+import { filterTables } from "../schema/SchemaFilter"
+import { overviewOf, schemaText } from "../schema/SchemaFormats"
+import { Schemas, type SchemaView } from "../services/Schemas"
+import { onConnection } from "./RequestState"
+
+const DEFAULT_TEXT_TABLES = 50
+const DEFAULT_SEARCH_LIMIT = 20
+
+const sourceOf = (view: SchemaView) => ({
+  connection: view.snapshot.connection,
+  version: view.snapshot.version,
+  scanned_at: view.snapshot.scanned_at
+})
+
+export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =>
+  Effect.gen(function* () {
+    const schemas = yield* Schemas
+    const viewOf = (name: string) =>
+      onConnection(name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.view(p, name))))
+    return handlers
+      .handle("get", ({ path }) => Effect.map(viewOf(path.name), (view) => view.snapshot))
+      .handle("grouped", ({ path }) =>
+        Effect.map(viewOf(path.name), (view) => {
+          const groups = new Map<string, Array<(typeof view.tables)[number]>>()
+          for (const t of view.tables) groups.set(t.schema, [...(groups.get(t.schema) ?? []), t])
+          return { ...sourceOf(view), schemas: [...groups.entries()].map(([schema, tables]) => ({ schema, tables })) }
+        })
+      )
+      .handle("compact", ({ path, urlParams }) =>
+        Effect.map(viewOf(path.name), (view) => ({
+          ...sourceOf(view),
+          ...schemaText(view.tables, "compact", urlParams.max_tables ?? DEFAULT_TEXT_TABLES)
+        }))
+      )
+      .handle("ddl", ({ path, urlParams }) =>
+        Effect.map(viewOf(path.name), (view) => ({
+          ...sourceOf(view),
+          ...schemaText(view.tables, "ddl", urlParams.max_tables ?? DEFAULT_TEXT_TABLES)
+        }))
+      )
+      .handle("overview", ({ path }) =>
+        Effect.map(viewOf(path.name), (view) => ({ ...sourceOf(view), db_type: view.snapshot.db_type, ...overviewOf(view.tables) }))
+      )
+      .handle("search", ({ path, urlParams }) =>
+        Effect.map(viewOf(path.name), (view) => {
+          const limit = urlParams.limit ?? DEFAULT_SEARCH_LIMIT
+          const index = view.search()
+          return {
+            ...sourceOf(view),
+            query: urlParams.q,
+            tables: index.searchTables(urlParams.q, limit, view.visible).map((hit) => ({
+              table: qualifiedName(hit.table),
+              kind: hit.table.kind,
+              score: hit.score,
+              matched_terms: hit.matched,
+              comment: hit.table.comment,
+              row_estimate: hit.table.row_estimate,
+              columns: hit.table.columns.map((c) => c.name)
+            })),
+            columns: index.searchColumns(urlParams.q, limit, view.visible).map((hit) => ({
+              table: qualifiedName(hit.table),
+              column: hit.table.columns.find((c) => c.name === hit.column)!,
+              score: hit.score
+            }))
+          }
+        })
+      )
+      .handle("filter", ({ path, urlParams }) =>
+        Effect.map(viewOf(path.name), (view) => {
+          const matched = filterTables(view.tables, urlParams)
+          return { ...sourceOf(view), total: matched.length, tables: matched.slice(0, urlParams.limit ?? 200) }
+        })
+      )
+      .handle("refreshStatus", ({ path }) =>
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.status(p, path.name))))
+      )
+      .handle("refresh", ({ path }) =>
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.refresh(p, path.name))))
+      )
+      .handle("warmup", () => Effect.flatMap(CurrentPrincipal, schemas.warmup))
+      .handle("cacheStats", () => Effect.map(CurrentPrincipal, schemas.cacheStats))
+      .handle("cacheInvalidate", ({ payload }) => Effect.flatMap(CurrentPrincipal, (p) => schemas.invalidate(p, payload.connection)))
+  })
+)

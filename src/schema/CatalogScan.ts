@@ -1,0 +1,205 @@
+import { createHash } from "node:crypto"
+import { Effect } from "effect"
+import type { ColumnInfo, ForeignKey, IndexInfo, SchemaSnapshot, TableInfo, TableKind } from "../domain/SchemaSnapshot"
+import { qualifiedName, TABLE_KINDS } from "../domain/SchemaSnapshot"
+import type { CatalogQueries } from "./catalog/CatalogQueries"
+
+type Row = ReadonlyArray<unknown>
+
+export interface ScanProgress {
+  readonly phase: "tables" | "columns" | "keys" | "indexes"
+  readonly tables_done: number
+  readonly tables_total: number | null
+}
+
+/** What a scan needs from a connection: one catalog read at a time. */
+export interface CatalogScan<E> {
+  readonly read: (sql: string) => Effect.Effect<ReadonlyArray<Row>, E>
+  readonly progress: (progress: ScanProgress) => Effect.Effect<void>
+  readonly include: ReadonlyArray<string> | undefined
+  readonly exclude: ReadonlyArray<string> | undefined
+}
+
+const text = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
+const count = (value: unknown): number | null => {
+  if (value === null || value === undefined || value === "") return null
+  const n = Number(value)
+  return Number.isFinite(n) && n >= 0 ? n : null
+}
+const flag = (value: unknown): boolean =>
+  value === true || value === 1 || value === 1n || (typeof value === "string" && /^(1|t|true|yes|y)$/i.test(value))
+const names = (value: unknown): ReadonlyArray<string> => {
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === "string")
+  if (typeof value !== "string" || value === "") return []
+  try {
+    const parsed: unknown = JSON.parse(value)
+    return Array.isArray(parsed) ? parsed.map((v) => (v === null ? "" : String(v))) : []
+  } catch {
+    return []
+  }
+}
+const kindOf = (value: unknown): TableKind => {
+  const kind = String(value).toLowerCase()
+  return (TABLE_KINDS as ReadonlyArray<string>).includes(kind) ? (kind as TableKind) : "table"
+}
+
+export const globRegex = (pattern: string) =>
+  new RegExp(`^${pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i")
+
+/** A glob with a dot matches `schema.table`; without one it matches the schema. */
+export const globFilter = (include: ReadonlyArray<string> | undefined, exclude: ReadonlyArray<string> | undefined) => {
+  const compile = (globs: ReadonlyArray<string>) =>
+    globs.map((glob) => ({ regex: globRegex(glob), qualified: glob.includes(".") }))
+  const inc = include === undefined || include.length === 0 ? undefined : compile(include)
+  const exc = compile(exclude ?? [])
+  const hit = (globs: ReturnType<typeof compile>, schema: string, table: string) =>
+    globs.some((g) => g.regex.test(g.qualified ? `${schema}.${table}` : schema))
+  return (schema: string, table: string) => (inc === undefined || hit(inc, schema, table)) && !hit(exc, schema, table)
+}
+
+interface Building {
+  table: Omit<TableInfo, "columns" | "primary_key" | "foreign_keys" | "unique_keys" | "indexes">
+  columns: Array<ColumnInfo>
+  primaryKey: Array<string>
+  foreignKeys: Array<ForeignKey>
+  uniqueKeys: Array<ReadonlyArray<string>>
+  indexes: Array<IndexInfo>
+}
+
+const keyOf = (schema: unknown, table: unknown) => `${String(schema)}\u0000${String(table)}`
+
+/** Reads a connection's catalog and assembles its tables, keeping those its include/exclude globs let through. */
+export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
+  Effect.gen(function* () {
+    const keep = globFilter(scan.include, scan.exclude)
+    const tables = new Map<string, Building>()
+    yield* scan.progress({ phase: "tables", tables_done: 0, tables_total: null })
+    for (const r of yield* scan.read(queries.relations)) {
+      const schema = String(r[0])
+      const name = String(r[1])
+      if (!keep(schema, name)) continue
+      tables.set(keyOf(schema, name), {
+        table: {
+          schema,
+          name,
+          kind: kindOf(r[2]),
+          comment: text(r[3]),
+          row_estimate: count(r[4]),
+          size_bytes: count(r[5]),
+          definition: text(r[6]),
+          partition_key: text(r[7]),
+          engine: text(r[8]),
+          sort_keys: names(r[9]),
+          cluster_keys: names(r[10])
+        },
+        columns: [],
+        primaryKey: [],
+        foreignKeys: [],
+        uniqueKeys: [],
+        indexes: []
+      })
+    }
+    const total = tables.size
+    yield* scan.progress({ phase: "columns", tables_done: 0, tables_total: total })
+    const declaredPk = new Map<string, Array<string>>()
+    for (const r of yield* scan.read(queries.columns)) {
+      const key = keyOf(r[0], r[1])
+      const entry = tables.get(key)
+      if (entry === undefined) continue
+      const name = String(r[2])
+      const nullable = r[4]
+      entry.columns.push({
+        name,
+        type: String(r[3] ?? ""),
+        nullable: typeof nullable === "string" && /^(no|n)$/i.test(nullable) ? false : flag(nullable),
+        default: text(r[5]),
+        comment: text(r[6]),
+        primary_key: false,
+        distinct_estimate: count(r[8]),
+        null_fraction: count(r[9])
+      })
+      if (flag(r[7])) declaredPk.set(key, [...(declaredPk.get(key) ?? []), name])
+    }
+    if (queries.keys !== undefined) {
+      yield* scan.progress({ phase: "keys", tables_done: Math.floor(total / 2), tables_total: total })
+      for (const r of yield* scan.read(queries.keys)) {
+        const entry = tables.get(keyOf(r[0], r[1]))
+        if (entry === undefined) continue
+        const columns = names(r[4])
+        switch (String(r[3])) {
+          case "p":
+            entry.primaryKey = [...columns]
+            break
+          case "u":
+            entry.uniqueKeys.push(columns)
+            break
+          case "f":
+            entry.foreignKeys.push({
+              name: text(r[2]),
+              columns,
+              references: { schema: String(r[5] ?? entry.table.schema), table: String(r[6]), columns: names(r[7]) }
+            })
+        }
+      }
+    }
+    if (queries.indexes !== undefined) {
+      yield* scan.progress({ phase: "indexes", tables_done: Math.floor((total * 3) / 4), tables_total: total })
+      for (const r of yield* scan.read(queries.indexes)) {
+        const entry = tables.get(keyOf(r[0], r[1]))
+        if (entry === undefined) continue
+        entry.indexes.push({ name: String(r[2]), unique: flag(r[3]), columns: names(r[4]), definition: text(r[5]) })
+      }
+    }
+    const primaryKeyOf = (key: string) => {
+      const declared = tables.get(key)?.primaryKey ?? []
+      return declared.length > 0 ? declared : (declaredPk.get(key) ?? [])
+    }
+    return [...tables.entries()].map(([key, entry]): TableInfo => {
+      const primaryKey = primaryKeyOf(key)
+      const pk = new Set(primaryKey)
+      return {
+        ...entry.table,
+        columns: entry.columns.map((c) => ({ ...c, primary_key: pk.has(c.name) })),
+        primary_key: primaryKey,
+        foreign_keys: entry.foreignKeys.map((fk) => withImplicitTarget(fk, primaryKeyOf)),
+        unique_keys: entry.uniqueKeys,
+        indexes: entry.indexes
+      }
+    })
+  })
+
+/** SQLite lets a foreign key name only its table, meaning that table's primary key. */
+const withImplicitTarget = (fk: ForeignKey, primaryKeyOf: (key: string) => ReadonlyArray<string>): ForeignKey => {
+  if (fk.references.columns.length > 0 && fk.references.columns.every((c) => c !== "")) return fk
+  const pk = primaryKeyOf(keyOf(fk.references.schema, fk.references.table))
+  return { ...fk, references: { ...fk.references, columns: pk.length > 0 ? pk : fk.references.columns } }
+}
+
+/** SHA-256 of the structure a diff reports (tables, columns, types, nullability, keys): a new fingerprint is a new version. */
+export const fingerprintOf = (tables: ReadonlyArray<TableInfo>) => {
+  const hash = createHash("sha256")
+  for (const t of [...tables].sort((a, b) => qualifiedName(a).localeCompare(qualifiedName(b)))) {
+    hash.update(
+      JSON.stringify([
+        t.schema,
+        t.name,
+        t.columns.map((c) => [c.name, c.type, c.nullable]),
+        t.primary_key,
+        t.foreign_keys.map((fk) => [fk.columns, fk.references]),
+        t.unique_keys
+      ])
+    )
+  }
+  return hash.digest("hex")
+}
+
+export const snapshotOf = (
+  header: Pick<SchemaSnapshot, "connection" | "db_type" | "version" | "scanned_at" | "scan_ms">,
+  tables: ReadonlyArray<TableInfo>
+): SchemaSnapshot => ({
+  ...header,
+  fingerprint: fingerprintOf(tables),
+  table_count: tables.length,
+  column_count: tables.reduce((n, t) => n + t.columns.length, 0),
+  tables
+})

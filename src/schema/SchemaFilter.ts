@@ -1,0 +1,38 @@
+import type { TableInfo, TableKind } from "../domain/SchemaSnapshot"
+import { globRegex } from "./CatalogScan"
+
+export interface TableFilter {
+  readonly schema?: string | undefined
+  readonly table?: string | undefined
+  readonly column?: string | undefined
+  readonly type?: string | undefined
+  readonly kind?: TableKind | undefined
+  readonly has_foreign_keys?: boolean | undefined
+  readonly min_rows?: number | undefined
+}
+
+/** A pattern with `*` is a glob; without, a substring; both case-insensitive. */
+const matcher = (pattern: string | undefined) => {
+  if (pattern === undefined || pattern === "") return undefined
+  const regex = globRegex(pattern.includes("*") ? pattern : `*${pattern}*`)
+  return (value: string) => regex.test(value)
+}
+
+/** The tables every given filter lets through; `column` and `type` need one column matching both. */
+export const filterTables = (tables: ReadonlyArray<TableInfo>, filter: TableFilter) => {
+  const schema = matcher(filter.schema)
+  const table = matcher(filter.table)
+  const column = matcher(filter.column)
+  const type = matcher(filter.type)
+  return tables.filter(
+    (t) =>
+      (schema === undefined || schema(t.schema)) &&
+      (table === undefined || table(t.name)) &&
+      (filter.kind === undefined || t.kind === filter.kind) &&
+      (filter.has_foreign_keys === undefined || t.foreign_keys.length > 0 === filter.has_foreign_keys) &&
+      (filter.min_rows === undefined || (t.row_estimate ?? 0) >= filter.min_rows) &&
+      (column === undefined && type === undefined
+        ? true
+        : t.columns.some((c) => (column === undefined || column(c.name)) && (type === undefined || type(c.type))))
+  )
+}

@@ -1,0 +1,128 @@
+import MiniSearch, { type SearchResult } from "minisearch"
+import type { TableInfo } from "../domain/SchemaSnapshot"
+
+const STOPWORDS = new Set(
+  (
+    "a an and are as at be by can do does for from get give had has have how i in into is it its list me my of on or per " +
+    "please show tell than that the their them there these this those to was we were what when where which who whom whose " +
+    "why will with all any each every many much most some find display return see want need our your table tables column columns data"
+  ).split(" ")
+)
+
+/** Identifier and prose to words: `customerOrders_2024` → customer, orders, 2024. */
+export const words = (text: string): Array<string> =>
+  text
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 0)
+
+/** Plural to singular, enough for names: categories → category, addresses → address, orders → order. */
+export const stem = (word: string): string => {
+  if (word.length <= 3) return word
+  if (word.endsWith("ies")) return `${word.slice(0, -3)}y`
+  if (/(ss|x|ch|sh)es$/.test(word)) return word.slice(0, -2)
+  if (word.endsWith("s") && !word.endsWith("ss") && !word.endsWith("us") && !word.endsWith("is")) return word.slice(0, -1)
+  return word
+}
+
+const processTerm = (term: string): string | null => (STOPWORDS.has(term) ? null : stem(term))
+
+/** Notes a reader added to a table or column (annotations, endorsements), searched with its own words. */
+export type Notes = (table: TableInfo, column?: string) => string
+
+interface TableDoc {
+  readonly id: number
+  readonly name: string
+  readonly schema: string
+  readonly columns: string
+  readonly comment: string
+  readonly notes: string
+}
+
+interface ColumnDoc {
+  readonly id: number
+  readonly name: string
+  readonly table: string
+  readonly comment: string
+  readonly notes: string
+}
+
+const options = <T>(fields: ReadonlyArray<keyof T & string>, boost: Partial<Record<keyof T & string, number>>) => ({
+  fields: [...fields],
+  tokenize: words,
+  processTerm,
+  searchOptions: {
+    boost,
+    prefix: (term: string) => term.length >= 4,
+    fuzzy: (term: string) => (term.length >= 6 ? 0.15 : false),
+    combineWith: "OR" as const
+  }
+})
+
+export interface TableHit {
+  readonly table: TableInfo
+  readonly score: number
+  readonly matched: ReadonlyArray<string>
+}
+
+export interface ColumnHit {
+  readonly table: TableInfo
+  readonly column: string
+  readonly score: number
+}
+
+/** BM25 (MiniSearch) over one snapshot's tables and columns: names split into words, comments and notes. */
+export class SchemaSearch {
+  private readonly tables: MiniSearch<TableDoc>
+  private readonly columns: MiniSearch<ColumnDoc>
+  private readonly columnOwner: Array<{ table: number; column: string }> = []
+
+  constructor(
+    private readonly all: ReadonlyArray<TableInfo>,
+    notes: Notes = () => ""
+  ) {
+    this.tables = new MiniSearch<TableDoc>(options<TableDoc>(["name", "schema", "columns", "comment", "notes"], { name: 4, columns: 1.2, comment: 1, notes: 1.5, schema: 0.5 }))
+    this.columns = new MiniSearch<ColumnDoc>(options<ColumnDoc>(["name", "table", "comment", "notes"], { name: 3, table: 1, comment: 1, notes: 1.5 }))
+    this.tables.addAll(
+      all.map((t, id) => ({
+        id,
+        name: t.name,
+        schema: t.schema,
+        columns: t.columns.map((c) => c.name).join(" "),
+        comment: [t.comment ?? "", ...t.columns.map((c) => c.comment ?? "")].join(" "),
+        notes: notes(t)
+      }))
+    )
+    const columnDocs: Array<ColumnDoc> = []
+    all.forEach((t, table) =>
+      t.columns.forEach((c) => {
+        const id = this.columnOwner.length
+        this.columnOwner.push({ table, column: c.name })
+        columnDocs.push({ id, name: c.name, table: t.name, comment: c.comment ?? "", notes: notes(t, c.name) })
+      })
+    )
+    this.columns.addAll(columnDocs)
+  }
+
+  /** Tables best matching `query`, best first, among those `visible` lets through. */
+  searchTables(query: string, limit: number, visible: (t: TableInfo) => boolean = () => true): Array<TableHit> {
+    return this.tables
+      .search(query)
+      .map((r: SearchResult) => ({ table: this.all[r.id as number]!, score: r.score, matched: r.terms }))
+      .filter((hit) => visible(hit.table))
+      .slice(0, limit)
+  }
+
+  searchColumns(query: string, limit: number, visible: (t: TableInfo) => boolean = () => true): Array<ColumnHit> {
+    return this.columns
+      .search(query)
+      .map((r: SearchResult) => {
+        const owner = this.columnOwner[r.id as number]!
+        return { table: this.all[owner.table]!, column: owner.column, score: r.score }
+      })
+      .filter((hit) => visible(hit.table))
+      .slice(0, limit)
+  }
+}

@@ -1,0 +1,293 @@
+import { Deferred, Effect, Either, FiberId, type Scope } from "effect"
+import type { ConnectorError } from "../../layers/connectors/Connector"
+import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
+import type { ConnectionInput } from "../domain/Connection"
+import { InvalidRequest, type Unavailable } from "../domain/Errors"
+import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
+import type { OrgId } from "../domain/Ids"
+import type { Principal } from "../domain/Principal"
+import type { RefreshStatus, SchemaSnapshot, TableInfo } from "../domain/SchemaSnapshot"
+import { fromConnector } from "../governance/GovernedExecutor"
+import { tablePolicyRefusal } from "../governance/TablePolicy"
+import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
+import { catalogFor } from "../schema/catalog/Catalogs"
+import { fingerprintOf, scanCatalog } from "../schema/CatalogScan"
+import { diffSchemas } from "../schema/SchemaDiff"
+import { SchemaSearch } from "../schema/SchemaSearch"
+import { Connections } from "./Connections"
+import { storeUnavailable } from "./StoreUnavailable"
+
+const storeDown = storeUnavailable("schema store")
+// Catalog reads are metadata, not results: a generous cap, and a scan that would pass it says so.
+const MAX_CATALOG_ROWS = 2_000_000
+const CATALOG_TIMEOUT_MS = 300_000
+// Another replica's newer scan is picked up within this.
+const RECHECK_MS = 2_000
+const CACHE_CAPACITY = 1_000
+
+type Target = PoolTarget
+// Pool targets carry the org as a plain string; every one here came from the org's own lookup.
+const orgOf = (target: Target): OrgId => target.orgId as OrgId
+
+/** One connection's snapshot as this replica holds it, with its search index built on first use. */
+interface Cached {
+  readonly orgId: OrgId
+  readonly connectionId: string
+  readonly header: SnapshotHeader
+  readonly tables: ReadonlyArray<TableInfo>
+  checkedAt: number
+  search?: SchemaSearch
+}
+
+/** A snapshot as one caller may see it: tables their connection's policy blocks are left out of everything. */
+export interface SchemaView {
+  readonly snapshot: SchemaSnapshot
+  readonly connection: ConnectionInput
+  /** The visible tables. */
+  readonly tables: ReadonlyArray<TableInfo>
+  readonly visible: (table: TableInfo) => boolean
+  readonly search: () => SchemaSearch
+}
+
+const filtersOf = (connection: ConnectionInput) => JSON.stringify([connection.schema_include ?? [], connection.schema_exclude ?? []])
+
+type ScanError = InvalidRequest | Unavailable | QueryFailed | QueryTimeout | DatabaseUnavailable
+const scanFailure = (error: ConnectorError | InvalidRequest | Unavailable): ScanError => (error._tag === "ConnectorError" ? fromConnector(error) : error)
+
+/**
+ * Schema scans, their stored snapshots and this replica's cache of them. A read of a connection
+ * never scanned scans it first; refreshes run in the background, one per connection at a time.
+ */
+export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
+  scoped: Effect.gen(function* () {
+    const repo = yield* SchemaRepo
+    const connections = yield* Connections
+    const pools = yield* ConnectorPools
+    const scope: Scope.Scope = yield* Effect.scope
+    const cache = new Map<string, Cached>()
+    const counters = { hits: 0, loads: 0, scans: 0 }
+    const running = new Map<string, Deferred.Deferred<Cached, ScanError>>()
+
+    const remember = (entry: Cached) => {
+      cache.delete(entry.connectionId)
+      cache.set(entry.connectionId, entry)
+      if (cache.size > CACHE_CAPACITY) cache.delete(cache.keys().next().value!)
+      return entry
+    }
+
+    /** Reads the catalog and stores what it found over `previous`; the change, if any, goes to the history. */
+    const scan = (target: Target) =>
+      Effect.gen(function* () {
+        const { connectionId, connection } = target
+        const orgId = orgOf(target)
+        const queries = catalogFor(connection)
+        if (queries === undefined) return yield* new InvalidRequest({ message: "Set the connection's dataset so its catalog can be scanned" })
+        counters.scans++
+        yield* repo.scanStarted(orgId, connectionId).pipe(storeDown)
+        const started = Date.now()
+        const tables = yield* pools.withPool(target, (pool) =>
+          scanCatalog(queries, {
+            read: (sql) =>
+              pool.query(sql, { timeoutMs: CATALOG_TIMEOUT_MS, maxRows: MAX_CATALOG_ROWS }).pipe(
+                Effect.filterOrFail(
+                  (result) => !result.truncated,
+                  () => new InvalidRequest({ message: `The catalog lists more than ${MAX_CATALOG_ROWS} entries; narrow the scan with schema_include` })
+                ),
+                Effect.map((result) => result.rows)
+              ),
+            progress: (p) => repo.scanProgress(orgId, connectionId, p.phase, p.tables_done, p.tables_total).pipe(Effect.ignore),
+            include: connection.schema_include,
+            exclude: connection.schema_exclude
+          })
+        )
+        yield* repo.scanProgress(orgId, connectionId, "storing", tables.length, tables.length).pipe(Effect.ignore)
+        const previous = yield* repo.load(orgId, connectionId).pipe(storeDown)
+        const fingerprint = fingerprintOf(tables)
+        const changed = previous !== null && previous.fingerprint !== fingerprint
+        const header: SnapshotHeader = {
+          version: previous === null ? 1 : changed ? previous.version + 1 : previous.version,
+          fingerprint,
+          filters: filtersOf(connection),
+          scanned_at: new Date(),
+          scan_ms: Date.now() - started,
+          table_count: tables.length,
+          column_count: tables.reduce((n, t) => n + t.columns.length, 0)
+        }
+        const diff = changed ? diffSchemas(previous.tables, tables) : null
+        const stored = yield* repo.save(orgId, connectionId, { ...header, tables }, previous, diff).pipe(storeDown)
+        yield* repo.scanFinished(orgId, connectionId, { version: header.version, changed, tables: tables.length }).pipe(Effect.ignore)
+        if (!stored) {
+          const current = yield* repo.load(orgId, connectionId).pipe(storeDown)
+          if (current !== null) return remember({ orgId, connectionId, header: current, tables: current.tables, checkedAt: Date.now() })
+        }
+        return remember({ orgId, connectionId, header, tables, checkedAt: Date.now() })
+      }).pipe(
+        Effect.mapError(scanFailure),
+        Effect.tapError((error) => repo.scanFinished(orgOf(target), target.connectionId, { error: error.message }).pipe(Effect.ignore))
+      )
+
+    /** The connection's running scan, or a new one owned by this service's scope. */
+    const scanning = (target: Target) =>
+      Effect.suspend(() => {
+        const existing = running.get(target.connectionId)
+        if (existing !== undefined) return Effect.succeed(existing)
+        const done = Deferred.unsafeMake<Cached, ScanError>(FiberId.none)
+        running.set(target.connectionId, done)
+        return scan(target).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) => Deferred.done(done, exit)),
+          Effect.ensuring(Effect.sync(() => running.delete(target.connectionId))),
+          Effect.forkIn(scope),
+          Effect.as(done)
+        )
+      })
+
+    /** The stored snapshot through this replica's cache; scanned now when there is none under the connection's current globs. */
+    const current = (target: Target) =>
+      Effect.gen(function* () {
+        const cached = cache.get(target.connectionId)
+        if (cached !== undefined && cached.orgId === orgOf(target) && Date.now() - cached.checkedAt < RECHECK_MS) {
+          counters.hits++
+          return cached
+        }
+        const header = yield* repo.header(orgOf(target), target.connectionId).pipe(storeDown)
+        if (header === null || header.filters !== filtersOf(target.connection)) {
+          return yield* Deferred.await(yield* scanning(target))
+        }
+        if (cached !== undefined && cached.header.version === header.version && cached.header.scanned_at.getTime() === header.scanned_at.getTime()) {
+          counters.hits++
+          cached.checkedAt = Date.now()
+          return cached
+        }
+        counters.loads++
+        const row = yield* repo.load(orgOf(target), target.connectionId).pipe(storeDown)
+        if (row === null) return yield* Deferred.await(yield* scanning(target))
+        return remember({ orgId: orgOf(target), connectionId: target.connectionId, header: row, tables: row.tables, checkedAt: Date.now() })
+      })
+
+    const viewOf = (target: Target, entry: Cached): SchemaView => {
+      const connection = target.connection
+      const visible = (t: TableInfo) => tablePolicyRefusal([{ parts: [t.schema, t.name] }], connection) === undefined
+      const tables = entry.tables.filter(visible)
+      return {
+        connection,
+        visible,
+        tables,
+        search: () => (entry.search ??= new SchemaSearch(entry.tables)),
+        snapshot: {
+          connection: connection.name,
+          db_type: connection.db_type,
+          version: entry.header.version,
+          fingerprint: entry.header.fingerprint,
+          scanned_at: entry.header.scanned_at,
+          scan_ms: entry.header.scan_ms,
+          table_count: tables.length,
+          column_count: tables.reduce((n, t) => n + t.columns.length, 0),
+          tables
+        }
+      }
+    }
+
+    /** The connection's schema as the caller may see it. */
+    const view = Effect.fn("Schemas.view")(function* (principal: Principal, name: string) {
+      const target = yield* connections.target(principal, name)
+      return viewOf(target, yield* current(target))
+    })
+
+    const statusOf = (target: Target) =>
+      Effect.map(
+        repo.scanStatus(orgOf(target), target.connectionId).pipe(storeDown),
+        (row): RefreshStatus => ({
+          connection: target.connection.name,
+          state: row === null ? "idle" : row.state,
+          phase: (row?.phase ?? null) as RefreshStatus["phase"],
+          tables_done: row?.tables_done ?? 0,
+          tables_total: row?.tables_total ?? null,
+          started_at: row?.started_at ?? null,
+          finished_at: row?.finished_at ?? null,
+          error: row?.error ?? null,
+          version: row?.version ?? null,
+          changed: row?.changed ?? null
+        })
+      )
+
+    /** Starts a background scan (or joins the one running) and reports its status at once. */
+    const refresh = Effect.fn("Schemas.refresh")(function* (principal: Principal, name: string) {
+      const target = yield* connections.target(principal, name)
+      if (catalogFor(target.connection) === undefined) {
+        return yield* new InvalidRequest({ message: "Set the connection's dataset so its catalog can be scanned" })
+      }
+      const started = !running.has(target.connectionId)
+      yield* scanning(target)
+      const status = yield* statusOf(target)
+      // The scan fiber may not have written its first row yet.
+      return started && status.state !== "running" ? { ...status, state: "running" as const, phase: "queued" as const } : status
+    })
+
+    const status = Effect.fn("Schemas.status")(function* (principal: Principal, name: string) {
+      return yield* statusOf(yield* connections.target(principal, name))
+    })
+
+    /** Starts a scan of every connection of the org that has none under its current globs. */
+    const warmup = Effect.fn("Schemas.warmup")(function* (principal: Principal) {
+      const page = yield* connections.list(principal, { limit: 1000 })
+      const started: Array<string> = []
+      const ready: Array<string> = []
+      const skipped: Array<{ connection: string; reason: string }> = []
+      for (const { name } of page.items) {
+        const target = yield* Effect.either(connections.target(principal, name))
+        if (Either.isLeft(target)) {
+          skipped.push({ connection: name, reason: target.left.message })
+          continue
+        }
+        if (catalogFor(target.right.connection) === undefined) {
+          skipped.push({ connection: name, reason: "its catalog needs a dataset" })
+          continue
+        }
+        const header = yield* repo.header(principal.orgId, target.right.connectionId).pipe(storeDown)
+        if (header !== null && header.filters === filtersOf(target.right.connection)) ready.push(name)
+        else {
+          yield* scanning(target.right)
+          started.push(name)
+        }
+      }
+      return { started, ready, skipped }
+    })
+
+    /** For the refresh loop: scans a connection of any org and waits for it; failures are recorded in its status. */
+    const refreshIn = (orgId: OrgId, name: string) =>
+      connections.targetIn(orgId, name).pipe(
+        Effect.flatMap(scanning),
+        Effect.flatMap(Deferred.await),
+        Effect.asVoid
+      )
+
+    const cacheStats = (principal: Principal) => {
+      const own = [...cache.values()].filter((e) => e.orgId === principal.orgId)
+      return {
+        connections: own.length,
+        tables: own.reduce((n, e) => n + e.tables.length, 0),
+        search_indexes: own.filter((e) => e.search !== undefined).length,
+        scans_running: [...running.keys()].filter((id) => own.some((e) => e.connectionId === id)).length,
+        // Counters are this replica's, across orgs: they say how well the cache works, not what any org holds.
+        replica: { entries: cache.size, capacity: CACHE_CAPACITY, hits: counters.hits, loads: counters.loads, scans: counters.scans }
+      }
+    }
+
+    /** Drops this replica's copies (of one connection, or all the org's); the next read loads the stored snapshot again. */
+    const invalidate = Effect.fn("Schemas.invalidate")(function* (principal: Principal, name: string | undefined) {
+      const only = name === undefined ? undefined : (yield* connections.target(principal, name)).connectionId
+      let dropped = 0
+      for (const [id, entry] of cache) {
+        if (entry.orgId === principal.orgId && (only === undefined || id === only)) {
+          cache.delete(id)
+          dropped++
+        }
+      }
+      return { invalidated: dropped }
+    })
+
+    return { view, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+  }),
+  dependencies: [SchemaRepo.Default]
+}) {}

@@ -1,0 +1,218 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually } from "../support/Eventually"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request, type RequestOptions } from "../support/Http"
+import { SHOP_SCHEMA_SQL, SHOP_TABLES } from "../support/SchemaFixtures"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+
+describe("schema scans and views over HTTP on PostgreSQL", () => {
+  let gateway: Gateway
+  let admin: string
+  let reader: string
+  let database: TestDatabase
+
+  beforeAll(async () => {
+    if (skip) return
+    database = await createTestDatabase()
+    await database.query(SHOP_SCHEMA_SQL)
+    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
+    admin = await localKey(gateway)
+    reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read"] } })).json.key
+    const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    for (const connection of [
+      { name: "shop", ...base },
+      { name: "sales_only", ...base, schema_include: ["sales"], schema_exclude: ["sales.order*"] },
+      { name: "no_hr_pay", ...base, blocked_tables: ["hr.salaries"] }
+    ]) {
+      expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    }
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.stop()
+    await database?.drop()
+  })
+
+  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: reader, ...options })
+
+  it.skipIf(skip)("the first read scans the catalog: tables, views, keys, comments, indexes, partitions folded into their parent", async () => {
+    const res = await api("/api/connections/shop/schema")
+    expect(res.status, res.text).toBe(200)
+    const schema = res.json
+    expect(schema).toMatchObject({ connection: "shop", db_type: "postgresql", version: 1, table_count: SHOP_TABLES.length })
+    expect(schema.fingerprint).toMatch(/^[0-9a-f]{64}$/)
+    const byName = new Map(schema.tables.map((t: { schema: string; name: string }) => [`${t.schema}.${t.name}`, t]))
+    expect([...byName.keys()].sort()).toEqual(SHOP_TABLES)
+
+    expect(byName.get("sales.customers")).toMatchObject({
+      kind: "table",
+      comment: "People and companies who buy from the shop",
+      primary_key: ["id"],
+      unique_keys: [["email"]],
+      row_estimate: 300
+    })
+    const email = (byName.get("sales.customers") as any).columns.find((c: any) => c.name === "email")
+    expect(email).toMatchObject({ type: "text", nullable: false, comment: "Login and contact address", primary_key: false })
+    expect(email.distinct_estimate).toBeGreaterThan(250)
+
+    const orders = byName.get("sales.orders") as any
+    expect(orders.foreign_keys).toEqual([
+      { name: "orders_customer_id_fkey", columns: ["customer_id"], references: { schema: "sales", table: "customers", columns: ["id"] } }
+    ])
+    expect(orders.columns.find((c: any) => c.name === "status")).toMatchObject({ default: "'new'::text", nullable: false })
+    expect(orders.indexes).toEqual([
+      expect.objectContaining({ name: "orders_customer_idx", columns: ["customer_id", "ordered_at"], unique: false })
+    ])
+    expect((byName.get("sales.order_items") as any).primary_key).toEqual(["order_id", "line"])
+    expect((byName.get("hr.employees") as any).foreign_keys.map((fk: any) => fk.references.table).sort()).toEqual(["departments", "employees"])
+
+    expect(byName.get("analytics.events")).toMatchObject({ kind: "partitioned_table", partition_key: "RANGE (occurred_at)" })
+    expect(byName.has("analytics.events_2025")).toBe(false)
+    const view = byName.get("analytics.customer_orders") as any
+    expect(view.kind).toBe("view")
+    expect(view.definition).toContain("sales.customers")
+    expect(view.columns.map((c: any) => c.name)).toEqual(["id", "email", "orders"])
+    expect(byName.get("analytics.daily_revenue")).toMatchObject({ kind: "materialized_view" })
+  })
+
+  it.skipIf(skip)("compact, DDL, grouped and overview forms of the same snapshot", async () => {
+    const compact = await api("/api/connections/shop/schema/compact?max_tables=100")
+    expect(compact.status, compact.text).toBe(200)
+    expect(compact.json).toMatchObject({ format: "compact", version: 1, table_count: SHOP_TABLES.length, total_tables: SHOP_TABLES.length })
+    const lines = compact.json.text.split("\n")
+    expect(lines).toContain("sales.order_items (0 rows): order_id bigint*→orders.id, line integer*, product_id integer→products.id, quantity integer")
+    expect(lines.find((l: string) => l.startsWith("sales.customers"))).toBe(
+      "sales.customers (300 rows): id integer*, email text, full_name text, country character(2), created_at timestamp with time zone"
+    )
+    // Most connected first (orders and employees each have three keys in or out).
+    expect(lines.slice(0, 2).map((l: string) => l.split(" ")[0])).toEqual(["hr.employees", "sales.orders"])
+    expect(compact.json.token_estimate).toBe(Math.ceil(compact.json.text.length / 4))
+
+    const top = await api("/api/connections/shop/schema/ddl?max_tables=3")
+    expect(top.json).toMatchObject({ format: "ddl", table_count: 3, total_tables: SHOP_TABLES.length })
+    expect(top.json.text.match(/^CREATE TABLE \S+/gm)).toEqual(["CREATE TABLE hr.employees", "CREATE TABLE sales.orders", "CREATE TABLE sales.order_items"])
+    const ddl = await api("/api/connections/shop/schema/ddl?max_tables=100")
+    expect(ddl.json.text).toContain("CREATE VIEW analytics.customer_orders (")
+    expect(ddl.json.text).toContain("  id bigserial NOT NULL,")
+    expect(ddl.json.text).toContain("CREATE TABLE sales.orders (")
+    expect(ddl.json.text).toContain("  FOREIGN KEY (customer_id) REFERENCES sales.customers (id)")
+    expect(ddl.json.text).toContain("-- sales.customers | People and companies who buy from the shop | ~300 rows")
+    expect(ddl.json.text).toMatch(/email text NOT NULL, -- Login and contact address; unique/)
+
+    const grouped = await api("/api/connections/shop/schema/grouped")
+    expect(grouped.json.schemas.map((g: any) => [g.schema, g.tables.length])).toEqual([
+      ["analytics", 3],
+      ["hr", 3],
+      ["public", 40],
+      ["sales", 6]
+    ])
+
+    const overview = await api("/api/connections/shop/schema/overview")
+    expect(overview.json).toMatchObject({
+      connection: "shop",
+      db_type: "postgresql",
+      table_count: 50,
+      view_count: 2,
+      foreign_key_count: 8,
+      tables_with_foreign_keys: 6,
+      recommended_format: "ddl"
+    })
+    expect(overview.json.hub_tables.slice(0, 3)).toEqual([
+      { table: "hr.employees", foreign_keys: 3 },
+      { table: "sales.orders", foreign_keys: 3 },
+      { table: "sales.order_items", foreign_keys: 2 }
+    ])
+    expect(overview.json.largest_tables[0]).toMatchObject({ table: "sales.customers", rows: 300 })
+  })
+
+  it.skipIf(skip)("search ranks tables and columns by name words, comments and columns; filter narrows by structure", async () => {
+    const search = await api(`/api/connections/shop/schema/search?q=${encodeURIComponent("who are the people buying from the shop")}`)
+    expect(search.status, search.text).toBe(200)
+    expect(search.json.tables[0].table).toBe("sales.customers")
+    const payroll = await api("/api/connections/shop/schema/search?q=employee%20salary&limit=3")
+    expect(payroll.json.tables.map((t: any) => t.table).slice(0, 2).sort()).toEqual(["hr.employees", "hr.salaries"])
+    expect(payroll.json.tables.length).toBeLessThanOrEqual(3)
+    const columns = await api("/api/connections/shop/schema/search?q=contact%20address")
+    expect(columns.json.columns[0]).toMatchObject({ table: "sales.customers", column: { name: "email", comment: "Login and contact address" } })
+
+    const filtered = await api("/api/connections/shop/schema/filter?column=customer_id")
+    expect(filtered.json.tables.map((t: any) => `${t.schema}.${t.name}`).sort()).toEqual(["analytics.events", "sales.orders"])
+    const views = await api("/api/connections/shop/schema/filter?kind=view")
+    expect(views.json.total).toBe(1)
+    const typed = await api("/api/connections/shop/schema/filter?schema=sales&type=numeric*&has_foreign_keys=true")
+    expect(typed.json.tables.map((t: any) => t.name).sort()).toEqual(["orders", "payments", "products"])
+  })
+
+  it.skipIf(skip)("include/exclude globs shape the scan; blocked tables are left out of every view and search", async () => {
+    const sales = await api("/api/connections/sales_only/schema")
+    expect(sales.json.tables.map((t: any) => t.name).sort()).toEqual(["categories", "customers", "payments", "products"])
+    const blocked = await api("/api/connections/no_hr_pay/schema")
+    expect(blocked.json.table_count).toBe(SHOP_TABLES.length - 1)
+    expect(JSON.stringify(blocked.json.tables.map((t: any) => t.name))).not.toContain("salaries")
+    const search = await api("/api/connections/no_hr_pay/schema/search?q=salaries")
+    expect(search.json.tables.map((t: any) => t.table)).not.toContain("hr.salaries")
+    expect(search.json.columns.map((c: any) => c.table)).not.toContain("hr.salaries")
+    expect((await api("/api/connections/no_hr_pay/schema/compact?max_tables=1000")).json.text).not.toContain("salaries")
+  })
+
+  it.skipIf(skip)("a refresh runs in the background, reports progress, and records what changed as a new version", async () => {
+    const refused = await api("/api/connections/shop/schema/refresh", { method: "POST" })
+    expect([refused.status, refused.json.code]).toEqual([403, "insufficient_scope"])
+
+    await database.query(`create table sales.returns (id serial primary key, order_id bigint references sales.orders (id));
+      alter table sales.products drop column sku; alter table sales.payments alter column amount type numeric(14, 2);
+      alter table sales.customers alter column full_name set not null`)
+    const started = await api("/api/connections/shop/schema/refresh", { key: admin, method: "POST" })
+    expect(started.status, started.text).toBe(202)
+    expect(started.json).toMatchObject({ connection: "shop", state: "running" })
+    const finished = await eventually(() => api("/api/connections/shop/schema/refresh-status"), (res) => res.json.state !== "running", "the refresh")
+    expect(finished.json, finished.text).toMatchObject({ state: "done", phase: "done", version: 2, changed: true, tables_done: SHOP_TABLES.length + 1 })
+    expect(new Date(finished.json.finished_at).getTime()).toBeGreaterThanOrEqual(new Date(finished.json.started_at).getTime())
+
+    const schema = await api("/api/connections/shop/schema")
+    expect(schema.json.version).toBe(2)
+    expect(schema.json.tables.some((t: any) => t.name === "returns")).toBe(true)
+
+    // The same structure again: the version stays, nothing is recorded as changed.
+    await api("/api/connections/shop/schema/refresh", { key: admin, method: "POST" })
+    const again = await eventually(() => api("/api/connections/shop/schema/refresh-status"), (res) => res.json.state !== "running", "the refresh")
+    expect(again.json).toMatchObject({ state: "done", version: 2, changed: false })
+  })
+
+  it.skipIf(skip)("bad input is refused with a code and message, and unknown connections are 404", async () => {
+    const cases: Array<[string, number, string]> = [
+      ["/api/connections/nope/schema", 404, "not_found"],
+      ["/api/connections/shop/schema/compact?max_tables=0", 400, "invalid_request"],
+      ["/api/connections/shop/schema/ddl?max_tables=lots", 400, "invalid_request"],
+      ["/api/connections/shop/schema/search", 400, "invalid_request"],
+      [`/api/connections/shop/schema/search?q=${"x".repeat(501)}`, 400, "invalid_request"],
+      ["/api/connections/shop/schema/filter?kind=table_of_doom", 400, "invalid_request"],
+      ["/api/connections/nope/schema/refresh-status", 404, "not_found"]
+    ]
+    for (const [route, status, code] of cases) {
+      const res = await api(route)
+      expect([res.status, res.json.code], route).toEqual([status, code])
+      expect(typeof res.json.message).toBe("string")
+    }
+    const bad = await api("/api/schema-cache/invalidate", { key: admin, body: { connection: "shop", extra: 1 } })
+    expect([bad.status, bad.json.code]).toEqual([400, "invalid_request"])
+  })
+
+  it.skipIf(skip)("the schema cache reports what it holds and can be dropped; the next read loads the stored snapshot", async () => {
+    await api("/api/connections/shop/schema/overview")
+    const stats = await api("/api/schema-cache/stats")
+    expect(stats.status).toBe(200)
+    expect(stats.json.connections).toBeGreaterThanOrEqual(3)
+    expect(stats.json.search_indexes).toBeGreaterThanOrEqual(1)
+    const dropped = await api("/api/schema-cache/invalidate", { key: admin, body: { connection: "shop" } })
+    expect(dropped.json).toEqual({ invalidated: 1 })
+    const loadsBefore = stats.json.replica.loads
+    const scansBefore = stats.json.replica.scans
+    expect((await api("/api/connections/shop/schema/overview")).json.version).toBe(2)
+    const after = (await api("/api/schema-cache/stats")).json
+    expect(after.replica.loads).toBe(loadsBefore + 1)
+    expect(after.replica.scans).toBe(scansBefore)
+    expect((await api("/api/schema-cache/invalidate", { key: admin, body: {} })).json.invalidated).toBeGreaterThanOrEqual(3)
+  })
+})
