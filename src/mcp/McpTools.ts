@@ -3,6 +3,7 @@ import type { McpTool } from "./McpTool"
 import { connectionTools } from "./tools/ConnectionTools"
 import { governanceTools } from "./tools/GovernanceTools"
 import { queryTools } from "./tools/QueryTools"
+import { schemaTools } from "./tools/SchemaTools"
 
 /** The lean set (`/mcp?tools=core`), for clients that pay for every tool description in their context. */
 export const CORE_TOOLS: ReadonlySet<string> = new Set(["list_connections", "schema_search", "describe_table", "query_database"])
@@ -13,7 +14,12 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set(["list_connections", "sch
  */
 export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
   effect: Effect.gen(function* () {
-    const tools: ReadonlyArray<McpTool> = [...(yield* connectionTools), ...(yield* queryTools), ...(yield* governanceTools).tools]
+    const tools: ReadonlyArray<McpTool> = [
+      ...(yield* connectionTools),
+      ...(yield* schemaTools),
+      ...(yield* queryTools),
+      ...(yield* governanceTools).tools
+    ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
   })
 }) {}

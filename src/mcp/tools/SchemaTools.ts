@@ -1,0 +1,240 @@
+import { Effect, Schema } from "effect"
+import type { PiiRule } from "../../domain/Pii"
+import { qualifiedName, TableInfo } from "../../domain/SchemaSnapshot"
+import { SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
+import { compactLine, overviewOf, schemaText } from "../../schema/SchemaFormats"
+import { Connections } from "../../services/Connections"
+import { Schemas, type SchemaView } from "../../services/Schemas"
+import { type McpTool, READ_ONLY } from "../McpTool"
+import { boundedLines, untrusted } from "../ResultText"
+import { asFailure, QueryInput } from "./ToolSchemas"
+
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+const connectionName = QueryInput.fields.connection_name
+
+const TableName = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "table_name is required" }),
+  Schema.maxLength(300, { message: () => "table_name must be at most 300 characters" })
+).annotations({ description: "A table or view, optionally schema-qualified (sales.orders); case does not matter" })
+
+const ListTablesInput = Schema.Struct({
+  connection_name: connectionName,
+  schema: Schema.optionalWith(Schema.String.pipe(Schema.maxLength(255)).annotations({ description: "Only this schema's tables" }), { exact: true })
+}).annotations(strict)
+
+const DescribeInput = Schema.Struct({ connection_name: connectionName, table_name: TableName }).annotations(strict)
+
+const SearchInput = Schema.Struct({
+  connection_name: connectionName,
+  query: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)).annotations({
+    description: "Words or a question: table and column names, what the data is about"
+  }),
+  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 50)).annotations({ description: "Tables to return (default 10)" }), { exact: true })
+}).annotations(strict)
+
+const DdlInput = Schema.Struct({
+  connection_name: connectionName,
+  max_tables: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(1, 500)).annotations({ description: "The most connected tables first; default 50" }),
+    { exact: true }
+  )
+}).annotations(strict)
+
+const OneConnectionRequired = Schema.Struct({ connection_name: connectionName }).annotations(strict)
+
+const sourceLine = (view: SchemaView) =>
+  `${view.snapshot.connection} (${view.snapshot.db_type}), schema version ${view.snapshot.version} scanned ${view.snapshot.scanned_at.toISOString()}`
+
+/** PII rules name a table as a query would: bare, schema-qualified or with its catalog. */
+const piiOf = (rules: ReadonlyArray<PiiRule>, table: TableInfo) =>
+  rules.filter((r) => {
+    const parts = r.table.toLowerCase().split(".")
+    return parts.at(-1) === table.name.toLowerCase() && (parts.length < 2 || parts.at(-2) === table.schema.toLowerCase())
+  })
+
+/** Tables a name could mean: an exact qualified match, else every schema's table of that name. */
+const lookup = (tables: ReadonlyArray<TableInfo>, name: string) => {
+  const wanted = name.toLowerCase().replaceAll('"', "")
+  const exact = tables.filter((t) => qualifiedName(t).toLowerCase() === wanted)
+  return exact.length > 0 ? exact : tables.filter((t) => t.name.toLowerCase() === wanted.split(".").at(-1))
+}
+
+/** Schema context from the connection's latest scan: names, columns, keys and comments, never rows. */
+export const schemaTools = Effect.gen(function* () {
+  const schemas = yield* Schemas
+  const connections = yield* Connections
+
+  const listTables: McpTool<typeof ListTablesInput.Type> = {
+    name: "list_tables",
+    scope: "read",
+    title: "List tables",
+    description:
+      "Lists a connection's tables and views, one line each: `schema.table (rows): column type, …` where `*` marks a primary key column and `→` a foreign key. Filter by schema; use schema_search when there are many.",
+    input: ListTablesInput,
+    output: Schema.Struct({ tables: Schema.Array(Schema.String), total: Schema.Int }),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const view = yield* schemas.view(call.principal, args.connection_name)
+        const tables = args.schema === undefined ? view.tables : view.tables.filter((t) => t.schema.toLowerCase() === args.schema!.toLowerCase())
+        const lines = tables.map(compactLine)
+        const shown = boundedLines(lines)
+        const notes = shown.left > 0 ? [`${shown.left} more tables are not shown: filter by schema or use schema_search.`] : []
+        const text = [untrusted(`Tables of ${sourceLine(view)}: ${tables.length}.`, shown.text), ...notes].join("\n")
+        return { text, structured: { tables: tables.map(qualifiedName), total: tables.length } }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  const describeTable: McpTool<typeof DescribeInput.Type> = {
+    name: "describe_table",
+    scope: "read",
+    title: "Describe a table",
+    description:
+      "Shows one table or view: its description, every column with type, nullability, key and comment, which columns are PII-masked, its foreign keys, the tables that reference it, and its indexes. Use it before writing SQL against a table.",
+    input: DescribeInput,
+    output: Schema.Struct({
+      table: TableInfo,
+      referenced_by: Schema.Array(Schema.String),
+      pii: Schema.Array(Schema.Struct({ column: Schema.String, action: Schema.String }))
+    }),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const view = yield* schemas.view(call.principal, args.connection_name)
+        const found = lookup(view.tables, args.table_name)
+        const table = found[0]
+        if (table === undefined) {
+          const near = view.search().searchTables(args.table_name, 5, view.visible).map((hit) => qualifiedName(hit.table))
+          return yield* Effect.fail({
+            code: "not_found",
+            message: `No table "${args.table_name}" on ${view.snapshot.connection}${near.length > 0 ? `; did you mean ${near.join(", ")}?` : ""}`
+          })
+        }
+        const name = qualifiedName(table)
+        const policy = yield* connections.piiPolicy(call.principal, args.connection_name)
+        const pii = piiOf(policy.rules, table).map((r) => ({ column: r.column, action: r.action }))
+        const masked = new Map(pii.map((p) => [p.column.toLowerCase(), p.action]))
+        const fk = new Map(table.foreign_keys.flatMap((k) => k.columns.map((c, i) => [c, `${k.references.schema}.${k.references.table}.${k.references.columns[i] ?? "?"}`] as const)))
+        const referencedBy = view.tables.flatMap((t) =>
+          t.foreign_keys
+            .filter((k) => k.references.schema === table.schema && k.references.table === table.name)
+            .map((k) => `${qualifiedName(t)}(${k.columns.join(", ")})`)
+        )
+        const lines = [
+          `Table: ${name} (${table.kind.replace("_", " ")})${table.row_estimate === null ? "" : `, about ${table.row_estimate} rows`}`,
+          ...(table.comment ? [`Description: ${table.comment}`] : []),
+          "Columns:",
+          ...table.columns.map(
+            (c) =>
+              `- ${c.name} — ${c.type} (${c.nullable ? "nullable" : "NOT NULL"})${c.primary_key ? " [PK]" : ""}${fk.has(c.name) ? ` [FK→${fk.get(c.name)}]` : ""}${
+                masked.has(c.name.toLowerCase()) ? ` [PII: ${masked.get(c.name.toLowerCase())}]` : ""
+              }${c.comment ? ` -- ${c.comment}` : ""}`
+          ),
+          ...(referencedBy.length > 0 ? [`Referenced by: ${referencedBy.join(", ")}`] : []),
+          ...(table.indexes.length > 0 ? [`Indexes: ${table.indexes.map((i) => `${i.name}(${i.columns.join(", ")})${i.unique ? " unique" : ""}`).join("; ")}`] : [])
+        ]
+        const others = found.length > 1 ? [`Other tables of that name: ${found.slice(1).map(qualifiedName).join(", ")}.`] : []
+        const text = [untrusted(`From ${sourceLine(view)}.`, boundedLines(lines).text), ...others].join("\n")
+        return { text, structured: { table, referenced_by: referencedBy, pii } }
+      }).pipe(Effect.mapError((e) => ("_tag" in e ? asFailure(e) : e)))
+  }
+
+  const schemaSearch: McpTool<typeof SearchInput.Type> = {
+    name: "schema_search",
+    scope: "read",
+    title: "Search the schema",
+    description:
+      "Finds the tables and columns that match words or a question (ranked by BM25 over names split into words, comments and notes). Use it to find where data lives before describe_table and query_database.",
+    input: SearchInput,
+    output: Schema.Struct({ tables: SchemaSearchResult.fields.tables, columns: SchemaSearchResult.fields.columns }),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const view = yield* schemas.view(call.principal, args.connection_name)
+        const index = view.search()
+        const tables = index.searchTables(args.query, args.limit ?? 10, view.visible)
+        const columns = index.searchColumns(args.query, 10, view.visible)
+        const lines = [
+          ...tables.map((hit) => compactLine(hit.table)),
+          ...(columns.length > 0 ? ["Matching columns:", ...columns.map((hit) => `- ${qualifiedName(hit.table)}.${hit.column}`)] : [])
+        ]
+        const text =
+          tables.length === 0
+            ? `No table of ${view.snapshot.connection} matches "${args.query}"; try other words or list_tables.`
+            : untrusted(`Best matches first, from ${sourceLine(view)}.`, boundedLines(lines).text)
+        return {
+          text,
+          structured: {
+            tables: tables.map((hit) => ({
+              table: qualifiedName(hit.table),
+              kind: hit.table.kind,
+              score: hit.score,
+              matched_terms: hit.matched,
+              comment: hit.table.comment,
+              row_estimate: hit.table.row_estimate,
+              columns: hit.table.columns.map((c) => c.name)
+            })),
+            columns: columns.map((hit) => ({
+              table: qualifiedName(hit.table),
+              column: hit.table.columns.find((c) => c.name === hit.column)!,
+              score: hit.score
+            }))
+          }
+        }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  const schemaOverview: McpTool<typeof OneConnectionRequired.Type> = {
+    name: "schema_overview",
+    scope: "read",
+    title: "Schema overview",
+    description:
+      "Summarizes a connection's schema: schemas, table, view and column counts, total rows, foreign keys, the largest and most connected tables, and which form to read it in (ddl, compact, or schema_search when it is too big for either).",
+    input: OneConnectionRequired,
+    output: SchemaOverview.pipe(Schema.omit("connection", "version", "scanned_at", "db_type")),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const view = yield* schemas.view(call.principal, args.connection_name)
+        const o = overviewOf(view.tables)
+        const advice =
+          o.recommended_format === "ddl"
+            ? "The whole schema fits comfortably: read it with schema_ddl."
+            : o.recommended_format === "compact"
+              ? "Read it with list_tables (compact lines); the DDL would be too long."
+              : "Too big to read whole: find tables with schema_search, then describe_table."
+        const lines = [
+          `Schemas: ${o.schemas.map((s) => `${s.name} (${s.tables})`).join(", ")}`,
+          `Tables: ${o.table_count}, views: ${o.view_count}, columns: ${o.column_count} (${o.avg_columns_per_table} a table), rows: about ${o.total_rows}`,
+          `Foreign keys: ${o.foreign_key_count} on ${o.tables_with_foreign_keys} tables`,
+          `Largest: ${o.largest_tables.map((t) => `${t.table} (${t.rows} rows)`).join(", ") || "none"}`,
+          `Most connected: ${o.hub_tables.map((t) => `${t.table} (${t.foreign_keys} keys)`).join(", ") || "none"}`
+        ]
+        return { text: [untrusted(`Overview of ${sourceLine(view)}.`, boundedLines(lines).text), advice].join("\n"), structured: o }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  const schemaDdl: McpTool<typeof DdlInput.Type> = {
+    name: "schema_ddl",
+    scope: "read",
+    title: "Schema as CREATE TABLE statements",
+    description:
+      "Gives the connection's tables as CREATE TABLE text with keys, comments and row counts, most connected tables first, with an estimate of its tokens. Best for schemas schema_overview says fit; otherwise use schema_search and describe_table.",
+    input: DdlInput,
+    output: SchemaText.pipe(Schema.omit("connection", "version", "scanned_at")),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const view = yield* schemas.view(call.principal, args.connection_name)
+        const ddl = schemaText(view.tables, "ddl", args.max_tables ?? 50)
+        const shown = boundedLines(ddl.text.split("\n"))
+        const notes = [
+          `${ddl.table_count} of ${ddl.total_tables} tables, about ${ddl.token_estimate} tokens.`,
+          ...(shown.left > 0 ? ["The text was cut at 12,000 characters: ask for fewer tables (max_tables)."] : [])
+        ]
+        return { text: [untrusted(`DDL of ${sourceLine(view)}.`, shown.text), ...notes].join("\n"), structured: { ...ddl } }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  return [listTables, describeTable, schemaSearch, schemaOverview, schemaDdl]
+})
