@@ -3,10 +3,14 @@ import { Schema } from "effect"
 import { ConnectionName } from "../domain/Connection"
 import { GovernedQueryErrors } from "../domain/Query"
 import { RefreshStatus, SchemaSnapshot } from "../domain/SchemaSnapshot"
+import { PageParams } from "../domain/Pagination"
 import {
+  ConnectionsDiff,
   GroupedSchema,
+  LiveDiff,
   SchemaCacheInvalidate,
   SchemaCacheStats,
+  SchemaChanges,
   SchemaFilterParams,
   SchemaFilterResult,
   SchemaOverview,
@@ -38,6 +42,18 @@ export class SchemaApi extends HttpApiGroup.make("schema")
   .add(read("search", "/search").setUrlParams(SchemaSearchParams).addSuccess(SchemaSearchResult))
   .add(read("filter", "/filter").setUrlParams(SchemaFilterParams).addSuccess(SchemaFilterResult))
   .add(read("refreshStatus", "/refresh-status").addSuccess(RefreshStatus))
+  .add(read("diff", "/diff").addSuccess(LiveDiff).annotate(RateClass, "expensive"))
+  .add(
+    HttpApiEndpoint.get("compare", "/connections/:name/schema/diff/:compare")
+      .setPath(Schema.Struct({ name: ConnectionName, compare: ConnectionName }))
+      .addSuccess(ConnectionsDiff)
+      .addError(GovernedQueryErrors)
+      .annotate(RequiredScope, "read")
+  )
+  .add(read("diffHistory", "/diff-history").setUrlParams(PageParams).addSuccess(SchemaChanges))
+  .add(
+    HttpApiEndpoint.get("changes", "/schema/changes").setUrlParams(PageParams).addSuccess(SchemaChanges).addError(GovernedQueryErrors).annotate(RequiredScope, "read")
+  )
   .add(
     HttpApiEndpoint.post("refresh", "/connections/:name/schema/refresh")
       .setPath(ByName)

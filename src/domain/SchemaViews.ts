@@ -1,5 +1,6 @@
 import { Schema } from "effect"
-import { ColumnInfo, TableInfo, TableKind } from "./SchemaSnapshot"
+import { Page } from "./Pagination"
+import { ColumnInfo, SchemaChange, SchemaDiff, TableInfo, TableKind } from "./SchemaSnapshot"
 
 const Int = (min: number, max: number, what: string) =>
   Schema.NumberFromString.pipe(Schema.int(), Schema.between(min, max, { message: () => `${what} must be an integer between ${min} and ${max}` }))
@@ -101,3 +102,21 @@ export const SchemaCacheStats = Schema.Struct({
 export const SchemaCacheInvalidate = Schema.Struct({ connection: Schema.optional(Schema.String) }).annotations({
   parseOptions: { onExcessProperty: "error" }
 })
+
+export const LiveDiff = Schema.Struct({
+  ...Source,
+  checked_at: Schema.Date,
+  changed: Schema.Boolean,
+  diff: SchemaDiff
+})
+
+export const ConnectionsDiff = Schema.Struct({
+  connection: Schema.String,
+  compare: Schema.String,
+  version: Schema.Int,
+  compare_version: Schema.Int,
+  changed: Schema.Boolean,
+  diff: SchemaDiff
+})
+
+export const SchemaChanges = Page(SchemaChange)

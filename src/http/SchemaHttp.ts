@@ -79,6 +79,16 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
       .handle("refreshStatus", ({ path }) =>
         onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.status(p, path.name))))
       )
+      .handle("diff", ({ path }) =>
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.liveDiff(p, path.name))))
+      )
+      .handle("compare", ({ path }) =>
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.compare(p, path.name, path.compare))))
+      )
+      .handle("diffHistory", ({ path, urlParams }) =>
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.changes(p, path.name, urlParams))))
+      )
+      .handle("changes", ({ urlParams }) => Effect.flatMap(CurrentPrincipal, (p) => schemas.changes(p, null, urlParams)))
       .handle("refresh", ({ path }) =>
         onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.refresh(p, path.name))))
       )

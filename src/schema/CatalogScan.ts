@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { ColumnInfo, ForeignKey, IndexInfo, SchemaSnapshot, TableInfo, TableKind } from "../domain/SchemaSnapshot"
 import { qualifiedName, TABLE_KINDS } from "../domain/SchemaSnapshot"
 import type { CatalogQueries } from "./catalog/CatalogQueries"
+import { keysOf } from "./SchemaDiff"
 
 type Row = ReadonlyArray<unknown>
 
@@ -179,16 +180,8 @@ const withImplicitTarget = (fk: ForeignKey, primaryKeyOf: (key: string) => Reado
 export const fingerprintOf = (tables: ReadonlyArray<TableInfo>) => {
   const hash = createHash("sha256")
   for (const t of [...tables].sort((a, b) => qualifiedName(a).localeCompare(qualifiedName(b)))) {
-    hash.update(
-      JSON.stringify([
-        t.schema,
-        t.name,
-        t.columns.map((c) => [c.name, c.type, c.nullable]),
-        t.primary_key,
-        t.foreign_keys.map((fk) => [fk.columns, fk.references]),
-        t.unique_keys
-      ])
-    )
+    hash.update(JSON.stringify([t.schema, t.name, t.columns.map((c) => [c.name, c.type, c.nullable])]))
+    hash.update(keysOf(t))
   }
   return hash.digest("hex")
 }

@@ -2,7 +2,13 @@ import type { SchemaDiff, TableChange, TableInfo } from "../domain/SchemaSnapsho
 import { qualifiedName } from "../domain/SchemaSnapshot"
 
 const byName = (tables: ReadonlyArray<TableInfo>) => new Map(tables.map((t) => [qualifiedName(t), t]))
-const keysOf = (t: TableInfo) => JSON.stringify([t.primary_key, t.foreign_keys.map((fk) => [fk.columns, fk.references]), t.unique_keys])
+/** A table's keys as one string; arrays only, since a snapshot read back from jsonb has its object keys reordered. */
+export const keysOf = (t: TableInfo) =>
+  JSON.stringify([
+    t.primary_key,
+    t.foreign_keys.map((fk) => [fk.columns, fk.references.schema, fk.references.table, fk.references.columns]),
+    t.unique_keys
+  ])
 
 const tableChange = (before: TableInfo, after: TableInfo): TableChange | undefined => {
   const old = new Map(before.columns.map((c) => [c.name, c]))
@@ -44,3 +50,10 @@ export const diffSchemas = (before: ReadonlyArray<TableInfo>, after: ReadonlyArr
 
 export const isEmptyDiff = (diff: SchemaDiff) =>
   diff.added_tables.length === 0 && diff.removed_tables.length === 0 && diff.changed_tables.length === 0
+
+/** The part of a diff about tables `visible` lets through (names as `schema.table`). */
+export const visiblePart = (diff: SchemaDiff, visible: (qualified: string) => boolean): SchemaDiff => ({
+  added_tables: diff.added_tables.filter(visible),
+  removed_tables: diff.removed_tables.filter(visible),
+  changed_tables: diff.changed_tables.filter((c) => visible(c.table))
+})

@@ -1,23 +1,25 @@
-import { Deferred, Effect, Either, FiberId, type Scope } from "effect"
+import { Deferred, Effect, Either, FiberId, Schema, type Scope } from "effect"
 import type { ConnectorError } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
 import { InvalidRequest, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
+import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import type { RefreshStatus, SchemaSnapshot, TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
 import { tablePolicyRefusal } from "../governance/TablePolicy"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor } from "../schema/catalog/Catalogs"
-import { fingerprintOf, scanCatalog } from "../schema/CatalogScan"
-import { diffSchemas } from "../schema/SchemaDiff"
+import { type CatalogScan, fingerprintOf, scanCatalog } from "../schema/CatalogScan"
+import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
 import { SchemaSearch } from "../schema/SchemaSearch"
 import { Connections } from "./Connections"
 import { storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("schema store")
+const ChangeCursor = Schema.Tuple(Schema.String)
 // Catalog reads are metadata, not results: a generous cap, and a scan that would pass it says so.
 const MAX_CATALOG_ROWS = 2_000_000
 const CATALOG_TIMEOUT_MS = 300_000
@@ -49,6 +51,15 @@ export interface SchemaView {
   readonly search: () => SchemaSearch
 }
 
+/** Whether the connection's blocked tables and allow-list let a caller see this table at all. */
+const visibleOn = (connection: ConnectionInput) => (schema: string, table: string) =>
+  tablePolicyRefusal([{ parts: [schema, table] }], connection) === undefined
+
+const visibleQualified = (connection: ConnectionInput) => (qualified: string) => {
+  const dot = qualified.indexOf(".")
+  return visibleOn(connection)(qualified.slice(0, dot), qualified.slice(dot + 1))
+}
+
 const filtersOf = (connection: ConnectionInput) => JSON.stringify([connection.schema_include ?? [], connection.schema_exclude ?? []])
 
 type ScanError = InvalidRequest | Unavailable | QueryFailed | QueryTimeout | DatabaseUnavailable
@@ -75,17 +86,12 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return entry
     }
 
-    /** Reads the catalog and stores what it found over `previous`; the change, if any, goes to the history. */
-    const scan = (target: Target) =>
+    /** Reads the connection's catalog now, through its pool, reporting each phase. */
+    const readTables = (target: Target, progress: CatalogScan<unknown>["progress"]) =>
       Effect.gen(function* () {
-        const { connectionId, connection } = target
-        const orgId = orgOf(target)
-        const queries = catalogFor(connection)
+        const queries = catalogFor(target.connection)
         if (queries === undefined) return yield* new InvalidRequest({ message: "Set the connection's dataset so its catalog can be scanned" })
-        counters.scans++
-        yield* repo.scanStarted(orgId, connectionId).pipe(storeDown)
-        const started = Date.now()
-        const tables = yield* pools.withPool(target, (pool) =>
+        return yield* pools.withPool(target, (pool) =>
           scanCatalog(queries, {
             read: (sql) =>
               pool.query(sql, { timeoutMs: CATALOG_TIMEOUT_MS, maxRows: MAX_CATALOG_ROWS }).pipe(
@@ -95,11 +101,22 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
                 ),
                 Effect.map((result) => result.rows)
               ),
-            progress: (p) => repo.scanProgress(orgId, connectionId, p.phase, p.tables_done, p.tables_total).pipe(Effect.ignore),
-            include: connection.schema_include,
-            exclude: connection.schema_exclude
+            progress,
+            include: target.connection.schema_include,
+            exclude: target.connection.schema_exclude
           })
         )
+      })
+
+    /** Reads the catalog and stores what it found over the previous snapshot; the change, if any, goes to the history. */
+    const scan = (target: Target) =>
+      Effect.gen(function* () {
+        const { connectionId, connection } = target
+        const orgId = orgOf(target)
+        counters.scans++
+        yield* repo.scanStarted(orgId, connectionId).pipe(storeDown)
+        const started = Date.now()
+        const tables = yield* readTables(target, (p) => repo.scanProgress(orgId, connectionId, p.phase, p.tables_done, p.tables_total).pipe(Effect.ignore))
         yield* repo.scanProgress(orgId, connectionId, "storing", tables.length, tables.length).pipe(Effect.ignore)
         const previous = yield* repo.load(orgId, connectionId).pipe(storeDown)
         const fingerprint = fingerprintOf(tables)
@@ -167,7 +184,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
 
     const viewOf = (target: Target, entry: Cached): SchemaView => {
       const connection = target.connection
-      const visible = (t: TableInfo) => tablePolicyRefusal([{ parts: [t.schema, t.name] }], connection) === undefined
+      const visible = (t: TableInfo) => visibleOn(connection)(t.schema, t.name)
       const tables = entry.tables.filter(visible)
       return {
         connection,
@@ -287,7 +304,39 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return { invalidated: dropped }
     })
 
-    return { view, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    /** The live catalog against the stored snapshot, storing nothing. */
+    const liveDiff = Effect.fn("Schemas.liveDiff")(function* (principal: Principal, name: string) {
+      const target = yield* connections.target(principal, name)
+      const stored = viewOf(target, yield* current(target))
+      const live = yield* readTables(target, () => Effect.void).pipe(Effect.mapError(scanFailure))
+      const diff = diffSchemas(stored.tables, live.filter(stored.visible))
+      return { connection: name, version: stored.snapshot.version, scanned_at: stored.snapshot.scanned_at, checked_at: new Date(), changed: !isEmptyDiff(diff), diff }
+    })
+
+    /** What `other` has that `name` has not, and the reverse: two connections' latest snapshots side by side. */
+    const compare = Effect.fn("Schemas.compare")(function* (principal: Principal, name: string, other: string) {
+      const base = yield* view(principal, name)
+      const against = yield* view(principal, other)
+      const diff = diffSchemas(base.tables, against.tables)
+      return { connection: name, compare: other, version: base.snapshot.version, compare_version: against.snapshot.version, changed: !isEmptyDiff(diff), diff }
+    })
+
+    /** Recorded changes, newest first: one connection's, or the whole org's. */
+    const changes = Effect.fn("Schemas.changes")(function* (principal: Principal, name: string | null, params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }) {
+      const limit = params.limit ?? 50
+      const before = params.cursor === undefined ? null : (yield* decodeCursor(params.cursor, ChangeCursor))[0]
+      const only = name === null ? null : (yield* connections.target(principal, name)).connectionId
+      const rows = yield* repo.changes(principal.orgId, only, limit + 1, before).pipe(storeDown)
+      const visible = new Map<string, (qualified: string) => boolean>()
+      for (const connection of new Set(rows.map((r) => r.connection))) {
+        const target = yield* Effect.option(connections.target(principal, connection))
+        visible.set(connection, target._tag === "Some" ? visibleQualified(target.value.connection) : () => false)
+      }
+      const page = pageOf(rows, limit, (last) => [last.id])
+      return { ...page, items: page.items.map((row) => ({ ...row, diff: visiblePart(row.diff, visible.get(row.connection)!) })) }
+    })
+
+    return { view, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
   dependencies: [SchemaRepo.Default]
 }) {}

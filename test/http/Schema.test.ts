@@ -163,12 +163,37 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     await database.query(`create table sales.returns (id serial primary key, order_id bigint references sales.orders (id));
       alter table sales.products drop column sku; alter table sales.payments alter column amount type numeric(14, 2);
       alter table sales.customers alter column full_name set not null`)
+    const expected = {
+      added_tables: ["sales.returns"],
+      removed_tables: [],
+      changed_tables: [
+        { table: "sales.customers", added_columns: [], removed_columns: [], retyped_columns: [], nullability_changed: [{ column: "full_name", nullable: false }], keys_changed: false },
+        { table: "sales.payments", added_columns: [], removed_columns: [], retyped_columns: [{ column: "amount", from: "numeric(12,2)", to: "numeric(14,2)" }], nullability_changed: [], keys_changed: false },
+        { table: "sales.products", added_columns: [], removed_columns: ["sku"], retyped_columns: [], nullability_changed: [], keys_changed: false }
+      ]
+    }
+    // The live catalog against the stored snapshot, before anything is stored.
+    const live = await api("/api/connections/shop/schema/diff")
+    expect(live.status, live.text).toBe(200)
+    expect(live.json).toMatchObject({ connection: "shop", version: 1, changed: true })
+    expect({ ...live.json.diff, changed_tables: [...live.json.diff.changed_tables].sort((a: any, b: any) => a.table.localeCompare(b.table)) }).toEqual(expected)
+    expect((await api("/api/connections/shop/schema/diff-history")).json).toEqual({ items: [], next_cursor: null })
+
     const started = await api("/api/connections/shop/schema/refresh", { key: admin, method: "POST" })
     expect(started.status, started.text).toBe(202)
     expect(started.json).toMatchObject({ connection: "shop", state: "running" })
     const finished = await eventually(() => api("/api/connections/shop/schema/refresh-status"), (res) => res.json.state !== "running", "the refresh")
     expect(finished.json, finished.text).toMatchObject({ state: "done", phase: "done", version: 2, changed: true, tables_done: SHOP_TABLES.length + 1 })
     expect(new Date(finished.json.finished_at).getTime()).toBeGreaterThanOrEqual(new Date(finished.json.started_at).getTime())
+
+    const history = await api("/api/connections/shop/schema/diff-history")
+    expect(history.json.items).toHaveLength(1)
+    expect(history.json.items[0]).toMatchObject({ connection: "shop", from_version: 1, to_version: 2 })
+    expect(history.json.items[0].diff.added_tables).toEqual(expected.added_tables)
+    expect(history.json.items[0].diff.changed_tables.map((c: any) => c.table).sort()).toEqual(expected.changed_tables.map((c) => c.table))
+    const changes = await api("/api/schema/changes?limit=10")
+    expect(changes.json.items.map((c: any) => [c.connection, c.to_version])).toEqual([["shop", 2]])
+    expect((await api("/api/connections/shop/schema/diff")).json).toMatchObject({ version: 2, changed: false })
 
     const schema = await api("/api/connections/shop/schema")
     expect(schema.json.version).toBe(2)
@@ -180,6 +205,16 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     expect(again.json).toMatchObject({ state: "done", version: 2, changed: false })
   })
 
+  it.skipIf(skip)("two connections' schemas compare side by side", async () => {
+    const compared = await api("/api/connections/sales_only/schema/diff/no_hr_pay")
+    expect(compared.status, compared.text).toBe(200)
+    expect(compared.json).toMatchObject({ connection: "sales_only", compare: "no_hr_pay", changed: true })
+    expect(compared.json.diff.added_tables).toContain("sales.orders")
+    expect(compared.json.diff.added_tables).not.toContain("hr.salaries")
+    expect(compared.json.diff.removed_tables).toEqual([])
+    expect((await api("/api/connections/shop/schema/diff/nope")).status).toBe(404)
+  })
+
   it.skipIf(skip)("bad input is refused with a code and message, and unknown connections are 404", async () => {
     const cases: Array<[string, number, string]> = [
       ["/api/connections/nope/schema", 404, "not_found"],
@@ -188,7 +223,9 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
       ["/api/connections/shop/schema/search", 400, "invalid_request"],
       [`/api/connections/shop/schema/search?q=${"x".repeat(501)}`, 400, "invalid_request"],
       ["/api/connections/shop/schema/filter?kind=table_of_doom", 400, "invalid_request"],
-      ["/api/connections/nope/schema/refresh-status", 404, "not_found"]
+      ["/api/connections/nope/schema/refresh-status", 404, "not_found"],
+      ["/api/connections/shop/schema/diff-history?cursor=bogus", 400, "invalid_request"],
+      ["/api/schema/changes?limit=0", 400, "invalid_request"]
     ]
     for (const [route, status, code] of cases) {
       const res = await api(route)

@@ -80,7 +80,7 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const reader = await connect(gateway, keys["reader"]!)
     const readerTools = (await reader.listTools()).tools
     // A read-only key sees no tool that runs SQL.
-    const schemaTools = ["describe_table", "list_tables", "schema_ddl", "schema_overview", "schema_search"]
+    const schemaTools = ["describe_table", "list_tables", "schema_ddl", "schema_diff", "schema_overview", "schema_search"]
     expect(readerTools.map((t) => t.name).sort()).toEqual(
       ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools].sort()
     )
@@ -225,6 +225,11 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const ddl = await client.callTool({ name: "schema_ddl", arguments: { connection_name: "pg", max_tables: 1 } })
     expect(ddl.structuredContent).toMatchObject({ table_count: 1, total_tables: 2 })
     expect(textOf(ddl)).toMatch(/CREATE TABLE public\.(customers|orders) \(/)
+    expect(textOf(await client.callTool({ name: "schema_diff", arguments: { connection_name: "pg" } }))).toMatch(/^No change since schema version 1/)
+    await database.query("alter table orders add column note text")
+    const diff = await client.callTool({ name: "schema_diff", arguments: { connection_name: "pg" } })
+    expect(textOf(diff)).toContain("Changed public.orders: +note text")
+    expect(diff.structuredContent).toMatchObject({ changed: true, diff: { changed_tables: [{ table: "public.orders", added_columns: [{ name: "note", type: "text" }] }] } })
     const bad = await client.callTool({ name: "schema_ddl", arguments: { connection_name: "pg", max_tables: 0 } })
     expect(bad.isError).toBe(true)
 

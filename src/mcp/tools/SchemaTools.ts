@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
 import type { PiiRule } from "../../domain/Pii"
 import { qualifiedName, TableInfo } from "../../domain/SchemaSnapshot"
-import { SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
+import { LiveDiff, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
 import { compactLine, overviewOf, schemaText } from "../../schema/SchemaFormats"
 import { Connections } from "../../services/Connections"
 import { Schemas, type SchemaView } from "../../services/Schemas"
@@ -236,5 +236,39 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  return [listTables, describeTable, schemaSearch, schemaOverview, schemaDdl]
+  const schemaDiff: McpTool<typeof OneConnectionRequired.Type> = {
+    name: "schema_diff",
+    scope: "read",
+    title: "What changed in the schema",
+    description:
+      "Compares the database's catalog now with the last stored scan: tables added or removed, columns added, removed, retyped or made (non-)nullable, keys changed. Use it when a query fails on a column or table that used to exist.",
+    input: OneConnectionRequired,
+    output: LiveDiff.pipe(Schema.omit("connection", "version", "scanned_at", "checked_at")),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const live = yield* schemas.liveDiff(call.principal, args.connection_name)
+        const d = live.diff
+        const lines = [
+          ...(d.added_tables.length > 0 ? [`Added tables: ${d.added_tables.join(", ")}`] : []),
+          ...(d.removed_tables.length > 0 ? [`Removed tables: ${d.removed_tables.join(", ")}`] : []),
+          ...d.changed_tables.map((c) =>
+            [
+              `Changed ${c.table}:`,
+              ...c.added_columns.map((a) => `+${a.name} ${a.type}`),
+              ...c.removed_columns.map((r) => `-${r}`),
+              ...c.retyped_columns.map((r) => `${r.column} ${r.from} → ${r.to}`),
+              ...c.nullability_changed.map((n) => `${n.column} now ${n.nullable ? "nullable" : "NOT NULL"}`),
+              ...(c.keys_changed ? ["keys changed"] : [])
+            ].join(" ")
+          )
+        ]
+        const text = live.changed
+          ? untrusted(`Changes since schema version ${live.version} (scanned ${live.scanned_at.toISOString()}).`, boundedLines(lines).text)
+          : `No change since schema version ${live.version} (scanned ${live.scanned_at.toISOString()}).`
+        return { text, structured: { changed: live.changed, diff: live.diff } }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  return [listTables, describeTable, schemaSearch, schemaOverview, schemaDdl, schemaDiff]
 })
