@@ -7,7 +7,11 @@ import { PageParams } from "../domain/Pagination"
 import {
   ConnectionsDiff,
   GroupedSchema,
+  JoinPathParams,
+  JoinPaths,
   LiveDiff,
+  RelationshipParams,
+  Relationships,
   SchemaCacheInvalidate,
   SchemaCacheStats,
   SchemaChanges,
@@ -41,6 +45,8 @@ export class SchemaApi extends HttpApiGroup.make("schema")
   .add(read("overview", "/overview").addSuccess(SchemaOverview))
   .add(read("search", "/search").setUrlParams(SchemaSearchParams).addSuccess(SchemaSearchResult))
   .add(read("filter", "/filter").setUrlParams(SchemaFilterParams).addSuccess(SchemaFilterResult))
+  .add(read("relationships", "/relationships").setUrlParams(RelationshipParams).addSuccess(Relationships))
+  .add(read("joinPaths", "/join-paths").setUrlParams(JoinPathParams).addSuccess(JoinPaths))
   .add(read("refreshStatus", "/refresh-status").addSuccess(RefreshStatus))
   .add(read("diff", "/diff").addSuccess(LiveDiff).annotate(RateClass, "expensive"))
   .add(

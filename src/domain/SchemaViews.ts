@@ -120,3 +120,43 @@ export const ConnectionsDiff = Schema.Struct({
 })
 
 export const SchemaChanges = Page(SchemaChange)
+
+export const Relationship = Schema.Struct({
+  from_table: Schema.String,
+  from_columns: Schema.Array(Schema.String),
+  to_table: Schema.String,
+  to_columns: Schema.Array(Schema.String),
+  kind: Schema.Literal("declared", "inferred"),
+  confidence: Schema.Number,
+  reason: Schema.String
+})
+
+export const RelationshipParams = Schema.Struct({
+  include_inferred: Schema.optional(Schema.BooleanFromString),
+  table: Schema.optional(Schema.String.pipe(Schema.maxLength(300, { message: () => "table must be at most 300 characters" })))
+})
+
+export const Relationships = Schema.Struct({ ...Source, relationships: Schema.Array(Relationship) })
+
+const TableParam = (what: string) =>
+  Schema.String.pipe(
+    Schema.minLength(1, { message: () => `${what} is required` }),
+    Schema.maxLength(300, { message: () => `${what} must be at most 300 characters` })
+  )
+
+export const JoinPathParams = Schema.Struct({
+  from: TableParam("from"),
+  to: TableParam("to"),
+  max_hops: Schema.optional(Int(1, 6, "max_hops")),
+  include_inferred: Schema.optional(Schema.BooleanFromString)
+})
+
+export const JoinPath = Schema.Struct({
+  tables: Schema.Array(Schema.String),
+  hops: Schema.Int,
+  joins: Schema.Array(Schema.Struct({ from: Schema.String, to: Schema.String, on: Schema.String, kind: Schema.Literal("declared", "inferred") })),
+  confidence: Schema.Number,
+  sql: Schema.String
+})
+
+export const JoinPaths = Schema.Struct({ ...Source, from: Schema.String, to: Schema.String, paths: Schema.Array(JoinPath) })

@@ -76,6 +76,18 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
           return { ...sourceOf(view), total: matched.length, tables: matched.slice(0, urlParams.limit ?? 200) }
         })
       )
+      .handle("relationships", ({ path, urlParams }) =>
+        onConnection(path.name).pipe(
+          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.relationships(p, path.name, urlParams))),
+          Effect.map(({ schema, relationships }) => ({ ...sourceOf(schema), relationships }))
+        )
+      )
+      .handle("joinPaths", ({ path, urlParams }) =>
+        onConnection(path.name).pipe(
+          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.joinPaths(p, path.name, urlParams))),
+          Effect.map(({ schema, ...found }) => ({ ...sourceOf(schema), ...found }))
+        )
+      )
       .handle("refreshStatus", ({ path }) =>
         onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.status(p, path.name))))
       )

@@ -1,8 +1,14 @@
+import { promisify } from "node:util"
+import * as zlib from "node:zlib"
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { OrgId } from "../domain/Ids"
 import type { SchemaDiff, TableInfo } from "../domain/SchemaSnapshot"
 import { tenantScope } from "./Tenant"
+
+// Off the event loop: a large catalog compresses in the thread pool, not in front of every request.
+const gzip = promisify(zlib.gzip)
+const gunzip = promisify(zlib.gunzip)
 
 export interface SnapshotHeader {
   readonly version: number
@@ -57,10 +63,15 @@ export class SchemaRepo extends Effect.Service<SchemaRepo>()("sluice/SchemaRepo"
       )
 
     const load = (orgId: OrgId, connectionId: string) =>
-      sql<SnapshotRow>`select version, fingerprint, filters, scanned_at, scan_ms, table_count, column_count, tables
+      sql<SnapshotHeader & { tables: Buffer }>`select version, fingerprint, filters, scanned_at, scan_ms, table_count, column_count, tables
         from schema_snapshots where org_id = ${orgId} and connection_id = ${connectionId}`.pipe(
-        Effect.map((rows) => rows[0] ?? null),
-        withOrg(orgId)
+        withOrg(orgId),
+        Effect.flatMap((rows) => {
+          const row = rows[0]
+          return row === undefined
+            ? Effect.succeed(null)
+            : Effect.map(Effect.promise(() => gunzip(row.tables)), (json): SnapshotRow => ({ ...row, tables: JSON.parse(json.toString("utf8")) }))
+        })
       )
 
     /**
@@ -69,16 +80,16 @@ export class SchemaRepo extends Effect.Service<SchemaRepo>()("sluice/SchemaRepo"
      */
     const save = (orgId: OrgId, connectionId: string, next: NewSnapshot, previous: SnapshotHeader | null, diff: SchemaDiff | null) =>
       Effect.gen(function* () {
-        const tables = JSON.stringify(next.tables)
+        const tables = yield* Effect.promise(() => gzip(JSON.stringify(next.tables)))
         const stored =
           previous === null
             ? yield* sql`insert into schema_snapshots (connection_id, org_id, version, fingerprint, filters, scanned_at, scan_ms, table_count, column_count, tables)
                 values (${connectionId}, ${orgId}, ${next.version}, ${next.fingerprint}, ${next.filters}, ${next.scanned_at}, ${next.scan_ms},
-                  ${next.table_count}, ${next.column_count}, ${tables}::jsonb)
+                  ${next.table_count}, ${next.column_count}, ${tables})
                 on conflict (connection_id) do nothing returning version`
             : yield* sql`update schema_snapshots set version = ${next.version}, fingerprint = ${next.fingerprint}, filters = ${next.filters},
                   scanned_at = ${next.scanned_at}, scan_ms = ${next.scan_ms}, table_count = ${next.table_count},
-                  column_count = ${next.column_count}, tables = ${tables}::jsonb
+                  column_count = ${next.column_count}, tables = ${tables}
                 where org_id = ${orgId} and connection_id = ${connectionId} and version = ${previous.version}
                   and fingerprint = ${previous.fingerprint} and scanned_at = ${previous.scanned_at}
                 returning version`

@@ -1,4 +1,4 @@
-import type { TableInfo, TableKind } from "../domain/SchemaSnapshot"
+import { qualifiedName, type TableInfo, type TableKind } from "../domain/SchemaSnapshot"
 import { globRegex } from "./CatalogScan"
 
 export interface TableFilter {
@@ -35,4 +35,11 @@ export const filterTables = (tables: ReadonlyArray<TableInfo>, filter: TableFilt
         ? true
         : t.columns.some((c) => (column === undefined || column(c.name)) && (type === undefined || type(c.type))))
   )
+}
+
+/** Tables a name could mean: an exact `schema.table` match (any case, quotes ignored), else every schema's table of that name. */
+export const tablesNamed = (tables: ReadonlyArray<TableInfo>, name: string) => {
+  const wanted = name.toLowerCase().replaceAll('"', "")
+  const exact = tables.filter((t) => qualifiedName(t).toLowerCase() === wanted)
+  return exact.length > 0 ? exact : tables.filter((t) => t.name.toLowerCase() === wanted.split(".").at(-1))
 }

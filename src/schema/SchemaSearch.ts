@@ -41,10 +41,10 @@ interface TableDoc {
   readonly notes: string
 }
 
+/** One column name with its comment and notes, however many tables share it. */
 interface ColumnDoc {
   readonly id: number
   readonly name: string
-  readonly table: string
   readonly comment: string
   readonly notes: string
 }
@@ -73,18 +73,23 @@ export interface ColumnHit {
   readonly score: number
 }
 
-/** BM25 (MiniSearch) over one snapshot's tables and columns: names split into words, comments and notes. */
+/**
+ * BM25 (MiniSearch) over one snapshot's tables and columns: names split into words, comments and
+ * notes. Columns are indexed once per distinct name and comment (schemas repeat `id`, `status`,
+ * `created_at` across thousands of tables); which table's column ranks first is decided by how
+ * well the table itself matches.
+ */
 export class SchemaSearch {
   private readonly tables: MiniSearch<TableDoc>
   private readonly columns: MiniSearch<ColumnDoc>
-  private readonly columnOwner: Array<{ table: number; column: string }> = []
+  private readonly owners: Array<Array<{ table: number; column: string }>> = []
 
   constructor(
     private readonly all: ReadonlyArray<TableInfo>,
     notes: Notes = () => ""
   ) {
     this.tables = new MiniSearch<TableDoc>(options<TableDoc>(["name", "schema", "columns", "comment", "notes"], { name: 4, columns: 1.2, comment: 1, notes: 1.5, schema: 0.5 }))
-    this.columns = new MiniSearch<ColumnDoc>(options<ColumnDoc>(["name", "table", "comment", "notes"], { name: 3, table: 1, comment: 1, notes: 1.5 }))
+    this.columns = new MiniSearch<ColumnDoc>(options<ColumnDoc>(["name", "comment", "notes"], { name: 3, comment: 1, notes: 1.5 }))
     this.tables.addAll(
       all.map((t, id) => ({
         id,
@@ -95,12 +100,20 @@ export class SchemaSearch {
         notes: notes(t)
       }))
     )
+    const signatures = new Map<string, number>()
     const columnDocs: Array<ColumnDoc> = []
     all.forEach((t, table) =>
       t.columns.forEach((c) => {
-        const id = this.columnOwner.length
-        this.columnOwner.push({ table, column: c.name })
-        columnDocs.push({ id, name: c.name, table: t.name, comment: c.comment ?? "", notes: notes(t, c.name) })
+        const doc = { name: c.name, comment: c.comment ?? "", notes: notes(t, c.name) }
+        const signature = `${doc.name}\u0000${doc.comment}\u0000${doc.notes}`
+        let id = signatures.get(signature)
+        if (id === undefined) {
+          id = columnDocs.length
+          signatures.set(signature, id)
+          columnDocs.push({ id, ...doc })
+          this.owners.push([])
+        }
+        this.owners[id]!.push({ table, column: c.name })
       })
     )
     this.columns.addAll(columnDocs)
@@ -115,14 +128,32 @@ export class SchemaSearch {
       .slice(0, limit)
   }
 
+  /** Columns best matching `query`: the column's own match first, its table's match to order tables sharing it. */
   searchColumns(query: string, limit: number, visible: (t: TableInfo) => boolean = () => true): Array<ColumnHit> {
-    return this.columns
-      .search(query)
-      .map((r: SearchResult) => {
-        const owner = this.columnOwner[r.id as number]!
-        return { table: this.all[owner.table]!, column: owner.column, score: r.score }
-      })
-      .filter((hit) => visible(hit.table))
-      .slice(0, limit)
+    const docs = this.columns.search(query)
+    if (docs.length === 0) return []
+    const tableScore = new Map<number, number>()
+    let best = 1
+    for (const r of this.tables.search(query)) {
+      tableScore.set(r.id as number, r.score)
+      if (r.score > best) best = r.score
+    }
+    const hits: Array<ColumnHit> = []
+    for (const doc of docs) {
+      // The `limit` owners whose tables match best, kept in order without sorting them all.
+      const top: Array<{ table: number; column: string; tableScore: number }> = []
+      for (const owner of this.owners[doc.id as number]!) {
+        const score = tableScore.get(owner.table) ?? 0
+        if (top.length === limit && score <= top[limit - 1]!.tableScore) continue
+        if (!visible(this.all[owner.table]!)) continue
+        let at = top.length
+        while (at > 0 && top[at - 1]!.tableScore < score) at--
+        top.splice(at, 0, { table: owner.table, column: owner.column, tableScore: score })
+        if (top.length > limit) top.pop()
+      }
+      // A column's own match decides; its table's match (scaled below one point) only orders equals.
+      for (const o of top) hits.push({ table: this.all[o.table]!, column: o.column, score: doc.score + o.tableScore / best / 2 })
+    }
+    return hits.sort((a, b) => b.score - a.score).slice(0, limit)
   }
 }

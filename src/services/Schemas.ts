@@ -2,18 +2,20 @@ import { Deferred, Effect, Either, FiberId, Schema, type Scope } from "effect"
 import type { ConnectorError } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
-import { InvalidRequest, type Unavailable } from "../domain/Errors"
+import { InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
-import type { RefreshStatus, SchemaSnapshot, TableInfo } from "../domain/SchemaSnapshot"
+import { qualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
 import { tablePolicyRefusal } from "../governance/TablePolicy"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor } from "../schema/catalog/Catalogs"
 import { type CatalogScan, fingerprintOf, scanCatalog } from "../schema/CatalogScan"
 import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
+import { tablesNamed } from "../schema/SchemaFilter"
+import { joinPaths, relationshipsOf } from "../schema/Relationships"
 import { SchemaSearch } from "../schema/SchemaSearch"
 import { Connections } from "./Connections"
 import { storeUnavailable } from "./StoreUnavailable"
@@ -39,6 +41,8 @@ interface Cached {
   readonly tables: ReadonlyArray<TableInfo>
   checkedAt: number
   search?: SchemaSearch
+  /** The tables visible under one version of the connection's settings, worked out once. */
+  visibleUnder?: { readonly version: number; readonly tables: ReadonlyArray<TableInfo>; readonly set: ReadonlySet<TableInfo> }
 }
 
 /** A snapshot as one caller may see it: tables their connection's policy blocks are left out of everything. */
@@ -47,8 +51,15 @@ export interface SchemaView {
   readonly connection: ConnectionInput
   /** The visible tables. */
   readonly tables: ReadonlyArray<TableInfo>
+  /** Whether one of this snapshot's tables is visible (by identity: not for tables read elsewhere). */
   readonly visible: (table: TableInfo) => boolean
   readonly search: () => SchemaSearch
+}
+
+/** The visible table a name means (the first, when several schemas have one of that name). */
+const oneTable = (view: SchemaView, name: string) => {
+  const table = tablesNamed(view.tables, name)[0]
+  return table === undefined ? Effect.fail(new NotFound({ message: `No table "${name}" on ${view.snapshot.connection}` })) : Effect.succeed(table)
 }
 
 /** Whether the connection's blocked tables and allow-list let a caller see this table at all. */
@@ -86,6 +97,15 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return entry
     }
 
+    /** A stored version's tables, from this replica's cache when it holds that version. */
+    const tablesOf = (orgId: OrgId, connectionId: string, version: SnapshotHeader) => {
+      const cached = cache.get(connectionId)
+      if (cached !== undefined && cached.header.version === version.version && cached.header.scanned_at.getTime() === version.scanned_at.getTime()) {
+        return Effect.succeed(cached.tables)
+      }
+      return repo.load(orgId, connectionId).pipe(storeDown, Effect.map((row) => row?.tables ?? []))
+    }
+
     /** Reads the connection's catalog now, through its pool, reporting each phase. */
     const readTables = (target: Target, progress: CatalogScan<unknown>["progress"]) =>
       Effect.gen(function* () {
@@ -118,7 +138,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         const started = Date.now()
         const tables = yield* readTables(target, (p) => repo.scanProgress(orgId, connectionId, p.phase, p.tables_done, p.tables_total).pipe(Effect.ignore))
         yield* repo.scanProgress(orgId, connectionId, "storing", tables.length, tables.length).pipe(Effect.ignore)
-        const previous = yield* repo.load(orgId, connectionId).pipe(storeDown)
+        const previous = yield* repo.header(orgId, connectionId).pipe(storeDown)
         const fingerprint = fingerprintOf(tables)
         const changed = previous !== null && previous.fingerprint !== fingerprint
         const header: SnapshotHeader = {
@@ -130,7 +150,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           table_count: tables.length,
           column_count: tables.reduce((n, t) => n + t.columns.length, 0)
         }
-        const diff = changed ? diffSchemas(previous.tables, tables) : null
+        const diff = changed ? diffSchemas(yield* tablesOf(orgId, connectionId, previous), tables) : null
         const stored = yield* repo.save(orgId, connectionId, { ...header, tables }, previous, diff).pipe(storeDown)
         yield* repo.scanFinished(orgId, connectionId, { version: header.version, changed, tables: tables.length }).pipe(Effect.ignore)
         if (!stored) {
@@ -184,8 +204,12 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
 
     const viewOf = (target: Target, entry: Cached): SchemaView => {
       const connection = target.connection
-      const visible = (t: TableInfo) => visibleOn(connection)(t.schema, t.name)
-      const tables = entry.tables.filter(visible)
+      if (entry.visibleUnder?.version !== target.version) {
+        const tables = entry.tables.filter((t) => visibleOn(connection)(t.schema, t.name))
+        entry.visibleUnder = { version: target.version, tables, set: new Set(tables) }
+      }
+      const { tables, set } = entry.visibleUnder
+      const visible = (t: TableInfo) => set.has(t)
       return {
         connection,
         visible,
@@ -309,7 +333,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       const target = yield* connections.target(principal, name)
       const stored = viewOf(target, yield* current(target))
       const live = yield* readTables(target, () => Effect.void).pipe(Effect.mapError(scanFailure))
-      const diff = diffSchemas(stored.tables, live.filter(stored.visible))
+      const diff = diffSchemas(stored.tables, live.filter((t) => visibleOn(target.connection)(t.schema, t.name)))
       return { connection: name, version: stored.snapshot.version, scanned_at: stored.snapshot.scanned_at, checked_at: new Date(), changed: !isEmptyDiff(diff), diff }
     })
 
@@ -336,7 +360,32 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return { ...page, items: page.items.map((row) => ({ ...row, diff: visiblePart(row.diff, visible.get(row.connection)!) })) }
     })
 
-    return { view, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    /** Declared keys and, unless turned off, inferred ones; optionally only those touching one table. */
+    const relationships = Effect.fn("Schemas.relationships")(function* (
+      principal: Principal,
+      name: string,
+      params: { readonly include_inferred?: boolean | undefined; readonly table?: string | undefined }
+    ) {
+      const schema = yield* view(principal, name)
+      const all = relationshipsOf(schema.tables, params.include_inferred ?? true)
+      if (params.table === undefined) return { schema, relationships: all }
+      const table = qualifiedName(yield* oneTable(schema, params.table))
+      return { schema, relationships: all.filter((r) => r.from_table === table || r.to_table === table) }
+    })
+
+    const joinPathsBetween = Effect.fn("Schemas.joinPaths")(function* (
+      principal: Principal,
+      name: string,
+      params: { readonly from: string; readonly to: string; readonly max_hops?: number | undefined; readonly include_inferred?: boolean | undefined }
+    ) {
+      const schema = yield* view(principal, name)
+      const from = qualifiedName(yield* oneTable(schema, params.from))
+      const to = qualifiedName(yield* oneTable(schema, params.to))
+      const paths = joinPaths(relationshipsOf(schema.tables, params.include_inferred ?? true), from, to, params.max_hops ?? 4)
+      return { schema, from, to, paths }
+    })
+
+    return { view, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
   dependencies: [SchemaRepo.Default]
 }) {}

