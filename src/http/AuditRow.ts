@@ -31,3 +31,20 @@ export const auditRow = (
   request_id: info.requestId,
   details: info.details === null ? null : JSON.stringify(info.details)
 })
+
+/** The rows of the governed queries a request ran besides its own, under its request id. */
+export const childQueryRows = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
+  [...info.childQueries.values()].map(({ facts, sql, parent }) => ({
+    ...auditRow(
+      request,
+      info,
+      200,
+      facts.reason !== undefined ? "refused" : facts.completeness !== undefined ? "success" : "error",
+      facts.reason !== undefined ? "query_blocked" : null,
+      facts.execution_ms ?? 0
+    ),
+    event_type: "query",
+    sql,
+    rows: facts.rows ?? null,
+    details: JSON.stringify({ ...facts, parent })
+  }))

@@ -7,7 +7,7 @@ import { Audit } from "../services/Audit"
 import { Metrics } from "../services/Metrics"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { resolveClientAddress } from "./ClientAddress"
-import { auditRow } from "./AuditRow"
+import { auditRow, childQueryRows } from "./AuditRow"
 import { type RequestInfo, RequestState } from "./RequestState"
 
 const REFUSALS = new Set([401, 403, 429])
@@ -143,7 +143,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       const recorded = yield* Effect.either(
         audit.record(
           auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs),
-          ...info.relatedAuditRows
+          ...childQueryRows(request, info)
         )
       )
       if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
@@ -184,7 +184,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         details: null,
         blockReason: null,
         outcome: null,
-        relatedAuditRows: [],
+        childQueries: new Map(),
         streamedRows: false,
         bodyTooLarge: false
       }

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto"
 import { Context, Effect } from "effect"
 import type { Principal } from "../domain/Principal"
 import type { QueryFacts } from "../governance/GovernedExecutor"
-import type { AuditInsert } from "../repos/AuditRepo"
 import type { ClientAddress } from "./ClientAddress"
 
 /** What one request learns on its way through, read back when its audit row is written. */
@@ -18,13 +17,20 @@ export interface RequestInfo {
   details: Record<string, unknown> | null
   /** Set when a handler refused the request on a rule of its own (a blocked query), not on credentials or limits. */
   blockReason: string | null
-  /** Rows recorded in the same commit as the request's own (the governed queries an MCP tool call ran). */
-  relatedAuditRows: Array<AuditInsert>
+  /** Governed queries the request ran besides its own statement (an MCP tool's, a schema explore's), by query id: each is audited as its own row, committed with the request's. */
+  readonly childQueries: Map<string, ChildQuery>
   /** The response streams rows; how the stream ended is audited as a row of its own. */
   streamedRows: boolean
   /** Set when a request answered 200 but failed in its own terms (an MCP tool call that returned an error). */
   outcome: "refused" | "error" | null
   bodyTooLarge: boolean
+}
+
+export interface ChildQuery {
+  readonly facts: QueryFacts
+  readonly sql: string | null
+  /** What ran it, for the row's details (the tool, the route). */
+  readonly parent: Record<string, unknown>
 }
 
 export class RequestState extends Context.Tag("sluice/RequestState")<RequestState, RequestInfo>() {}
@@ -65,5 +71,23 @@ export const onQuery = (connection: string, sql: string | null, eventType = "que
           info.rows = facts.rows ?? null
           if (facts.reason !== undefined) info.blockReason = "query_blocked"
         })
+    }
+  })
+
+/**
+ * Marks the request as one that runs several governed queries on a connection (each gets its own
+ * audit row under the request's id) and returns the request id and the sink for their facts.
+ */
+export const onChildQueries = (connection: string, eventType: string) =>
+  Effect.map(Effect.serviceOption(RequestState), (state) => {
+    const info = state._tag === "Some" ? state.value : undefined
+    if (info !== undefined) {
+      info.eventType = eventType
+      info.connection = connection
+    }
+    return {
+      requestId: info?.requestId ?? randomUUID(),
+      report: (facts: QueryFacts, sql: string) =>
+        Effect.sync(() => info?.childQueries.set(facts.query_id, { facts, sql, parent: { event_type: eventType, request_id: info.requestId } }))
     }
   })

@@ -7,8 +7,6 @@ import { Cause, Effect, Exit, Option, ParseResult, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { RateLimits } from "../../layers/RateLimits"
 import type { Principal } from "../domain/Principal"
-import type { QueryFacts } from "../governance/GovernedExecutor"
-import { auditRow } from "../http/AuditRow"
 import { readToken } from "../http/AuthenticationLive"
 import { errorResponse } from "../http/RequestPipeline"
 import { type RequestInfo, RequestState } from "../http/RequestState"
@@ -63,20 +61,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
           )
         : authenticator.authenticate({ token, localPeer: false })
 
-    /** One governed query a tool ran, as its own audit row under the tool call's request id, committed with the call's row. */
-    const auditQuery = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo, tool: string, facts: QueryFacts, sql: string | null) => {
-      const outcome = facts.reason !== undefined ? "refused" : facts.completeness !== undefined ? "success" : "error"
-      info.relatedAuditRows.push({
-        ...auditRow(request, info, 200, outcome, facts.reason !== undefined ? "query_blocked" : null, facts.execution_ms ?? 0),
-        event_type: "query",
-        sql,
-        rows: facts.rows ?? null,
-        details: JSON.stringify({ ...facts, parent: { tool, request_id: info.requestId } })
-      })
-    }
-
     const call = (
-      request: HttpServerRequest.HttpServerRequest,
       info: RequestInfo,
       principal: Principal,
       tool: McpTool,
@@ -89,8 +74,6 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         const input = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {}
         if (typeof input["connection_name"] === "string") info.connection = input["connection_name"]
         if (typeof input["sql"] === "string") info.sql = input["sql"]
-        // The last facts each governed query reported (a tool may run several), for their own audit rows.
-        const queriesRun = new Map<string, { readonly facts: QueryFacts; readonly sql: string | undefined }>()
         const outcome = yield* Effect.exit(
           Effect.gen(function* () {
             if (!principal.scopes.includes(tool.scope)) {
@@ -103,11 +86,12 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
             return yield* tool.run(decoded, {
               principal,
               requestId: info.requestId,
-              report: (facts, sql) => Effect.sync(() => queriesRun.set(facts.query_id, { facts, sql }))
+              // The last facts each governed query reported (a tool may run several), each for its own audit row.
+              report: (facts, sql) =>
+                Effect.sync(() => info.childQueries.set(facts.query_id, { facts, sql: sql ?? info.sql, parent: { tool: tool.name, request_id: info.requestId } }))
             })
           })
         )
-        for (const { facts, sql } of queriesRun.values()) auditQuery(request, info, tool.name, facts, sql ?? info.sql)
         if (Exit.isSuccess(outcome)) return toolResult(outcome.value)
         const failure = Cause.failureOption(outcome.cause)
         const reported = Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" }))
@@ -157,7 +141,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       server.setRequestHandler(CallToolRequestSchema, (message) => {
         const tool = offered(message.params.name) ? byName.get(message.params.name) : undefined
         if (tool === undefined) return toolError({ code: "unknown_tool", message: `There is no tool named ${message.params.name}` })
-        return Effect.runPromise(call(request, info, principal, tool, message.params.arguments))
+        return Effect.runPromise(call(info, principal, tool, message.params.arguments))
       })
       const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
       const web = new Request(new URL(request.url, "http://localhost"), {
