@@ -18,6 +18,7 @@ import { Metrics } from "../src/services/Metrics"
 import { PiiDetector } from "../src/services/PiiDetector"
 import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
+import { SchemaExplorer } from "../src/services/SchemaExplorer"
 import { Schemas } from "../src/services/Schemas"
 import { Settings } from "../src/services/Settings"
 import { AppConfig } from "./AppConfig"
@@ -31,7 +32,8 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, Queries.Default, PiiDetector.Default, Schemas.Default).pipe(
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default).pipe(
+  Layer.provideMerge(Layer.mergeAll(Queries.Default, Schemas.Default)),
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
   Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default, Budgets.Default))

@@ -1,17 +1,24 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
+import { BudgetExhausted } from "../domain/Budget"
 import { ConnectionName } from "../domain/Connection"
 import { GovernedQueryErrors } from "../domain/Query"
 import { RefreshStatus, SchemaSnapshot } from "../domain/SchemaSnapshot"
 import { PageParams } from "../domain/Pagination"
 import {
+  ColumnExploration,
+  ColumnsExploration,
   ConnectionsDiff,
+  ExploreColumnsRequest,
+  ExploreRequest,
   GroupedSchema,
   JoinPathParams,
   JoinPaths,
   LiveDiff,
   RelationshipParams,
   Relationships,
+  SampleParams,
+  SampleValues,
   SchemaCacheInvalidate,
   SchemaCacheStats,
   SchemaChanges,
@@ -22,6 +29,7 @@ import {
   SchemaSearchResult,
   SchemaText,
   SchemaTextParams,
+  TableSample,
   WarmupResult
 } from "../domain/SchemaViews"
 import { RateClass, RequiredScope } from "./Annotations"
@@ -47,6 +55,28 @@ export class SchemaApi extends HttpApiGroup.make("schema")
   .add(read("filter", "/filter").setUrlParams(SchemaFilterParams).addSuccess(SchemaFilterResult))
   .add(read("relationships", "/relationships").setUrlParams(RelationshipParams).addSuccess(Relationships))
   .add(read("joinPaths", "/join-paths").setUrlParams(JoinPathParams).addSuccess(JoinPaths))
+  .add(read("samples", "/samples").setUrlParams(SampleParams).addSuccess(TableSample).addError(BudgetExhausted).annotate(RateClass, "expensive"))
+  .add(read("sampleValues", "/sample-values").setUrlParams(SampleParams).addSuccess(SampleValues).addError(BudgetExhausted).annotate(RateClass, "expensive"))
+  .add(
+    HttpApiEndpoint.post("explore", "/connections/:name/schema/explore")
+      .setPath(ByName)
+      .setPayload(ExploreRequest)
+      .addSuccess(ColumnExploration)
+      .addError(GovernedQueryErrors)
+      .addError(BudgetExhausted)
+      .annotate(RequiredScope, "read")
+      .annotate(RateClass, "expensive")
+  )
+  .add(
+    HttpApiEndpoint.post("exploreColumns", "/connections/:name/schema/explore-columns")
+      .setPath(ByName)
+      .setPayload(ExploreColumnsRequest)
+      .addSuccess(ColumnsExploration)
+      .addError(GovernedQueryErrors)
+      .addError(BudgetExhausted)
+      .annotate(RequiredScope, "read")
+      .annotate(RateClass, "expensive")
+  )
   .add(read("refreshStatus", "/refresh-status").addSuccess(RefreshStatus))
   .add(read("diff", "/diff").addSuccess(LiveDiff).annotate(RateClass, "expensive"))
   .add(

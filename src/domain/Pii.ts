@@ -47,3 +47,10 @@ export const PiiDetection = Schema.Struct({
 })
 
 export const PiiDetectionSaved = Schema.Struct({ ...PiiDetection.fields, policy: PiiPolicy })
+
+/** The rules about one table: a rule names it as a query would (bare, schema-qualified or with its catalog). */
+export const rulesForTable = (rules: ReadonlyArray<PiiRule>, schema: string, table: string) =>
+  rules.filter((r) => {
+    const parts = r.table.toLowerCase().split(".")
+    return parts.at(-1) === table.toLowerCase() && (parts.length < 2 || parts.at(-2) === schema.toLowerCase())
+  })

@@ -1,5 +1,7 @@
 import { Schema } from "effect"
+import { SessionName } from "./Budget"
 import { Page } from "./Pagination"
+import { QueryResponse } from "./Query"
 import { ColumnInfo, SchemaChange, SchemaDiff, TableInfo, TableKind } from "./SchemaSnapshot"
 
 const Int = (min: number, max: number, what: string) =>
@@ -160,3 +162,88 @@ export const JoinPath = Schema.Struct({
 })
 
 export const JoinPaths = Schema.Struct({ ...Source, from: Schema.String, to: Schema.String, paths: Schema.Array(JoinPath) })
+
+// Any JSON value, defined once and referenced: its JSON Schema carries an $id, which may appear only once in a document.
+const AnyValue = Schema.Unknown.annotations({ identifier: "AnyValue" })
+const TableField = TableParam("table")
+const Session = Schema.optional(SessionName)
+const PiiMasked = QueryResponse.fields.pii_masked
+
+export const SampleParams = Schema.Struct({ table: TableField, limit: Schema.optional(Int(1, 100, "limit")), session: Session })
+
+export const TableSample = Schema.Struct({
+  connection: Schema.String,
+  table: Schema.String,
+  columns: QueryResponse.fields.columns,
+  rows: QueryResponse.fields.rows,
+  row_count: Schema.Int,
+  pii_masked: PiiMasked
+})
+
+export const SampleValues = Schema.Struct({
+  connection: Schema.String,
+  table: Schema.String,
+  columns: Schema.Array(Schema.Struct({ name: Schema.String, values: Schema.Array(AnyValue) })),
+  pii_masked: PiiMasked
+})
+
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+
+export const ExploreRequest = Schema.Struct({
+  table: TableField,
+  column: TableParam("column"),
+  limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "limit must be an integer between 1 and 100" })), { exact: true }),
+  filter_pattern: Schema.optionalWith(
+    Schema.String.pipe(Schema.maxLength(200, { message: () => "filter_pattern must be at most 200 characters" })),
+    { exact: true }
+  ),
+  session: Schema.optionalWith(SessionName, { exact: true })
+}).annotations(strict)
+
+export const ColumnExploration = Schema.Struct({
+  connection: Schema.String,
+  table: Schema.String,
+  column: Schema.String,
+  statistics: Schema.Struct({ total_rows: Schema.Number, distinct_count: Schema.Number, null_count: Schema.Number, null_pct: Schema.Number }),
+  values: Schema.Array(Schema.Struct({ value: AnyValue, count: Schema.Number })),
+  filter: Schema.NullOr(Schema.String),
+  pii_masked: PiiMasked
+})
+
+export const ExploreColumnsRequest = Schema.Struct({
+  table: TableField,
+  columns: Schema.optionalWith(Schema.Array(TableParam("column")).pipe(Schema.maxItems(100, { message: () => "at most 100 columns" })), { exact: true }),
+  include_stats: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  include_values: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  value_limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 20, { message: () => "value_limit must be an integer between 1 and 20" })), { exact: true }),
+  session: Schema.optionalWith(SessionName, { exact: true })
+}).annotations(strict)
+
+export const ColumnsExploration = Schema.Struct({
+  connection: Schema.String,
+  table: Schema.String,
+  kind: TableKind,
+  row_estimate: Schema.NullOr(Schema.Number),
+  total_rows: Schema.NullOr(Schema.Number),
+  columns: Schema.Array(
+    Schema.Struct({
+      name: Schema.String,
+      type: Schema.String,
+      nullable: Schema.Boolean,
+      primary_key: Schema.Boolean,
+      comment: Schema.NullOr(Schema.String),
+      pii: Schema.NullOr(Schema.String),
+      stats: Schema.optional(
+        Schema.Struct({
+          distinct_count: Schema.Number,
+          null_count: Schema.Number,
+          null_pct: Schema.Number,
+          min: AnyValue,
+          max: AnyValue
+        })
+      ),
+      values: Schema.optional(Schema.Array(AnyValue))
+    })
+  ),
+  pii_masked: PiiMasked
+})

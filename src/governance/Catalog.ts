@@ -46,3 +46,28 @@ export const columnsQuery = (connection: ConnectionInput): string | undefined =>
         : `SELECT table_schema, table_name, column_name FROM \`${connection.project}.${connection.dataset}\`.INFORMATION_SCHEMA.COLUMNS ORDER BY table_schema, table_name, ordinal_position`
   }
 }
+
+/** A string literal for the dialect: quotes doubled, or backslash-escaped (with backslashes) where the dialect reads escapes. */
+export const quoteString = (dbType: ConnectionInput["db_type"], value: string) => {
+  const backslashEscapes = dbType === "mysql" || dbType === "clickhouse" || dbType === "bigquery" || dbType === "databricks"
+  return backslashEscapes ? `'${value.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'` : `'${value.replaceAll("'", "''")}'`
+}
+
+/** An expression's text form, for LIKE over any column type. */
+export const asText = (dbType: ConnectionInput["db_type"], expression: string) => {
+  switch (dbType) {
+    case "mysql":
+      return `cast(${expression} as char)`
+    case "mssql":
+      return `cast(${expression} as nvarchar(max))`
+    case "clickhouse":
+      return `toString(${expression})`
+    case "bigquery":
+    case "databricks":
+      return `cast(${expression} as string)`
+    case "sqlite":
+      return `cast(${expression} as text)`
+    default:
+      return `cast(${expression} as varchar)`
+  }
+}

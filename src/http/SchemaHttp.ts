@@ -5,8 +5,9 @@ import { CurrentPrincipal } from "../domain/Principal"
 import { qualifiedName } from "../domain/SchemaSnapshot"
 import { filterTables } from "../schema/SchemaFilter"
 import { overviewOf, schemaText } from "../schema/SchemaFormats"
+import { SchemaExplorer } from "../services/SchemaExplorer"
 import { Schemas, type SchemaView } from "../services/Schemas"
-import { onConnection } from "./RequestState"
+import { onChildQueries, onConnection } from "./RequestState"
 
 const DEFAULT_TEXT_TABLES = 50
 const DEFAULT_SEARCH_LIMIT = 20
@@ -20,6 +21,9 @@ const sourceOf = (view: SchemaView) => ({
 export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =>
   Effect.gen(function* () {
     const schemas = yield* Schemas
+    const explorer = yield* SchemaExplorer
+    const exploring = (name: string, session: string | undefined) =>
+      Effect.map(onChildQueries(name, "schema_explore"), (sink) => ({ surface: "rest" as const, ...sink, session }))
     const viewOf = (name: string) =>
       onConnection(name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.view(p, name))))
     return handlers
@@ -87,6 +91,41 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
           Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.joinPaths(p, path.name, urlParams))),
           Effect.map(({ schema, ...found }) => ({ ...sourceOf(schema), ...found }))
         )
+      )
+      .handle("samples", ({ path, urlParams }) =>
+        Effect.gen(function* () {
+          const context = yield* exploring(path.name, urlParams.session)
+          return yield* explorer.samples(yield* CurrentPrincipal, path.name, urlParams.table, urlParams.limit ?? 5, context)
+        })
+      )
+      .handle("sampleValues", ({ path, urlParams }) =>
+        Effect.gen(function* () {
+          const context = yield* exploring(path.name, urlParams.session)
+          return yield* explorer.sampleValues(yield* CurrentPrincipal, path.name, urlParams.table, urlParams.limit ?? 5, context)
+        })
+      )
+      .handle("explore", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const context = yield* exploring(path.name, payload.session)
+          return yield* explorer.explore(yield* CurrentPrincipal, { connection: path.name, ...payload, limit: payload.limit ?? 20 }, context)
+        })
+      )
+      .handle("exploreColumns", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const context = yield* exploring(path.name, payload.session)
+          return yield* explorer.exploreColumns(
+            yield* CurrentPrincipal,
+            {
+              connection: path.name,
+              table: payload.table,
+              columns: payload.columns,
+              include_stats: payload.include_stats ?? true,
+              include_values: payload.include_values ?? true,
+              value_limit: payload.value_limit ?? 5
+            },
+            context
+          )
+        })
       )
       .handle("refreshStatus", ({ path }) =>
         onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.status(p, path.name))))

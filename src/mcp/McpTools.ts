@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { McpTool } from "./McpTool"
 import { connectionTools } from "./tools/ConnectionTools"
+import { exploreTools } from "./tools/ExploreTools"
 import { governanceTools } from "./tools/GovernanceTools"
 import { queryTools } from "./tools/QueryTools"
 import { schemaTools } from "./tools/SchemaTools"
@@ -17,6 +18,7 @@ export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
     const tools: ReadonlyArray<McpTool> = [
       ...(yield* connectionTools),
       ...(yield* schemaTools),
+      ...(yield* exploreTools),
       ...(yield* queryTools),
       ...(yield* governanceTools).tools
     ]

@@ -10,17 +10,13 @@ const cell = (value: unknown): string => {
   return flat.length > TEXT_LIMITS.cell ? `${flat.slice(0, TEXT_LIMITS.cell)}…` : flat
 }
 
-/**
- * A query result as text for a model: the rows as a table inside an envelope that marks them as
- * data from the database (never instructions), at most 400 rows or 12,000 characters, then what
- * was left out and how to narrow the query.
- */
-export const resultText = (result: Omit<QueryResponse, "budget">) => {
-  const header = `| ${result.columns.map((c) => cell(c.name)).join(" | ")} |`
-  const lines = [header, `|${result.columns.map(() => "---").join("|")}|`]
+/** Rows as a Markdown table, at most 400 rows or 12,000 characters; `shown` says how many fitted. */
+export const tableLines = (columns: ReadonlyArray<{ readonly name: string }>, rows: ReadonlyArray<ReadonlyArray<unknown>>) => {
+  const header = `| ${columns.map((c) => cell(c.name)).join(" | ")} |`
+  const lines = [header, `|${columns.map(() => "---").join("|")}|`]
   let chars = header.length * 2
   let shown = 0
-  for (const row of result.rows) {
+  for (const row of rows) {
     if (shown >= TEXT_LIMITS.rows) break
     const line = `| ${row.map(cell).join(" | ")} |`
     if (chars + line.length > TEXT_LIMITS.chars) break
@@ -28,6 +24,16 @@ export const resultText = (result: Omit<QueryResponse, "budget">) => {
     chars += line.length + 1
     shown++
   }
+  return { lines, shown }
+}
+
+/**
+ * A query result as text for a model: the rows as a table inside an envelope that marks them as
+ * data from the database (never instructions), at most 400 rows or 12,000 characters, then what
+ * was left out and how to narrow the query.
+ */
+export const resultText = (result: Omit<QueryResponse, "budget">) => {
+  const { lines, shown } = tableLines(result.columns, result.rows)
   const notes = [
     `${result.row_count} row${result.row_count === 1 ? "" : "s"}${result.completeness === "truncated" ? `; truncated at row_limit ${result.truncated_at} (more rows exist)` : ""}.`,
     ...(shown < result.row_count

@@ -79,8 +79,8 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
   it.skipIf(skip)("tools/list shows a key only what its scopes allow, each tool with a scope's worth of schema and honest annotations", async () => {
     const reader = await connect(gateway, keys["reader"]!)
     const readerTools = (await reader.listTools()).tools
-    // A read-only key sees no tool that runs SQL.
-    const schemaTools = ["describe_table", "find_join_path", "get_relationships", "list_tables", "schema_ddl", "schema_diff", "schema_overview", "schema_search"]
+    // A read-only key sees no tool that runs SQL of its own (schema and explore tools run the gateway's, governed).
+    const schemaTools = ["describe_table", "explore_column", "explore_columns", "find_join_path", "get_relationships", "list_tables", "sample_table", "schema_ddl", "schema_diff", "schema_overview", "schema_search"]
     expect(readerTools.map((t) => t.name).sort()).toEqual(
       ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools].sort()
     )
@@ -234,6 +234,17 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(textOf(relationships)).toContain("public.orders.customer_id → public.customers.id (inferred, 0.9)")
     const path = await client.callTool({ name: "find_join_path", arguments: { connection_name: "pg", from_table: "customers", to_table: "orders" } })
     expect(textOf(path)).toContain("FROM public.customers\nJOIN public.orders ON public.orders.customer_id = public.customers.id")
+    const sample = await client.callTool({ name: "sample_table", arguments: { connection_name: "pg", table_name: "customers", limit: 2 } })
+    expect(textOf(sample)).toContain("| 1 | *************.com | city 1 |")
+    expect(textOf(sample)).toContain("Masked columns: email (mask).")
+    const column = await client.callTool({ name: "explore_column", arguments: { connection_name: "pg", table_name: "customers", column: "city" } })
+    expect(textOf(column)).toContain("public.customers.city: 1500 rows, 3 distinct, 0 NULL (0 %).")
+    const profile = await client.callTool({ name: "explore_columns", arguments: { connection_name: "pg", table_name: "customers", value_limit: 1 } })
+    expect(textOf(profile)).toMatch(/- email text \[PII: mask\]: 1500 distinct, 0 % NULL, min "\[REDACTED\]", max "\[REDACTED\]"; values \["\*+\.com"\]/)
+    const refused = await client.callTool({ name: "sample_table", arguments: { connection_name: "pg", table_name: "secrets" } })
+    expect(textOf(refused)).toMatch(/^not_found: No table "secrets" on pg/)
+    const children = (await auditRows("query")).filter((row: { details: { parent?: { tool?: string } } }) => row.details.parent?.tool === "explore_columns")
+    expect(children).toHaveLength(2)
     const bad = await client.callTool({ name: "schema_ddl", arguments: { connection_name: "pg", max_tables: 0 } })
     expect(bad.isError).toBe(true)
 

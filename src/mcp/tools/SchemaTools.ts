@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import type { PiiRule } from "../../domain/Pii"
+import { rulesForTable } from "../../domain/Pii"
 import { qualifiedName, TableInfo } from "../../domain/SchemaSnapshot"
 import { JoinPaths, LiveDiff, Relationships, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
 import { tablesNamed } from "../../schema/SchemaFilter"
@@ -58,13 +58,6 @@ const OneConnectionRequired = Schema.Struct({ connection_name: connectionName })
 const sourceLine = (view: SchemaView) =>
   `${view.snapshot.connection} (${view.snapshot.db_type}), schema version ${view.snapshot.version} scanned ${view.snapshot.scanned_at.toISOString()}`
 
-/** PII rules name a table as a query would: bare, schema-qualified or with its catalog. */
-const piiOf = (rules: ReadonlyArray<PiiRule>, table: TableInfo) =>
-  rules.filter((r) => {
-    const parts = r.table.toLowerCase().split(".")
-    return parts.at(-1) === table.name.toLowerCase() && (parts.length < 2 || parts.at(-2) === table.schema.toLowerCase())
-  })
-
 /** Schema context from the connection's latest scan: names, columns, keys and comments, never rows. */
 export const schemaTools = Effect.gen(function* () {
   const schemas = yield* Schemas
@@ -118,7 +111,7 @@ export const schemaTools = Effect.gen(function* () {
         }
         const name = qualifiedName(table)
         const policy = yield* connections.piiPolicy(call.principal, args.connection_name)
-        const pii = piiOf(policy.rules, table).map((r) => ({ column: r.column, action: r.action }))
+        const pii = rulesForTable(policy.rules, table.schema, table.name).map((r) => ({ column: r.column, action: r.action }))
         const masked = new Map(pii.map((p) => [p.column.toLowerCase(), p.action]))
         const fk = new Map(table.foreign_keys.flatMap((k) => k.columns.map((c, i) => [c, `${k.references.schema}.${k.references.table}.${k.references.columns[i] ?? "?"}`] as const)))
         const referencedBy = view.tables.flatMap((t) =>

@@ -1,0 +1,221 @@
+import { Effect } from "effect"
+import { InvalidRequest, NotFound } from "../domain/Errors"
+import { rulesForTable } from "../domain/Pii"
+import type { Principal } from "../domain/Principal"
+import type { Surface } from "../domain/Query"
+import { type ColumnInfo, qualifiedName, type TableInfo } from "../domain/SchemaSnapshot"
+import { asText, quoteIdentifier, quoteString } from "../governance/Catalog"
+import type { QueryFacts } from "../governance/GovernedExecutor"
+import { tablesNamed } from "../schema/SchemaFilter"
+import { Connections } from "./Connections"
+import { Queries } from "./Queries"
+import { Schemas, type SchemaView } from "./Schemas"
+
+/** Where the explorer's governed queries report, each to be audited as its own row. */
+export interface ExploreContext {
+  readonly surface: Surface
+  readonly requestId: string
+  readonly report: (facts: QueryFacts, sql: string) => Effect.Effect<void>
+  readonly session?: string | undefined
+}
+
+const VALUE_ROWS = 200
+const MAX_STATS_COLUMNS = 30
+// min/max only where every engine orders the type; booleans, JSON and arrays have no min on some.
+const ORDERABLE = /int|numeric|decimal|number|float|double|real|money|date|time|char|text|string|uuid/i
+
+const distinctValues = (rows: ReadonlyArray<ReadonlyArray<unknown>>, index: number, limit: number) => {
+  const seen = new Map<string, unknown>()
+  for (const row of rows) {
+    const value = row[index]
+    if (value === null || value === undefined) continue
+    const key = typeof value === "object" ? JSON.stringify(value) : String(value)
+    if (!seen.has(key)) seen.set(key, value)
+    if (seen.size >= limit) break
+  }
+  return [...seen.values()]
+}
+
+/**
+ * Samples, value counts and column statistics of one table, every one of them a governed query:
+ * blocked tables refused, PII masked by lineage, budgets charged, each query audited. Nothing here
+ * reads a customer database any other way.
+ */
+export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/SchemaExplorer", {
+  effect: Effect.gen(function* () {
+    const schemas = yield* Schemas
+    const queries = yield* Queries
+    const connections = yield* Connections
+
+    const tableIn = (view: SchemaView, name: string) => {
+      const table = tablesNamed(view.tables, name)[0]
+      return table === undefined ? Effect.fail(new NotFound({ message: `No table "${name}" on ${view.snapshot.connection}` })) : Effect.succeed(table)
+    }
+
+    const columnOf = (table: TableInfo, name: string) => {
+      const column = table.columns.find((c) => c.name.toLowerCase() === name.toLowerCase())
+      return column === undefined
+        ? Effect.fail(new NotFound({ message: `No column "${name}" in ${qualifiedName(table)}; its columns are ${table.columns.map((c) => c.name).join(", ")}` }))
+        : Effect.succeed(column)
+    }
+
+    const governed = (principal: Principal, view: SchemaView, sql: string, rowLimit: number, context: ExploreContext) =>
+      queries.run(
+        principal,
+        { connection_name: view.snapshot.connection, sql, row_limit: rowLimit, ...(context.session === undefined ? {} : { session: context.session }) },
+        { surface: context.surface, requestId: context.requestId, report: (facts) => context.report(facts, sql) }
+      )
+
+    const from = (view: SchemaView, table: TableInfo) => {
+      const q = (id: string) => quoteIdentifier(view.connection.db_type, id)
+      return `${q(table.schema)}.${q(table.name)}`
+    }
+
+    const open = (principal: Principal, connection: string, tableName: string) =>
+      Effect.gen(function* () {
+        const view = yield* schemas.view(principal, connection)
+        return { view, table: yield* tableIn(view, tableName) }
+      })
+
+    /** A few whole rows of the table. */
+    const samples = Effect.fn("SchemaExplorer.samples")(function* (principal: Principal, connection: string, tableName: string, limit: number, context: ExploreContext) {
+      const { view, table } = yield* open(principal, connection, tableName)
+      const result = yield* governed(principal, view, `select * from ${from(view, table)}`, limit, context)
+      return { connection, table: qualifiedName(table), columns: result.columns, rows: result.rows, row_count: result.row_count, pii_masked: result.pii_masked }
+    })
+
+    /** Up to `limit` distinct values of each column, from the first rows read. */
+    const sampleValues = Effect.fn("SchemaExplorer.sampleValues")(function* (principal: Principal, connection: string, tableName: string, limit: number, context: ExploreContext) {
+      const { view, table } = yield* open(principal, connection, tableName)
+      const result = yield* governed(principal, view, `select * from ${from(view, table)}`, VALUE_ROWS, context)
+      return {
+        connection,
+        table: qualifiedName(table),
+        columns: result.columns.map((c, i) => ({ name: c.name, values: distinctValues(result.rows, i, limit) })),
+        pii_masked: result.pii_masked
+      }
+    })
+
+    /** One column: how many rows, distinct values and NULLs, and its most frequent values (optionally those LIKE a pattern). */
+    const explore = Effect.fn("SchemaExplorer.explore")(function* (
+      principal: Principal,
+      request: { readonly connection: string; readonly table: string; readonly column: string; readonly limit: number; readonly filter_pattern?: string | undefined },
+      context: ExploreContext
+    ) {
+      const { view, table } = yield* open(principal, request.connection, request.table)
+      const column = yield* columnOf(table, request.column)
+      const dbType = view.connection.db_type
+      const c = quoteIdentifier(dbType, column.name)
+      if (request.filter_pattern !== undefined) {
+        const policy = yield* connections.piiPolicy(principal, request.connection)
+        const masked = rulesForTable(policy.rules, table.schema, table.name).some((r) => r.column.toLowerCase() === column.name.toLowerCase())
+        // Counting the rows LIKE a pattern would reveal a masked column's values one guess at a time.
+        if (masked) return yield* new InvalidRequest({ message: `filter_pattern is not allowed on ${column.name}: a PII rule masks it` })
+      }
+      const stats = yield* governed(
+        principal,
+        view,
+        `select count(*) as total_rows, count(distinct ${c}) as distinct_count, count(*) - count(${c}) as null_count from ${from(view, table)}`,
+        1,
+        context
+      )
+      const where = request.filter_pattern === undefined ? "" : ` where ${asText(dbType, c)} like ${quoteString(dbType, request.filter_pattern)}`
+      const values = yield* governed(
+        principal,
+        view,
+        `select ${c} as value, count(*) as count from ${from(view, table)}${where} group by ${c} order by count(*) desc`,
+        request.limit,
+        context
+      )
+      const [total, distinct, nulls] = (stats.rows[0] ?? []).map(Number)
+      return {
+        connection: request.connection,
+        table: qualifiedName(table),
+        column: column.name,
+        statistics: {
+          total_rows: total ?? 0,
+          distinct_count: distinct ?? 0,
+          null_count: nulls ?? 0,
+          null_pct: total ? Math.round(((nulls ?? 0) / total) * 10_000) / 100 : 0
+        },
+        values: values.rows.map(([value, n]) => ({ value, count: Number(n) })),
+        filter: request.filter_pattern ?? null,
+        pii_masked: [...stats.pii_masked, ...values.pii_masked]
+      }
+    })
+
+    /** Every (or the named) column's metadata, with statistics from one aggregate query and distinct values from a sample. */
+    const exploreColumns = Effect.fn("SchemaExplorer.exploreColumns")(function* (
+      principal: Principal,
+      request: {
+        readonly connection: string
+        readonly table: string
+        readonly columns?: ReadonlyArray<string> | undefined
+        readonly include_stats: boolean
+        readonly include_values: boolean
+        readonly value_limit: number
+      },
+      context: ExploreContext
+    ) {
+      const { view, table } = yield* open(principal, request.connection, request.table)
+      const chosen: ReadonlyArray<ColumnInfo> =
+        request.columns === undefined ? table.columns.slice(0, MAX_STATS_COLUMNS) : yield* Effect.forEach(request.columns, (name) => columnOf(table, name))
+      const dbType = view.connection.db_type
+      const q = (id: string) => quoteIdentifier(dbType, id)
+      const policy = yield* connections.piiPolicy(principal, request.connection)
+      const pii = new Map(rulesForTable(policy.rules, table.schema, table.name).map((r) => [r.column.toLowerCase(), r.action]))
+      const stats = request.include_stats
+        ? yield* governed(
+            principal,
+            view,
+            `select count(*) as total_rows, ${chosen
+              .map((c, i) => {
+                const orderable = ORDERABLE.test(c.type)
+                return `count(distinct ${q(c.name)}) as d${i}, count(${q(c.name)}) as n${i}, ${orderable ? `min(${q(c.name)})` : "null"} as lo${i}, ${orderable ? `max(${q(c.name)})` : "null"} as hi${i}`
+              })
+              .join(", ")} from ${from(view, table)}`,
+            1,
+            context
+          )
+        : undefined
+      const sample = request.include_values
+        ? yield* governed(principal, view, `select ${chosen.map((c) => q(c.name)).join(", ")} from ${from(view, table)}`, VALUE_ROWS, context)
+        : undefined
+      const aggregate = stats?.rows[0] ?? []
+      const total = Number(aggregate[0] ?? 0)
+      return {
+        connection: request.connection,
+        table: qualifiedName(table),
+        kind: table.kind,
+        row_estimate: table.row_estimate,
+        columns: chosen.map((c, i) => {
+          const nonNull = Number(aggregate[2 + i * 4] ?? 0)
+          return {
+            name: c.name,
+            type: c.type,
+            nullable: c.nullable,
+            primary_key: c.primary_key,
+            comment: c.comment,
+            pii: pii.get(c.name.toLowerCase()) ?? null,
+            ...(stats === undefined
+              ? {}
+              : {
+                  stats: {
+                    distinct_count: Number(aggregate[1 + i * 4] ?? 0),
+                    null_count: total - nonNull,
+                    null_pct: total === 0 ? 0 : Math.round(((total - nonNull) / total) * 10_000) / 100,
+                    min: aggregate[3 + i * 4] ?? null,
+                    max: aggregate[4 + i * 4] ?? null
+                  }
+                }),
+            ...(sample === undefined ? {} : { values: distinctValues(sample.rows, i, request.value_limit) })
+          }
+        }),
+        total_rows: stats === undefined ? null : total,
+        pii_masked: [...(stats?.pii_masked ?? []), ...(sample?.pii_masked ?? [])]
+      }
+    })
+
+    return { samples, sampleValues, explore, exploreColumns } as const
+  })
+}) {}
