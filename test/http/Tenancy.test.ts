@@ -226,6 +226,40 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     expect((await withJwt("/api/connections/shared_name", adminA)).json.password_set).toBe(true)
   })
 
+  it.skipIf(skip)("schema snapshots, searches, changes and the schema cache stay within their org", async () => {
+    const adminA = await token({ sub: "user_ivy", orgId: "org_sa", admin: true })
+    const adminB = await token({ sub: "user_jon", orgId: "org_sb", admin: true })
+    const other = await createTestDatabase()
+    try {
+      await database!.query("create table tenant_a_only (id int primary key, secret_note text)")
+      await other.query("create table tenant_b_only (id int primary key)")
+      const body = (dbName: string) => ({ name: "schemas", db_type: "postgresql", host: "127.0.0.1", port: relay.port, database: dbName, username: "root" })
+      expect((await withJwt("/api/connections", adminA, { body: body(database!.name) })).status).toBe(201)
+      const schemaA = await withJwt("/api/connections/schemas/schema", adminA)
+      expect(schemaA.status, schemaA.text).toBe(200)
+      expect(schemaA.json.tables.map((t: { name: string }) => t.name)).toContain("tenant_a_only")
+      for (const path of ["/api/connections/schemas/schema", "/api/connections/schemas/schema/search?q=secret", "/api/connections/schemas/schema/diff-history", "/api/connections/schemas/schema/refresh-status"]) {
+        expect((await withJwt(path, adminB)).status, path).toBe(404)
+      }
+      expect((await withJwt("/api/connections/schemas/schema/refresh", adminB, { method: "POST" })).status).toBe(404)
+      expect((await withJwt("/api/schema/changes", adminB)).json.items).toEqual([])
+      expect((await withJwt("/api/schema-cache/stats", adminB)).json).toMatchObject({ connections: 0, tables: 0 })
+      expect((await withJwt("/api/schema-cache/invalidate", adminB, { body: {} })).json).toEqual({ invalidated: 0 })
+
+      // B's connection of the same name is scanned on its own: A's snapshot is neither served nor touched.
+      expect((await withJwt("/api/connections", adminB, { body: body(other.name) })).status).toBe(201)
+      const schemaB = await withJwt("/api/connections/schemas/schema", adminB)
+      expect(schemaB.json.tables.map((t: { name: string }) => t.name)).toEqual(["tenant_b_only"])
+      const searchB = await withJwt("/api/connections/schemas/schema/search?q=secret%20note", adminB)
+      expect(JSON.stringify(searchB.json)).not.toContain("tenant_a_only")
+      expect((await withJwt("/api/connections/schemas/schema", adminA)).json.tables.map((t: { name: string }) => t.name)).toContain("tenant_a_only")
+      const rows = await database!.query<{ org_id: string }>("select org_id from schema_snapshots")
+      expect(new Set(rows.map((r) => r.org_id))).toEqual(new Set(["org_sa", "org_sb"]))
+    } finally {
+      await other.drop()
+    }
+  })
+
   it.skipIf(skip)("governed queries, cached results, PII rules and budgets stay within their org", async () => {
     const adminA = await token({ sub: "user_gina", orgId: "org_qa", admin: true })
     const adminB = await token({ sub: "user_hal", orgId: "org_qb", admin: true })
