@@ -6,6 +6,8 @@ import { GovernedQueryErrors } from "../domain/Query"
 import { RefreshStatus, SchemaSnapshot } from "../domain/SchemaSnapshot"
 import { PageParams } from "../domain/Pagination"
 import {
+  AgentContext,
+  AgentContextParams,
   ColumnExploration,
   ColumnsExploration,
   ConnectionsDiff,
@@ -24,6 +26,8 @@ import {
   SchemaChanges,
   SchemaFilterParams,
   SchemaFilterResult,
+  SchemaLinkParams,
+  SchemaLinkResult,
   SchemaOverview,
   SchemaSearchParams,
   SchemaSearchResult,
@@ -53,6 +57,8 @@ export class SchemaApi extends HttpApiGroup.make("schema")
   .add(read("overview", "/overview").addSuccess(SchemaOverview))
   .add(read("search", "/search").setUrlParams(SchemaSearchParams).addSuccess(SchemaSearchResult))
   .add(read("filter", "/filter").setUrlParams(SchemaFilterParams).addSuccess(SchemaFilterResult))
+  .add(read("link", "/link").setUrlParams(SchemaLinkParams).addSuccess(SchemaLinkResult))
+  .add(read("agentContext", "/agent-context").setUrlParams(AgentContextParams).addSuccess(AgentContext))
   .add(read("relationships", "/relationships").setUrlParams(RelationshipParams).addSuccess(Relationships))
   .add(read("joinPaths", "/join-paths").setUrlParams(JoinPathParams).addSuccess(JoinPaths))
   .add(read("samples", "/samples").setUrlParams(SampleParams).addSuccess(TableSample).addError(BudgetExhausted).annotate(RateClass, "expensive"))

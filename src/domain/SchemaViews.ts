@@ -247,3 +247,42 @@ export const ColumnsExploration = Schema.Struct({
   ),
   pii_masked: PiiMasked
 })
+
+const Question = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "question is required" }),
+  Schema.maxLength(2000, { message: () => "question must be at most 2000 characters" })
+)
+
+export const SchemaLinkParams = Schema.Struct({
+  question: Question,
+  format: Schema.optional(Schema.Literal("ddl", "compact", "json")),
+  max_tables: Schema.optional(Int(1, 100, "max_tables")),
+  max_tokens: Schema.optional(Int(100, 100_000, "max_tokens"))
+})
+
+export const SchemaLinkResult = Schema.Struct({
+  ...Source,
+  question: Schema.String,
+  format: Schema.Literal("ddl", "compact", "json"),
+  tables: Schema.Array(Schema.Struct({ table: Schema.String, score: Schema.Number, via: Schema.Literal("match", "join") })),
+  linked: Schema.Int,
+  total_tables: Schema.Int,
+  text: Schema.String,
+  token_estimate: Schema.Int
+})
+
+export const AgentContextParams = Schema.Struct({
+  question: Schema.optional(Question),
+  max_tokens: Schema.optional(Int(200, 100_000, "max_tokens")),
+  max_tables: Schema.optional(Int(1, 500, "max_tables")),
+  full_ddl_tables: Schema.optional(Int(0, 100, "full_ddl_tables"))
+})
+
+export const AgentContext = Schema.Struct({
+  ...Source,
+  question: Schema.NullOr(Schema.String),
+  text: Schema.String,
+  tables: Schema.Array(Schema.String),
+  full_ddl_tables: Schema.Int,
+  token_estimate: Schema.Int
+})

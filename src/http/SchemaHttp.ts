@@ -5,6 +5,7 @@ import { CurrentPrincipal } from "../domain/Principal"
 import { qualifiedName } from "../domain/SchemaSnapshot"
 import { filterTables } from "../schema/SchemaFilter"
 import { overviewOf, schemaText } from "../schema/SchemaFormats"
+import { SchemaContext } from "../services/SchemaContext"
 import { SchemaExplorer } from "../services/SchemaExplorer"
 import { Schemas, type SchemaView } from "../services/Schemas"
 import { onChildQueries, onConnection } from "./RequestState"
@@ -22,6 +23,7 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
   Effect.gen(function* () {
     const schemas = yield* Schemas
     const explorer = yield* SchemaExplorer
+    const context = yield* SchemaContext
     const exploring = (name: string, session: string | undefined) =>
       Effect.map(onChildQueries(name, "schema_explore"), (sink) => ({ surface: "rest" as const, ...sink, session }))
     const viewOf = (name: string) =>
@@ -79,6 +81,18 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
           const matched = filterTables(view.tables, urlParams)
           return { ...sourceOf(view), total: matched.length, tables: matched.slice(0, urlParams.limit ?? 200) }
         })
+      )
+      .handle("link", ({ path, urlParams }) =>
+        onConnection(path.name).pipe(
+          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => context.link(p, path.name, urlParams))),
+          Effect.map(({ view, ...linked }) => ({ ...sourceOf(view), ...linked }))
+        )
+      )
+      .handle("agentContext", ({ path, urlParams }) =>
+        onConnection(path.name).pipe(
+          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => context.forAgent(p, path.name, urlParams))),
+          Effect.map(({ view, ...bundle }) => ({ ...sourceOf(view), ...bundle }))
+        )
       )
       .handle("relationships", ({ path, urlParams }) =>
         onConnection(path.name).pipe(

@@ -59,6 +59,8 @@ const SPEC_SCOPES: Record<string, string> = {
   "GET /api/connections/:name/schema/refresh-status": "read",
   "GET /api/connections/:name/schema/relationships": "read",
   "GET /api/connections/:name/schema/join-paths": "read",
+  "GET /api/connections/:name/schema/link": "read",
+  "GET /api/connections/:name/schema/agent-context": "read",
   "GET /api/connections/:name/schema/samples": "read",
   "GET /api/connections/:name/schema/sample-values": "read",
   "POST /api/connections/:name/schema/explore": "read",

@@ -180,6 +180,49 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     expect((await api("/api/connections/shop/schema/join-paths?from=orders&to=customers&max_hops=7")).json.code).toBe("invalid_request")
   })
 
+  it.skipIf(skip)("schema link picks the tables a question needs, with the tables that join them, within a token budget", async () => {
+    const linked = await api(`/api/connections/shop/schema/link?question=${encodeURIComponent("which customers placed the most orders")}`)
+    expect(linked.status, linked.text).toBe(200)
+    expect(linked.json).toMatchObject({ format: "ddl", total_tables: SHOP_TABLES.length })
+    const names = linked.json.tables.map((t: any) => t.table)
+    // The view that counts orders per customer is as relevant as the two tables it reads.
+    expect(names.slice(0, 3).sort()).toEqual(["analytics.customer_orders", "sales.customers", "sales.orders"])
+    expect(linked.json.text).toContain("CREATE TABLE sales.orders (")
+    expect(linked.json.token_estimate).toBeLessThanOrEqual(4000)
+
+    const payroll = await api(`/api/connections/shop/schema/link?format=compact&max_tables=4&question=${encodeURIComponent("total payroll by department")}`)
+    expect(payroll.json.tables.map((t: any) => t.table)).toEqual(expect.arrayContaining(["hr.departments", "hr.salaries", "hr.employees"]))
+    expect(payroll.json.text.split("\n")).toHaveLength(payroll.json.linked)
+
+    const tight = await api(`/api/connections/shop/schema/link?max_tokens=100&question=${encodeURIComponent("customers and their orders")}`)
+    expect(tight.json.linked).toBe(1)
+    const json = await api(`/api/connections/shop/schema/link?format=json&max_tables=1&question=customers`)
+    expect(JSON.parse(json.json.text)).toMatchObject({ schema: "sales", name: "customers" })
+    const hidden = await api(`/api/connections/no_hr_pay/schema/link?question=${encodeURIComponent("employee salaries")}`)
+    expect(hidden.json.tables.map((t: any) => t.table)).not.toContain("hr.salaries")
+    expect((await api("/api/connections/shop/schema/link")).json.code).toBe("invalid_request")
+  })
+
+  it.skipIf(skip)("agent context: DDL for the most relevant tables, compact lines for more, and the joins between them", async () => {
+    const whole = await api("/api/connections/shop/schema/agent-context")
+    expect(whole.status, whole.text).toBe(200)
+    expect(whole.json.text.startsWith(`-- shop: postgresql SQL, schema version ${whole.json.version} (`)).toBe(true)
+    expect(whole.json).toMatchObject({ question: null, full_ddl_tables: 8 })
+    expect(whole.json.text.match(/^CREATE TABLE/gm)).toHaveLength(8)
+    expect(whole.json.text).toContain("-- More tables (columns only")
+    expect(whole.json.text).toContain("-- sales.orders JOIN sales.customers ON sales.orders.customer_id = sales.customers.id")
+    expect(whole.json.token_estimate).toBeLessThanOrEqual(8000)
+
+    const asked = await api(`/api/connections/shop/schema/agent-context?max_tokens=400&question=${encodeURIComponent("revenue per product category")}`)
+    expect(asked.json.question).toBe("revenue per product category")
+    expect(asked.json.tables).toEqual(expect.arrayContaining(["sales.categories", "sales.products"]))
+    expect(asked.json.text).toContain("-- sales.products JOIN sales.categories ON sales.products.category_id = sales.categories.id")
+    const tight = await api(`/api/connections/shop/schema/agent-context?max_tokens=200&question=${encodeURIComponent("revenue per product category")}`)
+    expect(tight.json.text).toMatch(/more tables left out to stay within 200 tokens/)
+    expect(tight.json.tables.length).toBeLessThan(asked.json.tables.length)
+    expect(asked.json.token_estimate).toBeLessThanOrEqual(450)
+  })
+
   it.skipIf(skip)("include/exclude globs shape the scan; blocked tables are left out of every view and search", async () => {
     const sales = await api("/api/connections/sales_only/schema")
     expect(sales.json.tables.map((t: any) => t.name).sort()).toEqual(["categories", "customers", "payments", "products"])

@@ -80,7 +80,7 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const reader = await connect(gateway, keys["reader"]!)
     const readerTools = (await reader.listTools()).tools
     // A read-only key sees no tool that runs SQL of its own (schema and explore tools run the gateway's, governed).
-    const schemaTools = ["describe_table", "explore_column", "explore_columns", "find_join_path", "get_relationships", "list_tables", "sample_table", "schema_ddl", "schema_diff", "schema_overview", "schema_search"]
+    const schemaTools = ["describe_table", "explore_column", "explore_columns", "find_join_path", "get_relationships", "list_tables", "sample_table", "schema_ddl", "schema_diff", "schema_link", "schema_overview", "schema_search"]
     expect(readerTools.map((t) => t.name).sort()).toEqual(
       ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools].sort()
     )
@@ -234,6 +234,9 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(textOf(relationships)).toContain("public.orders.customer_id → public.customers.id (inferred, 0.9)")
     const path = await client.callTool({ name: "find_join_path", arguments: { connection_name: "pg", from_table: "customers", to_table: "orders" } })
     expect(textOf(path)).toContain("FROM public.customers\nJOIN public.orders ON public.orders.customer_id = public.customers.id")
+    const link = await client.callTool({ name: "schema_link", arguments: { connection_name: "pg", question: "total order amount per customer city", format: "compact" } })
+    expect((link.structuredContent as { tables: Array<{ table: string }> }).tables.map((t) => t.table).sort()).toEqual(["public.customers", "public.orders"])
+    expect(textOf(link)).toContain("public.customers: id integer, email text, city text")
     const sample = await client.callTool({ name: "sample_table", arguments: { connection_name: "pg", table_name: "customers", limit: 2 } })
     expect(textOf(sample)).toContain("| 1 | *************.com | city 1 |")
     expect(textOf(sample)).toContain("Masked columns: email (mask).")

@@ -1,10 +1,11 @@
 import { Effect, Schema } from "effect"
 import { rulesForTable } from "../../domain/Pii"
 import { qualifiedName, TableInfo } from "../../domain/SchemaSnapshot"
-import { JoinPaths, LiveDiff, Relationships, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
+import { JoinPaths, LiveDiff, Relationships, SchemaLinkResult, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
 import { tablesNamed } from "../../schema/SchemaFilter"
 import { compactLine, overviewOf, schemaText } from "../../schema/SchemaFormats"
 import { Connections } from "../../services/Connections"
+import { SchemaContext } from "../../services/SchemaContext"
 import { Schemas, type SchemaView } from "../../services/Schemas"
 import { type McpTool, READ_ONLY } from "../McpTool"
 import { boundedLines, untrusted } from "../ResultText"
@@ -53,6 +54,13 @@ const JoinPathInput = Schema.Struct({
   max_hops: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 6)).annotations({ description: "Joins at most (default 4)" }), { exact: true })
 }).annotations(strict)
 
+const LinkInput = Schema.Struct({
+  connection_name: connectionName,
+  question: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000)).annotations({ description: "The question the SQL must answer, in plain words" }),
+  format: Schema.optionalWith(Schema.Literal("ddl", "compact", "json").annotations({ description: "ddl (default), compact lines, or json" }), { exact: true }),
+  max_tables: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100)).annotations({ description: "At most this many tables (default 20)" }), { exact: true })
+}).annotations(strict)
+
 const OneConnectionRequired = Schema.Struct({ connection_name: connectionName }).annotations(strict)
 
 const sourceLine = (view: SchemaView) =>
@@ -62,6 +70,7 @@ const sourceLine = (view: SchemaView) =>
 export const schemaTools = Effect.gen(function* () {
   const schemas = yield* Schemas
   const connections = yield* Connections
+  const context = yield* SchemaContext
 
   const listTables: McpTool<typeof ListTablesInput.Type> = {
     name: "list_tables",
@@ -321,5 +330,27 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  return [listTables, describeTable, schemaSearch, schemaOverview, schemaDdl, schemaDiff, getRelationships, findJoinPath]
+  const schemaLink: McpTool<typeof LinkInput.Type> = {
+    name: "schema_link",
+    scope: "read",
+    title: "The tables a question needs",
+    description:
+      "Picks the tables most relevant to a question (search over names, columns and comments, plus the tables their keys join to) and returns just those, as DDL, compact lines or JSON, within about 4,000 tokens. The best first step before writing SQL on a large schema.",
+    input: LinkInput,
+    output: SchemaLinkResult.pipe(Schema.omit("connection", "version", "scanned_at")),
+    annotations: READ_ONLY,
+    run: (args, call) =>
+      Effect.gen(function* () {
+        const { view, ...linked } = yield* context.link(call.principal, args.connection_name, args)
+        const text =
+          linked.linked === 0
+            ? `No table of ${view.snapshot.connection} matches the question; try schema_search with other words.`
+            : [
+                untrusted(`Tables linked to the question from ${sourceLine(view)}: ${linked.linked} of ${linked.total_tables}, about ${linked.token_estimate} tokens.`, boundedLines(linked.text.split("\n")).text)
+              ].join("\n")
+        return { text, structured: linked }
+      }).pipe(Effect.mapError(asFailure))
+  }
+
+  return [schemaLink, listTables, describeTable, schemaSearch, schemaOverview, schemaDdl, schemaDiff, getRelationships, findJoinPath]
 })
