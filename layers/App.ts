@@ -19,6 +19,7 @@ import { PiiDetector } from "../src/services/PiiDetector"
 import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
 import { SchemaContext } from "../src/services/SchemaContext"
+import { SchemaCuration } from "../src/services/SchemaCuration"
 import { SchemaExplorer } from "../src/services/SchemaExplorer"
 import { Schemas } from "../src/services/Schemas"
 import { Settings } from "../src/services/Settings"
@@ -33,7 +34,7 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default, SchemaContext.Default).pipe(
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default, SchemaContext.Default, SchemaCuration.Default).pipe(
   Layer.provideMerge(Layer.mergeAll(Queries.Default, Schemas.Default)),
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),

@@ -13,6 +13,7 @@ import { ConnectionUrlsHttp } from "../src/http/ConnectionUrlsHttp"
 import { KeysHttp } from "../src/http/KeysHttp"
 import { McpHttp } from "../src/http/McpHttp"
 import { PiiHttp } from "../src/http/PiiHttp"
+import { SchemaCurationHttp } from "../src/http/SchemaCurationHttp"
 import { SchemaHttp } from "../src/http/SchemaHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
@@ -33,6 +34,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     BudgetsHttp,
     PiiHttp,
     SchemaHttp,
+    SchemaCurationHttp,
     SystemHttp,
     PublicHttp,
     McpHttp,

@@ -13,6 +13,7 @@ import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
 import { QueryApi } from "./QueryApi"
 import { SchemaApi } from "./SchemaApi"
+import { SchemaCurationApi } from "./SchemaCurationApi"
 import { SystemApi } from "./SystemApi"
 
 export class SluiceApi extends HttpApi.make("sluice")
@@ -27,6 +28,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(BudgetsApi)
   .add(PiiApi)
   .add(SchemaApi)
+  .add(SchemaCurationApi)
   .add(SystemApi)
   .add(McpApi)
   .addError(PayloadTooLarge)

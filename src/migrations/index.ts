@@ -8,6 +8,7 @@ import m0007 from "./0007_audit_details"
 import m0008 from "./0008_budgets"
 import m0009 from "./0009_pii_rules"
 import m0010 from "./0010_schema_snapshots"
+import m0011 from "./0011_schema_curation"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -19,5 +20,6 @@ export const migrations = {
   "0007_audit_details": m0007,
   "0008_budgets": m0008,
   "0009_pii_rules": m0009,
-  "0010_schema_snapshots": m0010
+  "0010_schema_snapshots": m0010,
+  "0011_schema_curation": m0011
 }

@@ -10,11 +10,13 @@ import type { Principal } from "../domain/Principal"
 import { qualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
 import { tablePolicyRefusal } from "../governance/TablePolicy"
+import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor } from "../schema/catalog/Catalogs"
 import { type CatalogScan, fingerprintOf, scanCatalog } from "../schema/CatalogScan"
 import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
 import { tablesNamed } from "../schema/SchemaFilter"
+import { searchNotes, withNotes } from "../schema/SchemaNotes"
 import { joinPaths, relationshipsOf } from "../schema/Relationships"
 import { SchemaSearch } from "../schema/SchemaSearch"
 import { Connections } from "./Connections"
@@ -40,9 +42,17 @@ interface Cached {
   readonly header: SnapshotHeader
   readonly tables: ReadonlyArray<TableInfo>
   checkedAt: number
-  search?: SchemaSearch
-  /** The tables visible under one version of the connection's settings, worked out once. */
-  visibleUnder?: { readonly version: number; readonly tables: ReadonlyArray<TableInfo>; readonly set: ReadonlySet<TableInfo> }
+  /** Descriptions, type fixes and endorsements people added, reloaded with each recheck. */
+  notes: ReadonlyArray<NoteRow>
+  /** The tables with their notes, visible under one version of the connection's settings and notes, worked out once. */
+  curated?: {
+    readonly key: string
+    readonly all: ReadonlyArray<TableInfo>
+    readonly tables: ReadonlyArray<TableInfo>
+    readonly scanned: ReadonlyArray<TableInfo>
+    readonly set: ReadonlySet<TableInfo>
+    search?: SchemaSearch
+  }
 }
 
 /** A snapshot as one caller may see it: tables their connection's policy blocks are left out of everything. */
@@ -54,6 +64,9 @@ export interface SchemaView {
   /** Whether one of this snapshot's tables is visible (by identity: not for tables read elsewhere). */
   readonly visible: (table: TableInfo) => boolean
   readonly search: () => SchemaSearch
+  /** The visible tables as scanned, without notes, for diffs. */
+  readonly scanned: ReadonlyArray<TableInfo>
+  readonly notes: ReadonlyArray<NoteRow>
 }
 
 /** The visible table a name means (the first, when several schemas have one of that name). */
@@ -71,6 +84,9 @@ const visibleQualified = (connection: ConnectionInput) => (qualified: string) =>
   return visibleOn(connection)(qualified.slice(0, dot), qualified.slice(dot + 1))
 }
 
+/** Changes when any note of the connection does: how many, and the latest write. */
+const notesKey = (notes: ReadonlyArray<NoteRow>) => `${notes.length}:${Math.max(0, ...notes.map((n) => n.updated_at.getTime()))}`
+
 const filtersOf = (connection: ConnectionInput) => JSON.stringify([connection.schema_include ?? [], connection.schema_exclude ?? []])
 
 type ScanError = InvalidRequest | Unavailable | QueryFailed | QueryTimeout | DatabaseUnavailable
@@ -83,6 +99,7 @@ const scanFailure = (error: ConnectorError | InvalidRequest | Unavailable): Scan
 export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
   scoped: Effect.gen(function* () {
     const repo = yield* SchemaRepo
+    const notesRepo = yield* SchemaNotesRepo
     const connections = yield* Connections
     const pools = yield* ConnectorPools
     const scope: Scope.Scope = yield* Effect.scope
@@ -155,9 +172,10 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         yield* repo.scanFinished(orgId, connectionId, { version: header.version, changed, tables: tables.length }).pipe(Effect.ignore)
         if (!stored) {
           const current = yield* repo.load(orgId, connectionId).pipe(storeDown)
-          if (current !== null) return remember({ orgId, connectionId, header: current, tables: current.tables, checkedAt: Date.now() })
+          if (current !== null) return remember({ orgId, connectionId, header: current, tables: current.tables, checkedAt: 0, notes: [] })
         }
-        return remember({ orgId, connectionId, header, tables, checkedAt: Date.now() })
+        // Checked at 0: the next read confirms it and loads its notes.
+        return remember({ orgId, connectionId, header, tables, checkedAt: 0, notes: [] })
       }).pipe(
         Effect.mapError(scanFailure),
         Effect.tapError((error) => repo.scanFinished(orgOf(target), target.connectionId, { error: error.message }).pipe(Effect.ignore))
@@ -179,7 +197,23 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         )
       })
 
-    /** The stored snapshot through this replica's cache; scanned now when there is none under the connection's current globs. */
+    /** The stored snapshot, scanned now when there is none under the connection's current globs. */
+    const stored = (target: Target, cached: Cached | undefined) =>
+      Effect.gen(function* () {
+        const header = yield* repo.header(orgOf(target), target.connectionId).pipe(storeDown)
+        if (header === null || header.filters !== filtersOf(target.connection)) {
+          return yield* Deferred.await(yield* scanning(target))
+        }
+        if (cached !== undefined && cached.header.version === header.version && cached.header.scanned_at.getTime() === header.scanned_at.getTime()) {
+          return cached
+        }
+        counters.loads++
+        const row = yield* repo.load(orgOf(target), target.connectionId).pipe(storeDown)
+        if (row === null) return yield* Deferred.await(yield* scanning(target))
+        return remember({ orgId: orgOf(target), connectionId: target.connectionId, header: row, tables: row.tables, checkedAt: 0, notes: [] })
+      })
+
+    /** The snapshot and its notes through this replica's cache, checked against the store at most every RECHECK_MS. */
     const current = (target: Target) =>
       Effect.gen(function* () {
         const cached = cache.get(target.connectionId)
@@ -187,34 +221,37 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           counters.hits++
           return cached
         }
-        const header = yield* repo.header(orgOf(target), target.connectionId).pipe(storeDown)
-        if (header === null || header.filters !== filtersOf(target.connection)) {
-          return yield* Deferred.await(yield* scanning(target))
-        }
-        if (cached !== undefined && cached.header.version === header.version && cached.header.scanned_at.getTime() === header.scanned_at.getTime()) {
-          counters.hits++
-          cached.checkedAt = Date.now()
-          return cached
-        }
-        counters.loads++
-        const row = yield* repo.load(orgOf(target), target.connectionId).pipe(storeDown)
-        if (row === null) return yield* Deferred.await(yield* scanning(target))
-        return remember({ orgId: orgOf(target), connectionId: target.connectionId, header: row, tables: row.tables, checkedAt: Date.now() })
+        const entry = yield* stored(target, cached)
+        entry.notes = yield* notesRepo.list(orgOf(target), target.connectionId).pipe(storeDown)
+        entry.checkedAt = Date.now()
+        return entry
+      })
+
+    /** After a note is written here, the next read on this replica sees it at once. */
+    const notesChanged = (connectionId: string) =>
+      Effect.sync(() => {
+        const cached = cache.get(connectionId)
+        if (cached !== undefined) cached.checkedAt = 0
       })
 
     const viewOf = (target: Target, entry: Cached): SchemaView => {
       const connection = target.connection
-      if (entry.visibleUnder?.version !== target.version) {
-        const tables = entry.tables.filter((t) => visibleOn(connection)(t.schema, t.name))
-        entry.visibleUnder = { version: target.version, tables, set: new Set(tables) }
+      const key = `${target.version}:${notesKey(entry.notes)}`
+      if (entry.curated?.key !== key) {
+        const all = withNotes(entry.tables, entry.notes)
+        const shown = all.map((t, i) => ({ t, i })).filter(({ t }) => visibleOn(connection)(t.schema, t.name))
+        entry.curated = { key, all, tables: shown.map(({ t }) => t), scanned: shown.map(({ i }) => entry.tables[i]!), set: new Set(shown.map(({ t }) => t)) }
       }
-      const { tables, set } = entry.visibleUnder
-      const visible = (t: TableInfo) => set.has(t)
+      const curated = entry.curated
+      const visible = (t: TableInfo) => curated.set.has(t)
+      const tables = curated.tables
       return {
         connection,
         visible,
         tables,
-        search: () => (entry.search ??= new SchemaSearch(entry.tables)),
+        scanned: curated.scanned,
+        notes: entry.notes,
+        search: () => (curated.search ??= new SchemaSearch(curated.all, searchNotes(entry.notes))),
         snapshot: {
           connection: connection.name,
           db_type: connection.db_type,
@@ -308,7 +345,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return {
         connections: own.length,
         tables: own.reduce((n, e) => n + e.tables.length, 0),
-        search_indexes: own.filter((e) => e.search !== undefined).length,
+        search_indexes: own.filter((e) => e.curated?.search !== undefined).length,
         scans_running: [...running.keys()].filter((id) => own.some((e) => e.connectionId === id)).length,
         // Counters are this replica's, across orgs: they say how well the cache works, not what any org holds.
         replica: { entries: cache.size, capacity: CACHE_CAPACITY, hits: counters.hits, loads: counters.loads, scans: counters.scans }
@@ -333,7 +370,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       const target = yield* connections.target(principal, name)
       const stored = viewOf(target, yield* current(target))
       const live = yield* readTables(target, () => Effect.void).pipe(Effect.mapError(scanFailure))
-      const diff = diffSchemas(stored.tables, live.filter((t) => visibleOn(target.connection)(t.schema, t.name)))
+      const diff = diffSchemas(stored.scanned, live.filter((t) => visibleOn(target.connection)(t.schema, t.name)))
       return { connection: name, version: stored.snapshot.version, scanned_at: stored.snapshot.scanned_at, checked_at: new Date(), changed: !isEmptyDiff(diff), diff }
     })
 
@@ -341,7 +378,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const compare = Effect.fn("Schemas.compare")(function* (principal: Principal, name: string, other: string) {
       const base = yield* view(principal, name)
       const against = yield* view(principal, other)
-      const diff = diffSchemas(base.tables, against.tables)
+      const diff = diffSchemas(base.scanned, against.scanned)
       return { connection: name, compare: other, version: base.snapshot.version, compare_version: against.snapshot.version, changed: !isEmptyDiff(diff), diff }
     })
 
@@ -385,7 +422,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return { schema, from, to, paths }
     })
 
-    return { view, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    return { view, notesChanged, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
-  dependencies: [SchemaRepo.Default]
+  dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default]
 }) {}
