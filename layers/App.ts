@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
 import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
+import { SchemaWatchLoop } from "../actors/loops/SchemaWatchLoop"
 import { ResultCache } from "../src/governance/ResultCache"
 import { McpTools } from "../src/mcp/McpTools"
 import { AuditRepo } from "../src/repos/AuditRepo"
@@ -20,6 +21,7 @@ import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
 import { SchemaContext } from "../src/services/SchemaContext"
 import { SchemaCuration } from "../src/services/SchemaCuration"
+import { SchemaWatches } from "../src/services/SchemaWatches"
 import { SchemaExplorer } from "../src/services/SchemaExplorer"
 import { Schemas } from "../src/services/Schemas"
 import { Settings } from "../src/services/Settings"
@@ -34,7 +36,7 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default, SchemaContext.Default, SchemaCuration.Default).pipe(
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default, SchemaContext.Default, SchemaCuration.Default, SchemaWatches.Default).pipe(
   Layer.provideMerge(Layer.mergeAll(Queries.Default, Schemas.Default)),
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
@@ -61,7 +63,7 @@ const ServicesLive = McpTools.Default.pipe(
 )
 
 /** The single composition root: the HTTP server and every background loop, on one store. */
-export const AppLive = Layer.mergeAll(HttpServerLive, AuditRetentionLoop, HealthLoop, SchemaRefreshLoop).pipe(
+export const AppLive = Layer.mergeAll(HttpServerLive, AuditRetentionLoop, HealthLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

@@ -15,6 +15,7 @@ import { McpHttp } from "../src/http/McpHttp"
 import { PiiHttp } from "../src/http/PiiHttp"
 import { SchemaCurationHttp } from "../src/http/SchemaCurationHttp"
 import { SchemaHttp } from "../src/http/SchemaHttp"
+import { SchemaWatchesHttp } from "../src/http/SchemaWatchesHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
 import { makeRequestPipeline } from "../src/http/RequestPipeline"
@@ -35,6 +36,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     PiiHttp,
     SchemaHttp,
     SchemaCurationHttp,
+    SchemaWatchesHttp,
     SystemHttp,
     PublicHttp,
     McpHttp,

@@ -14,6 +14,7 @@ import { PublicApi } from "./PublicApi"
 import { QueryApi } from "./QueryApi"
 import { SchemaApi } from "./SchemaApi"
 import { SchemaCurationApi } from "./SchemaCurationApi"
+import { SchemaWatchesApi } from "./SchemaWatchesApi"
 import { SystemApi } from "./SystemApi"
 
 export class SluiceApi extends HttpApi.make("sluice")
@@ -29,6 +30,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(PiiApi)
   .add(SchemaApi)
   .add(SchemaCurationApi)
+  .add(SchemaWatchesApi)
   .add(SystemApi)
   .add(McpApi)
   .addError(PayloadTooLarge)

@@ -286,3 +286,42 @@ export const AgentContext = Schema.Struct({
   full_ddl_tables: Schema.Int,
   token_estimate: Schema.Int
 })
+
+export const WatchInput = Schema.Struct({
+  connection: Schema.String.pipe(Schema.minLength(1, { message: () => "connection is required" }), Schema.maxLength(64)),
+  name: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200, { message: () => "name must be at most 200 characters" })), { exact: true }),
+  tables: Schema.optionalWith(
+    Schema.Array(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(300))).pipe(Schema.maxItems(100, { message: () => "at most 100 table patterns" })),
+    { exact: true }
+  ),
+  interval_seconds: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(60, 86_400, { message: () => "interval_seconds must be an integer between 60 and 86400" })),
+    { exact: true }
+  )
+}).annotations(strict)
+
+export const WatchEvent = Schema.Struct({
+  id: Schema.String,
+  detected_at: Schema.Date,
+  from_version: Schema.NullOr(Schema.Int),
+  to_version: Schema.Int,
+  diff: SchemaDiff
+})
+
+export const Watch = Schema.Struct({
+  id: Schema.String,
+  connection: Schema.String,
+  name: Schema.String,
+  tables: Schema.Array(Schema.String),
+  interval_seconds: Schema.Int,
+  enabled: Schema.Boolean,
+  last_version: Schema.NullOr(Schema.Int),
+  last_run_at: Schema.NullOr(Schema.Date),
+  last_error: Schema.NullOr(Schema.String),
+  created_by: Schema.NullOr(Schema.String),
+  created_at: Schema.Date
+})
+
+export const WatchWithEvents = Schema.Struct({ ...Watch.fields, events: Schema.Array(WatchEvent) })
+export const Watches = Schema.Struct({ items: Schema.Array(Watch) })
+export const WatchRun = Schema.Struct({ watch: Watch, new_events: Schema.Array(WatchEvent) })

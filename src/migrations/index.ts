@@ -9,6 +9,7 @@ import m0008 from "./0008_budgets"
 import m0009 from "./0009_pii_rules"
 import m0010 from "./0010_schema_snapshots"
 import m0011 from "./0011_schema_curation"
+import m0012 from "./0012_schema_watches"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -21,5 +22,6 @@ export const migrations = {
   "0008_budgets": m0008,
   "0009_pii_rules": m0009,
   "0010_schema_snapshots": m0010,
-  "0011_schema_curation": m0011
+  "0011_schema_curation": m0011,
+  "0012_schema_watches": m0012
 }

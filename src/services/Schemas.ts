@@ -340,6 +340,23 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         Effect.asVoid
       )
 
+    /** Scans a connection of any org now, then gives its version and the changes recorded after `since`, oldest first, blocked tables left out. */
+    const scanAndChangesSince = (orgId: OrgId, name: string, since: number | null) =>
+      Effect.gen(function* () {
+        const target = yield* connections.targetIn(orgId, name)
+        yield* Deferred.await(yield* scanning(target))
+        const header = yield* repo.header(orgId, target.connectionId).pipe(storeDown)
+        const rows = since === null ? [] : yield* repo.changes(orgId, target.connectionId, 1000, null).pipe(storeDown)
+        const visible = visibleQualified(target.connection)
+        return {
+          version: header?.version ?? null,
+          changes: rows
+            .filter((r) => r.to_version > since!)
+            .reverse()
+            .map((r) => ({ ...r, diff: visiblePart(r.diff, visible) }))
+        }
+      })
+
     const cacheStats = (principal: Principal) => {
       const own = [...cache.values()].filter((e) => e.orgId === principal.orgId)
       return {
@@ -422,7 +439,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return { schema, from, to, paths }
     })
 
-    return { view, notesChanged, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    return { view, notesChanged, scanAndChangesSince, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
   dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default]
 }) {}

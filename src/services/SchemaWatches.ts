@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto"
+import { Effect } from "effect"
+import { NotFound } from "../domain/Errors"
+import type { OrgId } from "../domain/Ids"
+import { type Principal, principalLabel } from "../domain/Principal"
+import type { WatchInput } from "../domain/SchemaViews"
+import { SchemaWatchesRepo, type WatchRow } from "../repos/SchemaWatchesRepo"
+import { globFilter } from "../schema/CatalogScan"
+import { isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
+import { Connections } from "./Connections"
+import { Schemas } from "./Schemas"
+import { storeUnavailable } from "./StoreUnavailable"
+
+const storeDown = storeUnavailable("schema watch store")
+const DEFAULT_INTERVAL_SECONDS = 3_600
+const RECENT_EVENTS = 20
+
+const shown = ({ org_id: _org, connection_id: _id, ...watch }: WatchRow) => watch
+
+/**
+ * Watches on a connection (or some of its tables): each run scans the connection and records, as
+ * the watch's events, the recorded changes since its last run that touch what it watches.
+ */
+export class SchemaWatches extends Effect.Service<SchemaWatches>()("sluice/SchemaWatches", {
+  effect: Effect.gen(function* () {
+    const repo = yield* SchemaWatchesRepo
+    const schemas = yield* Schemas
+    const connections = yield* Connections
+
+    const found = (orgId: OrgId, id: string) =>
+      repo.find(orgId, id).pipe(
+        storeDown,
+        Effect.filterOrFail(
+          (row): row is WatchRow => row !== null,
+          () => new NotFound({ message: `No schema watch "${id}" in this organization` })
+        )
+      )
+
+    const list = Effect.fn("SchemaWatches.list")(function* (principal: Principal) {
+      return { items: (yield* repo.list(principal.orgId).pipe(storeDown)).map(shown) }
+    })
+
+    const create = Effect.fn("SchemaWatches.create")(function* (principal: Principal, input: typeof WatchInput.Type) {
+      const target = yield* connections.target(principal, input.connection)
+      const id = `watch_${randomUUID().replaceAll("-", "")}`
+      yield* repo
+        .insert({
+          id,
+          org_id: principal.orgId,
+          connection_id: target.connectionId,
+          name: input.name ?? `${input.connection}${input.tables?.length ? `: ${input.tables.join(", ")}` : ""}`.slice(0, 200),
+          tables: input.tables ?? [],
+          interval_seconds: input.interval_seconds ?? DEFAULT_INTERVAL_SECONDS,
+          created_by: principalLabel(principal)
+        })
+        .pipe(storeDown)
+      return shown(yield* found(principal.orgId, id))
+    })
+
+    const get = Effect.fn("SchemaWatches.get")(function* (principal: Principal, id: string) {
+      const watch = yield* found(principal.orgId, id)
+      return { ...shown(watch), events: yield* repo.events(principal.orgId, id, RECENT_EVENTS).pipe(storeDown) }
+    })
+
+    const remove = Effect.fn("SchemaWatches.remove")(function* (principal: Principal, id: string) {
+      if (!(yield* repo.remove(principal.orgId, id).pipe(storeDown))) return yield* new NotFound({ message: `No schema watch "${id}" in this organization` })
+    })
+
+    /** One run: scan, keep the changes since the last run that touch the watched tables, remember the version. */
+    const runIn = (orgId: OrgId, id: string) =>
+      Effect.gen(function* () {
+        const watch = yield* found(orgId, id)
+        const outcome = yield* Effect.either(schemas.scanAndChangesSince(orgId, watch.connection, watch.last_version))
+        if (outcome._tag === "Left") {
+          yield* repo.recordRun(orgId, id, { version: null, error: outcome.left.message, events: [] }).pipe(storeDown)
+          return { watch: shown(yield* found(orgId, id)), new_events: [] }
+        }
+        const keep = globFilter(watch.tables, undefined)
+        const watched = (qualified: string) => {
+          const dot = qualified.indexOf(".")
+          return keep(qualified.slice(0, dot), qualified.slice(dot + 1))
+        }
+        const events = outcome.right.changes
+          .map((change) => ({ from_version: change.from_version, to_version: change.to_version, diff: visiblePart(change.diff, watched) }))
+          .filter((event) => !isEmptyDiff(event.diff))
+        yield* repo.recordRun(orgId, id, { version: outcome.right.version, error: null, events }).pipe(storeDown)
+        return { watch: shown(yield* found(orgId, id)), new_events: events.length === 0 ? [] : [...(yield* repo.events(orgId, id, events.length).pipe(storeDown))].reverse() }
+      })
+
+    const run = Effect.fn("SchemaWatches.run")(function* (principal: Principal, id: string) {
+      return yield* runIn(principal.orgId, id)
+    })
+
+    return { list, create, get, remove, run, runIn, due: (limit: number) => repo.due(limit).pipe(storeDown) } as const
+  }),
+  dependencies: [SchemaWatchesRepo.Default]
+}) {}
