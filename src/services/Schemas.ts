@@ -9,6 +9,7 @@ import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { qualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
+import { ResultCache } from "../governance/ResultCache"
 import { tablePolicyRefusal } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
@@ -102,6 +103,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const notesRepo = yield* SchemaNotesRepo
     const connections = yield* Connections
     const pools = yield* ConnectorPools
+    const results = yield* ResultCache
     const scope: Scope.Scope = yield* Effect.scope
     const cache = new Map<string, Cached>()
     const counters = { hits: 0, loads: 0, scans: 0 }
@@ -170,6 +172,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         const diff = changed ? diffSchemas(yield* tablesOf(orgId, connectionId, previous), tables) : null
         const stored = yield* repo.save(orgId, connectionId, { ...header, tables }, previous, diff).pipe(storeDown)
         yield* repo.scanFinished(orgId, connectionId, { version: header.version, changed, tables: tables.length }).pipe(Effect.ignore)
+        // A result cached before the structure changed may no longer be what the same SQL returns.
+        if (changed) yield* results.invalidate(orgId, connectionId)
         if (!stored) {
           const current = yield* repo.load(orgId, connectionId).pipe(storeDown)
           if (current !== null) return remember({ orgId, connectionId, header: current, tables: current.tables, checkedAt: 0, notes: [] })

@@ -22,7 +22,7 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read"] } })).json.key
     const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     for (const connection of [
-      { name: "shop", ...base },
+      { name: "shop", ...base, result_cache_ttl: 600 },
       { name: "sales_only", ...base, schema_include: ["sales"], schema_exclude: ["sales.order*"] },
       { name: "no_hr_pay", ...base, blocked_tables: ["hr.salaries"] }
     ]) {
@@ -239,6 +239,9 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     const refused = await api("/api/connections/shop/schema/refresh", { method: "POST" })
     expect([refused.status, refused.json.code]).toEqual([403, "insufficient_scope"])
 
+    const cachedQuery = () => api("/api/query", { key: admin, body: { connection_name: "shop", sql: "select count(*) from sales.products" } })
+    await cachedQuery()
+    expect((await cachedQuery()).json.cached).toBe(true)
     await database.query(`create table sales.returns (id serial primary key, order_id bigint references sales.orders (id));
       alter table sales.products drop column sku; alter table sales.payments alter column amount type numeric(14, 2);
       alter table sales.customers alter column full_name set not null`)
@@ -265,6 +268,8 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     expect(finished.json, finished.text).toMatchObject({ state: "done", phase: "done", version: 2, changed: true, tables_done: SHOP_TABLES.length + 1 })
     expect(new Date(finished.json.finished_at).getTime()).toBeGreaterThanOrEqual(new Date(finished.json.started_at).getTime())
 
+    // The structure changed: results cached under the old one are not served again.
+    expect((await cachedQuery()).json.cached).toBe(false)
     const history = await api("/api/connections/shop/schema/diff-history")
     expect(history.json.items).toHaveLength(1)
     expect(history.json.items[0]).toMatchObject({ connection: "shop", from_version: 1, to_version: 2 })
