@@ -37,7 +37,8 @@ import { StoreLive } from "./Store"
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
 const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default, SchemaContext.Default, SchemaCuration.Default, SchemaWatches.Default).pipe(
-  Layer.provideMerge(Layer.mergeAll(Queries.Default, Schemas.Default)),
+  Layer.provideMerge(Queries.Default),
+  Layer.provideMerge(Schemas.Default),
   Layer.provideMerge(ConnectionChecks.Default),
   Layer.provideMerge(Connections.Default),
   Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, Settings.Default, ResultCache.Default, Budgets.Default))

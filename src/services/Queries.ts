@@ -7,6 +7,7 @@ import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecuto
 import { ResultCache } from "../governance/ResultCache"
 import { Budgets } from "./Budgets"
 import { Connections } from "./Connections"
+import { Schemas } from "./Schemas"
 import { Settings } from "./Settings"
 
 interface QueryContext {
@@ -25,6 +26,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
     const executor = yield* GovernedExecutor
     const cache = yield* ResultCache
     const budgets = yield* Budgets
+    const schemas = yield* Schemas
 
     /** The caller's connection and the limits a statement on it runs under. */
     const prepare = (
@@ -46,7 +48,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
         return {
           target,
-          pii: target.pii,
+          pii: yield* schemas.piiFor(target, request.sql),
           sql: request.sql,
           rowLimit,
           timeoutMs: timeoutSeconds * 1000,

@@ -5,12 +5,15 @@ import type { ConnectionInput } from "../domain/Connection"
 import { InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
+import type { PiiPolicy } from "../domain/Pii"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { qualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
-import { tablePolicyRefusal } from "../governance/TablePolicy"
+import { SqlGuard } from "../governance/sqlguard/SqlGuard"
+import { rulesThroughViews } from "../governance/ViewLineage"
+import { qualify, tablePolicyRefusal } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor } from "../schema/catalog/Catalogs"
@@ -31,6 +34,11 @@ const CATALOG_TIMEOUT_MS = 300_000
 // Another replica's newer scan is picked up within this.
 const RECHECK_MS = 2_000
 const CACHE_CAPACITY = 1_000
+// After a scan the query path asked for fails, queries do not ask again for this long.
+const QUERY_SCAN_EVERY_MS = 60_000
+// A snapshot this young is taken to list every relation: a name it lacks does not exist.
+const FRESH_MS = 10_000
+const SYSTEM_SCHEMAS = new Set(["pg_catalog", "information_schema", "sys", "system", "mysql", "performance_schema"])
 
 type Target = PoolTarget
 // Pool targets carry the org as a plain string; every one here came from the org's own lookup.
@@ -45,6 +53,10 @@ interface Cached {
   checkedAt: number
   /** Descriptions, type fixes and endorsements people added, reloaded with each recheck. */
   notes: ReadonlyArray<NoteRow>
+  /** The PII policy with rules derived for this snapshot's views, for one version of the connection's rules. */
+  piiThroughViews?: { readonly key: string; readonly policy: PiiPolicy }
+  /** The snapshot's relation names, lower-cased, for telling a relation it does not list. */
+  names?: { readonly qualified: ReadonlySet<string>; readonly bare: ReadonlySet<string> }
   /** The tables with their notes, visible under one version of the connection's settings and notes, worked out once. */
   curated?: {
     readonly key: string
@@ -104,10 +116,12 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const connections = yield* Connections
     const pools = yield* ConnectorPools
     const results = yield* ResultCache
+    const guard = yield* SqlGuard
     const scope: Scope.Scope = yield* Effect.scope
     const cache = new Map<string, Cached>()
     const counters = { hits: 0, loads: 0, scans: 0 }
     const running = new Map<string, Deferred.Deferred<Cached, ScanError>>()
+    const scanFailedAt = new Map<string, number>()
 
     const remember = (entry: Cached) => {
       cache.delete(entry.connectionId)
@@ -229,6 +243,64 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         entry.notes = yield* notesRepo.list(orgOf(target), target.connectionId).pipe(storeDown)
         entry.checkedAt = Date.now()
         return entry
+      })
+
+    /** The stored snapshot if there is one, without scanning: for the query path, which must not wait for a scan. */
+    const storedIfAny = (target: Target) =>
+      Effect.gen(function* () {
+        const header = yield* repo.header(orgOf(target), target.connectionId).pipe(storeDown)
+        if (header === null || header.filters !== filtersOf(target.connection)) return undefined
+        const row = yield* repo.load(orgOf(target), target.connectionId).pipe(storeDown)
+        return row === null ? undefined : remember({ orgId: orgOf(target), connectionId: target.connectionId, header: row, tables: row.tables, checkedAt: 0, notes: [] })
+      })
+
+    /** Whether the statement reads a relation the snapshot does not list (a view made since, say), outside the system catalogs. */
+    const readsUnknown = (entry: Cached, target: Target, sql: string) => {
+      const checked = guard.check(sql, target.connection.db_type)
+      if (Either.isLeft(checked)) return false
+      entry.names ??= {
+        qualified: new Set(entry.tables.map((t) => `${t.schema}.${t.name}`.toLowerCase())),
+        bare: new Set(entry.tables.map((t) => t.name.toLowerCase()))
+      }
+      const names = entry.names
+      return checked.right.analysis.tables.some((ref) => {
+        const [, schema, table] = qualify(ref.parts, target.connection)
+        if (SYSTEM_SCHEMAS.has(schema ?? "")) return false
+        return schema === undefined ? !names.bare.has(table) : !names.qualified.has(`${schema}.${table}`)
+      })
+    }
+
+    /**
+     * The connection's PII policy with rules for its views, derived by lineage over their scanned
+     * definitions. Fail closed: a connection with rules is scanned before its first query, and
+     * again when a query reads a relation its snapshot (older than FRESH_MS) does not list.
+     */
+    const piiFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
+      Effect.gen(function* () {
+        // No rules, nothing a view could carry: the query path reads nothing more.
+        if (target.pii.rules.length === 0 || catalogFor(target.connection) === undefined) return target.pii
+        let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
+        if (entry?.orgId !== orgOf(target)) entry = undefined
+        const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > FRESH_MS && readsUnknown(entry, target, sql)
+        const failedAt = scanFailedAt.get(target.connectionId)
+        if ((entry === undefined || stale) && (failedAt === undefined || Date.now() - failedAt > QUERY_SCAN_EVERY_MS)) {
+          const scanned = yield* Effect.either(Effect.flatMap(scanning(target), Deferred.await))
+          if (Either.isLeft(scanned)) scanFailedAt.set(target.connectionId, Date.now())
+          else entry = scanned.right
+        }
+        if (entry === undefined) return target.pii
+        const key = `${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
+        if (entry.piiThroughViews?.key !== key) {
+          const views = entry.tables.flatMap((t) =>
+            (t.kind === "view" || t.kind === "materialized_view") && t.definition !== null
+              ? [{ schema: t.schema, name: t.name, definition: t.definition, columns: t.columns.map((c) => c.name) }]
+              : []
+          )
+          const derived = rulesThroughViews(views, target.pii.rules, target.connection, (sql) => guard.check(sql, target.connection.db_type))
+          // The version moves with the snapshot too, so no result cached under other view rules is served.
+          entry.piiThroughViews = { key, policy: { rules: [...target.pii.rules, ...derived], version: target.pii.version * 1_000_000 + entry.header.version } }
+        }
+        return entry.piiThroughViews.policy
       })
 
     /** After a note is written here, the next read on this replica sees it at once. */
@@ -443,7 +515,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return { schema, from, to, paths }
     })
 
-    return { view, notesChanged, scanAndChangesSince, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    return { view, piiFor, notesChanged, scanAndChangesSince, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
-  dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default]
+  dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default, SqlGuard.Default]
 }) {}
