@@ -2,9 +2,9 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
-import { qualifiedName } from "../domain/SchemaSnapshot"
 import { filterTables } from "../schema/SchemaFilter"
 import { overviewOf, schemaText } from "../schema/SchemaFormats"
+import { columnHitJson, tableHitJson } from "../schema/SchemaSearch"
 import { SchemaContext } from "../services/SchemaContext"
 import { SchemaExplorer } from "../services/SchemaExplorer"
 import { Schemas, type SchemaView } from "../services/Schemas"
@@ -59,20 +59,8 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
           return {
             ...sourceOf(view),
             query: urlParams.q,
-            tables: index.searchTables(urlParams.q, limit, view.visible).map((hit) => ({
-              table: qualifiedName(hit.table),
-              kind: hit.table.kind,
-              score: hit.score,
-              matched_terms: hit.matched,
-              comment: hit.table.comment,
-              row_estimate: hit.table.row_estimate,
-              columns: hit.table.columns.map((c) => c.name)
-            })),
-            columns: index.searchColumns(urlParams.q, limit, view.visible).map((hit) => ({
-              table: qualifiedName(hit.table),
-              column: hit.table.columns.find((c) => c.name === hit.column)!,
-              score: hit.score
-            }))
+            tables: index.searchTables(urlParams.q, limit, view.visible).map(tableHitJson),
+            columns: index.searchColumns(urlParams.q, limit, view.visible).map(columnHitJson)
           }
         })
       )

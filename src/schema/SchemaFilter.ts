@@ -1,3 +1,5 @@
+import { Effect } from "effect"
+import { NotFound } from "../domain/Errors"
 import { qualifiedName, type TableInfo, type TableKind } from "../domain/SchemaSnapshot"
 import { globRegex } from "./CatalogScan"
 
@@ -42,4 +44,18 @@ export const tablesNamed = (tables: ReadonlyArray<TableInfo>, name: string) => {
   const wanted = name.toLowerCase().replaceAll('"', "")
   const exact = tables.filter((t) => qualifiedName(t).toLowerCase() === wanted)
   return exact.length > 0 ? exact : tables.filter((t) => t.name.toLowerCase() === wanted.split(".").at(-1))
+}
+
+/** The table a name means (the first, when several schemas have one of that name), or a 404 naming the connection. */
+export const findTable = (tables: ReadonlyArray<TableInfo>, name: string, connection: string) => {
+  const table = tablesNamed(tables, name)[0]
+  return table === undefined ? Effect.fail(new NotFound({ message: `No table "${name}" on ${connection}` })) : Effect.succeed(table)
+}
+
+/** A table's column by name, any case, or a 404 listing the columns there are. */
+export const findColumn = (table: TableInfo, name: string) => {
+  const column = table.columns.find((c) => c.name.toLowerCase() === name.toLowerCase())
+  return column === undefined
+    ? Effect.fail(new NotFound({ message: `No column "${name}" in ${qualifiedName(table)}; its columns are ${table.columns.map((c) => c.name).join(", ")}` }))
+    : Effect.succeed(column)
 }

@@ -1,5 +1,5 @@
 import MiniSearch, { type SearchResult } from "minisearch"
-import type { TableInfo } from "../domain/SchemaSnapshot"
+import { qualifiedName, type TableInfo } from "../domain/SchemaSnapshot"
 
 const STOPWORDS = new Set(
   (
@@ -157,3 +157,21 @@ export class SchemaSearch {
     return hits.sort((a, b) => b.score - a.score).slice(0, limit)
   }
 }
+
+/** A table hit as the search route and tool report it. */
+export const tableHitJson = (hit: TableHit) => ({
+  table: qualifiedName(hit.table),
+  kind: hit.table.kind,
+  score: hit.score,
+  matched_terms: hit.matched,
+  comment: hit.table.comment,
+  row_estimate: hit.table.row_estimate,
+  columns: hit.table.columns.map((c) => c.name)
+})
+
+/** A column hit as the search route and tool report it: the column with its type, comment and keys. */
+export const columnHitJson = (hit: ColumnHit) => ({
+  table: qualifiedName(hit.table),
+  column: hit.table.columns.find((c) => c.name === hit.column)!,
+  score: hit.score
+})

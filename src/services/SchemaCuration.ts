@@ -9,7 +9,7 @@ import type { SemanticModelDocument } from "../domain/SemanticModel"
 import { type NoteFields, type NoteRow, SchemaNotesRepo, type NoteTarget } from "../repos/SchemaNotesRepo"
 import { describeColumn, describeTable } from "../schema/AnnotationRules"
 import { relationshipsOf } from "../schema/Relationships"
-import { tablesNamed } from "../schema/SchemaFilter"
+import { findColumn, findTable } from "../schema/SchemaFilter"
 import { notesByTarget } from "../schema/SchemaNotes"
 import { draftSemanticModel, semanticModelProblems } from "../schema/SemanticModelRules"
 import { Connections } from "./Connections"
@@ -40,14 +40,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
     const repo = yield* SchemaNotesRepo
     const connections = yield* Connections
 
-    const tableIn = (view: SchemaView, name: string) => {
-      const table = tablesNamed(view.scanned, name)[0]
-      return table === undefined ? Effect.fail(new NotFound({ message: `No table "${name}" on ${view.snapshot.connection}` })) : Effect.succeed(table)
-    }
-    const columnIn = (table: TableInfo, name: string) => {
-      const column = table.columns.find((c) => c.name.toLowerCase() === name.toLowerCase())
-      return column === undefined ? Effect.fail(new NotFound({ message: `No column "${name}" in ${qualifiedName(table)}` })) : Effect.succeed(column)
-    }
+    const tableIn = (view: SchemaView, name: string) => findTable(view.scanned, name, view.snapshot.connection)
 
     const write = (principal: Principal, name: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
       Effect.gen(function* () {
@@ -80,7 +73,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
       const notes = yield* Effect.forEach(body.endorsements, (e) =>
         Effect.gen(function* () {
           const table = yield* tableIn(view, e.table)
-          const column = e.column == null ? "" : (yield* columnIn(table, e.column)).name
+          const column = e.column == null ? "" : (yield* findColumn(table, e.column)).name
           return { target: target(table, column), fields: { endorsement: e.status, endorsement_note: e.note ?? null } }
         })
       )
@@ -133,7 +126,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
       const manual = (description: string | null): NoteFields => ({ description, description_source: description === null ? null : "manual" })
       const notes = [
         ...(body.description === undefined ? [] : [{ target: target(table), fields: manual(body.description) }]),
-        ...(yield* Effect.forEach(body.columns ?? [], (c) => Effect.map(columnIn(table, c.name), (column) => ({ target: target(table, column.name), fields: manual(c.description) }))))
+        ...(yield* Effect.forEach(body.columns ?? [], (c) => Effect.map(findColumn(table, c.name), (column) => ({ target: target(table, column.name), fields: manual(c.description) }))))
       ]
       if (notes.length === 0) return yield* new InvalidRequest({ message: "Give a description, or columns with descriptions" })
       yield* write(principal, name, notes)
@@ -145,7 +138,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
       const view = yield* schemas.view(principal, name)
       const table = yield* tableIn(view, body.table)
       const notes = yield* Effect.forEach(body.columns, (c) =>
-        Effect.map(columnIn(table, c.name), (column) => ({
+        Effect.map(findColumn(table, c.name), (column) => ({
           target: target(table, column.name),
           fields: {
             ...(c.type === undefined ? {} : { type_override: c.type }),

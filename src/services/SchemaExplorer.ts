@@ -1,12 +1,12 @@
 import { Effect } from "effect"
-import { InvalidRequest, NotFound } from "../domain/Errors"
+import { InvalidRequest } from "../domain/Errors"
 import { rulesForTable } from "../domain/Pii"
 import type { Principal } from "../domain/Principal"
 import type { Surface } from "../domain/Query"
 import { type ColumnInfo, qualifiedName, type TableInfo } from "../domain/SchemaSnapshot"
 import { asText, quoteIdentifier, quoteString } from "../governance/Catalog"
 import type { QueryFacts } from "../governance/GovernedExecutor"
-import { tablesNamed } from "../schema/SchemaFilter"
+import { findColumn, findTable } from "../schema/SchemaFilter"
 import { Connections } from "./Connections"
 import { Queries } from "./Queries"
 import { Schemas, type SchemaView } from "./Schemas"
@@ -47,18 +47,6 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
     const queries = yield* Queries
     const connections = yield* Connections
 
-    const tableIn = (view: SchemaView, name: string) => {
-      const table = tablesNamed(view.tables, name)[0]
-      return table === undefined ? Effect.fail(new NotFound({ message: `No table "${name}" on ${view.snapshot.connection}` })) : Effect.succeed(table)
-    }
-
-    const columnOf = (table: TableInfo, name: string) => {
-      const column = table.columns.find((c) => c.name.toLowerCase() === name.toLowerCase())
-      return column === undefined
-        ? Effect.fail(new NotFound({ message: `No column "${name}" in ${qualifiedName(table)}; its columns are ${table.columns.map((c) => c.name).join(", ")}` }))
-        : Effect.succeed(column)
-    }
-
     const governed = (principal: Principal, view: SchemaView, sql: string, rowLimit: number, context: ExploreContext) =>
       queries.run(
         principal,
@@ -74,7 +62,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
     const open = (principal: Principal, connection: string, tableName: string) =>
       Effect.gen(function* () {
         const view = yield* schemas.view(principal, connection)
-        return { view, table: yield* tableIn(view, tableName) }
+        return { view, table: yield* findTable(view.tables, tableName, view.snapshot.connection) }
       })
 
     /** A few whole rows of the table. */
@@ -103,7 +91,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
       context: ExploreContext
     ) {
       const { view, table } = yield* open(principal, request.connection, request.table)
-      const column = yield* columnOf(table, request.column)
+      const column = yield* findColumn(table, request.column)
       const dbType = view.connection.db_type
       const c = quoteIdentifier(dbType, column.name)
       if (request.filter_pattern !== undefined) {
@@ -159,7 +147,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
     ) {
       const { view, table } = yield* open(principal, request.connection, request.table)
       const chosen: ReadonlyArray<ColumnInfo> =
-        request.columns === undefined ? table.columns.slice(0, MAX_STATS_COLUMNS) : yield* Effect.forEach(request.columns, (name) => columnOf(table, name))
+        request.columns === undefined ? table.columns.slice(0, MAX_STATS_COLUMNS) : yield* Effect.forEach(request.columns, (name) => findColumn(table, name))
       const dbType = view.connection.db_type
       const q = (id: string) => quoteIdentifier(dbType, id)
       const policy = yield* connections.piiPolicy(principal, request.connection)

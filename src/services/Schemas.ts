@@ -2,7 +2,7 @@ import { Deferred, Effect, Either, FiberId, Schema, type Scope } from "effect"
 import type { ConnectorError } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
-import { InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
+import { InvalidRequest, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
 import type { PiiPolicy } from "../domain/Pii"
@@ -19,7 +19,7 @@ import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor } from "../schema/catalog/Catalogs"
 import { type CatalogScan, fingerprintOf, scanCatalog } from "../schema/CatalogScan"
 import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
-import { tablesNamed } from "../schema/SchemaFilter"
+import { findTable } from "../schema/SchemaFilter"
 import { searchNotes, withNotes } from "../schema/SchemaNotes"
 import { joinPaths, relationshipsOf } from "../schema/Relationships"
 import { SchemaSearch } from "../schema/SchemaSearch"
@@ -80,12 +80,6 @@ export interface SchemaView {
   /** The visible tables as scanned, without notes, for diffs. */
   readonly scanned: ReadonlyArray<TableInfo>
   readonly notes: ReadonlyArray<NoteRow>
-}
-
-/** The visible table a name means (the first, when several schemas have one of that name). */
-const oneTable = (view: SchemaView, name: string) => {
-  const table = tablesNamed(view.tables, name)[0]
-  return table === undefined ? Effect.fail(new NotFound({ message: `No table "${name}" on ${view.snapshot.connection}` })) : Effect.succeed(table)
 }
 
 /** Whether the connection's blocked tables and allow-list let a caller see this table at all. */
@@ -499,7 +493,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       const schema = yield* view(principal, name)
       const all = relationshipsOf(schema.tables, params.include_inferred ?? true)
       if (params.table === undefined) return { schema, relationships: all }
-      const table = qualifiedName(yield* oneTable(schema, params.table))
+      const table = qualifiedName(yield* findTable(schema.tables, params.table, name))
       return { schema, relationships: all.filter((r) => r.from_table === table || r.to_table === table) }
     })
 
@@ -509,8 +503,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       params: { readonly from: string; readonly to: string; readonly max_hops?: number | undefined; readonly include_inferred?: boolean | undefined }
     ) {
       const schema = yield* view(principal, name)
-      const from = qualifiedName(yield* oneTable(schema, params.from))
-      const to = qualifiedName(yield* oneTable(schema, params.to))
+      const from = qualifiedName(yield* findTable(schema.tables, params.from, name))
+      const to = qualifiedName(yield* findTable(schema.tables, params.to, name))
       const paths = joinPaths(relationshipsOf(schema.tables, params.include_inferred ?? true), from, to, params.max_hops ?? 4)
       return { schema, from, to, paths }
     })

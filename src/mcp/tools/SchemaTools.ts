@@ -4,6 +4,7 @@ import { qualifiedName, TableInfo } from "../../domain/SchemaSnapshot"
 import { JoinPaths, LiveDiff, Relationships, SchemaLinkResult, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
 import { tablesNamed } from "../../schema/SchemaFilter"
 import { compactLine, overviewOf, schemaText } from "../../schema/SchemaFormats"
+import { columnHitJson, tableHitJson } from "../../schema/SchemaSearch"
 import { Connections } from "../../services/Connections"
 import { SchemaContext } from "../../services/SchemaContext"
 import { Schemas, type SchemaView } from "../../services/Schemas"
@@ -172,22 +173,7 @@ export const schemaTools = Effect.gen(function* () {
             : untrusted(`Best matches first, from ${sourceLine(view)}.`, boundedLines(lines).text)
         return {
           text,
-          structured: {
-            tables: tables.map((hit) => ({
-              table: qualifiedName(hit.table),
-              kind: hit.table.kind,
-              score: hit.score,
-              matched_terms: hit.matched,
-              comment: hit.table.comment,
-              row_estimate: hit.table.row_estimate,
-              columns: hit.table.columns.map((c) => c.name)
-            })),
-            columns: columns.map((hit) => ({
-              table: qualifiedName(hit.table),
-              column: hit.table.columns.find((c) => c.name === hit.column)!,
-              score: hit.score
-            }))
-          }
+          structured: { tables: tables.map(tableHitJson), columns: columns.map(columnHitJson) }
         }
       }).pipe(Effect.mapError(asFailure))
   }
