@@ -7,6 +7,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { decodeJwt, jwtVerify } from "jose"
+import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS } from "./FakeCatalog"
 
 /**
  * A BigQuery REST fake over HTTPS, for the real @google-cloud/bigquery driver: the OAuth token endpoint
@@ -58,6 +59,8 @@ export interface BigqueryFake {
   readonly url: string
   readonly caPath: string
   readonly define: (sql: string, statement: FakeStatement) => void
+  /** Defines a schema scan's two reads (as `informationSchemaCatalog` words them) to answer with FakeCatalog.ts's catalog. */
+  readonly defineCatalog: (queries: { readonly relations: string; readonly columns: string }) => void
   /** A service-account key whose token_uri is this fake; `registered: false` signs with a key the fake does not know. */
   readonly serviceAccount: (options?: { readonly registered?: boolean }) => ServiceAccount
   readonly dryRuns: Array<{ readonly sql: string; readonly configuration: any }>
@@ -265,6 +268,11 @@ export const startBigqueryFake = async (project: string): Promise<BigqueryFake> 
     url,
     caPath: tls.certPath,
     define: (sql, statement) => statements.set(normalize(sql), statement),
+    defineCatalog: ({ relations, columns }) => {
+      const fields = (names: ReadonlyArray<string>) => names.map((name) => ({ name, type: "STRING" }))
+      statements.set(normalize(relations), { statementType: "SELECT", fields: fields(RELATION_COLUMNS), rows: informationSchemaRelations() })
+      statements.set(normalize(columns), { statementType: "SELECT", fields: fields(COLUMN_COLUMNS), rows: informationSchemaColumns("bigquery") })
+    },
     serviceAccount,
     dryRuns,
     jobs,

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto"
 import type * as http from "node:http"
+import { clickhouseColumns, clickhouseRelations, COLUMN_COLUMNS, RELATION_COLUMNS } from "./FakeCatalog"
 import { listenFake } from "./FakeServer"
 
 /**
@@ -7,7 +8,8 @@ import { listenFake } from "./FakeServer"
  * POST body or GET `query`, settings as URL parameters, basic or X-ClickHouse-User/Key auth, the
  * JSONCompactEachRow(WithNamesAndTypes) formats, `readonly` refusing writes with Code 164 as the real
  * server does, a `sleep` query that runs until KILL QUERY (or max_execution_time) stops it, and
- * `numbers(N)` streamed with back-pressure so a reader that stops early is visible.
+ * `numbers(N)` streamed with back-pressure so a reader that stops early is visible. system.tables and
+ * system.columns, as a schema scan reads them, answer with FakeCatalog.ts's catalog for the current database.
  */
 export interface ReceivedQuery {
   readonly method: string
@@ -75,8 +77,24 @@ export const startClickhouseFake = async (options: ClickhouseFakeOptions = {}): 
     }
   }
 
-  const table = (sql: string): Table | undefined => {
+  const table = (sql: string, database: string): Table | undefined => {
     if (/^select\s+1\s*$/i.test(sql)) return { names: ["1"], types: ["UInt8"], rows: () => [[1]] }
+    // The scan's catalog reads; the privileges probe also reads system.tables, but not is_temporary.
+    const inDatabase = (rows: Array<Array<unknown>>) => () => rows.filter((row) => row[0] === database)
+    if (/\bsystem\.tables\b/i.test(sql) && /\bis_temporary\b/i.test(sql)) {
+      return {
+        names: RELATION_COLUMNS,
+        types: ["String", "String", "String", "Nullable(String)", "Nullable(UInt64)", "Nullable(UInt64)", "Nullable(String)", "Nullable(String)", "String", "String", "Nullable(Nothing)"],
+        rows: inDatabase(clickhouseRelations())
+      }
+    }
+    if (/\bsystem\.columns\b/i.test(sql)) {
+      return {
+        names: COLUMN_COLUMNS,
+        types: ["String", "String", "String", "String", "UInt8", "Nullable(String)", "Nullable(String)", "UInt8", "Nullable(Nothing)", "Nullable(Nothing)"],
+        rows: inDatabase(clickhouseColumns())
+      }
+    }
     if (/\bsystem\.tables\b/i.test(sql)) return { names: ["readable_tables"], types: ["UInt64"], rows: () => [["3"]] }
     if (/\bfrom\s+events\b/i.test(sql)) {
       const rows = [[1, "signup", "2024-01-01 10:00:00"], [2, "login", "2024-01-02 11:30:00"]]
@@ -201,7 +219,7 @@ export const startClickhouseFake = async (options: ClickhouseFakeOptions = {}): 
       })
       return
     }
-    const result = table(sql)
+    const result = table(sql, database)
     if (result === undefined) return fail(res, 404, 60, "UNKNOWN_TABLE", `Unknown table expression identifier in scope ${sql.slice(0, 60)}`)
     await stream(res, queryId, format, result)
   }

@@ -13,13 +13,15 @@ import { Effect, Either, Exit, Scope } from "effect"
 import type { ConnectorError } from "../../layers/connectors/Connector"
 import { makeScrubber } from "../../layers/connectors/DriverErrors"
 import { SnowflakeConnector } from "../../layers/connectors/Snowflake"
+import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS } from "./FakeCatalog"
 
 /**
  * A Snowflake REST endpoint for the real snowflake-sdk driver: login, query-request with JSON rowsets
  * (inline and in chunks), "query in progress" answers polled through /queries/{id}/result, abort-request,
  * heartbeat, telemetry and logout. It behaves like an account whose MULTI_STATEMENT_COUNT is 0 (any number
  * of statements), so only a client that sends MULTI_STATEMENT_COUNT=1 with each statement gets a
- * multi-statement text refused; and it enforces STATEMENT_TIMEOUT_IN_SECONDS as the server does.
+ * multi-statement text refused; and it enforces STATEMENT_TIMEOUT_IN_SECONDS as the server does. A schema
+ * scan's information_schema reads answer with FakeCatalog.ts's catalog.
  */
 
 export interface Certificate {
@@ -134,6 +136,8 @@ const statements = (sql: string) =>
     .map((s) => s.trim())
     .filter((s) => s.length > 0)
 
+const catalog = (names: ReadonlyArray<string>, rows: Result["rows"]): Result => ({ columns: names.map((name) => ({ name, type: "text" })), rows })
+
 /** What the fake database answers for one statement; a number is a SYSTEM$WAIT in seconds. */
 const evaluate = (statement: string): Result | number => {
   const wait = /system\$wait\(\s*(\d+(?:\.\d+)?)\s*\)/i.exec(statement)
@@ -146,6 +150,9 @@ const evaluate = (statement: string): Result | number => {
       rows: Array.from({ length: n }, (_, i) => [String(i + 1), `row ${i + 1}`, `${i + 1}.50`])
     }
   }
+  // The privileges probe counts information_schema.tables too; the scan's read is the one that asks for table_type.
+  if (/information_schema\.tables/i.test(statement) && /\btable_type\b/i.test(statement)) return catalog(RELATION_COLUMNS, informationSchemaRelations())
+  if (/information_schema\.columns/i.test(statement)) return catalog(COLUMN_COLUMNS, informationSchemaColumns("snowflake"))
   if (/information_schema\.tables/i.test(statement)) return { columns: [{ name: "READABLE_TABLES", type: "fixed" }], rows: [["3"]] }
   if (/^select\s+1$/i.test(statement)) return { columns: [{ name: "1", type: "fixed" }], rows: [["1"]] }
   if (/^select\s+'([^']*)'$/i.test(statement)) {

@@ -1,4 +1,5 @@
 import type * as http from "node:http"
+import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS } from "./FakeCatalog"
 import { listenFake } from "./FakeServer"
 
 /**
@@ -8,7 +9,8 @@ import { listenFake } from "./FakeServer"
  * carry an `error` with errorName/errorType; DELETE on a nextUri (or /v1/query/{id}) cancels and is
  * recorded; with `users`, HTTP basic auth is required (401 otherwise), as Trino's password
  * authenticator does. `SELECT … FROM slow` keeps RUNNING until cancelled or past the
- * query_max_execution_time session property.
+ * query_max_execution_time session property. The information_schema tables and columns answer with
+ * the canned catalog of FakeCatalog.ts.
  */
 export interface TrinoStatement {
   readonly id: string
@@ -65,10 +67,14 @@ interface Query {
 
 const syntaxError = (message: string): TrinoError => ({ message, errorCode: 1, errorName: "SYNTAX_ERROR", errorType: "USER_ERROR" })
 
+const catalog = (names: Array<string>, rows: Array<Array<unknown>>): Outcome => ({ kind: "rows", columns: names.map((name) => ({ name, type: "varchar" })), rows })
+
 const outcomeOf = (sql: string): Outcome => {
   if (/;\s*\S/.test(sql)) return { kind: "error", error: syntaxError("line 1:9: mismatched input ';'. Expecting: <EOF>") }
   if (/^select\s+1$/i.test(sql)) return { kind: "rows", columns: [{ name: "_col0", type: "integer" }], rows: [[1]] }
   if (/\bsystem\.jdbc\.tables\b/i.test(sql)) return { kind: "rows", columns: [{ name: "readable_tables", type: "bigint" }], rows: [[3]] }
+  if (/\binformation_schema\.tables\b/i.test(sql)) return catalog(RELATION_COLUMNS, informationSchemaRelations())
+  if (/\binformation_schema\.columns\b/i.test(sql)) return catalog(COLUMN_COLUMNS, informationSchemaColumns("trino"))
   if (/\bfrom\s+slow\b/i.test(sql)) return { kind: "slow" }
   const sequence = /sequence\(\s*1\s*,\s*(\d+)\s*\)/i.exec(sql)
   if (sequence) {
