@@ -16,7 +16,7 @@ import { rulesThroughViews } from "../governance/ViewLineage"
 import { qualify, tablePolicyRefusal } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
-import { catalogFor } from "../schema/catalog/Catalogs"
+import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
 import { type CatalogScan, fingerprintOf, scanCatalog } from "../schema/CatalogScan"
 import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
 import { findTable } from "../schema/SchemaFilter"
@@ -137,7 +137,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const readTables = (target: Target, progress: CatalogScan<unknown>["progress"]) =>
       Effect.gen(function* () {
         const queries = catalogFor(target.connection)
-        if (queries === undefined) return yield* new InvalidRequest({ message: "Set the connection's dataset so its catalog can be scanned" })
+        if ("needs" in queries) return yield* new InvalidRequest({ message: catalogGap(target.connection)! })
         return yield* pools.withPool(target, (pool) =>
           scanCatalog(queries, {
             read: (sql) =>
@@ -272,7 +272,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const piiFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
       Effect.gen(function* () {
         // No rules, nothing a view could carry: the query path reads nothing more.
-        if (target.pii.rules.length === 0 || catalogFor(target.connection) === undefined) return target.pii
+        if (target.pii.rules.length === 0 || catalogGap(target.connection) !== undefined) return target.pii
         let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
         if (entry?.orgId !== orgOf(target)) entry = undefined
         const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > FRESH_MS && readsUnknown(entry, target, sql)
@@ -362,9 +362,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     /** Starts a background scan (or joins the one running) and reports its status at once. */
     const refresh = Effect.fn("Schemas.refresh")(function* (principal: Principal, name: string) {
       const target = yield* connections.target(principal, name)
-      if (catalogFor(target.connection) === undefined) {
-        return yield* new InvalidRequest({ message: "Set the connection's dataset so its catalog can be scanned" })
-      }
+      const gap = catalogGap(target.connection)
+      if (gap !== undefined) return yield* new InvalidRequest({ message: gap })
       const started = !running.has(target.connectionId)
       yield* scanning(target)
       const status = yield* statusOf(target)
@@ -388,8 +387,9 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           skipped.push({ connection: name, reason: target.left.message })
           continue
         }
-        if (catalogFor(target.right.connection) === undefined) {
-          skipped.push({ connection: name, reason: "its catalog needs a dataset" })
+        const gap = catalogGap(target.right.connection)
+        if (gap !== undefined) {
+          skipped.push({ connection: name, reason: gap })
           continue
         }
         const header = yield* repo.header(principal.orgId, target.right.connectionId).pipe(storeDown)

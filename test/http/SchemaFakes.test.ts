@@ -87,6 +87,15 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
       expect(compactLines).toContain("shop.orders: id integer, customer_id integer, total decimal(12,2)")
       const reads = trino.statements.filter((s) => /information_schema\.(tables|columns)/.test(s.sql))
       expect(new Set(reads.map((s) => `${s.user}@${s.catalog}`))).toEqual(new Set(["dave@hive"]))
+
+      // Without a catalog Trino has no information_schema to read: a clear refusal, and nothing is sent.
+      const key = await localKey(gateway)
+      const sent = trino.statements.length
+      await request(gateway.url, "/api/connections", { key, body: { name: "nocatalog", db_type: "trino", host: "127.0.0.1", port: trino.port, username: "dave" } })
+      const refused = await request(gateway.url, "/api/connections/nocatalog/schema/refresh", { key, method: "POST" })
+      expect([refused.status, refused.json.code, refused.json.message]).toEqual([400, "invalid_request", "Set the connection's catalog so its schema can be scanned"])
+      expect((await request(gateway.url, "/api/connections/nocatalog/schema", { key })).json.code).toBe("invalid_request")
+      expect(trino.statements.length).toBe(sent)
     })
   })
 

@@ -6,8 +6,8 @@ import { mysqlCatalog } from "./Mysql"
 import { postgresCatalog } from "./Postgres"
 import { sqliteCatalog } from "./Sqlite"
 
-/** The catalog reads for a connection; undefined when it lacks what its catalog needs (BigQuery's dataset). */
-export const catalogFor = (connection: ConnectionInput): CatalogQueries | undefined => {
+/** The catalog reads for a connection, or what the connection must name before its catalog can be read. */
+export const catalogFor = (connection: ConnectionInput): CatalogQueries | { readonly needs: string } => {
   switch (connection.db_type) {
     case "postgresql":
       return postgresCatalog
@@ -20,12 +20,21 @@ export const catalogFor = (connection: ConnectionInput): CatalogQueries | undefi
     case "clickhouse":
       return clickhouseCatalog
     case "bigquery":
-      return connection.dataset === undefined ? undefined : informationSchemaCatalog(`\`${connection.project}.${connection.dataset}\`.`)
-    case "redshift":
-    case "snowflake":
+      return connection.dataset === undefined ? { needs: "dataset" } : informationSchemaCatalog(`\`${connection.project}.${connection.dataset}\`.`)
+    // Both read information_schema of the session's catalog or database, which must be set.
     case "trino":
+      return connection.catalog === undefined ? { needs: "catalog" } : informationSchemaCatalog()
+    case "snowflake":
+      return connection.database === undefined ? { needs: "database" } : informationSchemaCatalog()
+    case "redshift":
     case "databricks":
     case "mssql":
       return informationSchemaCatalog()
   }
+}
+
+/** Why a connection's catalog cannot be read, for an error or a skipped warm-up; undefined when it can. */
+export const catalogGap = (connection: ConnectionInput) => {
+  const catalog = catalogFor(connection)
+  return "needs" in catalog ? `Set the connection's ${catalog.needs} so its schema can be scanned` : undefined
 }
