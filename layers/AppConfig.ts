@@ -44,6 +44,7 @@ const raw = Config.all({
   storePoolSize: positiveInt("SP_STORE_POOL_SIZE", 4),
   leaseTtlSeconds: positiveInt("SP_LEASE_TTL_SECONDS", 30),
   healthIntervalSeconds: positiveInt("SP_HEALTH_INTERVAL_SECONDS", 30),
+  schemaLoopSeconds: positiveInt("SP_SCHEMA_LOOP_SECONDS", 30),
   auditRetentionDays: Config.option(positive("SP_AUDIT_RETENTION_DAYS")),
   localDbDirs: list("SP_LOCAL_DB_DIRS"),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),

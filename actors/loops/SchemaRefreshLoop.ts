@@ -1,4 +1,5 @@
 import { Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
 import { Leases } from "../../layers/Leases"
 import { Schemas } from "../../src/services/Schemas"
 
@@ -6,12 +7,13 @@ const DEFAULT_INTERVAL_SECONDS = 86_400
 const BATCH = 10
 
 /**
- * One replica rescans, every 30 s, the connections whose snapshot is older than their
+ * One replica rescans, every SP_SCHEMA_LOOP_SECONDS, the connections whose snapshot is older than their
  * schema_refresh_interval (a day by default); a scan that finds a change records it.
  * Connections never scanned are left alone: their first read scans them.
  */
 export const SchemaRefreshLoop = Layer.scopedDiscard(
   Effect.gen(function* () {
+    const config = yield* AppConfig
     const schemas = yield* Schemas
     const leases = yield* Leases
     const round = schemas.dueForRefresh(DEFAULT_INTERVAL_SECONDS, BATCH).pipe(
@@ -22,6 +24,6 @@ export const SchemaRefreshLoop = Layer.scopedDiscard(
       ),
       Effect.catchAllCause((cause) => Effect.logError("schema refresh round failed", cause))
     )
-    yield* leases.runLeased("schema-refresh", Effect.repeat(round, Schedule.spaced("30 seconds"))).pipe(Effect.forkScoped)
+    yield* leases.runLeased("schema-refresh", Effect.repeat(round, Schedule.spaced(`${config.schemaLoopSeconds} seconds`))).pipe(Effect.forkScoped)
   })
 )

@@ -1,12 +1,14 @@
 import { Effect, Layer, Schedule } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
 import { Leases } from "../../layers/Leases"
 import { SchemaWatches } from "../../src/services/SchemaWatches"
 
 const BATCH = 20
 
-/** One replica runs, every minute, the schema watches whose interval has passed; a failed run is recorded on its watch. */
+/** One replica runs, every SP_SCHEMA_LOOP_SECONDS, the schema watches whose interval has passed; a failed run is recorded on its watch. */
 export const SchemaWatchLoop = Layer.scopedDiscard(
   Effect.gen(function* () {
+    const config = yield* AppConfig
     const watches = yield* SchemaWatches
     const leases = yield* Leases
     const round = watches.due(BATCH).pipe(
@@ -15,6 +17,6 @@ export const SchemaWatchLoop = Layer.scopedDiscard(
       ),
       Effect.catchAllCause((cause) => Effect.logError("schema watch round failed", cause))
     )
-    yield* leases.runLeased("schema-watches", Effect.repeat(round, Schedule.spaced("1 minute"))).pipe(Effect.forkScoped)
+    yield* leases.runLeased("schema-watches", Effect.repeat(round, Schedule.spaced(`${config.schemaLoopSeconds} seconds`))).pipe(Effect.forkScoped)
   })
 )

@@ -91,7 +91,7 @@ export class SchemaRepo extends Effect.Service<SchemaRepo>()("sluice/SchemaRepo"
                   scanned_at = ${next.scanned_at}, scan_ms = ${next.scan_ms}, table_count = ${next.table_count},
                   column_count = ${next.column_count}, tables = ${tables}
                 where org_id = ${orgId} and connection_id = ${connectionId} and version = ${previous.version}
-                  and fingerprint = ${previous.fingerprint} and scanned_at = ${previous.scanned_at}
+                  and fingerprint = ${previous.fingerprint}
                 returning version`
         if (stored.length === 0) return false
         if (diff !== null) {
