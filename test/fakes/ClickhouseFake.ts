@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import type * as http from "node:http"
-import { clickhouseColumns, clickhouseRelations, COLUMN_COLUMNS, RELATION_COLUMNS } from "./FakeCatalog"
+import { clickhouseColumns, clickhouseKeys, clickhouseRelations, COLUMN_COLUMNS, RELATION_COLUMNS } from "./FakeCatalog"
 import { listenFake } from "./FakeServer"
 
 /**
@@ -93,6 +93,13 @@ export const startClickhouseFake = async (options: ClickhouseFakeOptions = {}): 
         names: COLUMN_COLUMNS,
         types: ["String", "String", "String", "String", "UInt8", "Nullable(String)", "Nullable(String)", "UInt8", "Nullable(Nothing)", "Nullable(Nothing)"],
         rows: inDatabase(clickhouseColumns())
+      }
+    }
+    if (/\bsystem\.tables\b/i.test(sql) && /\bprimary_key\s*!=/i.test(sql)) {
+      return {
+        names: ["schema", "table", "name", "kind", "columns", "ref_schema", "ref_table", "ref_columns"],
+        types: ["String", "String", "String", "String", "String", "Nullable(Nothing)", "Nullable(Nothing)", "Nullable(Nothing)"],
+        rows: inDatabase(clickhouseKeys())
       }
     }
     if (/\bsystem\.tables\b/i.test(sql)) return { names: ["readable_tables"], types: ["UInt64"], rows: () => [["3"]] }

@@ -62,8 +62,9 @@ export const FAKE_TABLES: ReadonlyArray<FakeTable> = [
       { name: "customer_id", type: "integer", nullable: false },
       { name: "total", type: "decimal", nullable: false }
     ],
-    primaryKey: ["id"],
-    sortKey: ["id", "customer_id"],
+    // Key order differs from column order, as a scan must keep it.
+    primaryKey: ["customer_id", "id"],
+    sortKey: ["customer_id", "id", "total"],
     partitionKey: "intDiv(id, 1000000)",
     rows: 5400,
     bytes: 262_144
@@ -114,3 +115,7 @@ export const clickhouseColumns = (): Array<Array<unknown>> =>
   FAKE_TABLES.flatMap((t) =>
     t.columns.map((c) => [FAKE_SCHEMA, t.name, c.name, typeOf("clickhouse", c), c.nullable ? 1 : 0, null, c.comment ?? null, t.primaryKey.includes(c.name) ? 1 : 0, null, null])
   )
+
+/** system.tables' primary keys, as the scan's keys read selects them: the key's columns in key order. */
+export const clickhouseKeys = (): Array<Array<unknown>> =>
+  FAKE_TABLES.filter((t) => t.primaryKey.length > 0).map((t) => [FAKE_SCHEMA, t.name, "primary_key", "p", JSON.stringify(t.primaryKey), null, null, null])

@@ -21,5 +21,8 @@ export const clickhouseCatalog: CatalogQueries = {
     FROM system.tables WHERE database = currentDatabase() AND NOT is_temporary ORDER BY database, name`,
   columns: `SELECT database, table, name, type, startsWith(type, 'Nullable('), nullIf(default_expression, ''), nullIf(comment, ''),
       is_in_primary_key, NULL, NULL
-    FROM system.columns WHERE database = currentDatabase() ORDER BY database, table, position`
+    FROM system.columns WHERE database = currentDatabase() ORDER BY database, table, position`,
+  // The primary key in key order (is_in_primary_key only says which columns are in it).
+  keys: `SELECT database, name, 'primary_key', 'p', toJSONString(arrayFilter(x -> x != '', splitByString(', ', primary_key))), NULL, NULL, NULL
+    FROM system.tables WHERE database = currentDatabase() AND primary_key != '' ORDER BY database, name`
 }
