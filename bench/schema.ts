@@ -109,8 +109,7 @@ try {
   const local: Array<number> = []
   for (const q of queries) {
     const t = performance.now()
-    index.searchTables(q, 20)
-    index.searchColumns(q, 20)
+    index.search(q, { tables: 20, columns: 20 })
     local.push(performance.now() - t)
   }
   for (const [label, samples] of [

@@ -55,12 +55,12 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
       .handle("search", ({ path, urlParams }) =>
         Effect.map(viewOf(path.name), (view) => {
           const limit = urlParams.limit ?? DEFAULT_SEARCH_LIMIT
-          const index = view.search()
+          const found = view.search().search(urlParams.q, { tables: limit, columns: limit }, view.visible)
           return {
             ...sourceOf(view),
             query: urlParams.q,
-            tables: index.searchTables(urlParams.q, limit, view.visible).map(tableHitJson),
-            columns: index.searchColumns(urlParams.q, limit, view.visible).map(columnHitJson)
+            tables: found.tables.map(tableHitJson),
+            columns: found.columns.map(columnHitJson)
           }
         })
       )

@@ -121,22 +121,32 @@ export class SchemaSearch {
 
   /** Tables best matching `query`, best first, among those `visible` lets through. */
   searchTables(query: string, limit: number, visible: (t: TableInfo) => boolean = () => true): Array<TableHit> {
-    return this.tables
-      .search(query)
-      .map((r: SearchResult) => ({ table: this.all[r.id as number]!, score: r.score, matched: r.terms }))
+    return this.rankTables(query)
       .filter((hit) => visible(hit.table))
       .slice(0, limit)
   }
 
-  /** Columns best matching `query`: the column's own match first, its table's match to order tables sharing it. */
-  searchColumns(query: string, limit: number, visible: (t: TableInfo) => boolean = () => true): Array<ColumnHit> {
+  /**
+   * Tables and columns matching `query`, each list best first, from one table search: a column's
+   * own match decides its place, and its table's match orders the tables sharing it.
+   */
+  search(query: string, limits: { readonly tables: number; readonly columns: number }, visible: (t: TableInfo) => boolean = () => true) {
+    const ranked = this.rankTables(query)
+    return { tables: ranked.filter((hit) => visible(hit.table)).slice(0, limits.tables), columns: this.rankColumns(query, ranked, limits.columns, visible) }
+  }
+
+  private rankTables(query: string): Array<TableHit & { readonly id: number }> {
+    return this.tables.search(query).map((r: SearchResult) => ({ id: r.id as number, table: this.all[r.id as number]!, score: r.score, matched: r.terms }))
+  }
+
+  private rankColumns(query: string, tables: ReadonlyArray<{ readonly id: number; readonly score: number }>, limit: number, visible: (t: TableInfo) => boolean) {
     const docs = this.columns.search(query)
     if (docs.length === 0) return []
     const tableScore = new Map<number, number>()
     let best = 1
-    for (const r of this.tables.search(query)) {
-      tableScore.set(r.id as number, r.score)
-      if (r.score > best) best = r.score
+    for (const t of tables) {
+      tableScore.set(t.id, t.score)
+      if (t.score > best) best = t.score
     }
     const hits: Array<ColumnHit> = []
     for (const doc of docs) {

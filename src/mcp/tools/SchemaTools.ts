@@ -160,9 +160,7 @@ export const schemaTools = Effect.gen(function* () {
     run: (args, call) =>
       Effect.gen(function* () {
         const view = yield* schemas.view(call.principal, args.connection_name)
-        const index = view.search()
-        const tables = index.searchTables(args.query, args.limit ?? 10, view.visible)
-        const columns = index.searchColumns(args.query, 10, view.visible)
+        const { tables, columns } = view.search().search(args.query, { tables: args.limit ?? 10, columns: 10 }, view.visible)
         const lines = [
           ...tables.map((hit) => compactLine(hit.table)),
           ...(columns.length > 0 ? ["Matching columns:", ...columns.map((hit) => `- ${qualifiedName(hit.table)}.${hit.column}`)] : [])
