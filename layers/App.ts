@@ -19,10 +19,12 @@ import { Metrics } from "../src/services/Metrics"
 import { PiiDetector } from "../src/services/PiiDetector"
 import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
+import { SchemaChanges } from "../src/services/SchemaChanges"
 import { SchemaContext } from "../src/services/SchemaContext"
 import { SchemaCuration } from "../src/services/SchemaCuration"
 import { SchemaWatches } from "../src/services/SchemaWatches"
 import { SchemaExplorer } from "../src/services/SchemaExplorer"
+import { SchemaRelations } from "../src/services/SchemaRelations"
 import { Schemas } from "../src/services/Schemas"
 import { Settings } from "../src/services/Settings"
 import { AppConfig } from "./AppConfig"
@@ -36,7 +38,7 @@ import { StoreLive } from "./Store"
 
 const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
-const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default, SchemaContext.Default, SchemaCuration.Default, SchemaWatches.Default).pipe(
+const ConnectionsLive = Layer.mergeAll(ConnectionHealth.Default, ConnectionTransfer.Default, PiiDetector.Default, SchemaExplorer.Default, SchemaContext.Default, SchemaCuration.Default, SchemaWatches.Default, SchemaChanges.Default, SchemaRelations.Default).pipe(
   Layer.provideMerge(Queries.Default),
   Layer.provideMerge(Schemas.Default),
   Layer.provideMerge(ConnectionChecks.Default),

@@ -90,3 +90,13 @@ export const tablePolicyRefusal = (tables: ReadonlyArray<TableReference>, connec
   }
   return undefined
 }
+
+/** Whether the connection's blocked tables and allow-list let a caller see this table at all. */
+export const tableVisible = (connection: ConnectionInput) => (schema: string, table: string) =>
+  tablePolicyRefusal([{ parts: [schema, table] }], connection) === undefined
+
+/** The same for a `schema.table` name. */
+export const qualifiedVisible = (connection: ConnectionInput) => (qualified: string) => {
+  const dot = qualified.indexOf(".")
+  return tableVisible(connection)(qualified.slice(0, dot), qualified.slice(dot + 1))
+}

@@ -5,8 +5,10 @@ import { CurrentPrincipal } from "../domain/Principal"
 import { filterTables } from "../schema/SchemaFilter"
 import { overviewOf, schemaText } from "../schema/SchemaFormats"
 import { columnHitJson, tableHitJson } from "../schema/SchemaSearch"
+import { SchemaChanges } from "../services/SchemaChanges"
 import { SchemaContext } from "../services/SchemaContext"
 import { SchemaExplorer } from "../services/SchemaExplorer"
+import { SchemaRelations } from "../services/SchemaRelations"
 import { Schemas, type SchemaView } from "../services/Schemas"
 import { onChildQueries, onConnection } from "./RequestState"
 
@@ -24,6 +26,8 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
     const schemas = yield* Schemas
     const explorer = yield* SchemaExplorer
     const context = yield* SchemaContext
+    const relations = yield* SchemaRelations
+    const changes = yield* SchemaChanges
     const exploring = (name: string, session: string | undefined) =>
       Effect.map(onChildQueries(name, "schema_explore"), (sink) => ({ surface: "rest" as const, ...sink, session }))
     const viewOf = (name: string) =>
@@ -84,13 +88,13 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
       )
       .handle("relationships", ({ path, urlParams }) =>
         onConnection(path.name).pipe(
-          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.relationships(p, path.name, urlParams))),
+          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => relations.relationships(p, path.name, urlParams))),
           Effect.map(({ schema, relationships }) => ({ ...sourceOf(schema), relationships }))
         )
       )
       .handle("joinPaths", ({ path, urlParams }) =>
         onConnection(path.name).pipe(
-          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.joinPaths(p, path.name, urlParams))),
+          Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => relations.joinPaths(p, path.name, urlParams))),
           Effect.map(({ schema, ...found }) => ({ ...sourceOf(schema), ...found }))
         )
       )
@@ -133,15 +137,15 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
         onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.status(p, path.name))))
       )
       .handle("diff", ({ path }) =>
-        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.liveDiff(p, path.name))))
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => changes.liveDiff(p, path.name))))
       )
       .handle("compare", ({ path }) =>
-        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.compare(p, path.name, path.compare))))
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => changes.compare(p, path.name, path.compare))))
       )
       .handle("diffHistory", ({ path, urlParams }) =>
-        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.changes(p, path.name, urlParams))))
+        onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => changes.history(p, path.name, urlParams))))
       )
-      .handle("changes", ({ urlParams }) => Effect.flatMap(CurrentPrincipal, (p) => schemas.changes(p, null, urlParams)))
+      .handle("changes", ({ urlParams }) => Effect.flatMap(CurrentPrincipal, (p) => changes.history(p, null, urlParams)))
       .handle("refresh", ({ path }) =>
         onConnection(path.name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, (p) => schemas.refresh(p, path.name))))
       )

@@ -1,4 +1,4 @@
-import { Deferred, Effect, Either, FiberId, Schema, type Scope } from "effect"
+import { Deferred, Effect, Either, FiberId, type Scope } from "effect"
 import type { ConnectorError } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
@@ -6,28 +6,24 @@ import { InvalidRequest, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
 import type { PiiPolicy } from "../domain/Pii"
-import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
-import { qualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
+import type { RefreshStatus, SchemaSnapshot, TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
 import { rulesThroughViews } from "../governance/ViewLineage"
-import { qualify, tablePolicyRefusal } from "../governance/TablePolicy"
+import { qualifiedVisible, qualify, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
 import { type CatalogScan, fingerprintOf, scanCatalog } from "../schema/CatalogScan"
-import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
-import { findTable } from "../schema/SchemaFilter"
+import { diffSchemas, visiblePart } from "../schema/SchemaDiff"
 import { searchNotes, withNotes } from "../schema/SchemaNotes"
-import { joinPaths, relationshipsOf } from "../schema/Relationships"
 import { SchemaSearch } from "../schema/SchemaSearch"
 import { Connections } from "./Connections"
 import { storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("schema store")
-const ChangeCursor = Schema.Tuple(Schema.String)
 // Catalog reads are metadata, not results: a generous cap, and a scan that would pass it says so.
 const MAX_CATALOG_ROWS = 2_000_000
 const CATALOG_TIMEOUT_MS = 300_000
@@ -80,15 +76,6 @@ export interface SchemaView {
   /** The visible tables as scanned, without notes, for diffs. */
   readonly scanned: ReadonlyArray<TableInfo>
   readonly notes: ReadonlyArray<NoteRow>
-}
-
-/** Whether the connection's blocked tables and allow-list let a caller see this table at all. */
-const visibleOn = (connection: ConnectionInput) => (schema: string, table: string) =>
-  tablePolicyRefusal([{ parts: [schema, table] }], connection) === undefined
-
-const visibleQualified = (connection: ConnectionInput) => (qualified: string) => {
-  const dot = qualified.indexOf(".")
-  return visibleOn(connection)(qualified.slice(0, dot), qualified.slice(dot + 1))
 }
 
 /** Changes when any note of the connection does: how many, and the latest write. */
@@ -309,7 +296,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       const key = `${target.version}:${notesKey(entry.notes)}`
       if (entry.curated?.key !== key) {
         const all = withNotes(entry.tables, entry.notes)
-        const shown = all.map((t, i) => ({ t, i })).filter(({ t }) => visibleOn(connection)(t.schema, t.name))
+        const shown = all.map((t, i) => ({ t, i })).filter(({ t }) => tableVisible(connection)(t.schema, t.name))
         entry.curated = { key, all, tables: shown.map(({ t }) => t), scanned: shown.map(({ i }) => entry.tables[i]!), set: new Set(shown.map(({ t }) => t)) }
       }
       const curated = entry.curated
@@ -417,7 +404,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         yield* Deferred.await(yield* scanning(target))
         const header = yield* repo.header(orgId, target.connectionId).pipe(storeDown)
         const rows = since === null ? [] : yield* repo.changes(orgId, target.connectionId, 1000, null).pipe(storeDown)
-        const visible = visibleQualified(target.connection)
+        const visible = qualifiedVisible(target.connection)
         return {
           version: header?.version ?? null,
           changes: rows
@@ -452,64 +439,14 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return { invalidated: dropped }
     })
 
-    /** The live catalog against the stored snapshot, storing nothing. */
-    const liveDiff = Effect.fn("Schemas.liveDiff")(function* (principal: Principal, name: string) {
-      const target = yield* connections.target(principal, name)
-      const stored = viewOf(target, yield* current(target))
-      const live = yield* readTables(target, () => Effect.void).pipe(Effect.mapError(scanFailure))
-      const diff = diffSchemas(stored.scanned, live.filter((t) => visibleOn(target.connection)(t.schema, t.name)))
-      return { connection: name, version: stored.snapshot.version, scanned_at: stored.snapshot.scanned_at, checked_at: new Date(), changed: !isEmptyDiff(diff), diff }
-    })
+    /** The visible tables as the catalog lists them now, storing nothing (for a live diff). */
+    const readLive = (target: Target) =>
+      readTables(target, () => Effect.void).pipe(
+        Effect.mapError(scanFailure),
+        Effect.map((tables) => tables.filter((t) => tableVisible(target.connection)(t.schema, t.name)))
+      )
 
-    /** What `other` has that `name` has not, and the reverse: two connections' latest snapshots side by side. */
-    const compare = Effect.fn("Schemas.compare")(function* (principal: Principal, name: string, other: string) {
-      const base = yield* view(principal, name)
-      const against = yield* view(principal, other)
-      const diff = diffSchemas(base.scanned, against.scanned)
-      return { connection: name, compare: other, version: base.snapshot.version, compare_version: against.snapshot.version, changed: !isEmptyDiff(diff), diff }
-    })
-
-    /** Recorded changes, newest first: one connection's, or the whole org's. */
-    const changes = Effect.fn("Schemas.changes")(function* (principal: Principal, name: string | null, params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }) {
-      const limit = params.limit ?? 50
-      const before = params.cursor === undefined ? null : (yield* decodeCursor(params.cursor, ChangeCursor))[0]
-      const only = name === null ? null : (yield* connections.target(principal, name)).connectionId
-      const rows = yield* repo.changes(principal.orgId, only, limit + 1, before).pipe(storeDown)
-      const visible = new Map<string, (qualified: string) => boolean>()
-      for (const connection of new Set(rows.map((r) => r.connection))) {
-        const target = yield* Effect.option(connections.target(principal, connection))
-        visible.set(connection, target._tag === "Some" ? visibleQualified(target.value.connection) : () => false)
-      }
-      const page = pageOf(rows, limit, (last) => [last.id])
-      return { ...page, items: page.items.map((row) => ({ ...row, diff: visiblePart(row.diff, visible.get(row.connection)!) })) }
-    })
-
-    /** Declared keys and, unless turned off, inferred ones; optionally only those touching one table. */
-    const relationships = Effect.fn("Schemas.relationships")(function* (
-      principal: Principal,
-      name: string,
-      params: { readonly include_inferred?: boolean | undefined; readonly table?: string | undefined }
-    ) {
-      const schema = yield* view(principal, name)
-      const all = relationshipsOf(schema.tables, params.include_inferred ?? true)
-      if (params.table === undefined) return { schema, relationships: all }
-      const table = qualifiedName(yield* findTable(schema.tables, params.table, name))
-      return { schema, relationships: all.filter((r) => r.from_table === table || r.to_table === table) }
-    })
-
-    const joinPathsBetween = Effect.fn("Schemas.joinPaths")(function* (
-      principal: Principal,
-      name: string,
-      params: { readonly from: string; readonly to: string; readonly max_hops?: number | undefined; readonly include_inferred?: boolean | undefined }
-    ) {
-      const schema = yield* view(principal, name)
-      const from = qualifiedName(yield* findTable(schema.tables, params.from, name))
-      const to = qualifiedName(yield* findTable(schema.tables, params.to, name))
-      const paths = joinPaths(relationshipsOf(schema.tables, params.include_inferred ?? true), from, to, params.max_hops ?? 4)
-      return { schema, from, to, paths }
-    })
-
-    return { view, piiFor, notesChanged, scanAndChangesSince, relationships, joinPaths: joinPathsBetween, liveDiff, compare, changes, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    return { view, readLive, piiFor, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
   dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default, SqlGuard.Default]
 }) {}

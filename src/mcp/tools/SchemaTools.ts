@@ -6,7 +6,9 @@ import { tablesNamed } from "../../schema/SchemaFilter"
 import { compactLine, overviewOf, schemaText } from "../../schema/SchemaFormats"
 import { columnHitJson, tableHitJson } from "../../schema/SchemaSearch"
 import { Connections } from "../../services/Connections"
+import { SchemaChanges } from "../../services/SchemaChanges"
 import { SchemaContext } from "../../services/SchemaContext"
+import { SchemaRelations } from "../../services/SchemaRelations"
 import { Schemas, type SchemaView } from "../../services/Schemas"
 import { type McpTool, READ_ONLY } from "../McpTool"
 import { boundedLines, untrusted } from "../ResultText"
@@ -72,6 +74,8 @@ export const schemaTools = Effect.gen(function* () {
   const schemas = yield* Schemas
   const connections = yield* Connections
   const context = yield* SchemaContext
+  const relations = yield* SchemaRelations
+  const changes = yield* SchemaChanges
 
   const listTables: McpTool<typeof ListTablesInput.Type> = {
     name: "list_tables",
@@ -239,7 +243,7 @@ export const schemaTools = Effect.gen(function* () {
     annotations: READ_ONLY,
     run: (args, call) =>
       Effect.gen(function* () {
-        const live = yield* schemas.liveDiff(call.principal, args.connection_name)
+        const live = yield* changes.liveDiff(call.principal, args.connection_name)
         const d = live.diff
         const lines = [
           ...(d.added_tables.length > 0 ? [`Added tables: ${d.added_tables.join(", ")}`] : []),
@@ -273,7 +277,7 @@ export const schemaTools = Effect.gen(function* () {
     annotations: READ_ONLY,
     run: (args, call) =>
       Effect.gen(function* () {
-        const found = yield* schemas.relationships(call.principal, args.connection_name, args.table_name === undefined ? {} : { table: args.table_name })
+        const found = yield* relations.relationships(call.principal, args.connection_name, args.table_name === undefined ? {} : { table: args.table_name })
         const lines = found.relationships.map(
           (r) =>
             `${r.from_columns.map((c) => `${r.from_table}.${c}`).join(", ")} → ${r.to_columns.map((c) => `${r.to_table}.${c}`).join(", ")}${r.kind === "inferred" ? ` (inferred, ${r.confidence})` : ""}`
@@ -298,7 +302,7 @@ export const schemaTools = Effect.gen(function* () {
     annotations: READ_ONLY,
     run: (args, call) =>
       Effect.gen(function* () {
-        const found = yield* schemas.joinPaths(call.principal, args.connection_name, {
+        const found = yield* relations.joinPaths(call.principal, args.connection_name, {
           from: args.from_table,
           to: args.to_table,
           ...(args.max_hops === undefined ? {} : { max_hops: args.max_hops })
