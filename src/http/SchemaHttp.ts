@@ -119,18 +119,8 @@ export const SchemaHttp = HttpApiBuilder.group(SluiceApi, "schema", (handlers) =
       .handle("exploreColumns", ({ path, payload }) =>
         Effect.gen(function* () {
           const context = yield* exploring(path.name, payload.session)
-          return yield* explorer.exploreColumns(
-            yield* CurrentPrincipal,
-            {
-              connection: path.name,
-              table: payload.table,
-              columns: payload.columns,
-              include_stats: payload.include_stats ?? true,
-              include_values: payload.include_values ?? true,
-              value_limit: payload.value_limit ?? 5
-            },
-            context
-          )
+          const { session: _session, ...request } = payload
+          return yield* explorer.exploreColumns(yield* CurrentPrincipal, { connection: path.name, ...request }, context)
         })
       )
       .handle("refreshStatus", ({ path }) =>

@@ -20,6 +20,7 @@ export interface ExploreContext {
 }
 
 const VALUE_ROWS = 200
+const DEFAULT_VALUE_LIMIT = 5
 const MAX_STATS_COLUMNS = 30
 // min/max only where every engine orders the type; booleans, JSON and arrays have no min on some.
 const ORDERABLE = /int|numeric|decimal|number|float|double|real|money|date|time|char|text|string|uuid/i
@@ -139,9 +140,9 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
         readonly connection: string
         readonly table: string
         readonly columns?: ReadonlyArray<string> | undefined
-        readonly include_stats: boolean
-        readonly include_values: boolean
-        readonly value_limit: number
+        readonly include_stats?: boolean | undefined
+        readonly include_values?: boolean | undefined
+        readonly value_limit?: number | undefined
       },
       context: ExploreContext
     ) {
@@ -152,7 +153,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
       const q = (id: string) => quoteIdentifier(dbType, id)
       const policy = yield* connections.piiPolicy(principal, request.connection)
       const pii = new Map(rulesForTable(policy.rules, table.schema, table.name).map((r) => [r.column.toLowerCase(), r.action]))
-      const stats = request.include_stats
+      const stats = (request.include_stats ?? true)
         ? yield* governed(
             principal,
             view,
@@ -166,7 +167,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
             context
           )
         : undefined
-      const sample = request.include_values
+      const sample = (request.include_values ?? true)
         ? yield* governed(principal, view, `select ${chosen.map((c) => q(c.name)).join(", ")} from ${from(view, table)}`, VALUE_ROWS, context)
         : undefined
       const aggregate = stats?.rows[0] ?? []
@@ -196,7 +197,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
                     max: aggregate[4 + i * 4] ?? null
                   }
                 }),
-            ...(sample === undefined ? {} : { values: distinctValues(sample.rows, i, request.value_limit) })
+            ...(sample === undefined ? {} : { values: distinctValues(sample.rows, i, request.value_limit ?? DEFAULT_VALUE_LIMIT) })
           }
         }),
         total_rows: stats === undefined ? null : total,

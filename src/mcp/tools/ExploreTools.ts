@@ -101,14 +101,7 @@ export const exploreTools = Effect.gen(function* () {
       Effect.gen(function* () {
         const found = yield* explorer.exploreColumns(
           call.principal,
-          {
-            connection: args.connection_name,
-            table: args.table_name,
-            columns: args.columns,
-            include_stats: args.include_stats ?? true,
-            include_values: args.include_values ?? true,
-            value_limit: args.value_limit ?? 5
-          },
+          { connection: args.connection_name, table: args.table_name, columns: args.columns, include_stats: args.include_stats, include_values: args.include_values, value_limit: args.value_limit },
           contextOf(call)
         )
         const lines = found.columns.map((c) =>
