@@ -121,9 +121,10 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
       })
       if (flag(r[7])) declaredPk.set(key, [...(declaredPk.get(key) ?? []), name])
     }
-    if (queries.keys !== undefined) {
+    const keyRows = queries.keys !== undefined ? scan.read(queries.keys) : queries.keyColumns !== undefined ? Effect.map(scan.read(queries.keyColumns), keysFromColumns) : undefined
+    if (keyRows !== undefined) {
       yield* scan.progress({ phase: "keys", tables_done: Math.floor(total / 2), tables_total: total })
-      for (const r of yield* scan.read(queries.keys)) {
+      for (const r of yield* keyRows) {
         const entry = tables.get(keyOf(r[0], r[1]))
         if (entry === undefined) continue
         const columns = names(r[4])
@@ -168,6 +169,19 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
       }
     })
   })
+
+/** One row per key column (schema, table, name, kind, column, ref schema, ref table, ref column), in key order, as one row per key. */
+const keysFromColumns = (rows: ReadonlyArray<Row>): Array<Row> => {
+  const keys: Array<[unknown, unknown, unknown, unknown, Array<string>, unknown, unknown, Array<string>]> = []
+  for (const r of rows) {
+    const last = keys.at(-1)
+    if (last !== undefined && last[0] === r[0] && last[1] === r[1] && last[2] === r[2]) {
+      last[4].push(String(r[4]))
+      if (r[7] !== null && r[7] !== undefined) last[7].push(String(r[7]))
+    } else keys.push([r[0], r[1], r[2], r[3], [String(r[4])], r[5], r[6], r[7] === null || r[7] === undefined ? [] : [String(r[7])]])
+  }
+  return keys.map(([schema, table, name, kind, columns, refSchema, refTable, refColumns]) => [schema, table, name, kind, columns, refSchema, refTable, refColumns])
+}
 
 /** SQLite lets a foreign key name only its table, meaning that table's primary key. */
 const withImplicitTarget = (fk: ForeignKey, primaryKeyOf: (key: string) => ReadonlyArray<string>): ForeignKey => {

@@ -24,7 +24,9 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     for (const connection of [
       { name: "shop", ...base, result_cache_ttl: 600 },
       { name: "sales_only", ...base, schema_include: ["sales"], schema_exclude: ["sales.order*"] },
-      { name: "no_hr_pay", ...base, blocked_tables: ["hr.salaries"] }
+      { name: "no_hr_pay", ...base, blocked_tables: ["hr.salaries"] },
+      // Redshift speaks PostgreSQL's protocol; its scan reads information_schema, keys included.
+      { name: "as_redshift", ...base, db_type: "redshift" }
     ]) {
       expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
     }
@@ -74,6 +76,20 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     expect(view.definition).toContain("sales.customers")
     expect(view.columns.map((c: any) => c.name)).toEqual(["id", "email", "orders"])
     expect(byName.get("analytics.daily_revenue")).toMatchObject({ kind: "materialized_view" })
+  })
+
+  it.skipIf(skip)("the information_schema scan (Redshift, SQL Server, Databricks) reads keys too, composite ones in key order", async () => {
+    const res = await api("/api/connections/as_redshift/schema")
+    expect(res.status, res.text).toBe(200)
+    const byName = new Map(res.json.tables.map((t: any) => [`${t.schema}.${t.name}`, t]))
+    expect(byName.get("sales.orders")).toMatchObject({
+      primary_key: ["id"],
+      foreign_keys: [{ name: "orders_customer_id_fkey", columns: ["customer_id"], references: { schema: "sales", table: "customers", columns: ["id"] } }]
+    })
+    expect(byName.get("sales.customers")).toMatchObject({ primary_key: ["id"], unique_keys: [["email"]] })
+    expect((byName.get("sales.order_items") as any).primary_key).toEqual(["order_id", "line"])
+    expect((byName.get("sales.customers") as any).columns.find((c: any) => c.name === "id")).toMatchObject({ primary_key: true, nullable: false })
+    expect(byName.get("analytics.customer_orders")).toMatchObject({ kind: "view" })
   })
 
   it.skipIf(skip)("compact, DDL, grouped and overview forms of the same snapshot", async () => {

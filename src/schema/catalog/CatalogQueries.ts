@@ -9,6 +9,8 @@ export interface CatalogQueries {
   readonly columns: string
   /** schema, table, name, kind (p|f|u), columns (JSON array), ref_schema, ref_table, ref_columns (JSON array) */
   readonly keys?: string
+  /** The same as `keys`, one row per key column in key order (for catalogs without JSON aggregation): schema, table, name, kind (p|f|u), column, ref_schema, ref_table, ref_column */
+  readonly keyColumns?: string
   /** schema, table, name, unique, columns (JSON array), definition */
   readonly indexes?: string
 }

@@ -29,7 +29,7 @@ export const catalogFor = (connection: ConnectionInput): CatalogQueries | { read
     case "redshift":
     case "databricks":
     case "mssql":
-      return informationSchemaCatalog()
+      return informationSchemaCatalog("", { keys: true })
   }
 }
 
