@@ -48,8 +48,7 @@ export class SchemaNotesRepo extends Effect.Service<SchemaNotesRepo>()("sluice/S
         from schema_notes where org_id = ${orgId} and connection_id = ${connectionId}
         order by schema_name, table_name, column_name`.pipe(withOrg(orgId))
 
-    /** Sets the given fields of each target's note (others keep their values), in one transaction. */
-    const write = (orgId: OrgId, connectionId: string, updatedBy: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
+    const upsert = (orgId: OrgId, connectionId: string, updatedBy: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
       Effect.forEach(
         notes,
         ({ target, fields }) => {
@@ -58,12 +57,19 @@ export class SchemaNotesRepo extends Effect.Service<SchemaNotesRepo>()("sluice/S
             on conflict (connection_id, schema_name, table_name, column_name) do update set ${sql.update(changes)}`
         },
         { discard: true }
-      ).pipe(withOrg(orgId))
+      )
 
-    /** Drops every endorsement of the connection, leaving descriptions and type fixes. */
-    const clearEndorsements = (orgId: OrgId, connectionId: string) =>
-      sql`update schema_notes set endorsement = null, endorsement_note = null
-        where org_id = ${orgId} and connection_id = ${connectionId} and (endorsement is not null or endorsement_note is not null)`.pipe(withOrg(orgId))
+    /** Sets the given fields of each target's note (others keep their values), in one transaction. */
+    const write = (orgId: OrgId, connectionId: string, updatedBy: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
+      upsert(orgId, connectionId, updatedBy, notes).pipe(withOrg(orgId))
+
+    /** Replaces every endorsement of the connection with these, in one transaction; descriptions and type fixes stay. */
+    const replaceEndorsements = (orgId: OrgId, connectionId: string, updatedBy: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
+      Effect.zipRight(
+        sql`update schema_notes set endorsement = null, endorsement_note = null
+          where org_id = ${orgId} and connection_id = ${connectionId} and (endorsement is not null or endorsement_note is not null)`,
+        upsert(orgId, connectionId, updatedBy, notes)
+      ).pipe(withOrg(orgId))
 
     const model = (orgId: OrgId, connectionId: string) =>
       sql<SemanticModelRow>`select model, version, source, updated_by, updated_at from semantic_models
@@ -82,6 +88,6 @@ export class SchemaNotesRepo extends Effect.Service<SchemaNotesRepo>()("sluice/S
         withOrg(orgId)
       )
 
-    return { list, write, clearEndorsements, model, putModel } as const
+    return { list, write, replaceEndorsements, model, putModel } as const
   })
 }) {}

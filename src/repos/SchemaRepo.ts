@@ -135,13 +135,18 @@ export class SchemaRepo extends Effect.Service<SchemaRepo>()("sluice/SchemaRepo"
         ${before === null ? sql`` : sql`and ch.id < ${before}::bigint`}
         order by ch.id desc limit ${limit}`.pipe(withOrg(orgId))
 
-    /** Connections of every org whose snapshot is older than their refresh interval and that no replica is scanning. */
+    /**
+     * Connections of every org whose snapshot is older than their refresh interval, that no replica
+     * is scanning, and whose last scan did not fail within the interval (a failing one waits a turn).
+     */
     const dueForRefresh = (defaultIntervalSeconds: number, limit: number) =>
       sql<{ org_id: OrgId; connection_id: string; name: string }>`select s.org_id, s.connection_id, c.name
         from schema_snapshots s join connections c on c.id = s.connection_id
+        cross join lateral (select make_interval(secs => coalesce((c.settings->>'schema_refresh_interval')::int, ${defaultIntervalSeconds})) as every) i
         left join schema_scans sc on sc.connection_id = s.connection_id
-        where s.scanned_at + make_interval(secs => coalesce((c.settings->>'schema_refresh_interval')::int, ${defaultIntervalSeconds})) < now()
-          and not (sc.state = 'running' and sc.started_at > now() - interval '1 hour')
+        where s.scanned_at + i.every < now()
+          and not coalesce(sc.state = 'running' and sc.started_at > now() - interval '1 hour', false)
+          and not coalesce(sc.state = 'failed' and sc.finished_at > now() - i.every, false)
         order by s.scanned_at limit ${limit}`
 
     return { header, load, save, scanStarted, scanProgress, scanFinished, scanStatus, changes, dueForRefresh } as const

@@ -78,8 +78,8 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
         })
       )
       const { connectionId } = yield* connections.target(principal, name)
-      yield* repo.clearEndorsements(principal.orgId, connectionId).pipe(storeDown)
-      yield* write(principal, name, notes)
+      yield* repo.replaceEndorsements(principal.orgId, connectionId, principalLabel(principal), notes).pipe(storeDown)
+      yield* schemas.notesChanged(connectionId)
       return yield* endorsements(principal, name)
     })
 

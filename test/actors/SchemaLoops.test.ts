@@ -41,6 +41,20 @@ describe("the schema loops: refresh past the interval, run due watches", () => {
     expect(changes.json.items[0].diff.changed_tables[0]).toMatchObject({ table: "public.orders", added_columns: [{ name: "total", type: "numeric" }] })
   })
 
+  it.skipIf(skip)("a connection whose scan fails is tried once per interval, not on every tick", async () => {
+    const doomed = await createTestDatabase()
+    await doomed.query("create table t (id int)")
+    const body = { name: "gone", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: doomed.name, username: "root", schema_refresh_interval: 3600 }
+    expect((await api("/api/connections", { body })).status).toBe(201)
+    expect((await api("/api/connections/gone/schema")).status).toBe(200)
+    await doomed.drop()
+    await store.query("update schema_snapshots set scanned_at = now() - interval '2 hours' where connection_id = (select id from connections where name = 'gone')")
+    const failed = await eventually(() => api("/api/connections/gone/schema/refresh-status"), (res) => res.json.state === "failed", "the failed rescan")
+    expect(failed.json.error).toBeTruthy()
+    await new Promise((resolve) => setTimeout(resolve, 3_500))
+    expect((await api("/api/connections/gone/schema/refresh-status")).json.started_at).toBe(failed.json.started_at)
+  })
+
   it.skipIf(skip)("a new watch is run by the loop at once for its baseline, and again once its interval has passed", async () => {
     const watch = (await api("/api/schema-watches", { body: { connection: "db", interval_seconds: 600 } })).json
     const baseline = await eventually(() => api(`/api/schema-watches/${watch.id}`), (res) => res.json.last_run_at !== null, "the first run")
