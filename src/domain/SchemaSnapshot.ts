@@ -96,6 +96,12 @@ export type RefreshStatus = typeof RefreshStatus.Type
 
 export const qualifiedName = (table: { readonly schema: string; readonly name: string }) => `${table.schema}.${table.name}`
 
+/** A test of schema and table as a test of a `schema.table` name (split at its first dot). */
+export const onQualifiedName = (test: (schema: string, table: string) => boolean) => (qualified: string) => {
+  const dot = qualified.indexOf(".")
+  return test(qualified.slice(0, dot), qualified.slice(dot + 1))
+}
+
 export const TableChange = Schema.Struct({
   table: Schema.String,
   added_columns: Schema.Array(Schema.Struct({ name: Schema.String, type: Schema.String })),

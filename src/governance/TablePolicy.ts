@@ -1,4 +1,6 @@
 import type { ConnectionInput } from "../domain/Connection"
+import { globRegex } from "../domain/Glob"
+import { onQualifiedName } from "../domain/SchemaSnapshot"
 import type { TableReference } from "./sqlguard/Analysis"
 
 /** catalog, schema, table; undefined where the connection does not say what the default is. */
@@ -50,8 +52,7 @@ const qualifyWith = (parts: ReadonlyArray<string>, defaults: Defaults, dbType: C
   return [defaults.catalog?.toLowerCase(), pgCatalog ? "pg_catalog" : defaults.schema?.toLowerCase(), table]
 }
 
-const globMatches = (pattern: string, value: string) =>
-  new RegExp(`^${pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`).test(value)
+const globMatches = (pattern: string, value: string) => globRegex(pattern).test(value)
 
 /** An unknown default on one side matches for a block (fail closed) and does not for an allowance. */
 const partMatches = (pattern: string | undefined, value: string | undefined, unknownMatches: boolean) =>
@@ -96,7 +97,4 @@ export const tableVisible = (connection: ConnectionInput) => (schema: string, ta
   tablePolicyRefusal([{ parts: [schema, table] }], connection) === undefined
 
 /** The same for a `schema.table` name. */
-export const qualifiedVisible = (connection: ConnectionInput) => (qualified: string) => {
-  const dot = qualified.indexOf(".")
-  return tableVisible(connection)(qualified.slice(0, dot), qualified.slice(dot + 1))
-}
+export const qualifiedVisible = (connection: ConnectionInput) => onQualifiedName(tableVisible(connection))

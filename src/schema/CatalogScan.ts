@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto"
 import { Effect } from "effect"
+import { globRegex } from "../domain/Glob"
 import type { ColumnInfo, ForeignKey, IndexInfo, SchemaSnapshot, TableInfo, TableKind } from "../domain/SchemaSnapshot"
 import { qualifiedName, TABLE_KINDS } from "../domain/SchemaSnapshot"
 import type { CatalogQueries } from "./catalog/CatalogQueries"
@@ -43,9 +44,6 @@ const kindOf = (value: unknown): TableKind => {
   const kind = String(value).toLowerCase()
   return (TABLE_KINDS as ReadonlyArray<string>).includes(kind) ? (kind as TableKind) : "table"
 }
-
-export const globRegex = (pattern: string) =>
-  new RegExp(`^${pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i")
 
 /** A glob with a dot matches `schema.table`; without one it matches the schema. */
 export const globFilter = (include: ReadonlyArray<string> | undefined, exclude: ReadonlyArray<string> | undefined) => {

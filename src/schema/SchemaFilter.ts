@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { NotFound } from "../domain/Errors"
 import { qualifiedName, type TableInfo, type TableKind } from "../domain/SchemaSnapshot"
-import { globRegex } from "./CatalogScan"
+import { globRegex } from "../domain/Glob"
 
 export interface TableFilter {
   readonly schema?: string | undefined

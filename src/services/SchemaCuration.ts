@@ -10,7 +10,7 @@ import { type NoteFields, type NoteRow, SchemaNotesRepo, type NoteTarget } from 
 import { describeColumn, describeTable } from "../schema/AnnotationRules"
 import { relationshipsOf } from "../schema/Relationships"
 import { findColumn, findTable } from "../schema/SchemaFilter"
-import { notesByTarget } from "../schema/SchemaNotes"
+import { noteKey, notesByTarget } from "../schema/SchemaNotes"
 import { draftSemanticModel, semanticModelProblems } from "../schema/SemanticModelRules"
 import { Connections } from "./Connections"
 import { Schemas, type SchemaView } from "./Schemas"
@@ -19,7 +19,6 @@ import { storeUnavailable } from "./StoreUnavailable"
 const storeDown = storeUnavailable("schema notes store")
 
 const target = (table: TableInfo, column = ""): NoteTarget => ({ schema_name: table.schema, table_name: table.name, column_name: column })
-const noteKey = (schema: string, table: string, column: string) => `${schema}\u0000${table}\u0000${column}`
 
 /** Where an effective description comes from: a note (manual or generated) wins over the database's comment. */
 const describedBy = (note: NoteRow | undefined, comment: string | null) =>
@@ -155,7 +154,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
     const enriched = Effect.fn("SchemaCuration.enriched")(function* (principal: Principal, name: string) {
       const view = yield* schemas.view(principal, name)
       const notes = notesByTarget(view.notes)
-      const policy = yield* connections.piiPolicy(principal, name)
+      const policy = (yield* connections.target(principal, name)).pii
       const curated = (t: TableInfo, column: string, comment: string | null) => {
         const note = notes.get(noteKey(t.schema, t.name, column))
         return { description_source: describedBy(note, comment).source, endorsement: note?.endorsement ?? null, endorsement_note: note?.endorsement_note ?? null }

@@ -60,6 +60,14 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
       return `${q(table.schema)}.${q(table.name)}`
     }
 
+    /** The PII rules the executor applies to this table: for a view, those derived through its definition too. */
+    const rulesOf = (principal: Principal, view: SchemaView, table: TableInfo) =>
+      Effect.gen(function* () {
+        const target = yield* connections.target(principal, view.snapshot.connection)
+        const policy = yield* schemas.piiFor(target, `select * from ${from(view, table)}`)
+        return rulesForTable(policy.rules, table.schema, table.name)
+      })
+
     const open = (principal: Principal, connection: string, tableName: string) =>
       Effect.gen(function* () {
         const view = yield* schemas.view(principal, connection)
@@ -96,8 +104,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
       const dbType = view.connection.db_type
       const c = quoteIdentifier(dbType, column.name)
       if (request.filter_pattern !== undefined) {
-        const policy = yield* connections.piiPolicy(principal, request.connection)
-        const masked = rulesForTable(policy.rules, table.schema, table.name).some((r) => r.column.toLowerCase() === column.name.toLowerCase())
+        const masked = (yield* rulesOf(principal, view, table)).some((r) => r.column.toLowerCase() === column.name.toLowerCase())
         // Counting the rows LIKE a pattern would reveal a masked column's values one guess at a time.
         if (masked) return yield* new InvalidRequest({ message: `filter_pattern is not allowed on ${column.name}: a PII rule masks it` })
       }
@@ -151,8 +158,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
         request.columns === undefined ? table.columns.slice(0, MAX_STATS_COLUMNS) : yield* Effect.forEach(request.columns, (name) => findColumn(table, name))
       const dbType = view.connection.db_type
       const q = (id: string) => quoteIdentifier(dbType, id)
-      const policy = yield* connections.piiPolicy(principal, request.connection)
-      const pii = new Map(rulesForTable(policy.rules, table.schema, table.name).map((r) => [r.column.toLowerCase(), r.action]))
+      const pii = new Map((yield* rulesOf(principal, view, table)).map((r) => [r.column.toLowerCase(), r.action]))
       const stats = (request.include_stats ?? true)
         ? yield* governed(
             principal,

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { NotFound } from "../domain/Errors"
 import type { OrgId } from "../domain/Ids"
 import { type Principal, principalLabel } from "../domain/Principal"
+import { onQualifiedName } from "../domain/SchemaSnapshot"
 import type { WatchInput } from "../domain/SchemaViews"
 import { SchemaWatchesRepo, type WatchRow } from "../repos/SchemaWatchesRepo"
 import { globFilter } from "../schema/CatalogScan"
@@ -75,11 +76,7 @@ export class SchemaWatches extends Effect.Service<SchemaWatches>()("sluice/Schem
           yield* repo.recordRun(orgId, id, { version: null, error: outcome.left.message, events: [] }).pipe(storeDown)
           return { watch: shown(yield* found(orgId, id)), new_events: [] }
         }
-        const keep = globFilter(watch.tables, undefined)
-        const watched = (qualified: string) => {
-          const dot = qualified.indexOf(".")
-          return keep(qualified.slice(0, dot), qualified.slice(dot + 1))
-        }
+        const watched = onQualifiedName(globFilter(watch.tables, undefined))
         const events = outcome.right.changes
           .map((change) => ({ from_version: change.from_version, to_version: change.to_version, diff: visiblePart(change.diff, watched) }))
           .filter((event) => !isEmptyDiff(event.diff))

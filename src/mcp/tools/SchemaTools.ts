@@ -124,7 +124,7 @@ export const schemaTools = Effect.gen(function* () {
           })
         }
         const name = qualifiedName(table)
-        const policy = yield* connections.piiPolicy(call.principal, args.connection_name)
+        const policy = (yield* connections.target(call.principal, args.connection_name)).pii
         const pii = rulesForTable(policy.rules, table.schema, table.name).map((r) => ({ column: r.column, action: r.action }))
         const masked = new Map(pii.map((p) => [p.column.toLowerCase(), p.action]))
         const fk = new Map(table.foreign_keys.flatMap((k) => k.columns.map((c, i) => [c, `${k.references.schema}.${k.references.table}.${k.references.columns[i] ?? "?"}`] as const)))
