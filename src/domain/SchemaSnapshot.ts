@@ -76,7 +76,7 @@ export const SchemaSnapshot = Schema.Struct({
 })
 export type SchemaSnapshot = typeof SchemaSnapshot.Type
 
-export const REFRESH_PHASES = ["queued", "tables", "columns", "keys", "indexes", "storing", "done", "failed"] as const
+export const REFRESH_PHASES = ["queued", "tables", "columns", "keys", "indexes", "statistics", "storing", "done", "failed"] as const
 export const RefreshPhase = Schema.Literal(...REFRESH_PHASES)
 
 export const RefreshStatus = Schema.Struct({

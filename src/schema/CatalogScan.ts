@@ -1,22 +1,28 @@
 import { createHash } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, type Types } from "effect"
 import { globRegex } from "../domain/Glob"
 import type { ColumnInfo, ForeignKey, IndexInfo, SchemaSnapshot, TableInfo, TableKind } from "../domain/SchemaSnapshot"
 import { qualifiedName, TABLE_KINDS } from "../domain/SchemaSnapshot"
-import type { CatalogQueries } from "./catalog/CatalogQueries"
+import { type CatalogQueries, type CatalogRow, type ReshapedRead, TABLE_FACTS } from "./catalog/CatalogQueries"
 import { keysOf } from "./SchemaDiff"
 
-type Row = ReadonlyArray<unknown>
+type Row = CatalogRow
 
 export interface ScanProgress {
-  readonly phase: "tables" | "columns" | "keys" | "indexes"
+  readonly phase: "tables" | "columns" | "keys" | "indexes" | "statistics"
   readonly tables_done: number
   readonly tables_total: number | null
 }
 
+/** What a catalog read returns: its column names and rows by position. */
+export interface CatalogResult {
+  readonly columns: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<Row>
+}
+
 /** What a scan needs from a connection: one catalog read at a time. */
 export interface CatalogScan<E> {
-  readonly read: (sql: string) => Effect.Effect<ReadonlyArray<Row>, E>
+  readonly read: (sql: string) => Effect.Effect<CatalogResult, E>
   readonly progress: (progress: ScanProgress) => Effect.Effect<void>
   readonly include: ReadonlyArray<string> | undefined
   readonly exclude: ReadonlyArray<string> | undefined
@@ -40,6 +46,30 @@ const names = (value: unknown): ReadonlyArray<string> => {
     return []
   }
 }
+/** A sort or cluster key: a JSON array, or a list such as Snowflake's `LINEAR(a, to_date(b))`, split at its top-level commas. */
+const keyList = (value: unknown): ReadonlyArray<string> => {
+  if (typeof value !== "string" || !/^\s*\[/.test(value)) {
+    const list = text(value)?.trim().replace(/^linear\s*\((.*)\)$/is, "$1")
+    return list === undefined || list === "" ? [] : splitTopLevel(list)
+  }
+  return names(value)
+}
+const splitTopLevel = (list: string) => {
+  const parts: Array<string> = []
+  let depth = 0
+  let start = 0
+  for (let i = 0; i < list.length; i++) {
+    const ch = list[i]
+    if (ch === "(") depth++
+    else if (ch === ")") depth--
+    else if (ch === "," && depth === 0) {
+      parts.push(list.slice(start, i).trim())
+      start = i + 1
+    }
+  }
+  parts.push(list.slice(start).trim())
+  return parts.filter((part) => part !== "")
+}
 const kindOf = (value: unknown): TableKind => {
   const kind = String(value).toLowerCase()
   return (TABLE_KINDS as ReadonlyArray<string>).includes(kind) ? (kind as TableKind) : "table"
@@ -57,7 +87,7 @@ export const globFilter = (include: ReadonlyArray<string> | undefined, exclude: 
 }
 
 interface Building {
-  table: Omit<TableInfo, "columns" | "primary_key" | "foreign_keys" | "unique_keys" | "indexes">
+  table: Types.Mutable<Omit<TableInfo, "columns" | "primary_key" | "foreign_keys" | "unique_keys" | "indexes">>
   columns: Array<ColumnInfo>
   primaryKey: Array<string>
   foreignKeys: Array<ForeignKey>
@@ -73,7 +103,8 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
     const keep = globFilter(scan.include, scan.exclude)
     const tables = new Map<string, Building>()
     yield* scan.progress({ phase: "tables", tables_done: 0, tables_total: null })
-    for (const r of yield* scan.read(queries.relations)) {
+    const rowsOf = (sql: string) => Effect.map(scan.read(sql), (result) => result.rows)
+    for (const r of yield* rowsOf(queries.relations)) {
       const schema = String(r[0])
       const name = String(r[1])
       if (!keep(schema, name)) continue
@@ -88,8 +119,8 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
           definition: text(r[6]),
           partition_key: text(r[7]),
           engine: text(r[8]),
-          sort_keys: names(r[9]),
-          cluster_keys: names(r[10])
+          sort_keys: keyList(r[9]),
+          cluster_keys: keyList(r[10])
         },
         columns: [],
         primaryKey: [],
@@ -101,7 +132,7 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
     const total = tables.size
     yield* scan.progress({ phase: "columns", tables_done: 0, tables_total: total })
     const declaredPk = new Map<string, Array<string>>()
-    for (const r of yield* scan.read(queries.columns)) {
+    for (const r of yield* rowsOf(queries.columns)) {
       const key = keyOf(r[0], r[1])
       const entry = tables.get(key)
       if (entry === undefined) continue
@@ -119,7 +150,12 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
       })
       if (flag(r[7])) declaredPk.set(key, [...(declaredPk.get(key) ?? []), name])
     }
-    const keyRows = queries.keys !== undefined ? scan.read(queries.keys) : queries.keyColumns !== undefined ? Effect.map(scan.read(queries.keyColumns), keysFromColumns) : undefined
+    const keyRows =
+      queries.keys !== undefined
+        ? rowsOf(queries.keys)
+        : queries.keyColumns !== undefined
+          ? Effect.map(readKeyColumns(queries.keyColumns, scan), keysFromColumns)
+          : undefined
     if (keyRows !== undefined) {
       yield* scan.progress({ phase: "keys", tables_done: Math.floor(total / 2), tables_total: total })
       for (const r of yield* keyRows) {
@@ -144,10 +180,20 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
     }
     if (queries.indexes !== undefined) {
       yield* scan.progress({ phase: "indexes", tables_done: Math.floor((total * 3) / 4), tables_total: total })
-      for (const r of yield* scan.read(queries.indexes)) {
+      for (const r of yield* rowsOf(queries.indexes)) {
         const entry = tables.get(keyOf(r[0], r[1]))
         if (entry === undefined) continue
         entry.indexes.push({ name: String(r[2]), unique: flag(r[3]), columns: names(r[4]), definition: text(r[5]) })
+      }
+    }
+    if (queries.facts !== undefined) {
+      yield* scan.progress({ phase: "statistics", tables_done: Math.floor((total * 7) / 8), tables_total: total })
+      for (const sql of queries.facts) {
+        const rows = yield* rowsOf(sql).pipe(
+          Effect.tapError((error) => Effect.logWarning("a catalog statistics read failed; the scan goes on without it", error)),
+          Effect.orElseSucceed((): ReadonlyArray<Row> => [])
+        )
+        applyFacts(tables, rows)
       }
     }
     const primaryKeyOf = (key: string) => {
@@ -167,6 +213,47 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
       }
     })
   })
+
+/** Reads key columns by one query, or by engine-shaped reads reshaped and concatenated. */
+const readKeyColumns = <E>(reads: string | ReadonlyArray<ReshapedRead>, scan: CatalogScan<E>) =>
+  typeof reads === "string"
+    ? Effect.map(scan.read(reads), (result) => result.rows)
+    : Effect.map(
+        Effect.forEach(reads, (read) =>
+          Effect.map(scan.read(read.sql), (result) => read.reshape(result.rows, result.columns.map((c) => c.toLowerCase())))
+        ),
+        (parts) => parts.flat()
+      )
+
+/** Overlays facts (schema, table, fact, value) on the tables they name; unknown facts are ignored. */
+const applyFacts = (tables: Map<string, Building>, rows: ReadonlyArray<Row>) => {
+  const seenKeys = new Set<string>()
+  for (const r of rows) {
+    const entry = tables.get(keyOf(r[0], r[1]))
+    const fact = String(r[2]) as (typeof TABLE_FACTS)[number]
+    if (entry === undefined || !TABLE_FACTS.includes(fact) || r[3] === null || r[3] === undefined) continue
+    const table = entry.table
+    switch (fact) {
+      case "row_estimate":
+      case "size_bytes":
+        table[fact] = count(r[3])
+        break
+      case "comment":
+      case "partition_key":
+      case "engine":
+        table[fact] = text(r[3])
+        break
+      case "sort_key":
+      case "cluster_key": {
+        const field = fact === "sort_key" ? "sort_keys" : "cluster_keys"
+        // The first row of a read for a table replaces what `relations` said; later ones append.
+        const seen = `${keyOf(r[0], r[1])}\u0000${fact}`
+        table[field] = seenKeys.has(seen) ? [...table[field], String(r[3])] : [String(r[3])]
+        seenKeys.add(seen)
+      }
+    }
+  }
+}
 
 /** One row per key column (schema, table, name, kind, column, ref schema, ref table, ref column), in key order, as one row per key. */
 const keysFromColumns = (rows: ReadonlyArray<Row>): Array<Row> => {

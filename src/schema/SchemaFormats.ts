@@ -48,7 +48,7 @@ const typeWithDefault = (c: ColumnInfo) => {
   return c.default === null ? c.type : `${c.type} DEFAULT ${c.default}`
 }
 
-/** CREATE TABLE text with a header comment (description, rows, size) and the table's keys. */
+/** CREATE TABLE text with a header comment (description, rows, size, partitioning, sort and cluster keys, engine) and the table's keys. */
 export const ddlOf = (table: TableInfo) => {
   const header = [
     qualifiedName(table),
@@ -56,6 +56,8 @@ export const ddlOf = (table: TableInfo) => {
     table.row_estimate === null ? undefined : `~${humanCount(table.row_estimate)} rows`,
     table.size_bytes === null ? undefined : humanBytes(table.size_bytes),
     table.partition_key === null ? undefined : `partitioned by ${table.partition_key}`,
+    table.sort_keys.length === 0 ? undefined : `sorted by ${table.sort_keys.join(", ")}`,
+    table.cluster_keys.length === 0 ? undefined : `clustered by ${table.cluster_keys.join(", ")}`,
     table.engine ?? undefined
   ].filter((part) => part !== undefined && part !== "")
   const lines = table.columns.map((c) => `  ${c.name} ${typeWithDefault(c)}${c.nullable ? "" : " NOT NULL"}`)

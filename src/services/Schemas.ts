@@ -133,7 +133,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
                   (result) => !result.truncated,
                   () => new InvalidRequest({ message: `The catalog lists more than ${MAX_CATALOG_ROWS} entries; narrow the scan with schema_include` })
                 ),
-                Effect.map((result) => result.rows)
+                Effect.map((result) => ({ columns: result.columns.map((c) => c.name), rows: result.rows }))
               ),
             progress,
             include: target.connection.schema_include,

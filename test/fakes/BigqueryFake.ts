@@ -7,7 +7,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { decodeJwt, jwtVerify } from "jose"
-import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS } from "./FakeCatalog"
+import type { CatalogQueries } from "../../src/schema/catalog/CatalogQueries"
+import { COLUMN_COLUMNS, factRows, informationSchemaColumns, informationSchemaRelations, keyColumnRows, RELATION_COLUMNS } from "./FakeCatalog"
 
 /**
  * A BigQuery REST fake over HTTPS, for the real @google-cloud/bigquery driver: the OAuth token endpoint
@@ -59,8 +60,8 @@ export interface BigqueryFake {
   readonly url: string
   readonly caPath: string
   readonly define: (sql: string, statement: FakeStatement) => void
-  /** Defines a schema scan's two reads (as `informationSchemaCatalog` words them) to answer with FakeCatalog.ts's catalog. */
-  readonly defineCatalog: (queries: { readonly relations: string; readonly columns: string }) => void
+  /** Defines a schema scan's reads (as `bigqueryCatalog` words them) to answer with FakeCatalog.ts's catalog. */
+  readonly defineCatalog: (queries: CatalogQueries) => void
   /** A service-account key whose token_uri is this fake; `registered: false` signs with a key the fake does not know. */
   readonly serviceAccount: (options?: { readonly registered?: boolean }) => ServiceAccount
   readonly dryRuns: Array<{ readonly sql: string; readonly configuration: any }>
@@ -268,10 +269,21 @@ export const startBigqueryFake = async (project: string): Promise<BigqueryFake> 
     url,
     caPath: tls.certPath,
     define: (sql, statement) => statements.set(normalize(sql), statement),
-    defineCatalog: ({ relations, columns }) => {
+    defineCatalog: (queries) => {
       const fields = (names: ReadonlyArray<string>) => names.map((name) => ({ name, type: "STRING" }))
-      statements.set(normalize(relations), { statementType: "SELECT", fields: fields(RELATION_COLUMNS), rows: informationSchemaRelations() })
-      statements.set(normalize(columns), { statementType: "SELECT", fields: fields(COLUMN_COLUMNS), rows: informationSchemaColumns("bigquery") })
+      const answer = (sql: string, names: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string | null>>) =>
+        statements.set(normalize(sql), { statementType: "SELECT", fields: fields(names), rows })
+      answer(queries.relations, RELATION_COLUMNS, informationSchemaRelations("bigquery"))
+      answer(queries.columns, COLUMN_COLUMNS, informationSchemaColumns("bigquery"))
+      if (typeof queries.keyColumns === "string") {
+        answer(queries.keyColumns, ["schema", "table", "name", "kind", "column", "ref_schema", "ref_table", "ref_column"], keyColumnRows())
+      }
+      const FACT_COLUMNS = ["schema", "table", "fact", "value"]
+      for (const sql of queries.facts ?? []) {
+        if (/is_partitioning_column/i.test(sql)) answer(sql, FACT_COLUMNS, [...factRows("cluster_key"), ...factRows("partition_key")])
+        else if (/__TABLES__/.test(sql)) answer(sql, FACT_COLUMNS, [...factRows("row_estimate"), ...factRows("size_bytes")])
+        else if (/TABLE_OPTIONS/.test(sql)) answer(sql, FACT_COLUMNS, factRows("comment"))
+      }
     },
     serviceAccount,
     dryRuns,

@@ -13,7 +13,7 @@ import { Effect, Either, Exit, Scope } from "effect"
 import type { ConnectorError } from "../../layers/connectors/Connector"
 import { makeScrubber } from "../../layers/connectors/DriverErrors"
 import { SnowflakeConnector } from "../../layers/connectors/Snowflake"
-import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS } from "./FakeCatalog"
+import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS, snowflakeShowKeys } from "./FakeCatalog"
 
 /**
  * A Snowflake REST endpoint for the real snowflake-sdk driver: login, query-request with JSON rowsets
@@ -151,7 +151,12 @@ const evaluate = (statement: string): Result | number => {
     }
   }
   // The privileges probe counts information_schema.tables too; the scan's read is the one that asks for table_type.
-  if (/information_schema\.tables/i.test(statement) && /\btable_type\b/i.test(statement)) return catalog(RELATION_COLUMNS, informationSchemaRelations())
+  if (/information_schema\.tables/i.test(statement) && /\btable_type\b/i.test(statement)) return catalog(RELATION_COLUMNS, informationSchemaRelations("snowflake"))
+  const show = /^show\s+(primary|unique|imported)\s+keys\s+in\s+database$/i.exec(statement)
+  if (show) {
+    const keys = snowflakeShowKeys(show[1]!.toLowerCase() as "primary" | "unique" | "imported")
+    return catalog(keys.columns, keys.rows)
+  }
   if (/information_schema\.columns/i.test(statement)) return catalog(COLUMN_COLUMNS, informationSchemaColumns("snowflake"))
   if (/information_schema\.tables/i.test(statement)) return { columns: [{ name: "READABLE_TABLES", type: "fixed" }], rows: [["3"]] }
   if (/^select\s+1$/i.test(statement)) return { columns: [{ name: "1", type: "fixed" }], rows: [["1"]] }

@@ -1,5 +1,5 @@
 import type * as http from "node:http"
-import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS } from "./FakeCatalog"
+import { COLUMN_COLUMNS, factRows, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS } from "./FakeCatalog"
 import { listenFake } from "./FakeServer"
 
 /**
@@ -73,7 +73,8 @@ const outcomeOf = (sql: string): Outcome => {
   if (/;\s*\S/.test(sql)) return { kind: "error", error: syntaxError("line 1:9: mismatched input ';'. Expecting: <EOF>") }
   if (/^select\s+1$/i.test(sql)) return { kind: "rows", columns: [{ name: "_col0", type: "integer" }], rows: [[1]] }
   if (/\bsystem\.jdbc\.tables\b/i.test(sql)) return { kind: "rows", columns: [{ name: "readable_tables", type: "bigint" }], rows: [[3]] }
-  if (/\binformation_schema\.tables\b/i.test(sql)) return catalog(RELATION_COLUMNS, informationSchemaRelations())
+  if (/\binformation_schema\.tables\b/i.test(sql)) return catalog(RELATION_COLUMNS, informationSchemaRelations("trino"))
+  if (/\bsystem\.metadata\.table_comments\b/i.test(sql) && /\bcurrent_catalog\b/i.test(sql)) return catalog(["schema_name", "table_name", "fact", "comment"], factRows("comment"))
   if (/\binformation_schema\.columns\b/i.test(sql)) return catalog(COLUMN_COLUMNS, informationSchemaColumns("trino"))
   if (/\bfrom\s+slow\b/i.test(sql)) return { kind: "slow" }
   const sequence = /sequence\(\s*1\s*,\s*(\d+)\s*\)/i.exec(sql)

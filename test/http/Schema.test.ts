@@ -78,7 +78,7 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     expect(byName.get("analytics.daily_revenue")).toMatchObject({ kind: "materialized_view" })
   })
 
-  it.skipIf(skip)("the information_schema scan (Redshift, SQL Server, Databricks) reads keys too, composite ones in key order", async () => {
+  it.skipIf(skip)("the information_schema scan (Redshift, SQL Server, Databricks) reads keys too, composite ones in key order, and goes on without statistics it cannot read", async () => {
     const res = await api("/api/connections/as_redshift/schema")
     expect(res.status, res.text).toBe(200)
     const byName = new Map(res.json.tables.map((t: any) => [`${t.schema}.${t.name}`, t]))
@@ -90,6 +90,50 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     expect((byName.get("sales.order_items") as any).primary_key).toEqual(["order_id", "line"])
     expect((byName.get("sales.customers") as any).columns.find((c: any) => c.name === "id")).toMatchObject({ primary_key: true, nullable: false })
     expect(byName.get("analytics.customer_orders")).toMatchObject({ kind: "view" })
+  })
+
+  it.skipIf(skip)("a Redshift scan adds rows, size, distribution and sort keys from Redshift's system views, and table comments", async () => {
+    const redshift = await createTestDatabase()
+    try {
+      // Redshift's svv_table_info and svv_redshift_columns, with the columns Redshift gives them, in a schema this database searches.
+      await redshift.query(`
+        create schema sales;
+        create table sales.customers (id int primary key, email text);
+        create table sales.orders (id int primary key, customer_id int references sales.customers (id), ordered_at date);
+        comment on table sales.orders is 'One row per order';
+        create schema redshift_sys;
+        create view redshift_sys.svv_table_info as select * from (values
+          ('sales', 'orders', 'KEY(customer_id)', 5400::numeric, 12::bigint), ('sales', 'customers', 'ALL', 10::numeric, 1::bigint)
+        ) v ("schema", "table", diststyle, tbl_rows, size);
+        create view redshift_sys.svv_redshift_columns as select * from (values
+          (current_database()::text, 'sales', 'orders', 'id', 1, false, 2), (current_database()::text, 'sales', 'orders', 'customer_id', 2, true, 0),
+          (current_database()::text, 'sales', 'orders', 'ordered_at', 3, false, 1), (current_database()::text, 'sales', 'customers', 'id', 1, false, 0)
+        ) v (database_name, schema_name, table_name, column_name, ordinal_position, distkey, sortkey);
+        alter database ${redshift.name} set search_path = "$user", public, redshift_sys;
+      `)
+      const body = { name: "rs_dist", db_type: "redshift", host: "127.0.0.1", port: 5432, database: redshift.name, username: "root", schema_exclude: ["redshift_sys"] }
+      expect((await request(gateway.url, "/api/connections", { key: admin, body })).status).toBe(201)
+      const res = await api("/api/connections/rs_dist/schema")
+      expect(res.status, res.text).toBe(200)
+      const byName = new Map(res.json.tables.map((t: any) => [`${t.schema}.${t.name}`, t]))
+      expect([...byName.keys()].sort()).toEqual(["sales.customers", "sales.orders"])
+      expect(byName.get("sales.orders")).toMatchObject({
+        comment: "One row per order",
+        row_estimate: 5400,
+        size_bytes: 12 * 1_048_576,
+        engine: "DISTSTYLE KEY(customer_id)",
+        sort_keys: ["ordered_at", "id"],
+        cluster_keys: ["customer_id"],
+        primary_key: ["id"],
+        foreign_keys: [{ columns: ["customer_id"], references: { schema: "sales", table: "customers", columns: ["id"] } }]
+      })
+      expect(byName.get("sales.customers")).toMatchObject({ engine: "DISTSTYLE ALL", row_estimate: 10, sort_keys: [], cluster_keys: [] })
+      const ddl = await api("/api/connections/rs_dist/schema/ddl")
+      expect(ddl.json.text).toContain("-- sales.orders | One row per order | ~5.4K rows | 12.0 MB | sorted by ordered_at, id | clustered by customer_id | DISTSTYLE KEY(customer_id)")
+    } finally {
+      await request(gateway.url, "/api/connections/rs_dist", { key: admin, method: "DELETE" })
+      await redshift.drop()
+    }
   })
 
   it.skipIf(skip)("compact, DDL, grouped and overview forms of the same snapshot", async () => {

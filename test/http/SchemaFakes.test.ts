@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { informationSchemaCatalog } from "../../src/schema/catalog/InformationSchema"
+import { bigqueryCatalog } from "../../src/schema/catalog/Bigquery"
 import { type BigqueryFake, startBigqueryFake } from "../fakes/BigqueryFake"
 import { type ClickhouseFake, startClickhouseFake } from "../fakes/ClickhouseFake"
 import { FAKE_SCHEMA, FAKE_TABLES, type FakeEngine, typeOf } from "../fakes/FakeCatalog"
@@ -54,6 +54,27 @@ const scanThrough = async (gateway: Gateway, engine: FakeEngine, connection: Rec
   return { tables: byName, compactLines: (compact.json.text as string).split("\n") }
 }
 
+/** The keys, comments, statistics and view definition of FakeCatalog.ts, as Snowflake's and BigQuery's catalogs report them. */
+const expectKeysAndFacts = (tables: Record<string, any>, engine: "snowflake" | "bigquery") => {
+  expect(tables["customers"]).toMatchObject({
+    comment: "People who buy",
+    primary_key: ["id"],
+    unique_keys: engine === "snowflake" ? [["email"]] : [],
+    row_estimate: 1200,
+    size_bytes: 48_000
+  })
+  expect(tables["customers"].columns.find((c: any) => c.name === "email")).toMatchObject({ comment: "Where receipts go", primary_key: false })
+  expect(tables["orders"]).toMatchObject({
+    primary_key: ["customer_id", "id"],
+    foreign_keys: [{ name: "orders_customer", columns: ["customer_id"], references: { schema: FAKE_SCHEMA, table: "customers", columns: ["id"] } }],
+    cluster_keys: ["customer_id", "round(total, 0)"],
+    partition_key: engine === "bigquery" ? "id" : null,
+    row_estimate: 5400,
+    size_bytes: 262_144
+  })
+  expect(tables["big_orders"]).toMatchObject({ definition: "SELECT id, total FROM shop.orders WHERE total > 100", primary_key: [] })
+}
+
 /** Where a catalog reports no keys, no table or column has one. */
 const expectNoKeys = (tables: Record<string, any>) => {
   for (const table of Object.values(tables)) {
@@ -83,7 +104,10 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
         username: "dave",
         catalog: "hive"
       })
+      // Trino's connectors report no keys; its table comments come from system.metadata.
       expectNoKeys(tables)
+      expect(tables["customers"].comment).toBe("People who buy")
+      expect(tables["big_orders"].definition).toBe("SELECT id, total FROM shop.orders WHERE total > 100")
       expect(compactLines).toContain("shop.orders: id integer, customer_id integer, total decimal(12,2)")
       const reads = trino.statements.filter((s) => /information_schema\.(tables|columns)/.test(s.sql))
       expect(new Set(reads.map((s) => `${s.user}@${s.catalog}`))).toEqual(new Set(["dave@hive"]))
@@ -164,7 +188,7 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
       await snowflake?.close()
     })
 
-    it("reads the database's information_schema over the REST API", async () => {
+    it("reads the database's information_schema and SHOW … KEYS over the REST API: keys in key order, clustering, comments, rows", async () => {
       const { tables, compactLines } = await scanThrough(gateway, "snowflake", {
         db_type: "snowflake",
         account: "acme",
@@ -174,8 +198,8 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
         warehouse: "WH",
         database: "DB"
       })
-      expectNoKeys(tables)
-      expect(compactLines).toContain("shop.orders: id NUMBER, customer_id NUMBER, total NUMBER")
+      expectKeysAndFacts(tables, "snowflake")
+      expect(compactLines).toContain("shop.orders (5.4K rows): id NUMBER*, customer_id NUMBER*→customers.id, total NUMBER")
     })
   })
 
@@ -186,7 +210,7 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
     beforeAll(async () => {
       bigquery = await startBigqueryFake(BIGQUERY_PROJECT)
       // The scan reads the dataset's INFORMATION_SCHEMA, qualified by project and dataset.
-      bigquery.defineCatalog(informationSchemaCatalog(`\`${BIGQUERY_PROJECT}.${FAKE_SCHEMA}\`.`))
+      bigquery.defineCatalog(bigqueryCatalog(BIGQUERY_PROJECT, FAKE_SCHEMA))
       gateway = await startGateway({ env: { NODE_EXTRA_CA_CERTS: bigquery.caPath } })
     })
     afterAll(async () => {
@@ -194,7 +218,7 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
       await bigquery?.close()
     })
 
-    it("reads the dataset's INFORMATION_SCHEMA as dry-run-checked jobs", async () => {
+    it("reads the dataset's INFORMATION_SCHEMA and __TABLES__ as dry-run-checked jobs: keys, partitioning, clustering, descriptions, rows", async () => {
       const { tables, compactLines } = await scanThrough(gateway, "bigquery", {
         db_type: "bigquery",
         project: BIGQUERY_PROJECT,
@@ -203,8 +227,8 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
         api_endpoint: bigquery.url,
         location: "US"
       })
-      expectNoKeys(tables)
-      expect(compactLines).toContain("shop.orders: id INT64, customer_id INT64, total NUMERIC")
+      expectKeysAndFacts(tables, "bigquery")
+      expect(compactLines).toContain("shop.orders (5.4K rows): id INT64*, customer_id INT64*→customers.id, total NUMERIC")
       // Both reads went through a dry run and then a job.
       for (const view of ["tables", "columns"]) {
         const read = new RegExp(`information_schema\\.${view}`, "i")

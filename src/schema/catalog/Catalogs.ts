@@ -1,9 +1,12 @@
 import type { ConnectionInput } from "../../domain/Connection"
 import type { CatalogQueries } from "./CatalogQueries"
 import { duckdbCatalog } from "./Duckdb"
-import { clickhouseCatalog, informationSchemaCatalog } from "./InformationSchema"
+import { bigqueryCatalog } from "./Bigquery"
+import { clickhouseCatalog, databricksCatalog, informationSchemaCatalog, trinoCatalog } from "./InformationSchema"
 import { mysqlCatalog } from "./Mysql"
 import { postgresCatalog } from "./Postgres"
+import { redshiftCatalog } from "./Redshift"
+import { snowflakeCatalog } from "./Snowflake"
 import { sqliteCatalog } from "./Sqlite"
 
 /** The catalog reads for a connection, or what the connection must name before its catalog can be read. */
@@ -20,16 +23,18 @@ export const catalogFor = (connection: ConnectionInput): CatalogQueries | { read
     case "clickhouse":
       return clickhouseCatalog
     case "bigquery":
-      return connection.dataset === undefined ? { needs: "dataset" } : informationSchemaCatalog(`\`${connection.project}.${connection.dataset}\`.`)
+      return connection.dataset === undefined ? { needs: "dataset" } : bigqueryCatalog(connection.project, connection.dataset)
     // Both read information_schema of the session's catalog or database, which must be set.
     case "trino":
-      return connection.catalog === undefined ? { needs: "catalog" } : informationSchemaCatalog()
+      return connection.catalog === undefined ? { needs: "catalog" } : trinoCatalog
     case "snowflake":
-      return connection.database === undefined ? { needs: "database" } : informationSchemaCatalog()
+      return connection.database === undefined ? { needs: "database" } : snowflakeCatalog
     case "redshift":
+      return redshiftCatalog
     case "databricks":
+      return databricksCatalog
     case "mssql":
-      return informationSchemaCatalog("", { keys: true })
+      return informationSchemaCatalog({ keys: true })
   }
 }
 
