@@ -20,7 +20,9 @@ const DeploymentMode = Config.literal("self-hosted", "cloud")("SP_DEPLOYMENT_MOD
 const raw = Config.all({
   host: Config.string("SP_HOST").pipe(Config.withDefault("127.0.0.1")),
   port: Config.port("SP_PORT").pipe(Config.withDefault(3300)),
-  webPort: Config.port("SP_WEB_PORT").pipe(Config.withDefault(3200)),
+  webPort: boundedInt("SP_WEB_PORT", "must be a port (1-65535), or 0 for no web app", (n) => n >= 0 && n <= 65_535).pipe(
+    Config.withDefault(3200)
+  ),
   dataDir: Config.string("SP_DATA_DIR").pipe(Config.withDefault("./.sluice")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   deploymentMode: DeploymentMode,

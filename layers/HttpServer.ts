@@ -1,5 +1,5 @@
 import { createServer } from "node:http"
-import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpApiSwagger, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { SluiceApi } from "../src/api/Api"
@@ -22,6 +22,7 @@ import { makeRequestPipeline } from "../src/http/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
 import { McpRouteLive } from "../src/mcp/McpRoute"
 import { AppConfig } from "./AppConfig"
+import { webServer } from "./WebServer"
 
 const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide([
@@ -49,11 +50,20 @@ const NodeServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => NodeHttpServer.layer(() => createServer(), { port: config.port, host: config.host }))
 )
 
-/** REST under /api, MCP at /mcp, /health, /local-api-key, the OpenAPI document and its docs page, on SP_PORT. */
-export const HttpServerLive = Layer.unwrapEffect(Effect.map(makeRequestPipeline, (pipeline) => HttpApiBuilder.serve(pipeline))).pipe(
+/**
+ * REST under /api, MCP at /mcp, /health, /local-api-key, the OpenAPI document and its docs page, on
+ * SP_PORT; the same app, behind the same pipeline, serves the web app's API calls on SP_WEB_PORT.
+ */
+export const HttpServerLive = Layer.unwrapEffect(
+  Effect.gen(function* () {
+    const pipeline = yield* makeRequestPipeline
+    // As HttpApiBuilder.serve does: the platform services the app needs come with each Node server layer.
+    const app = (yield* HttpApiBuilder.httpApp) as HttpApp.Default
+    return Layer.merge(HttpServer.serve(app, pipeline).pipe(HttpServer.withLogAddress, Layer.provide(NodeServerLive)), webServer(app, pipeline))
+  })
+).pipe(
   Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
   Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
   Layer.provide(ApiLive),
-  HttpServer.withLogAddress,
-  Layer.provide(NodeServerLive)
+  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
 )

@@ -18,12 +18,17 @@ export const pageOf = <A>(rows: ReadonlyArray<A>, limit: number, position: (last
   return { items, next_cursor: rows.length > limit && last !== undefined ? encodeCursor(position(last)) : null }
 }
 
-export const encodeCursor = (position: ReadonlyArray<string | number>): string =>
-  Buffer.from(JSON.stringify(position)).toString("base64url")
+// btoa/atob rather than Buffer: the web app shares this module.
+const toBase64Url = (text: string) =>
+  btoa(String.fromCharCode(...new TextEncoder().encode(text))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
+const fromBase64Url = (encoded: string) =>
+  new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(atob(encoded.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)))
+
+export const encodeCursor = (position: ReadonlyArray<string | number>): string => toBase64Url(JSON.stringify(position))
 
 /** An opaque cursor from a previous page; anything else is a 400, never a crash. */
 export const decodeCursor = <A>(cursor: string, schema: Schema.Schema<A, any>): Either.Either<A, InvalidRequest> =>
-  Either.try(() => JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))).pipe(
+  Either.try(() => JSON.parse(fromBase64Url(cursor))).pipe(
     Either.flatMap((json) => Schema.decodeUnknownEither(schema)(json)),
     Either.mapLeft(() => new InvalidRequest({ message: "cursor is not a cursor returned by this API" }))
   )

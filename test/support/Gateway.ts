@@ -11,6 +11,8 @@ export const REPO_ROOT = path.resolve(import.meta.dirname, "../..")
 export interface Gateway {
   readonly url: string
   readonly port: number
+  /** The web app's origin, when started with `web: true` (otherwise SP_WEB_PORT=0: none). */
+  readonly webUrl: string | null
   readonly dataDir: string
   readonly process: ChildProcess
   readonly logs: () => string
@@ -47,9 +49,10 @@ const exited = (child: ChildProcess) =>
 
 /** Runs `src/main.ts` as a real process with the given settings and waits until /health answers. */
 export const startGateway = async (
-  options: { env?: Record<string, string>; dataDir?: string; databaseUrl?: string } = {}
+  options: { env?: Record<string, string>; dataDir?: string; databaseUrl?: string; web?: boolean } = {}
 ): Promise<Gateway> => {
   const port = await freePort()
+  const webPort = options.web === true ? await freePort() : 0
   const dataDir = options.dataDir ?? tempDataDir()
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL" && k !== "REDIS_URL")
@@ -59,6 +62,7 @@ export const startGateway = async (
     env: {
       ...inherited,
       SP_PORT: String(port),
+      SP_WEB_PORT: String(webPort),
       SP_DATA_DIR: dataDir,
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       // Cloud refuses to start without both; tests that check that refusal pass their own env.
@@ -85,6 +89,7 @@ export const startGateway = async (
   return {
     url,
     port,
+    webUrl: webPort === 0 ? null : `http://127.0.0.1:${webPort}`,
     dataDir,
     process: child,
     logs: () => output,

@@ -1,0 +1,97 @@
+import { useCallback, useEffect, useMemo, useState } from "react"
+import { fetchLocalKey, forgetKey, storedKey, storeKey } from "./client/Session"
+import { type Session, SessionContext } from "./client/SessionContext"
+import { AuditPage } from "./pages/Audit"
+import { ConnectionsPage } from "./pages/Connections"
+import { KeysPage } from "./pages/Keys"
+import { McpConnectPage } from "./pages/McpConnect"
+import { QueryPage } from "./pages/Query"
+import { SignIn } from "./pages/SignIn"
+
+const PAGES = [
+  { path: "/connections", title: "Connections", view: ConnectionsPage },
+  { path: "/query", title: "Query", view: QueryPage },
+  { path: "/audit", title: "Audit log", view: AuditPage },
+  { path: "/keys", title: "API keys", view: KeysPage },
+  { path: "/mcp", title: "MCP connect", view: McpConnectPage }
+] as const
+
+const pageFor = (pathname: string) => PAGES.find((p) => p.path === pathname) ?? PAGES[0]
+
+/** Client-side routes on the History API: the server answers every path with this app. */
+const usePath = () => {
+  const [path, setPath] = useState(window.location.pathname)
+  useEffect(() => {
+    const onPop = () => setPath(window.location.pathname)
+    window.addEventListener("popstate", onPop)
+    return () => window.removeEventListener("popstate", onPop)
+  }, [])
+  const navigate = useCallback((to: string) => {
+    window.history.pushState(null, "", to)
+    setPath(to)
+  }, [])
+  return [path, navigate] as const
+}
+
+type SignedIn = { readonly state: "checking" } | { readonly state: "out" } | { readonly state: "in"; readonly key: string; readonly local: boolean }
+
+export const App = () => {
+  const [signedIn, setSignedIn] = useState<SignedIn>({ state: "checking" })
+  const [path, navigate] = usePath()
+  useEffect(() => {
+    const key = storedKey()
+    if (key !== null) return setSignedIn({ state: "in", key, local: false })
+    fetchLocalKey().then((local) => setSignedIn(local === null ? { state: "out" } : { state: "in", key: local, local: true }))
+  }, [])
+  const signOut = useCallback(() => {
+    forgetKey()
+    setSignedIn({ state: "out" })
+  }, [])
+  const session = useMemo<Session | null>(() => (signedIn.state === "in" ? { key: signedIn.key, local: signedIn.local, signOut } : null), [signedIn, signOut])
+  const page = pageFor(path)
+  useEffect(() => {
+    document.title = `${page.title} · Sluice`
+  }, [page])
+
+  if (signedIn.state === "checking") return <p className="muted center">Starting…</p>
+  if (session === null) {
+    return (
+      <SignIn
+        onSignedIn={(key) => {
+          storeKey(key)
+          setSignedIn({ state: "in", key, local: false })
+        }}
+      />
+    )
+  }
+  const View = page.view
+  return (
+    <SessionContext.Provider value={session}>
+      <div className="shell">
+        <header>
+          <a className="brand" href="/connections" onClick={(e) => (e.preventDefault(), navigate("/connections"))}>
+            Sluice
+          </a>
+          <nav aria-label="Main">
+            {PAGES.map((p) => (
+              <a key={p.path} href={p.path} aria-current={p === page ? "page" : undefined} onClick={(e) => (e.preventDefault(), navigate(p.path))}>
+                {p.title}
+              </a>
+            ))}
+          </nav>
+          <span className="who">
+            {session.local ? <span className="muted small">local admin</span> : null}
+            {!session.local && (
+              <button type="button" onClick={signOut}>
+                Sign out
+              </button>
+            )}
+          </span>
+        </header>
+        <main>
+          <View />
+        </main>
+      </div>
+    </SessionContext.Provider>
+  )
+}

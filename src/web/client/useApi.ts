@@ -1,0 +1,58 @@
+import { useCallback, useEffect, useState } from "react"
+import type { Effect } from "effect"
+import { type ApiFailure, type Client, run } from "./ApiClient"
+import { useSession } from "./SessionContext"
+
+export type Loadable<A> =
+  | { readonly state: "loading" }
+  | { readonly state: "failed"; readonly error: ApiFailure }
+  | { readonly state: "ready"; readonly value: A }
+
+/** Loads with the session's key when the view opens (and on reload()); a 401 signs the tab out. */
+export const useApi = <A>(call: (client: Client) => Effect.Effect<A, unknown>, deps: ReadonlyArray<unknown> = []) => {
+  const session = useSession()
+  const [result, setResult] = useState<Loadable<A>>({ state: "loading" })
+  const [generation, setGeneration] = useState(0)
+  useEffect(() => {
+    let live = true
+    setResult((previous) => (previous.state === "ready" ? previous : { state: "loading" }))
+    run(session.key, call).then(
+      (value) => live && setResult({ state: "ready", value }),
+      (error: ApiFailure) => {
+        if (!live) return
+        if (error.status === 401) session.signOut()
+        setResult({ state: "failed", error })
+      }
+    )
+    return () => {
+      live = false
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [session.key, generation, ...deps])
+  const reload = useCallback(() => setGeneration((n) => n + 1), [])
+  return [result, reload] as const
+}
+
+/** An action (create, delete, run…) with its pending state and last failure. */
+export const useAction = () => {
+  const session = useSession()
+  const [pending, setPending] = useState(false)
+  const [error, setError] = useState<ApiFailure | null>(null)
+  const perform = useCallback(
+    async <A>(call: (client: Client) => Effect.Effect<A, unknown>): Promise<A | undefined> => {
+      setPending(true)
+      setError(null)
+      try {
+        return await run(session.key, call)
+      } catch (failure) {
+        setError(failure as ApiFailure)
+        if ((failure as ApiFailure).status === 401) session.signOut()
+        return undefined
+      } finally {
+        setPending(false)
+      }
+    },
+    [session]
+  )
+  return { pending, error, perform, clearError: () => setError(null) }
+}

@@ -1,0 +1,58 @@
+import { type FormEvent, useState } from "react"
+import { KEY_PATTERN } from "../../domain/ApiKey"
+import { run } from "../client/ApiClient"
+
+/** Paste an API key; it is checked against the gateway before the tab keeps it. */
+export const SignIn = ({ onSignedIn }: { readonly onSignedIn: (key: string) => void }) => {
+  const [key, setKey] = useState("")
+  const [error, setError] = useState<string | null>(null)
+  const [checking, setChecking] = useState(false)
+  const submit = async (event: FormEvent) => {
+    event.preventDefault()
+    const candidate = key.trim()
+    if (!KEY_PATTERN.test(candidate)) {
+      setError("An API key is sp_ followed by 32 hexadecimal characters.")
+      return
+    }
+    setChecking(true)
+    setError(null)
+    try {
+      await run(candidate, (client) => client.connections.list({ urlParams: {} }))
+      onSignedIn(candidate)
+    } catch (failure) {
+      setError((failure as { message: string }).message)
+    } finally {
+      setChecking(false)
+    }
+  }
+  return (
+    <main className="sign-in">
+      <h1>Sluice</h1>
+      <p className="muted">The governed gateway between your AI tools and your databases.</p>
+      <form onSubmit={submit}>
+        <label htmlFor="api-key">API key</label>
+        <input
+          id="api-key"
+          type="password"
+          autoComplete="off"
+          spellCheck={false}
+          placeholder="sp_…"
+          value={key}
+          onChange={(e) => setKey(e.target.value)}
+          aria-describedby="api-key-help"
+        />
+        <p id="api-key-help" className="muted small">
+          Kept in this tab only, until you sign out or close it. Make one with <code>npx sluice keys create</code>.
+        </p>
+        {error !== null && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        <button type="submit" className="primary" disabled={checking}>
+          {checking ? "Checking…" : "Sign in"}
+        </button>
+      </form>
+    </main>
+  )
+}

@@ -1,0 +1,192 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
+import Database from "better-sqlite3"
+import type { Browser, Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { buildWebApp, chromiumAvailable, collectErrors, launchChromium, step } from "../support/Browser"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request } from "../support/Http"
+
+const skip = !chromiumAvailable()
+if (skip && process.env["CI"] === "true") throw new Error("Chromium is not installed at /usr/bin/chromium (.ci/run installs it)")
+if (skip) console.warn("skipping the web app's browser tests: no /usr/bin/chromium (apt-get install -y chromium)")
+
+const SECRET_EMAIL = "ada@example.com"
+
+describe.skipIf(skip)("the web app in a real browser, against a started gateway", () => {
+  let gateway: Gateway
+  let browser: Browser
+  let page: Page
+  let web: string
+  let pageErrors: Array<string>
+  let shopFile: string
+
+  beforeAll(async () => {
+    buildWebApp()
+    ;[gateway, browser] = await Promise.all([startGateway({ web: true }), launchChromium()])
+    web = gateway.webUrl!
+    shopFile = path.join(gateway.dataDir, "shop.sqlite")
+    const db = new Database(shopFile)
+    db.exec(`create table customers (id integer primary key, email text not null, city text);
+      insert into customers values (1, '${SECRET_EMAIL}', 'London'), (2, 'grace@example.com', 'New York');`)
+    db.close()
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true })).newPage()
+    pageErrors = collectErrors(page)
+  }, 120_000)
+  afterAll(async () => {
+    await browser?.close()
+    await gateway?.stop()
+  })
+
+  it("serves the app with security headers, answers client routes with the app, and the API on the same origin", async () => {
+    const index = await fetch(`${web}/audit`, { headers: { "accept-encoding": "gzip" } })
+    expect(index.status).toBe(200)
+    expect(index.headers.get("content-type")).toContain("text/html")
+    expect(index.headers.get("content-security-policy")).toContain("script-src 'self'")
+    expect(index.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
+    expect(index.headers.get("x-content-type-options")).toBe("nosniff")
+    expect(index.headers.get("cache-control")).toBe("no-cache")
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await index.text())![1]!
+    const asset = await fetch(`${web}${script}`, { headers: { "accept-encoding": "gzip" } })
+    expect([asset.status, asset.headers.get("cache-control"), asset.headers.get("content-encoding")]).toEqual([200, "public, max-age=31536000, immutable", "gzip"])
+    expect((await fetch(`${web}/assets/missing.js`)).status).toBe(404)
+    expect((await fetch(`${web}/connections`, { method: "POST" })).status).toBe(405)
+
+    // The API through the web port: the same gateway, its headers and its refusals.
+    const key = await localKey(gateway)
+    const api = await request(web, "/api/connections", { key })
+    expect([api.status, api.headers["cache-control"]]).toEqual([200, "no-store"])
+    const refused = await request(web, "/api/connections", { key: "sp_00000000000000000000000000000000" })
+    expect([refused.status, refused.json.code]).toEqual([401, "invalid_api_key"])
+    // The MCP snippet the app shows names this origin, and MCP answers here too.
+    const config = await request(web, "/api/mcp/client-config?client=cursor", { key })
+    expect(config.json.url).toBe(`${web}/mcp`)
+    const initialize = await request(web, "/mcp", {
+      key,
+      headers: { accept: "application/json, text/event-stream" },
+      body: { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "e2e", version: "1" } } }
+    })
+    expect(initialize.status, initialize.text).toBe(200)
+  })
+
+  it("signs in with the local key, makes a key shown once, adds and tests a connection, runs a masked query and a refused write, finds both in the audit log, exports it, deletes the key", async () => {
+    await step(page, "01 signed in with the local key", async () => {
+      await page.goto(web)
+      await page.getByRole("heading", { name: "Connections" }).waitFor()
+      await page.getByText("local admin").waitFor()
+    })
+
+    await step(page, "02 key created and shown once", async () => {
+      await page.getByRole("link", { name: "API keys" }).click()
+      const form = page.getByRole("form", { name: "Create an API key" })
+      await form.getByLabel("Name", { exact: true }).fill("e2e-reader")
+      expect(await form.getByLabel("read").isChecked()).toBe(true)
+      expect(await form.getByLabel("query").isChecked()).toBe(true)
+      expect(await form.getByLabel("admin").isChecked()).toBe(false)
+      await form.getByRole("button", { name: "Create key" }).click()
+      const shown = await page.getByTestId("new-key").textContent()
+      expect(shown).toMatch(/^sp_[0-9a-f]{32}$/)
+      const row = page.getByRole("row", { name: /e2e-reader/ })
+      await expect.poll(() => row.textContent()).toContain(shown!.slice(0, 11))
+      expect(await row.textContent()).not.toContain(shown!)
+      await page.getByRole("button", { name: "I have saved it" }).click()
+      expect(await page.getByTestId("new-key").count()).toBe(0)
+      // The raw key works against the API, and it is the only time it was shown.
+      expect((await request(gateway.url, "/api/connections", { key: shown! })).status).toBe(200)
+    })
+
+    await step(page, "03 connection added and tested", async () => {
+      await page.getByRole("link", { name: "Connections" }).click()
+      await page.getByRole("button", { name: "Add connection" }).click()
+      const form = page.getByRole("form", { name: "Add a connection" })
+      await form.getByLabel("Name", { exact: true }).fill("shop")
+      await form.getByLabel("Type").selectOption("sqlite")
+      expect(await form.getByLabel("Host").count()).toBe(0)
+      await form.getByLabel("Database").fill(shopFile)
+      await form.getByRole("button", { name: "Save connection" }).click()
+      const row = page.getByRole("row", { name: /shop/ })
+      await row.getByRole("button", { name: "Test" }).click()
+      await row.getByText(/Connected in \d+ ms/).waitFor()
+    })
+
+    const admin = await localKey(gateway)
+    const rules = await request(gateway.url, "/api/connections/shop/pii", { key: admin, method: "PUT", body: { rules: [{ table: "customers", column: "email", action: "mask" }] } })
+    expect(rules.status, rules.text).toBe(200)
+
+    await step(page, "04 query with a masked column", async () => {
+      await page.getByRole("link", { name: "Query" }).click()
+      const editor = page.getByRole("textbox", { name: "SQL" })
+      await editor.click()
+      await page.keyboard.press("ControlOrMeta+a")
+      await page.keyboard.type("select id, email, city from customers order by id")
+      await page.keyboard.press("ControlOrMeta+Enter")
+      await page.getByRole("status").filter({ hasText: "2 rows" }).waitFor()
+      const header = page.getByRole("columnheader", { name: /email/ })
+      expect(await header.textContent()).toContain("masked")
+      const cells = await page.getByRole("cell").allTextContents()
+      expect(cells).toContain("London")
+      expect(cells.join(" ")).not.toContain(SECRET_EMAIL)
+    })
+
+    await step(page, "05 refused write with its reason", async () => {
+      const editor = page.getByRole("textbox", { name: "SQL" })
+      await editor.click()
+      await page.keyboard.press("ControlOrMeta+a")
+      await page.keyboard.type("delete from customers")
+      await page.getByRole("button", { name: "Run" }).click()
+      const refusal = page.getByRole("alert")
+      await refusal.getByText("Refused:").waitFor()
+      expect(await refusal.textContent()).toContain("query_blocked")
+    })
+    const db = new Database(shopFile, { readonly: true })
+    expect(db.prepare("select count(*) as n from customers").get()).toEqual({ n: 2 })
+    db.close()
+
+    await step(page, "06 both in the audit log", async () => {
+      await page.getByRole("link", { name: "Audit log" }).click()
+      await page.getByRole("cell", { name: "delete from customers" }).waitFor()
+      await page.getByRole("cell", { name: /select id, email, city from customers/ }).first().waitFor()
+      await page.getByLabel("Outcome").selectOption("refused")
+      await expect.poll(async () => (await page.locator("table.audit tbody tr").allTextContents()).every((row) => row.includes("refused"))).toBe(true)
+      expect(await page.getByRole("cell", { name: "delete from customers" }).count()).toBe(1)
+      await page.getByRole("row", { name: /delete from customers/ }).getByRole("button").click()
+      expect(await page.locator("tr.detail pre").textContent()).toContain("query_blocked")
+    })
+
+    await step(page, "07 audit exported as CSV", async () => {
+      const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export CSV" }).click()])
+      expect(download.suggestedFilename()).toBe("sluice-audit.csv")
+      const csv = fs.readFileSync((await download.path())!, "utf8")
+      expect(csv.split("\n")[0]).toContain("timestamp")
+      expect(csv).toContain("delete from customers")
+      expect(csv).not.toContain("select id, email")
+    })
+
+    await step(page, "08 key deleted after confirmation", async () => {
+      await page.getByRole("link", { name: "API keys" }).click()
+      const row = page.getByRole("row", { name: /e2e-reader/ })
+      await row.getByRole("button", { name: "Delete" }).click()
+      await row.getByRole("button", { name: "Yes, delete" }).click()
+      await expect.poll(() => page.getByRole("row", { name: /e2e-reader/ }).count()).toBe(0)
+    })
+    // The refused write is a 4xx the browser logs as a failed load; anything else is the app's own error.
+    expect(pageErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 400\b/.test(e)), pageErrors.join("\n")).toEqual([])
+  })
+
+  it("has no console errors on any page, at 1280×800 and at 390 px", async () => {
+    for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+      const context = await browser.newContext({ viewport })
+      const fresh = await context.newPage()
+      const errors = collectErrors(fresh)
+      for (const route of ["/connections", "/query", "/audit", "/keys", "/mcp"]) {
+        await step(fresh, `pages ${viewport.width} ${route}`, async () => {
+          await fresh.goto(`${web}${route}`)
+          await fresh.getByRole("heading", { level: 1 }).waitFor()
+          await fresh.waitForLoadState("networkidle")
+        })
+      }
+      expect(errors, `console errors at ${viewport.width}px`).toEqual([])
+      await context.close()
+    }
+  })
+})
