@@ -8,12 +8,13 @@ import { McpConnectPage } from "./pages/McpConnect"
 import { QueryPage } from "./pages/Query"
 import { SignIn } from "./pages/SignIn"
 
+// Client routes must not be gateway paths (/api, /mcp, /local-api-key, /health): the web port answers those itself.
 const PAGES = [
   { path: "/connections", title: "Connections", view: ConnectionsPage },
   { path: "/query", title: "Query", view: QueryPage },
   { path: "/audit", title: "Audit log", view: AuditPage },
   { path: "/keys", title: "API keys", view: KeysPage },
-  { path: "/mcp", title: "MCP connect", view: McpConnectPage }
+  { path: "/connect", title: "MCP connect", view: McpConnectPage }
 ] as const
 
 const pageFor = (pathname: string) => PAGES.find((p) => p.path === pathname) ?? PAGES[0]

@@ -178,7 +178,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       const context = await browser.newContext({ viewport })
       const fresh = await context.newPage()
       const errors = collectErrors(fresh)
-      for (const route of ["/connections", "/query", "/audit", "/keys", "/mcp"]) {
+      for (const route of ["/connections", "/query", "/audit", "/keys", "/connect"]) {
         await step(fresh, `pages ${viewport.width} ${route}`, async () => {
           await fresh.goto(`${web}${route}`)
           await fresh.getByRole("heading", { level: 1 }).waitFor()

@@ -27,7 +27,6 @@ export const useApi = <A>(call: (client: Client) => Effect.Effect<A, unknown>, d
     return () => {
       live = false
     }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [session.key, generation, ...deps])
   const reload = useCallback(() => setGeneration((n) => n + 1), [])
   return [result, reload] as const

@@ -38,7 +38,6 @@ export const SqlEditor = ({ value, onChange, onRun }: { readonly value: string; 
       ]
     })
     return () => view.current?.destroy()
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [])
   return <div className="sql-editor" ref={host} />
 }

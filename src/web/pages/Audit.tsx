@@ -37,7 +37,6 @@ export const AuditPage = () => {
     setEntries((current) => (replace ? page.items : [...current, ...page.items]))
     setCursor(page.next_cursor)
   }
-  // eslint-disable-next-line react-hooks/exhaustive-deps
   useEffect(() => void fetchPage(undefined, true), [filters])
   useEffect(() => {
     const target = sentinel.current

@@ -1,6 +1,6 @@
 import { type FormEvent, useState } from "react"
 import { KEY_PATTERN } from "../../domain/ApiKey"
-import { run } from "../client/ApiClient"
+import { type ApiFailure, run } from "../client/ApiClient"
 
 /** Paste an API key; it is checked against the gateway before the tab keeps it. */
 export const SignIn = ({ onSignedIn }: { readonly onSignedIn: (key: string) => void }) => {
@@ -20,7 +20,9 @@ export const SignIn = ({ onSignedIn }: { readonly onSignedIn: (key: string) => v
       await run(candidate, (client) => client.connections.list({ urlParams: {} }))
       onSignedIn(candidate)
     } catch (failure) {
-      setError((failure as { message: string }).message)
+      // A key without the read scope is still a valid key: pages it cannot use say so themselves.
+      if ((failure as ApiFailure).status === 403) onSignedIn(candidate)
+      else setError((failure as ApiFailure).message)
     } finally {
       setChecking(false)
     }
