@@ -1,14 +1,21 @@
 import { useCallback, useEffect, useState } from "react"
 import type { Effect } from "effect"
 import { type ApiFailure, type Client, run } from "./ApiClient"
-import { useSession } from "./SessionContext"
+import { type Session, useSession } from "./SessionContext"
+
+/** One call with the session's key; a 401 (the key was deleted or expired) signs the tab out. */
+const runSigned = <A>(session: Session, call: (client: Client) => Effect.Effect<A, unknown>) =>
+  run(session.key, call).catch((failure: ApiFailure) => {
+    if (failure.status === 401) session.signOut()
+    throw failure
+  })
 
 export type Loadable<A> =
   | { readonly state: "loading" }
   | { readonly state: "failed"; readonly error: ApiFailure }
   | { readonly state: "ready"; readonly value: A }
 
-/** Loads with the session's key when the view opens (and on reload()); a 401 signs the tab out. */
+/** Loads when the view opens (and on reload()). */
 export const useApi = <A>(call: (client: Client) => Effect.Effect<A, unknown>, deps: ReadonlyArray<unknown> = []) => {
   const session = useSession()
   const [result, setResult] = useState<Loadable<A>>({ state: "loading" })
@@ -16,13 +23,9 @@ export const useApi = <A>(call: (client: Client) => Effect.Effect<A, unknown>, d
   useEffect(() => {
     let live = true
     setResult((previous) => (previous.state === "ready" ? previous : { state: "loading" }))
-    run(session.key, call).then(
+    runSigned(session, call).then(
       (value) => live && setResult({ state: "ready", value }),
-      (error: ApiFailure) => {
-        if (!live) return
-        if (error.status === 401) session.signOut()
-        setResult({ state: "failed", error })
-      }
+      (error: ApiFailure) => live && setResult({ state: "failed", error })
     )
     return () => {
       live = false
@@ -42,10 +45,9 @@ export const useAction = () => {
       setPending(true)
       setError(null)
       try {
-        return await run(session.key, call)
+        return await runSigned(session, call)
       } catch (failure) {
         setError(failure as ApiFailure)
-        if ((failure as ApiFailure).status === 401) session.signOut()
         return undefined
       } finally {
         setPending(false)
