@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { ApiKey, CreateApiKey, CreatedApiKey } from "../domain/ApiKey"
+import { ApiKey, Caller, CreateApiKey, CreatedApiKey } from "../domain/ApiKey"
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../domain/Errors"
 import { KeyId } from "../domain/Ids"
 import { Page, PageParams } from "../domain/Pagination"
@@ -26,6 +26,7 @@ export class KeysApi extends HttpApiGroup.make("keys")
       .annotate(RequiredScope, "admin")
       .annotate(RateClass, "auth")
   )
+  .add(HttpApiEndpoint.get("self", "/keys/self").addSuccess(Caller).annotate(RequiredScope, "authenticated"))
   .add(
     HttpApiEndpoint.del("remove", "/keys/:key_id")
       .setPath(Schema.Struct({ key_id: KeyId }))

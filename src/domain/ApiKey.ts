@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { KeyId, OrgId } from "./Ids"
-import { ALL_SCOPES, Scope } from "./Scope"
+import { ALL_SCOPES, Role, Scope } from "./Scope"
 
 export const KEY_PATTERN = /^sp_[0-9a-f]{32}$/
 export const KEY_PREFIX_LENGTH = 11
@@ -35,3 +35,12 @@ export const CreateApiKey = Schema.Struct({
   )
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type CreateApiKey = typeof CreateApiKey.Type
+
+/** The calling credential as it may see itself (never the key): what the web app shows and filters its history by. */
+export const Caller = Schema.Struct({
+  kind: Schema.Literal("api_key", "jwt", "local"),
+  key_id: Schema.NullOr(Schema.String),
+  key_prefix: Schema.NullOr(Schema.String),
+  scopes: Schema.Array(Scope),
+  role: Role
+})

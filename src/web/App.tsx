@@ -1,18 +1,26 @@
-import { useCallback, useEffect, useMemo, useState } from "react"
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react"
 import { fetchLocalKey, forgetKey, storedKey, storeKey } from "./client/Session"
 import { type Session, SessionContext } from "./client/SessionContext"
 import { AuditPage } from "./pages/Audit"
 import { ConnectionsPage } from "./pages/Connections"
+import { DashboardPage } from "./pages/Dashboard"
+import { GovernancePage } from "./pages/Governance"
 import { KeysPage } from "./pages/Keys"
 import { McpConnectPage } from "./pages/McpConnect"
-import { QueryPage } from "./pages/Query"
+import { SchemaPage } from "./pages/Schema"
 import { SignIn } from "./pages/SignIn"
+
+// The editor is most of the bundle: it loads when the Query page first opens.
+const QueryPage = lazy(() => import("./pages/Query").then((m) => ({ default: m.QueryPage })))
 
 // Client routes must not be gateway paths (/api, /mcp, /local-api-key, /health): the web port answers those itself.
 const PAGES = [
+  { path: "/", title: "Dashboard", view: DashboardPage },
   { path: "/connections", title: "Connections", view: ConnectionsPage },
+  { path: "/schema", title: "Schema", view: SchemaPage },
   { path: "/query", title: "Query", view: QueryPage },
   { path: "/audit", title: "Audit log", view: AuditPage },
+  { path: "/governance", title: "Governance", view: GovernancePage },
   { path: "/keys", title: "API keys", view: KeysPage },
   { path: "/connect", title: "MCP connect", view: McpConnectPage }
 ] as const
@@ -40,9 +48,14 @@ export const App = () => {
   const [signedIn, setSignedIn] = useState<SignedIn>({ state: "checking" })
   const [path, navigate] = usePath()
   useEffect(() => {
-    const key = storedKey()
-    if (key !== null) return setSignedIn({ state: "in", key, local: false })
-    fetchLocalKey().then((local) => setSignedIn(local === null ? { state: "out" } : { state: "in", key: local, local: true }))
+    // Reloads reuse the tab's key, so only a new tab asks the gateway for its local key.
+    const stored = storedKey()
+    if (stored !== null) return setSignedIn({ state: "in", ...stored })
+    fetchLocalKey().then((key) => {
+      if (key === null) return setSignedIn({ state: "out" })
+      storeKey({ key, local: true })
+      setSignedIn({ state: "in", key, local: true })
+    })
   }, [])
   const signOut = useCallback(() => {
     forgetKey()
@@ -59,7 +72,7 @@ export const App = () => {
     return (
       <SignIn
         onSignedIn={(key) => {
-          storeKey(key)
+          storeKey({ key, local: false })
           setSignedIn({ state: "in", key, local: false })
         }}
       />
@@ -70,7 +83,7 @@ export const App = () => {
     <SessionContext.Provider value={session}>
       <div className="shell">
         <header>
-          <a className="brand" href="/connections" onClick={(e) => (e.preventDefault(), navigate("/connections"))}>
+          <a className="brand" href="/" onClick={(e) => (e.preventDefault(), navigate("/"))}>
             Sluice
           </a>
           <nav aria-label="Main">
@@ -90,7 +103,9 @@ export const App = () => {
           </span>
         </header>
         <main>
-          <View />
+          <Suspense fallback={<p className="muted">Loading…</p>}>
+            <View />
+          </Suspense>
         </main>
       </div>
     </SessionContext.Provider>

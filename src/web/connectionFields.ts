@@ -43,3 +43,29 @@ export const DB_TYPES: ReadonlyArray<string> = ConnectionInput.members.map((m) =
 
 /** A field's label: its name in words. */
 export const labelOf = (name: string) => (name === "http_path" ? "HTTP path" : name.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase()))
+
+const typeLiteralOf = (ast: SchemaAST.AST): SchemaAST.TypeLiteral | undefined => {
+  const inner = underlying(ast)
+  if (SchemaAST.isTypeLiteral(inner)) return inner
+  return SchemaAST.isUnion(inner) ? inner.types.map(typeLiteralOf).find((t) => t !== undefined) : undefined
+}
+
+const pick = (shape: SchemaAST.TypeLiteral, value: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(
+    shape.propertySignatures.flatMap((p) => {
+      const field = value[String(p.name)]
+      if (field === null || field === undefined) return []
+      const nested = typeof field === "object" && !Array.isArray(field) ? typeLiteralOf(p.type) : undefined
+      return [[String(p.name), nested === undefined ? field : pick(nested, field as Record<string, unknown>)]]
+    })
+  )
+
+/**
+ * A stored connection as the input that would recreate it: only the fields its db_type's input takes
+ * (no flags like `password_set`, no timestamps). Secrets are absent, so an edit keeps the stored ones.
+ */
+export const inputOf = (connection: { readonly db_type: string }): Record<string, unknown> => {
+  const member = ConnectionInput.members.find((m) => m.fields.db_type.literals[0] === connection.db_type)
+  const shape = member === undefined ? undefined : typeLiteralOf(member.ast)
+  return shape === undefined ? {} : pick(shape, connection as Record<string, unknown>)
+}

@@ -9,6 +9,7 @@ const SPEC_SCOPES: Record<string, string> = {
   "POST /api/keys": "admin",
   "GET /api/keys": "admin",
   "DELETE /api/keys/:key_id": "admin",
+  "GET /api/keys/self": "authenticated",
   "GET /api/audit": "read",
   "GET /api/mcp/client-config": "read",
   "GET /api/audit/stats": "read",

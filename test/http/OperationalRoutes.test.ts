@@ -87,6 +87,19 @@ describe("operational routes and local access on a self-hosted gateway", () => {
     expect(status.json.keys.total).toBeGreaterThanOrEqual(1)
   })
 
+  it("GET /api/keys/self names the calling key, its scopes and role, whatever its scopes, and never the key itself", async () => {
+    const created = await api("/api/keys", { key: admin, body: { name: "only-query", scopes: ["query"] } })
+    expect(created.status, created.text).toBe(201)
+    const self = await api("/api/keys/self", { key: created.json.key })
+    expect([self.status, self.json]).toEqual([200, { kind: "api_key", key_id: created.json.id, key_prefix: created.json.key.slice(0, 11), scopes: ["query"], role: "admin" }])
+    expect(self.text).not.toContain(created.json.key)
+    const local = (await api("/api/keys/self", { key: admin })).json
+    expect([local.kind, local.scopes]).toEqual(["api_key", expect.arrayContaining(["admin", "read"])])
+    const refused = await api("/api/keys/self", { key: "sp_00000000000000000000000000000000" })
+    expect([refused.status, refused.json.code]).toEqual([401, "invalid_api_key"])
+    expect((await api(`/api/keys/${created.json.id}`, { key: admin, method: "DELETE" })).status).toBe(204)
+  })
+
   it("PUT /api/settings merges a valid patch; a bad one is a 400 that changes nothing", async () => {
     const before = (await api("/api/settings", { key: admin })).json
     expect(before).toEqual({ default_row_limit: 10_000, mcp_default_row_limit: 1_000, query_timeout_seconds: 30, mcp_tools: "full" })

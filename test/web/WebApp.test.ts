@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildWebApp, chromiumAvailable, collectErrors, launchChromium, step } from "../support/Browser"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
+import { createTestDatabase } from "../support/Servers"
 
 const skip = !chromiumAvailable()
 if (skip && process.env["CI"] === "true") throw new Error("Chromium is not installed at /usr/bin/chromium (.ci/run installs it)")
@@ -72,7 +73,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
   it("signs in with the local key, makes a key shown once, adds and tests a connection, runs a masked query and a refused write, finds both in the audit log, exports it, deletes the key", async () => {
     await step(page, "01 signed in with the local key", async () => {
       await page.goto(web)
-      await page.getByRole("heading", { name: "Connections" }).waitFor()
+      await page.getByRole("heading", { name: "Dashboard" }).waitFor()
       await page.getByText("local admin").waitFor()
     })
 
@@ -109,9 +110,29 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       await row.getByText(/Connected in \d+ ms/).waitFor()
     })
 
-    const admin = await localKey(gateway)
-    const rules = await request(gateway.url, "/api/connections/shop/pii", { key: admin, method: "PUT", body: { rules: [{ table: "customers", column: "email", action: "mask" }] } })
-    expect(rules.status, rules.text).toBe(200)
+    await step(page, "03b PII detected, reviewed and saved", async () => {
+      await page.getByRole("link", { name: "Governance" }).click()
+      await page.getByRole("button", { name: "Detect PII" }).click()
+      const proposals = page.getByRole("table", { name: "Proposed PII rules" })
+      await proposals.getByRole("button", { name: /^Accept (main\.)?customers\.email$/ }).click()
+      await page.getByRole("button", { name: "Save rules" }).click()
+      await expect.poll(() => page.getByRole("button", { name: "Save rules" }).isDisabled()).toBe(true)
+      expect(await page.getByRole("table", { name: "PII rules" }).textContent()).toContain("email")
+    })
+    const saved = await request(gateway.url, "/api/connections/shop/pii", { key: await localKey(gateway) })
+    expect(saved.json.rules).toEqual([{ table: "main.customers", column: "email", action: "mask" }])
+
+    await step(page, "03c schema browsed and searched", async () => {
+      await page.getByRole("link", { name: "Schema" }).click()
+      await page.getByLabel("Schema tree").waitFor()
+      await page.getByLabel("Search tables and columns").fill("city")
+      await page.getByLabel("Search results").getByRole("button", { name: /customers\.city/ }).click()
+      const detail = page.getByRole("article")
+      await detail.getByRole("heading", { name: /customers/ }).waitFor()
+      const email = detail.getByRole("row", { name: /email/ })
+      expect(await email.textContent()).toContain("PII")
+      expect(await detail.getByRole("row", { name: /^id/ }).textContent()).toContain("PK")
+    })
 
     await step(page, "04 query with a masked column", async () => {
       await page.getByRole("link", { name: "Query" }).click()
@@ -173,12 +194,106 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
     expect(pageErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 400\b/.test(e)), pageErrors.join("\n")).toEqual([])
   })
 
+  it("adds PostgreSQL from a pasted URL, diagnoses, edits and clones it, follows a foreign key, refreshes with progress, explains, reuses history, and the dashboard shows the refusal", async () => {
+    const db = await createTestDatabase()
+    try {
+      await db.query(`create table customers (id int primary key, email text, name text);
+        create table orders (id int primary key, customer_id int references customers (id), total numeric);
+        insert into customers values (1, 'ada@example.com', 'Ada');
+        insert into orders values (10, 1, 42.5), (11, 1, 7);`)
+
+      await step(page, "pg 01 added from a pasted URL and diagnosed", async () => {
+        await page.getByRole("link", { name: "Connections" }).click()
+        await page.getByRole("button", { name: "Add connection" }).click()
+        const form = page.getByRole("form", { name: "Add a connection" })
+        await form.getByLabel("Paste a URL").fill(db.url)
+        await form.getByRole("button", { name: "Fill from URL" }).click()
+        await expect.poll(() => form.getByLabel("Host").inputValue()).toBe("127.0.0.1")
+        expect(await form.getByLabel("Type").inputValue()).toBe("postgresql")
+        expect(await form.getByLabel("Database").inputValue()).toBe(db.name)
+        await form.getByLabel("Name", { exact: true }).fill("pg")
+        await form.getByRole("button", { name: "Save connection" }).click()
+        const row = page.getByRole("row", { name: /^health: \w+ pg postgresql/ })
+        await row.getByRole("button", { name: "Diagnose" }).click()
+        const steps = page.getByRole("list", { name: "Diagnosis of pg" })
+        await steps.waitFor()
+        const text = await steps.textContent()
+        for (const name of ["dns", "tcp", "auth", "privileges"]) expect(text).toContain(name)
+        expect(text).not.toContain("failed")
+      })
+
+      await step(page, "pg 02 edited and cloned", async () => {
+        const row = page.getByRole("row", { name: /^health: \w+ pg postgresql/ })
+        await row.getByRole("button", { name: "Edit" }).click()
+        const form = page.getByRole("form", { name: "Edit pg" })
+        expect(await form.getByLabel("Host").inputValue()).toBe("127.0.0.1")
+        await form.getByLabel("Port").fill("5432")
+        await form.getByRole("button", { name: "Save connection" }).click()
+        await form.waitFor({ state: "detached" })
+        await row.getByRole("button", { name: "Test" }).click()
+        await row.getByText(/Connected in \d+ ms/).waitFor()
+        await row.getByRole("button", { name: "Clone" }).click()
+        await row.getByLabel("New name").fill("pg_copy")
+        await row.getByRole("button", { name: "Clone" }).click()
+        await page.getByRole("row", { name: /pg_copy/ }).waitFor()
+      })
+      const copy = await request(gateway.url, "/api/connections/pg_copy", { key: await localKey(gateway) })
+      expect([copy.status, copy.json.host, copy.json.port, copy.json.database]).toEqual([200, "127.0.0.1", 5432, db.name])
+
+      await step(page, "pg 03 schema: a foreign key, then a refresh that finds a new column", async () => {
+        await page.getByRole("link", { name: "Schema" }).click()
+        await page.getByLabel("Connection").selectOption("pg")
+        const tree = page.getByLabel("Schema tree")
+        await tree.getByRole("button", { name: "orders", exact: true }).click()
+        const detail = page.getByRole("article")
+        await detail.getByText(/public\.orders\(customer_id\) → public\.customers\(id\) foreign key/).waitFor()
+        await db.query("alter table orders add column note text")
+        await page.getByRole("button", { name: "Refresh schema" }).click()
+        await page.getByText("Refreshed: the schema changed").waitFor()
+        await page.locator(".changes").getByText(/\+note/).waitFor()
+      })
+
+      await step(page, "pg 04 explained, run, and reused from history", async () => {
+        await page.getByRole("link", { name: "Query" }).click()
+        await page.getByLabel("Connection").selectOption("pg")
+        const editor = page.getByRole("textbox", { name: "SQL" })
+        await editor.click()
+        await page.keyboard.press("ControlOrMeta+a")
+        await page.keyboard.type("select count(*) from orders")
+        await page.getByRole("button", { name: "Explain" }).click()
+        await page.getByLabel("Query plan").getByText(/Plan for .*orders/).waitFor()
+        await page.getByRole("button", { name: "Run" }).click()
+        await page.getByRole("status").filter({ hasText: "1 row" }).waitFor()
+        await editor.click()
+        await page.keyboard.press("ControlOrMeta+a")
+        await page.keyboard.type("drop table orders")
+        await page.keyboard.press("ControlOrMeta+Enter")
+        await page.getByRole("alert").getByText("Refused:").waitFor()
+        const history = page.getByRole("list", { name: "Query history" })
+        await history.getByText("drop table orders").waitFor()
+        await history.getByRole("listitem").filter({ hasText: "select count(*) from orders" }).getByRole("button", { name: "Use" }).click()
+        await expect.poll(() => editor.textContent()).toBe("select count(*) from orders")
+      })
+      expect(await db.query("select count(*)::int as n from orders")).toEqual([{ n: 2 }])
+
+      await step(page, "pg 05 dashboard", async () => {
+        await page.getByRole("link", { name: "Dashboard" }).click()
+        await page.getByRole("list", { name: "Connection health" }).getByText("pg_copy").waitFor()
+        expect(await page.getByRole("img", { name: /Requests per hour/ }).getAttribute("aria-label")).toMatch(/[1-9]\d* blocked/)
+        await page.locator(".refusals").getByText("drop table orders").waitFor()
+      })
+    } finally {
+      await db.drop()
+    }
+    expect(pageErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 400\b/.test(e)), pageErrors.join("\n")).toEqual([])
+  })
+
   it("has no console errors on any page, at 1280×800 and at 390 px", async () => {
     for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
       const context = await browser.newContext({ viewport })
       const fresh = await context.newPage()
       const errors = collectErrors(fresh)
-      for (const route of ["/connections", "/query", "/audit", "/keys", "/connect"]) {
+      for (const route of ["/", "/connections", "/schema", "/query", "/audit", "/governance", "/keys", "/connect"]) {
         await step(fresh, `pages ${viewport.width} ${route}`, async () => {
           await fresh.goto(`${web}${route}`)
           await fresh.getByRole("heading", { level: 1 }).waitFor()

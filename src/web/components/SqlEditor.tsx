@@ -1,9 +1,9 @@
 import { useEffect, useRef } from "react"
 import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } from "@codemirror/autocomplete"
 import { defaultKeymap, history, historyKeymap } from "@codemirror/commands"
-import { sql } from "@codemirror/lang-sql"
+import { type SQLConfig, sql } from "@codemirror/lang-sql"
 import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from "@codemirror/language"
-import { Prec } from "@codemirror/state"
+import { Compartment, Prec } from "@codemirror/state"
 import { drawSelection, EditorView, highlightActiveLine, keymap, lineNumbers } from "@codemirror/view"
 
 const editing = [
@@ -19,10 +19,16 @@ const editing = [
   keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap])
 ]
 
-/** CodeMirror 6 with SQL highlighting; Ctrl/Cmd+Enter runs. */
-export const SqlEditor = ({ value, onChange, onRun }: { readonly value: string; readonly onChange: (sql: string) => void; readonly onRun: () => void }) => {
+/** CodeMirror 6 with SQL highlighting and completion from `config` (dialect, tables, columns); Ctrl/Cmd+Enter runs. */
+export const SqlEditor = ({ value, onChange, onRun, config }: {
+  readonly value: string
+  readonly onChange: (sql: string) => void
+  readonly onRun: () => void
+  readonly config: SQLConfig
+}) => {
   const host = useRef<HTMLDivElement>(null)
   const view = useRef<EditorView | null>(null)
+  const language = useRef(new Compartment())
   const handlers = useRef({ onChange, onRun })
   handlers.current = { onChange, onRun }
   useEffect(() => {
@@ -32,12 +38,20 @@ export const SqlEditor = ({ value, onChange, onRun }: { readonly value: string; 
       extensions: [
         Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => (handlers.current.onRun(), true) }])),
         editing,
-        sql(),
+        language.current.of(sql(config)),
         EditorView.contentAttributes.of({ "aria-label": "SQL" }),
         EditorView.updateListener.of((update) => update.docChanged && handlers.current.onChange(update.state.doc.toString()))
       ]
     })
     return () => view.current?.destroy()
   }, [])
+  useEffect(() => {
+    view.current?.dispatch({ effects: language.current.reconfigure(sql(config)) })
+  }, [config])
+  // A statement chosen elsewhere (the history) replaces the text; the editor's own edits already match.
+  useEffect(() => {
+    const current = view.current
+    if (current !== null && current.state.doc.toString() !== value) current.dispatch({ changes: { from: 0, to: current.state.doc.length, insert: value } })
+  }, [value])
   return <div className="sql-editor" ref={host} />
 }

@@ -1,29 +1,36 @@
+import { TableHead } from "../components/TableHead"
+import { KeySelect } from "../components/KeySelect"
 import { useEffect, useRef, useState } from "react"
 import type { AuditEntry } from "../../domain/Audit"
 import { ErrorBanner, Empty, Loading } from "../components/States"
-import { useAction } from "../client/useApi"
+import { useAction, useApi } from "../client/useApi"
 import { formatTime } from "../format"
+import { useDebounced } from "../useDebounced"
 
 type Entry = typeof AuditEntry.Type
 interface Filters {
   readonly event_type: string
   readonly connection: string
   readonly outcome: "" | "success" | "refused" | "error"
+  readonly key_id: string
   readonly from: string
   readonly to: string
 }
-const NO_FILTERS: Filters = { event_type: "", connection: "", outcome: "", from: "", to: "" }
+const NO_FILTERS: Filters = { event_type: "", connection: "", outcome: "", key_id: "", from: "", to: "" }
 
 const paramsOf = (filters: Filters) => ({
   ...(filters.event_type !== "" ? { event_type: filters.event_type } : {}),
   ...(filters.connection !== "" ? { connection: filters.connection } : {}),
   ...(filters.outcome !== "" ? { outcome: filters.outcome } : {}),
+  ...(filters.key_id !== "" ? { key_id: filters.key_id } : {}),
   ...(filters.from !== "" ? { from: Math.floor(new Date(filters.from).getTime() / 1000) } : {}),
   ...(filters.to !== "" ? { to: Math.floor(new Date(filters.to).getTime() / 1000) } : {})
 })
 
 export const AuditPage = () => {
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS)
+  const [typed, setFilters] = useState<Filters>(NO_FILTERS)
+  const filters = useDebounced(typed, 250)
+  const [keys] = useApi((client) => client.keys.list({ urlParams: { limit: 200 } }))
   const [entries, setEntries] = useState<ReadonlyArray<Entry>>([])
   const [cursor, setCursor] = useState<string | null | undefined>(undefined)
   const [open, setOpen] = useState<string | null>(null)
@@ -73,28 +80,29 @@ export const AuditPage = () => {
       <form className="row filters" aria-label="Filter the audit log" onSubmit={(e) => e.preventDefault()}>
         <label>
           Event
-          <input value={filters.event_type} onChange={(e) => setFilters({ ...filters, event_type: e.target.value })} placeholder="query" />
+          <input value={typed.event_type} onChange={(e) => setFilters({ ...typed, event_type: e.target.value })} placeholder="query" />
         </label>
         <label>
           Connection
-          <input value={filters.connection} onChange={(e) => setFilters({ ...filters, connection: e.target.value })} />
+          <input value={typed.connection} onChange={(e) => setFilters({ ...typed, connection: e.target.value })} />
         </label>
         <label>
           Outcome
-          <select value={filters.outcome} onChange={(e) => setFilters({ ...filters, outcome: e.target.value as Filters["outcome"] })}>
+          <select value={typed.outcome} onChange={(e) => setFilters({ ...typed, outcome: e.target.value as Filters["outcome"] })}>
             <option value="">any</option>
             <option value="success">success</option>
             <option value="refused">refused</option>
             <option value="error">error</option>
           </select>
         </label>
+        {keys.state === "ready" && <KeySelect keys={keys.value.items} value={typed.key_id} onChange={(key_id) => setFilters({ ...typed, key_id })} none="any" />}
         <label>
           From
-          <input type="datetime-local" value={filters.from} onChange={(e) => setFilters({ ...filters, from: e.target.value })} />
+          <input type="datetime-local" value={typed.from} onChange={(e) => setFilters({ ...typed, from: e.target.value })} />
         </label>
         <label>
           To
-          <input type="datetime-local" value={filters.to} onChange={(e) => setFilters({ ...filters, to: e.target.value })} />
+          <input type="datetime-local" value={typed.to} onChange={(e) => setFilters({ ...typed, to: e.target.value })} />
         </label>
       </form>
       <ErrorBanner error={load.error} onRetry={() => fetchPage(undefined, true)} />
@@ -102,16 +110,7 @@ export const AuditPage = () => {
       {entries.length === 0 && !load.pending && load.error === null && <Empty>Nothing recorded matches these filters.</Empty>}
       {entries.length > 0 && (
         <table className="audit">
-          <thead>
-            <tr>
-              <th scope="col">Time</th>
-              <th scope="col">Event</th>
-              <th scope="col">Who</th>
-              <th scope="col">Connection</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">SQL / route</th>
-            </tr>
-          </thead>
+          <TableHead columns={["Time", "Event", "Who", "Connection", "Outcome", "SQL / route"]} />
           <tbody>
             {entries.map((entry) => (
               <AuditRow key={entry.id} entry={entry} open={open === entry.id} onToggle={() => setOpen(open === entry.id ? null : entry.id)} />

@@ -1,85 +1,111 @@
-import { type FormEvent, useState } from "react"
+import { type FormEvent, Fragment, useState } from "react"
 import { Effect, Schema } from "effect"
-import { ConnectionInput } from "../../domain/Connection"
+import type { DiagnoseResult } from "../../api/ConnectionsApi"
+import { type Connection, ConnectionInput } from "../../domain/Connection"
 import { ConfirmButton } from "../components/ConfirmButton"
+import { TableHead } from "../components/TableHead"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { useAction, useApi } from "../client/useApi"
-import { DB_TYPES, fieldsFor, labelOf } from "../connectionFields"
+import { DB_TYPES, fieldsFor, inputOf, labelOf } from "../connectionFields"
 
 type TestOutcome = { readonly ok: boolean; readonly latency_ms: number; readonly error?: string | undefined; readonly step?: string | undefined }
+
+type Editing = { readonly mode: "closed" } | { readonly mode: "add" } | { readonly mode: "edit"; readonly connection: Connection }
 
 export const ConnectionsPage = () => {
   const [connections, reload] = useApi((client) => client.connections.list({ urlParams: {} }))
   const [health] = useApi((client) => client.connectionHealth.list({ urlParams: {} }))
-  const [adding, setAdding] = useState(false)
+  const [editing, setEditing] = useState<Editing>({ mode: "closed" })
   const [tests, setTests] = useState<Record<string, TestOutcome>>({})
+  const [diagnoses, setDiagnoses] = useState<Record<string, Diagnosis>>({})
   const action = useAction()
   const statusOf = (name: string) => (health.state === "ready" ? health.value.items.find((h) => h.name === name)?.status : undefined) ?? "unknown"
   const test = async (name: string) => {
     const result = await action.perform((client) => client.connections.test({ path: { name } }))
     if (result !== undefined) setTests((all) => ({ ...all, [name]: result }))
   }
+  const diagnose = async (name: string) => {
+    const result = await action.perform((client) => client.connections.diagnose({ path: { name } }))
+    if (result !== undefined) setDiagnoses((all) => ({ ...all, [name]: result }))
+  }
+  const clone = (from: string, name: string) => action.perform((client) => client.connections.clone({ path: { name: from }, payload: { name } })).then(reload)
+  const closeForm = (saved: boolean) => {
+    setEditing({ mode: "closed" })
+    if (saved) reload()
+  }
   return (
     <section aria-labelledby="connections-title">
       <div className="heading">
         <h1 id="connections-title">Connections</h1>
-        {!adding && (
-          <button type="button" className="primary" onClick={() => setAdding(true)}>
+        {editing.mode === "closed" && (
+          <button type="button" className="primary" onClick={() => setEditing({ mode: "add" })}>
             Add connection
           </button>
         )}
       </div>
-      {adding && <AddConnection onDone={(added) => (setAdding(false), added && reload())} />}
+      {editing.mode !== "closed" && (
+        <ConnectionForm key={editing.mode === "edit" ? editing.connection.name : ""} existing={editing.mode === "edit" ? editing.connection : null} onDone={closeForm} />
+      )}
       <ErrorBanner error={action.error} />
       <Loaded value={connections} what="connections" onRetry={reload}>
         {(page) =>
           page.items.length === 0 ? (
             <Empty>No connections yet. Add one to run governed queries against it.</Empty>
           ) : (
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Where</th>
-                  <th scope="col">Test</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {page.items.map((c) => {
-                  const outcome = tests[c.name]
-                  return (
-                    <tr key={c.name}>
-                      <td>
-                        <span className={`dot dot-${statusOf(c.name)}`} role="img" aria-label={`health: ${statusOf(c.name)}`} /> {c.name}
-                      </td>
-                      <td>{c.db_type}</td>
-                      <td className="muted">{[c.host, c.database].filter((part) => part !== undefined).join(" / ")}</td>
-                      <td>
-                        <button type="button" onClick={() => test(c.name)} disabled={action.pending}>
-                          Test
-                        </button>{" "}
-                        {outcome !== undefined && (
-                          <span className={outcome.ok ? "ok" : "bad"} role="status">
-                            {outcome.ok ? `Connected in ${Math.round(outcome.latency_ms)} ms` : `Failed${outcome.step ? ` at ${outcome.step}` : ""}: ${outcome.error ?? ""}`}
-                          </span>
+            <div className="scroll-x">
+              <table>
+                <TableHead columns={["Name", "Type", "Where", "Check"]} actions="Actions" />
+                <tbody>
+                  {page.items.map((c) => {
+                    const outcome = tests[c.name]
+                    const diagnosis = diagnoses[c.name]
+                    return (
+                      <Fragment key={c.name}>
+                        <tr>
+                          <td>
+                            <span className={`dot dot-${statusOf(c.name)}`} role="img" aria-label={`health: ${statusOf(c.name)}`} /> {c.name}
+                          </td>
+                          <td>{c.db_type}</td>
+                          <td className="muted">{[c.host, c.database].filter((part) => part !== undefined).join(" / ")}</td>
+                          <td>
+                            <button type="button" onClick={() => test(c.name)} disabled={action.pending}>
+                              Test
+                            </button>{" "}
+                            <button type="button" onClick={() => diagnose(c.name)} disabled={action.pending}>
+                              Diagnose
+                            </button>{" "}
+                            {outcome !== undefined && (
+                              <span className={outcome.ok ? "ok" : "bad"} role="status">
+                                {outcome.ok ? `Connected in ${Math.round(outcome.latency_ms)} ms` : `Failed${outcome.step ? ` at ${outcome.step}` : ""}: ${outcome.error ?? ""}`}
+                              </span>
+                            )}
+                          </td>
+                          <td className="nowrap">
+                            <button type="button" onClick={() => setEditing({ mode: "edit", connection: c })} disabled={c.read_only} title={c.read_only ? "Configured by environment: read-only" : undefined}>
+                              Edit
+                            </button>{" "}
+                            <CloneButton from={c.name} onClone={(name) => clone(c.name, name)} />{" "}
+                            <ConfirmButton
+                              label="Delete"
+                              confirm={`Delete connection “${c.name}”?`}
+                              disabled={c.read_only}
+                              onConfirm={() => action.perform((client) => client.connections.remove({ path: { name: c.name } })).then(reload)}
+                            />
+                          </td>
+                        </tr>
+                        {diagnosis !== undefined && (
+                          <tr className="detail">
+                            <td colSpan={5}>
+                              <DiagnosisSteps name={c.name} diagnosis={diagnosis} />
+                            </td>
+                          </tr>
                         )}
-                      </td>
-                      <td>
-                        <ConfirmButton
-                          label="Delete"
-                          confirm={`Delete connection “${c.name}”?`}
-                          onConfirm={() => action.perform((client) => client.connections.remove({ path: { name: c.name } })).then(reload)}
-                        />
-                      </td>
-                    </tr>
-                  )
-                })}
-              </tbody>
-            </table>
+                      </Fragment>
+                    )
+                  })}
+                </tbody>
+              </table>
+            </div>
           )
         }
       </Loaded>
@@ -87,14 +113,61 @@ export const ConnectionsPage = () => {
   )
 }
 
-const AddConnection = ({ onDone }: { readonly onDone: (added: boolean) => void }) => {
-  const [dbType, setDbType] = useState("postgresql")
-  const [name, setName] = useState("")
-  const [values, setValues] = useState<Record<string, string>>({})
+type Diagnosis = typeof DiagnoseResult.Type
+
+const DiagnosisSteps = ({ name, diagnosis }: { readonly name: string; readonly diagnosis: Diagnosis }) => (
+  <ol className="steps" aria-label={`Diagnosis of ${name}`}>
+    {diagnosis.steps.map((s) => (
+      <li key={s.step} className={`step-${s.status}`}>
+        <span className="step-mark" aria-hidden="true">
+          {s.status === "ok" ? "✓" : s.status === "failed" ? "✗" : "–"}
+        </span>
+        <strong>{s.step}</strong> <span className="muted">{s.status === "skipped" ? "skipped" : `${s.status === "ok" ? "passed" : "failed"} in ${Math.round(s.duration_ms)} ms`}</span>
+        {s.detail !== "" && <span className="small"> — {s.detail}</span>}
+      </li>
+    ))}
+  </ol>
+)
+
+const CloneButton = ({ from, onClone }: { readonly from: string; readonly onClone: (name: string) => void }) => {
+  const [asking, setAsking] = useState(false)
+  const [name, setName] = useState(`${from}_copy`)
+  if (!asking) {
+    return (
+      <button type="button" onClick={() => setAsking(true)}>
+        Clone
+      </button>
+    )
+  }
+  return (
+    <form className="confirm" aria-label={`Clone ${from}`} onSubmit={(e) => (e.preventDefault(), setAsking(false), onClone(name))}>
+      <input aria-label="New name" value={name} onChange={(e) => setName(e.target.value)} required pattern="[A-Za-z0-9_\-]{1,64}" autoFocus />
+      <button type="submit">Clone</button>
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </form>
+  )
+}
+
+/** Fields shown in the form, as text, from a stored connection (secrets are never returned, so they start empty). */
+const formValuesOf = (connection: Connection | null): Record<string, string> =>
+  connection === null
+    ? {}
+    : Object.fromEntries(fieldsFor(connection.db_type).flatMap((f) => {
+        const value = ({ ...connection } as Record<string, unknown>)[f.name]
+        return value === undefined || value === null || typeof value === "object" ? [] : [[f.name, String(value)]]
+      }))
+
+const ConnectionForm = ({ existing, onDone }: { readonly existing: Connection | null; readonly onDone: (saved: boolean) => void }) => {
+  const [dbType, setDbType] = useState<string>(existing?.db_type ?? "postgresql")
+  const [name, setName] = useState(existing?.name ?? "")
+  const [values, setValues] = useState<Record<string, string>>(() => formValuesOf(existing))
   const [url, setUrl] = useState("")
   const save = useAction()
   const parse = useAction()
   const fields = fieldsFor(dbType)
+  const title = existing === null ? "Add a connection" : `Edit ${existing.name}`
   const fillFromUrl = async () => {
     const parsed = await parse.perform((client) => client.connectionUrls.parse({ payload: { url } }))
     if (parsed === undefined) return
@@ -103,22 +176,26 @@ const AddConnection = ({ onDone }: { readonly onDone: (added: boolean) => void }
   }
   const submit = async (event: FormEvent) => {
     event.preventDefault()
-    const body: Record<string, unknown> = { db_type: dbType, name }
+    // An edit keeps what the form does not show (table policy, TLS, tunnel…); an emptied field is removed.
+    const body: Record<string, unknown> = { ...(existing !== null && existing.db_type === dbType ? inputOf(existing) : {}), db_type: dbType, name }
     for (const field of fields) {
       const value = values[field.name]?.trim() ?? ""
       if (value !== "") body[field.name] = field.kind === "number" ? Number(value) : value
+      else delete body[field.name]
     }
     // Checked here with the Schema the gateway checks with, so a mistake is named before anything is sent.
-    const created = await save.perform((client) =>
+    const saved = await save.perform((client) =>
       Effect.flatMap(Schema.decodeUnknown(ConnectionInput)(body, { errors: "first" }), (payload) =>
-        client.connections.create({ payload } as Parameters<typeof client.connections.create>[0])
+        existing === null
+          ? client.connections.create({ payload } as Parameters<typeof client.connections.create>[0])
+          : client.connections.update({ path: { name: existing.name }, payload } as Parameters<typeof client.connections.update>[0])
       )
     )
-    if (created !== undefined) onDone(true)
+    if (saved !== undefined) onDone(true)
   }
   return (
-    <form className="card" onSubmit={submit} aria-label="Add a connection">
-      <h2>Add a connection</h2>
+    <form className="card" onSubmit={submit} aria-label={title}>
+      <h2>{title}</h2>
       <div className="row">
         <label className="grow">
           Paste a URL (optional)
@@ -167,7 +244,9 @@ const AddConnection = ({ onDone }: { readonly onDone: (added: boolean) => void }
           </label>
         ))}
       </div>
-      <p className="muted small">Secrets are write-only: they are encrypted at rest and never shown again.</p>
+      <p className="muted small">
+        Secrets are write-only: they are encrypted at rest and never shown again.{existing !== null && " Leave a secret empty to keep the stored one."}
+      </p>
       <ErrorBanner error={save.error} />
       <div className="actions">
         <button type="submit" className="primary" disabled={save.pending}>

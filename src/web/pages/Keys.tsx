@@ -2,6 +2,7 @@ import { type FormEvent, useState } from "react"
 import { ALL_SCOPES, type Scope } from "../../domain/Scope"
 import { ConfirmButton } from "../components/ConfirmButton"
 import { CopyButton } from "../components/CopyButton"
+import { TableHead } from "../components/TableHead"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { useAction, useApi } from "../client/useApi"
 import { formatTime } from "../format"
@@ -36,18 +37,7 @@ export const KeysPage = () => {
             <Empty>No keys yet.</Empty>
           ) : (
             <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Prefix</th>
-                  <th scope="col">Scopes</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
+              <TableHead columns={["Name", "Prefix", "Scopes", "Last used", "Expires"]} actions="Actions" />
               <tbody>
                 {page.items.map((key) => (
                   <tr key={key.id}>
