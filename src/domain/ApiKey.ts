@@ -39,6 +39,7 @@ export type CreateApiKey = typeof CreateApiKey.Type
 /** The calling credential as it may see itself (never the key): what the web app shows and filters its history by. */
 export const Caller = Schema.Struct({
   kind: Schema.Literal("api_key", "jwt", "local"),
+  user_id: Schema.String,
   key_id: Schema.NullOr(Schema.String),
   key_prefix: Schema.NullOr(Schema.String),
   scopes: Schema.Array(Scope),

@@ -1,6 +1,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react"
 import { fetchLocalKey, forgetKey, storedKey, storeKey } from "./client/Session"
 import { type Session, SessionContext } from "./client/SessionContext"
+import { useApi } from "./client/useApi"
 import { AuditPage } from "./pages/Audit"
 import { ConnectionsPage } from "./pages/Connections"
 import { DashboardPage } from "./pages/Dashboard"
@@ -42,7 +43,7 @@ const usePath = () => {
   return [path, navigate] as const
 }
 
-type SignedIn = { readonly state: "checking" } | { readonly state: "out" } | { readonly state: "in"; readonly key: string; readonly local: boolean }
+type SignedIn = { readonly state: "checking" } | { readonly state: "out"; readonly reason: string | null } | { readonly state: "in"; readonly key: string; readonly local: boolean }
 
 export const App = () => {
   const [signedIn, setSignedIn] = useState<SignedIn>({ state: "checking" })
@@ -52,14 +53,14 @@ export const App = () => {
     const stored = storedKey()
     if (stored !== null) return setSignedIn({ state: "in", ...stored })
     fetchLocalKey().then((key) => {
-      if (key === null) return setSignedIn({ state: "out" })
+      if (key === null) return setSignedIn({ state: "out", reason: null })
       storeKey({ key, local: true })
       setSignedIn({ state: "in", key, local: true })
     })
   }, [])
-  const signOut = useCallback(() => {
+  const signOut = useCallback((reason?: string) => {
     forgetKey()
-    setSignedIn({ state: "out" })
+    setSignedIn({ state: "out", reason: reason ?? null })
   }, [])
   const session = useMemo<Session | null>(() => (signedIn.state === "in" ? { key: signedIn.key, local: signedIn.local, signOut } : null), [signedIn, signOut])
   const page = pageFor(path)
@@ -71,6 +72,7 @@ export const App = () => {
   if (session === null) {
     return (
       <SignIn
+        reason={signedIn.state === "out" ? signedIn.reason : null}
         onSignedIn={(key) => {
           storeKey({ key, local: false })
           setSignedIn({ state: "in", key, local: false })
@@ -94,9 +96,9 @@ export const App = () => {
             ))}
           </nav>
           <span className="who">
-            {session.local ? <span className="muted small">local admin</span> : null}
+            <Who local={session.local} />
             {!session.local && (
-              <button type="button" onClick={signOut}>
+              <button type="button" onClick={() => signOut()}>
                 Sign out
               </button>
             )}
@@ -109,5 +111,18 @@ export const App = () => {
         </main>
       </div>
     </SessionContext.Provider>
+  )
+}
+
+/** Who this tab is signed in as: the local admin, a key by its prefix, or a cloud user. */
+const Who = ({ local }: { readonly local: boolean }) => {
+  const [self] = useApi((client) => client.keys.self())
+  if (local) return <span className="muted small">local admin</span>
+  if (self.state !== "ready") return null
+  const { kind, user_id, key_prefix, scopes } = self.value
+  return (
+    <span className="muted small" title={`scopes: ${scopes.join(", ")}`}>
+      {kind === "jwt" ? user_id : `key ${key_prefix}…`}
+    </span>
   )
 }

@@ -91,7 +91,7 @@ describe("operational routes and local access on a self-hosted gateway", () => {
     const created = await api("/api/keys", { key: admin, body: { name: "only-query", scopes: ["query"] } })
     expect(created.status, created.text).toBe(201)
     const self = await api("/api/keys/self", { key: created.json.key })
-    expect([self.status, self.json]).toEqual([200, { kind: "api_key", key_id: created.json.id, key_prefix: created.json.key.slice(0, 11), scopes: ["query"], role: "admin" }])
+    expect([self.status, self.json]).toEqual([200, { kind: "api_key", user_id: "local", key_id: created.json.id, key_prefix: created.json.key.slice(0, 11), scopes: ["query"], role: "admin" }])
     expect(self.text).not.toContain(created.json.key)
     const local = (await api("/api/keys/self", { key: admin })).json
     expect([local.kind, local.scopes]).toEqual(["api_key", expect.arrayContaining(["admin", "read"])])

@@ -1,59 +1,32 @@
-import * as http from "node:http"
-import type { AddressInfo } from "node:net"
-import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type Gateway, startGateway } from "../support/Gateway"
 import { type HttpResult, request, type RequestOptions } from "../support/Http"
+import { type IdentityProvider, now, startIdentityProvider } from "../support/IdentityProvider"
 import { Relay } from "../support/Relay"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const hasPostgres = await postgresAvailable()
 const skip = !hasPostgres
 
-const KID = "sluice-test-key"
 const LEEWAY_SECONDS = 30
-const now = () => Math.floor(Date.now() / 1000)
-
-type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>["privateKey"]
-
-interface TokenOptions {
-  readonly sub?: string | null
-  readonly orgId?: unknown
-  readonly admin?: boolean
-  /** Absolute `exp` in seconds; null leaves the claim out. Default: one hour from now. */
-  readonly exp?: number | null
-  readonly key?: SigningKey
-}
 
 describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
   let gateway: Gateway
   let database: TestDatabase | undefined
-  let jwks: http.Server | undefined
+  let idp: IdentityProvider | undefined
   let relay: Relay
   let cloudEnv: Record<string, string>
-  let signingKey: SigningKey
-  let strangerKey: SigningKey
 
   beforeAll(async () => {
     if (skip) return
-    const pair = await generateKeyPair("RS256")
-    signingKey = pair.privateKey
-    strangerKey = (await generateKeyPair("RS256")).privateKey
-    const publicJwk = { ...(await exportJWK(pair.publicKey)), kid: KID, alg: "RS256", use: "sig" }
-    const body = JSON.stringify({ keys: [publicJwk] })
-    jwks = http.createServer((_req, res) => {
-      res.writeHead(200, { "content-type": "application/json" })
-      res.end(body)
-    })
-    await new Promise<void>((resolve) => jwks!.listen(0, "127.0.0.1", resolve))
-    const jwksPort = (jwks.address() as AddressInfo).port
+    idp = await startIdentityProvider()
     database = await createTestDatabase()
     // Customer databases are reached through a relay: the store's own address is off limits to tenants.
     relay = new Relay(await freePort())
     await relay.open()
     cloudEnv = {
       SP_DEPLOYMENT_MODE: "cloud",
-      SP_JWKS_URL: `http://127.0.0.1:${jwksPort}/.well-known/jwks.json`,
+      SP_JWKS_URL: idp.jwksUrl,
       SP_JWT_LEEWAY: String(LEEWAY_SECONDS),
       // Every key route is in the "auth" per-IP class (60/min by default); this file makes more than that.
       SP_RATE_LIMIT_AUTH_RPM: "10000"
@@ -64,21 +37,12 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     await gateway?.stop()
     await relay?.cut()
     await database?.drop()
-    if (jwks) await new Promise<void>((resolve) => jwks!.close(() => resolve()))
+    await idp?.close()
   })
 
   const api = (path: string, options: RequestOptions = {}) => request(gateway.url, path, options)
 
-  const token = async (options: TokenOptions = {}): Promise<string> => {
-    const claims: JWTPayload = {}
-    if (options.orgId !== undefined) claims["org_id"] = options.orgId
-    if (options.admin) claims["org_role"] = "org:admin"
-    let jwt = new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: KID }).setIssuedAt()
-    if (options.sub !== null) jwt = jwt.setSubject(options.sub ?? "user_default")
-    const exp = options.exp === undefined ? now() + 3600 : options.exp
-    if (exp !== null) jwt = jwt.setExpirationTime(exp)
-    return jwt.sign(options.key ?? signingKey)
-  }
+  const token: IdentityProvider["token"] = (options) => idp!.token(options)
 
   const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` })
   const withJwt = (path: string, jwt: string, options: RequestOptions = {}) =>
@@ -339,7 +303,7 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
 
   it.skipIf(skip)("refuses bad session tokens with 401 unauthenticated and provisions nothing; honours the leeway", async () => {
     const cases: Array<[string, Promise<string>]> = [
-      ["bad signature (same kid, other key pair)", token({ sub: "user_forged", orgId: "org_forged", admin: true, key: strangerKey })],
+      ["bad signature (same kid, other key pair)", token({ sub: "user_forged", orgId: "org_forged", admin: true, forged: true })],
       ["expired beyond the leeway", token({ sub: "user_expired", orgId: "org_expired", admin: true, exp: now() - 120 })],
       ["missing org_id", token({ sub: "user_no_org", admin: true })],
       ["non-string org_id", token({ sub: "user_numeric_org", orgId: 42, admin: true })],

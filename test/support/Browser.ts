@@ -9,8 +9,14 @@ export const RESULTS_DIR = path.join(REPO_ROOT, "test-results")
 
 export const chromiumAvailable = () => fs.existsSync(CHROMIUM)
 
-/** Builds the web app from the current sources, as `npm start` does. */
-export const buildWebApp = () => execFileSync("npx", ["vite", "build", "--config", "src/web/vite.config.ts"], { cwd: REPO_ROOT, stdio: "pipe" })
+let built = false
+
+/** Builds the web app from the current sources, as `npm start` does (once per test file: builds must not overlap). */
+export const buildWebApp = () => {
+  if (built) return
+  execFileSync("npx", ["vite", "build", "--config", "src/web/vite.config.ts"], { cwd: REPO_ROOT, stdio: "pipe" })
+  built = true
+}
 
 // Without the background-networking flags Chromium keeps dialling Google's hosts, which this network refuses.
 export const launchChromium = (): Promise<Browser> =>
@@ -22,7 +28,7 @@ export const launchChromium = (): Promise<Browser> =>
 /** Console errors and failed page scripts, collected for the "no console errors" checks. */
 export const collectErrors = (page: Page) => {
   const errors: Array<string> = []
-  page.on("console", (message) => message.type() === "error" && errors.push(message.text()))
+  page.on("console", (message) => message.type() === "error" && errors.push(`${message.text()} (${message.location().url})`))
   page.on("pageerror", (error) => errors.push(error.message))
   return errors
 }

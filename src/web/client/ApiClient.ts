@@ -24,13 +24,13 @@ const failureOf = (error: unknown): ApiFailure => {
   return new ApiFailure({ status: 0, code: "network_error", message: "The gateway could not be reached" })
 }
 
-/** The typed client derived from the server's HttpApi contract, sending the session's key on every request. */
+/** The typed client derived from the server's HttpApi contract, sending the session's key or token on every request. */
 export const makeClient = (key: string | null) =>
   HttpApiClient.make(SluiceApi, {
     baseUrl: window.location.origin,
     transformClient: (client) =>
       client.pipe(
-        HttpClient.mapRequest((request) => (key === null ? request : HttpClientRequest.setHeader(request, "x-api-key", key))),
+        HttpClient.mapRequest((request) => (key === null ? request : HttpClientRequest.bearerToken(request, key))),
         // The gateway's error bodies are {code, message}; the response error carries the body on to failureOf.
         HttpClient.transformResponse((response) =>
           Effect.flatMap(response, (res) =>

@@ -1,10 +1,12 @@
 import { createContext, useContext } from "react"
 
 export interface Session {
+  /** An API key or a cloud session token (JWT): sent the same way, as a Bearer credential. */
   readonly key: string
   /** True when the key came from the gateway's local access (self-hosted, same machine). */
   readonly local: boolean
-  readonly signOut: () => void
+  /** Forgets the credential; `reason` is shown on the sign-in page (an expired session, a deleted key). */
+  readonly signOut: (reason?: string) => void
 }
 
 export const SessionContext = createContext<Session | null>(null)

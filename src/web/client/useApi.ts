@@ -6,7 +6,7 @@ import { type Session, useSession } from "./SessionContext"
 /** One call with the session's key; a 401 (the key was deleted or expired) signs the tab out. */
 const runSigned = <A>(session: Session, call: (client: Client) => Effect.Effect<A, unknown>) =>
   run(session.key, call).catch((failure: ApiFailure) => {
-    if (failure.status === 401) session.signOut()
+    if (failure.status === 401) session.signOut(failure.message)
     throw failure
   })
 
