@@ -25,7 +25,7 @@ export const McpClientConfig = Schema.Struct({
 })
 export type McpClientConfig = typeof McpClientConfig.Type
 
-const KEY_PLACEHOLDER = "sp_YOUR_KEY"
+export const KEY_PLACEHOLDER = "sp_YOUR_KEY"
 
 /** The snippet that points a client at this gateway's MCP endpoint, with a placeholder where the key goes. */
 export const mcpClientConfig = (client: McpClient, url: string): McpClientConfig => {

@@ -84,6 +84,9 @@ export const App = () => {
   return (
     <SessionContext.Provider value={session}>
       <div className="shell">
+        <a className="skip" href="#main">
+          Skip to content
+        </a>
         <header>
           <a className="brand" href="/" onClick={(e) => (e.preventDefault(), navigate("/"))}>
             Sluice
@@ -104,7 +107,7 @@ export const App = () => {
             )}
           </span>
         </header>
-        <main>
+        <main id="main" tabIndex={-1}>
           <Suspense fallback={<p className="muted">Loading…</p>}>
             <View />
           </Suspense>

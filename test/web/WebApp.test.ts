@@ -16,6 +16,22 @@ if (skip) console.warn("skipping the web app's browser tests: no /usr/bin/chromi
 
 const SECRET_EMAIL = "ada@example.com"
 
+// Nothing may widen the page past the window (wide tables scroll inside their own box).
+const OVERFLOWING = `[...document.querySelectorAll("body *")]
+  .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest(".scroll-x, .grid, .skip, .cm-editor, pre"))
+  .map((el) => el.outerHTML.slice(0, 100))
+  .slice(0, 5)`
+
+// Every control a keyboard or screen-reader user reaches must say what it is: a label, aria-label(ledby), or its text.
+const UNNAMED_CONTROLS = `[...document.querySelectorAll('button, input, select, textarea, a[href], [role="img"], [role="meter"], [role="tab"]')]
+  .filter((el) => {
+    const labelledBy = (el.getAttribute("aria-labelledby") ?? "").split(" ").map((id) => document.getElementById(id)?.textContent ?? "").join("")
+    const labels = el.labels ? [...el.labels].map((l) => l.textContent).join("") : ""
+    const own = el.tagName === "INPUT" ? "" : el.textContent
+    return ((el.getAttribute("aria-label") ?? "") + labelledBy + labels + own).trim() === ""
+  })
+  .map((el) => el.outerHTML.slice(0, 120))`
+
 describe.skipIf(skip)("the web app in a real browser, against a started gateway", () => {
   let gateway: Gateway
   let browser: Browser
@@ -192,6 +208,26 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       await row.getByRole("button", { name: "Yes, delete" }).click()
       await expect.poll(() => page.getByRole("row", { name: /e2e-reader/ }).count()).toBe(0)
     })
+    await step(page, "09 an MCP client configured with a key made for it", async () => {
+      await page.getByRole("link", { name: "MCP connect" }).click()
+      await page.getByRole("tab", { name: "Cursor" }).click()
+      await page.getByRole("button", { name: "Make a key for Cursor" }).click()
+      await page.getByText("Copy it now: it is shown once").waitFor()
+      const snippet = JSON.parse((await page.getByLabel("Configuration").textContent())!)
+      const server = snippet.mcpServers.sluice
+      expect(server.url).toBe(`${web}/mcp?tools=core`)
+      const key = server.headers["x-api-key"]
+      expect(key).toMatch(/^sp_[0-9a-f]{32}$/)
+      // What the client would do with it: list the tools over MCP.
+      const listed = await request(web, "/mcp?tools=core", {
+        key,
+        headers: { accept: "application/json, text/event-stream" },
+        body: { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }
+      })
+      expect(listed.status, listed.text).toBe(200)
+      expect(listed.json.result.tools.map((t: { name: string }) => t.name)).toContain("query_database")
+    })
+
     // The refused write is a 4xx the browser logs as a failed load; anything else is the app's own error.
     expect(pageErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 400\b/.test(e)), pageErrors.join("\n")).toEqual([])
   })
@@ -330,8 +366,18 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
           await fresh.goto(`${web}${route}`)
           await fresh.getByRole("heading", { level: 1 }).waitFor()
           await fresh.waitForLoadState("networkidle")
+          expect(await fresh.evaluate(UNNAMED_CONTROLS), `controls without an accessible name on ${route}`).toEqual([])
+          expect(await fresh.evaluate(OVERFLOWING), `wider than the window on ${route}`).toEqual([])
         })
       }
+      // Keyboard: the first Tab offers the skip link, which lands on the page, whose first control is next.
+      await fresh.goto(`${web}/connections`)
+      await fresh.getByRole("heading", { level: 1 }).waitFor()
+      await fresh.keyboard.press("Tab")
+      expect(await fresh.evaluate("document.activeElement.textContent")).toBe("Skip to content")
+      await fresh.keyboard.press("Enter")
+      await fresh.keyboard.press("Tab")
+      expect(await fresh.evaluate("document.activeElement.textContent")).toBe("Add connection")
       expect(errors, `console errors at ${viewport.width}px`).toEqual([])
       await context.close()
     }

@@ -109,14 +109,16 @@ export const AuditPage = () => {
       {entries.length === 0 && load.pending && <Loading what="the audit log" />}
       {entries.length === 0 && !load.pending && load.error === null && <Empty>Nothing recorded matches these filters.</Empty>}
       {entries.length > 0 && (
-        <table className="audit">
-          <TableHead columns={["Time", "Event", "Who", "Connection", "Outcome", "SQL / route"]} />
-          <tbody>
-            {entries.map((entry) => (
-              <AuditRow key={entry.id} entry={entry} open={open === entry.id} onToggle={() => setOpen(open === entry.id ? null : entry.id)} />
-            ))}
-          </tbody>
-        </table>
+        <div className="scroll-x">
+          <table className="audit">
+            <TableHead columns={["Time", "Event", "Who", "Connection", "Outcome", "SQL / route"]} />
+            <tbody>
+              {entries.map((entry) => (
+                <AuditRow key={entry.id} entry={entry} open={open === entry.id} onToggle={() => setOpen(open === entry.id ? null : entry.id)} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <div ref={sentinel} aria-hidden="true" />
       {entries.length > 0 && load.pending && <Loading what="more" />}

@@ -60,19 +60,21 @@ export const DashboardPage = () => {
               top_keys.length === 0 ? (
                 <Empty>No keyed requests yet.</Empty>
               ) : (
-                <table aria-label="Top keys">
-                  <tbody>
-                    {top_keys.map((k) => (
-                      <tr key={k.key_id}>
-                        <th scope="row">{k.principal ?? k.key_id}</th>
-                        <td className="grow-cell">
-                          <Meter value={k.requests} max={top_keys[0]!.requests} label={`${k.principal ?? k.key_id}: ${k.requests} requests`} />
-                        </td>
-                        <td>{k.requests}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
+                <div className="scroll-x">
+                  <table aria-label="Top keys">
+                    <tbody>
+                      {top_keys.map((k) => (
+                        <tr key={k.key_id}>
+                          <th scope="row">{k.principal ?? k.key_id}</th>
+                          <td className="grow-cell">
+                            <Meter value={k.requests} max={top_keys[0]!.requests} label={`${k.principal ?? k.key_id}: ${k.requests} requests`} />
+                          </td>
+                          <td>{k.requests}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
               )
             }
           </Loaded>

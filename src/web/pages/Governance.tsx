@@ -86,25 +86,27 @@ const PiiEditor = ({ name, saved, onSaved }: { readonly name: string; readonly s
       {rules.length === 0 ? (
         <Empty>No PII rules: every column is returned as stored.</Empty>
       ) : (
-        <table aria-label="PII rules">
-          <TableHead columns={["Table", "Column", "Action"]} actions="Remove" />
-          <tbody>
-            {rules.map((r) => (
-              <tr key={`${r.table}.${r.column}`}>
-                <td>{r.table}</td>
-                <td>{r.column}</td>
-                <td>
-                  <ActionSelect label={`Action for ${r.table}.${r.column}`} value={r.action} onChange={(action) => setRules(withRule(rules, { ...r, action }))} />
-                </td>
-                <td>
-                  <button type="button" aria-label={`Remove the rule for ${r.table}.${r.column}`} onClick={() => setRules(rules.filter((x) => x !== r))}>
-                    Remove
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <div className="scroll-x">
+          <table aria-label="PII rules">
+            <TableHead columns={["Table", "Column", "Action"]} actions="Remove" />
+            <tbody>
+              {rules.map((r) => (
+                <tr key={`${r.table}.${r.column}`}>
+                  <td>{r.table}</td>
+                  <td>{r.column}</td>
+                  <td>
+                    <ActionSelect label={`Action for ${r.table}.${r.column}`} value={r.action} onChange={(action) => setRules(withRule(rules, { ...r, action }))} />
+                  </td>
+                  <td>
+                    <button type="button" aria-label={`Remove the rule for ${r.table}.${r.column}`} onClick={() => setRules(rules.filter((x) => x !== r))}>
+                      Remove
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <form className="row add-rule" aria-label="Add a PII rule" onSubmit={add}>
         <label>
@@ -135,31 +137,33 @@ const PiiEditor = ({ name, saved, onSaved }: { readonly name: string; readonly s
           {proposals.length === 0 ? (
             <p className="muted small">Nothing new to review.</p>
           ) : (
-            <table aria-label="Proposed PII rules">
-              <tbody>
-                {proposals.map((p) => (
-                  <tr key={`${p.table}.${p.column}`}>
-                    <td>
-                      {p.table}.{p.column}
-                    </td>
-                    <td>
-                      {p.kind} → {p.action}
-                    </td>
-                    <td className="muted small">
-                      {p.reason === "column_name" ? "by its name" : "by sampled values"}, {Math.round(p.confidence * 100)} %
-                    </td>
-                    <td className="nowrap">
-                      <button type="button" onClick={() => review(p, true)} aria-label={`Accept ${p.table}.${p.column}`}>
-                        Accept
-                      </button>{" "}
-                      <button type="button" onClick={() => review(p, false)} aria-label={`Reject ${p.table}.${p.column}`}>
-                        Reject
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <div className="scroll-x">
+              <table aria-label="Proposed PII rules">
+                <tbody>
+                  {proposals.map((p) => (
+                    <tr key={`${p.table}.${p.column}`}>
+                      <td>
+                        {p.table}.{p.column}
+                      </td>
+                      <td>
+                        {p.kind} → {p.action}
+                      </td>
+                      <td className="muted small">
+                        {p.reason === "column_name" ? "by its name" : "by sampled values"}, {Math.round(p.confidence * 100)} %
+                      </td>
+                      <td className="nowrap">
+                        <button type="button" onClick={() => review(p, true)} aria-label={`Accept ${p.table}.${p.column}`}>
+                          Accept
+                        </button>{" "}
+                        <button type="button" onClick={() => review(p, false)} aria-label={`Reject ${p.table}.${p.column}`}>
+                          Reject
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
           {skipped.length > 0 && <p className="muted small">Not sampled: {skipped.map((s) => `${s.table} (${s.reason})`).join("; ")}</p>}
         </div>
@@ -235,33 +239,35 @@ const Budgets = () => {
           items.length === 0 ? (
             <Empty>No budgets: keys may run queries up to the rate limits.</Empty>
           ) : (
-            <table aria-label="Budgets">
-              <TableHead columns={["For", "Usage", "Expires"]} actions="Actions" />
-              <tbody>
-                {items.map((b) => (
-                  <tr key={b.id}>
-                    <td>
-                      {b.session !== null ? `session ${b.session}` : `key ${b.key_id}`}
-                      {b.exhausted && <span className="badge">spent</span>}
-                    </td>
-                    <td className="grow-cell">
-                      {usageOf(b).map((u) => (
-                        <div key={u.label} className="usage small">
-                          <span>
-                            {u.label}: {u.used.toLocaleString()} / {u.limit.toLocaleString()}
-                          </span>
-                          <Meter value={u.used} max={u.limit} label={`${u.label} used`} limit />
-                        </div>
-                      ))}
-                    </td>
-                    <td className="small">{b.expires_at === null ? "never" : formatTime(b.expires_at)}</td>
-                    <td>
-                      <ConfirmButton label="Delete" confirm="Delete this budget?" onConfirm={() => remove.perform((client) => client.budgets.remove({ path: { id: b.id } })).then(reload)} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <div className="scroll-x">
+              <table aria-label="Budgets">
+                <TableHead columns={["For", "Usage", "Expires"]} actions="Actions" />
+                <tbody>
+                  {items.map((b) => (
+                    <tr key={b.id}>
+                      <td>
+                        {b.session !== null ? `session ${b.session}` : `key ${b.key_id}`}
+                        {b.exhausted && <span className="badge">spent</span>}
+                      </td>
+                      <td className="grow-cell">
+                        {usageOf(b).map((u) => (
+                          <div key={u.label} className="usage small">
+                            <span>
+                              {u.label}: {u.used.toLocaleString()} / {u.limit.toLocaleString()}
+                            </span>
+                            <Meter value={u.used} max={u.limit} label={`${u.label} used`} limit />
+                          </div>
+                        ))}
+                      </td>
+                      <td className="small">{b.expires_at === null ? "never" : formatTime(b.expires_at)}</td>
+                      <td>
+                        <ConfirmButton label="Delete" confirm="Delete this budget?" onConfirm={() => remove.perform((client) => client.budgets.remove({ path: { id: b.id } })).then(reload)} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )
         }
       </Loaded>

@@ -36,30 +36,32 @@ export const KeysPage = () => {
           page.items.length === 0 ? (
             <Empty>No keys yet.</Empty>
           ) : (
-            <table>
-              <TableHead columns={["Name", "Prefix", "Scopes", "Last used", "Expires"]} actions="Actions" />
-              <tbody>
-                {page.items.map((key) => (
-                  <tr key={key.id}>
-                    <td>{key.name}</td>
-                    <td>
-                      <code>{key.prefix}…</code>
-                    </td>
-                    <td>{key.scopes.join(", ")}</td>
-                    <td>{key.last_used_at === null ? "never" : formatTime(key.last_used_at)}</td>
-                    <td>{key.expires_at === null ? "never" : formatTime(key.expires_at)}</td>
-                    <td>
-                      <ConfirmButton
-                        label="Delete"
-                        confirm={`Delete “${key.name}”? Tools using it stop working at once.`}
-                        disabled={remove.pending}
-                        onConfirm={() => remove.perform((client) => client.keys.remove({ path: { key_id: key.id } })).then(reload)}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <div className="scroll-x">
+              <table>
+                <TableHead columns={["Name", "Prefix", "Scopes", "Last used", "Expires"]} actions="Actions" />
+                <tbody>
+                  {page.items.map((key) => (
+                    <tr key={key.id}>
+                      <td>{key.name}</td>
+                      <td>
+                        <code>{key.prefix}…</code>
+                      </td>
+                      <td>{key.scopes.join(", ")}</td>
+                      <td>{key.last_used_at === null ? "never" : formatTime(key.last_used_at)}</td>
+                      <td>{key.expires_at === null ? "never" : formatTime(key.expires_at)}</td>
+                      <td>
+                        <ConfirmButton
+                          label="Delete"
+                          confirm={`Delete “${key.name}”? Tools using it stop working at once.`}
+                          disabled={remove.pending}
+                          onConfirm={() => remove.perform((client) => client.keys.remove({ path: { key_id: key.id } })).then(reload)}
+                        />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )
         }
       </Loaded>
