@@ -1,4 +1,5 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react"
+import { Link, usePath } from "./components/Link"
 import { fetchLocalKey, forgetKey, storedKey, storeKey } from "./client/Session"
 import { type Session, SessionContext } from "./client/SessionContext"
 import { useApi } from "./client/useApi"
@@ -28,26 +29,11 @@ const PAGES = [
 
 const pageFor = (pathname: string) => PAGES.find((p) => p.path === pathname) ?? PAGES[0]
 
-/** Client-side routes on the History API: the server answers every path with this app. */
-const usePath = () => {
-  const [path, setPath] = useState(window.location.pathname)
-  useEffect(() => {
-    const onPop = () => setPath(window.location.pathname)
-    window.addEventListener("popstate", onPop)
-    return () => window.removeEventListener("popstate", onPop)
-  }, [])
-  const navigate = useCallback((to: string) => {
-    window.history.pushState(null, "", to)
-    setPath(to)
-  }, [])
-  return [path, navigate] as const
-}
-
 type SignedIn = { readonly state: "checking" } | { readonly state: "out"; readonly reason: string | null } | { readonly state: "in"; readonly key: string; readonly local: boolean }
 
 export const App = () => {
   const [signedIn, setSignedIn] = useState<SignedIn>({ state: "checking" })
-  const [path, navigate] = usePath()
+  const path = usePath()
   useEffect(() => {
     // Reloads reuse the tab's key, so only a new tab asks the gateway for its local key.
     const stored = storedKey()
@@ -66,7 +52,9 @@ export const App = () => {
   const page = pageFor(path)
   useEffect(() => {
     document.title = `${page.title} · Sluice`
-  }, [page])
+    // On a narrow window the nav scrolls sideways: keep the current page's link in view.
+    document.querySelector('nav [aria-current="page"]')?.scrollIntoView({ block: "nearest", inline: "nearest" })
+  }, [page, session])
 
   if (signedIn.state === "checking") return <p className="muted center">Starting…</p>
   if (session === null) {
@@ -88,22 +76,26 @@ export const App = () => {
           Skip to content
         </a>
         <header>
-          <a className="brand" href="/" onClick={(e) => (e.preventDefault(), navigate("/"))}>
+          <Link className="brand" to="/">
             Sluice
-          </a>
+          </Link>
           <nav aria-label="Main">
             {PAGES.map((p) => (
-              <a key={p.path} href={p.path} aria-current={p === page ? "page" : undefined} onClick={(e) => (e.preventDefault(), navigate(p.path))}>
+              <Link key={p.path} to={p.path} current={p === page}>
                 {p.title}
-              </a>
+              </Link>
             ))}
           </nav>
           <span className="who">
-            <Who local={session.local} />
-            {!session.local && (
-              <button type="button" onClick={() => signOut()}>
-                Sign out
-              </button>
+            {session.local ? (
+              <span className="muted small">local admin</span>
+            ) : (
+              <>
+                <Who />{" "}
+                <button type="button" onClick={() => signOut()}>
+                  Sign out
+                </button>
+              </>
             )}
           </span>
         </header>
@@ -117,10 +109,9 @@ export const App = () => {
   )
 }
 
-/** Who this tab is signed in as: the local admin, a key by its prefix, or a cloud user. */
-const Who = ({ local }: { readonly local: boolean }) => {
+/** Who this tab is signed in as: a key by its prefix, or a cloud user. */
+const Who = () => {
   const [self] = useApi((client) => client.keys.self())
-  if (local) return <span className="muted small">local admin</span>
   if (self.state !== "ready") return null
   const { kind, user_id, key_prefix, scopes } = self.value
   return (

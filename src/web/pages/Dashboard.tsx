@@ -1,6 +1,7 @@
 import { useMemo } from "react"
 import { HourlyChart } from "../components/HourlyChart"
 import { Meter } from "../components/Meter"
+import { Link } from "../components/Link"
 import { Empty, Loaded } from "../components/States"
 import { useApi } from "../client/useApi"
 import { hourlySeries } from "../charts"
@@ -22,7 +23,9 @@ export const DashboardPage = () => {
           <Loaded value={health} what="connection health" onRetry={reloadHealth}>
             {({ items }) =>
               items.length === 0 ? (
-                <Empty>No connections yet.</Empty>
+                <Empty>
+                  No connections yet. <Link to="/connections">Add one</Link> to run governed queries.
+                </Empty>
               ) : (
                 <ul className="tiles" aria-label="Connection health">
                   {items.map((h) => (

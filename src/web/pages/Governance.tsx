@@ -7,6 +7,7 @@ import { ConnectionPicker, useChosenConnection } from "../components/ConnectionP
 import { Meter } from "../components/Meter"
 import { TableHead } from "../components/TableHead"
 import { KeySelect } from "../components/KeySelect"
+import { Link } from "../components/Link"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { useAction, useApi } from "../client/useApi"
 import { inputOf } from "../connectionFields"
@@ -22,7 +23,9 @@ export const GovernancePage = () => {
         {(page) => {
           const connection = page.items.find((c) => c.name === chosen)
           return connection === undefined ? (
-            <Empty>Add a connection to set its PII rules and table access.</Empty>
+            <Empty>
+              <Link to="/connections">Add a connection</Link> to set its PII rules and table access.
+            </Empty>
           ) : (
             <>
               <div className="row">

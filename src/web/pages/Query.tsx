@@ -5,6 +5,7 @@ type ExplainResponse = typeof ExplainSchema.Type
 import { ConnectionPicker, useChosenConnection } from "../components/ConnectionPicker"
 import { ResultGrid } from "../components/ResultGrid"
 import { SqlEditor } from "../components/SqlEditor"
+import { Link } from "../components/Link"
 import { Empty, Loaded } from "../components/States"
 import type { ApiFailure } from "../client/ApiClient"
 import { useAction, useApi } from "../client/useApi"
@@ -43,7 +44,9 @@ export const QueryPage = () => {
       <Loaded value={connections} what="connections" onRetry={reload}>
         {(page) =>
           page.items.length === 0 ? (
-            <Empty>Add a connection first.</Empty>
+            <Empty>
+              <Link to="/connections">Add a connection</Link> first.
+            </Empty>
           ) : (
             <>
               <div className="row">
@@ -111,37 +114,53 @@ const Plan = ({ plan }: { readonly plan: ExplainResponse }) => (
 )
 
 /** This key's recent queries on the connection, from the audit log (literals redacted, as it stores them). */
-const History = ({ connection, refresh, onUse }: { readonly connection: string; readonly refresh: number; readonly onUse: (sql: string) => void }) => {
-  const [self] = useApi((client) => client.keys.self())
-  const keyId = self.state === "ready" ? self.value.key_id : null
-  const [history, reload] = useApi(
-    (client) => client.audit.list({ urlParams: { event_type: "query", connection, limit: 20, ...(keyId !== null ? { key_id: keyId } : {}) } }),
-    [connection, refresh, keyId]
-  )
+const History = (props: { readonly connection: string; readonly refresh: number; readonly onUse: (sql: string) => void }) => {
+  const [self, reload] = useApi((client) => client.keys.self())
   return (
     <details className="card history" open>
       <summary>
         <h2>Your recent queries</h2>
       </summary>
-      <Loaded value={history} what="history" onRetry={reload}>
-        {({ items }) =>
-          items.length === 0 ? (
-            <p className="muted small">No queries on {connection} yet.</p>
-          ) : (
-            <ul aria-label="Query history">
-              {items.map((q) => (
-                <li key={q.id} className={`outcome-${q.outcome}`}>
-                  <button type="button" className="link" disabled={q.sql === null} onClick={() => q.sql !== null && onUse(q.sql)} title="Put this statement in the editor">
-                    Use
-                  </button>{" "}
-                  <span className="muted small">{formatTime(q.timestamp)}</span> <span className={q.outcome === "success" ? "small" : "small bad"}>{q.outcome}{q.block_reason !== null && ` (${q.block_reason})`}</span>{" "}
-                  <code className="sql">{q.sql}</code>
-                </li>
-              ))}
-            </ul>
-          )
-        }
+      <Loaded value={self} what="history" onRetry={reload}>
+        {(caller) => <HistoryList {...props} keyId={caller.key_id} />}
       </Loaded>
     </details>
+  )
+}
+
+const HistoryList = ({ connection, refresh, onUse, keyId }: {
+  readonly connection: string
+  readonly refresh: number
+  readonly onUse: (sql: string) => void
+  readonly keyId: string | null
+}) => {
+  const [history, reload] = useApi(
+    (client) => client.audit.list({ urlParams: { event_type: "query", connection, limit: 20, ...(keyId !== null ? { key_id: keyId } : {}) } }),
+    [connection, refresh, keyId]
+  )
+  return (
+    <Loaded value={history} what="history" onRetry={reload}>
+      {({ items }) =>
+        items.length === 0 ? (
+          <p className="muted small">No queries on {connection} yet.</p>
+        ) : (
+          <ul aria-label="Query history">
+            {items.map((q) => (
+              <li key={q.id} className={`outcome-${q.outcome}`}>
+                <button type="button" className="link" disabled={q.sql === null} onClick={() => q.sql !== null && onUse(q.sql)} title="Put this statement in the editor">
+                  Use
+                </button>{" "}
+                <span className="muted small">{formatTime(q.timestamp)}</span>{" "}
+                <span className={q.outcome === "success" ? "small" : "small bad"}>
+                  {q.outcome}
+                  {q.block_reason !== null && ` (${q.block_reason})`}
+                </span>{" "}
+                <code className="sql">{q.sql}</code>
+              </li>
+            ))}
+          </ul>
+        )
+      }
+    </Loaded>
   )
 }

@@ -4,6 +4,7 @@ import type { EnrichedSchema } from "../../domain/SchemaCuration"
 import type { RefreshStatus } from "../../domain/SchemaSnapshot"
 import { ConnectionPicker, useChosenConnection } from "../components/ConnectionPicker"
 import { TableHead } from "../components/TableHead"
+import { Link } from "../components/Link"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { useAction, useApi } from "../client/useApi"
 import { formatTime } from "../format"
@@ -20,7 +21,9 @@ export const SchemaPage = () => {
       <Loaded value={connections} what="connections" onRetry={reload}>
         {(page) =>
           page.items.length === 0 ? (
-            <Empty>Add a connection first.</Empty>
+            <Empty>
+              <Link to="/connections">Add a connection</Link> first.
+            </Empty>
           ) : (
             <ConnectionSchema key={chosen} name={chosen} picker={<ConnectionPicker items={page.items} value={chosen} onChange={choose} />} />
           )
