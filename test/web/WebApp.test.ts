@@ -362,6 +362,44 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
     expect(pageErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 400\b/.test(e)), pageErrors.join("\n")).toEqual([])
   })
 
+  it("refuses bad form input with the gateway's own message, and changes nothing", async () => {
+    const admin = await localKey(gateway)
+    const created = await request(gateway.url, "/api/connections", { key: admin, body: { name: "forms", db_type: "sqlite", database: shopFile } })
+    expect(created.status, created.text).toBe(201)
+
+    await step(page, "bad 01 a connection with an impossible port", async () => {
+      await page.goto(`${web}/connections`)
+      await page.getByRole("button", { name: "Add connection" }).click()
+      const form = page.getByRole("form", { name: "Add a connection" })
+      await form.getByLabel("Name", { exact: true }).fill("bad_port")
+      await form.getByLabel("Host").fill("db.example.com")
+      await form.getByLabel("Port").fill("99999")
+      await form.getByLabel("Database").fill("app")
+      await form.getByLabel("Username").fill("reader")
+      await form.getByRole("button", { name: "Save connection" }).click()
+      expect(await form.getByRole("alert").textContent()).toContain("port: must be an integer between 1 and 65535")
+    })
+    expect((await request(gateway.url, "/api/connections/bad_port", { key: admin })).status).toBe(404)
+
+    await step(page, "bad 02 a PII rule naming no column, and a budget with no cap", async () => {
+      await page.goto(`${web}/governance`)
+      await page.getByLabel("Connection").selectOption("forms")
+      const rule = page.getByRole("form", { name: "Add a PII rule" })
+      await rule.getByLabel("Table").fill("customers")
+      await rule.getByLabel("Column").fill("e mail")
+      await rule.getByRole("button", { name: "Add rule" }).click()
+      await page.getByRole("button", { name: "Save rules" }).click()
+      await page.getByRole("alert").filter({ hasText: "column must be a column name" }).waitFor()
+      const budget = page.getByRole("form", { name: "Add a budget" })
+      await budget.getByLabel("For").selectOption("session")
+      await budget.getByLabel("Session", { exact: true }).fill("nightly")
+      await budget.getByRole("button", { name: "Add budget" }).click()
+      await budget.getByRole("alert").filter({ hasText: "set at least one of max_queries" }).waitFor()
+    })
+    expect((await request(gateway.url, "/api/connections/forms/pii", { key: admin })).json.rules).toEqual([])
+    expect((await request(gateway.url, "/api/budget", { key: admin })).json.items).toEqual([])
+  })
+
   it("has no console errors on any page, at 1280×800 (light) and at 390 px (dark), with named controls, no sideways scroll and a keyboard path", async () => {
     // The narrow window also asks for the dark theme, as a phone at night would.
     const layouts = [

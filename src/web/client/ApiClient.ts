@@ -1,6 +1,7 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Data, Effect, ParseResult } from "effect"
 import { SluiceApi } from "../../api/Api"
+import { issueMessages } from "../../domain/ParseIssues"
 
 /** What the gateway said when it refused: its `code` and `message`, and the HTTP status. */
 export class ApiFailure extends Data.TaggedError("ApiFailure")<{ readonly status: number; readonly code: string; readonly message: string }> {}
@@ -20,7 +21,7 @@ const failureOf = (error: unknown): ApiFailure => {
   if (HttpClientError.isHttpClientError(error) && error._tag === "ResponseError" && error.reason === "StatusCode") {
     return readFailure(error.response.status, JSON.parse(error.description ?? "null"))
   }
-  if (ParseResult.isParseError(error)) return new ApiFailure({ status: 0, code: "invalid_request", message: error.message })
+  if (ParseResult.isParseError(error)) return new ApiFailure({ status: 0, code: "invalid_request", message: issueMessages(error).join("; ") })
   return new ApiFailure({ status: 0, code: "network_error", message: "The gateway could not be reached" })
 }
 
