@@ -83,25 +83,31 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       Effect.tryPromise(() => pool.query("select pg_cancel_backend($1)", [pid])).pipe(Effect.ignore)
 
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
-    const pinStrings = c.db_type === "postgresql" ? "; SET LOCAL standard_conforming_strings = on" : ""
+    const pinStrings = c.db_type === "postgresql" ? ["SET LOCAL standard_conforming_strings = on"] : []
 
-    /** A pooled client in a READ ONLY transaction with the statement's limits; `guarded` runs a step on it. */
-    const session = (options: QueryOptions) =>
-      Effect.gen(function* () {
-        let broken = false
-        const client = yield* Effect.acquireRelease(connect, (client) => Effect.sync(() => recycle(client, broken)))
-        const pid = (client as unknown as { processID: number }).processID
-        const guarded = <A>(step: () => Promise<A>) =>
-          Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
-            Effect.onExit((exit) => Effect.sync(() => (broken ||= !sessionReusable(exit)))),
-            Effect.onInterrupt(() => cancel(pid))
-          )
-        const timeout = Math.max(1, Math.floor(options.timeoutMs))
-        yield* guarded(() =>
-          client.query(`BEGIN READ ONLY; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}${pinStrings}`)
+    /** The statements that open a query's session: a READ ONLY transaction with the statement's limits. */
+    const preambleOf = (options: QueryOptions) => {
+      const timeout = Math.max(1, Math.floor(options.timeoutMs))
+      return [
+        "BEGIN READ ONLY",
+        `SET LOCAL statement_timeout = ${timeout}`,
+        `SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}`,
+        ...pinStrings
+      ]
+    }
+
+    /** A pooled client, reset when released; `guarded` runs a step on it (the caller opens the session). */
+    const lease = Effect.gen(function* () {
+      let broken = false
+      const client = yield* Effect.acquireRelease(connect, (client) => Effect.sync(() => recycle(client, broken)))
+      const pid = (client as unknown as { processID: number }).processID
+      const guarded = <A>(step: () => Promise<A>) =>
+        Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
+          Effect.onExit((exit) => Effect.sync(() => (broken ||= !sessionReusable(exit)))),
+          Effect.onInterrupt(() => cancel(pid))
         )
-        return { client, guarded }
-      })
+      return { client, guarded }
+    })
 
     const columnsOf = (fields: ReadonlyArray<pg.FieldDef>) =>
       fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) }))
@@ -109,12 +115,14 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const query = (sql: string, options: QueryOptions) =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { client, guarded } = yield* session(options)
+          const { client, guarded } = yield* lease
           const read = yield* guarded(
             () =>
               new Promise<PostgresCappedRead>((resolve, reject) => {
                 client.query(
-                  new PostgresCappedRead(attributedSql(sql, options), options.maxRows + 1, parsers, (error, read) => (error ? reject(error) : resolve(read)))
+                  new PostgresCappedRead(preambleOf(options), attributedSql(sql, options), options.maxRows + 1, parsers, (error, read) =>
+                    error ? reject(error) : resolve(read)
+                  )
                 )
               })
           )
@@ -129,7 +137,8 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     /** The statement through a server cursor, read `STREAM_BATCH_ROWS` at a time, at most maxRows + 1 rows in all. */
     const stream = (sql: string, options: QueryOptions) =>
       Effect.gen(function* () {
-        const { client, guarded } = yield* session(options)
+        const { client, guarded } = yield* lease
+        yield* guarded(() => client.query(preambleOf(options).join("; ")))
         // A cursor that has read its last row, or whose read failed (pg-cursor syncs on error), has no portal left to close.
         let cursorOpen = true
         const cursor = yield* Effect.acquireRelease(
@@ -181,7 +190,8 @@ const capabilities = (dbType: "postgresql" | "redshift") => ({
   db_type: dbType,
   driver: "pg",
   transport: "PostgreSQL wire protocol",
-  read_only_guard: "BEGIN READ ONLY + SET LOCAL statement_timeout, extended protocol (one statement, rows read up to the cap), DISCARD ALL before reuse",
+  read_only_guard:
+    "BEGIN READ ONLY + SET LOCAL statement_timeout in the statement's own round trip (extended protocol: one statement, rows read up to the cap, nothing runs after a failed step), DISCARD ALL before reuse",
   server_side_cancel: true,
   ssh_tunnel: true,
   tls: true,

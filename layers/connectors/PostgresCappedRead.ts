@@ -11,10 +11,13 @@ interface Wire {
 }
 
 /**
- * One statement in one round trip of the extended protocol (so never two statements): Parse, Bind,
- * Describe, Execute of at most `limit` rows, Sync. The row count caps what is read whatever the
- * SQL says; a PortalSuspended answer says rows were left over. (pg-cursor takes two round trips
- * and a setImmediate for the same small result; it is kept for streaming.)
+ * The session's preamble and one statement in one round trip of the extended protocol (so the
+ * statement is never two): Parse, Bind, Execute of each preamble step, then Parse, Bind, Describe,
+ * Execute of at most `limit` rows, and one Sync. After an error the server skips every message up to
+ * the Sync, so the statement never runs unless each preamble step (BEGIN READ ONLY, its limits)
+ * succeeded. The row count caps what is read whatever the SQL says; a PortalSuspended answer says
+ * rows were left over. (pg-cursor takes two round trips and a setImmediate for the same small
+ * result; it is kept for streaming.)
  */
 export class PostgresCappedRead implements pg.Submittable {
   fields: ReadonlyArray<pg.FieldDef> = []
@@ -25,6 +28,7 @@ export class PostgresCappedRead implements pg.Submittable {
   private finished = false
 
   constructor(
+    private readonly preamble: ReadonlyArray<string>,
     private readonly text: string,
     private readonly limit: number,
     private readonly types: pg.CustomTypesConfig,
@@ -34,6 +38,11 @@ export class PostgresCappedRead implements pg.Submittable {
   submit(connection: pg.Connection) {
     const wire = connection as unknown as Wire
     wire.stream.cork?.()
+    for (const step of this.preamble) {
+      wire.parse({ text: step })
+      wire.bind({ values: [] })
+      wire.execute({ portal: "", rows: 0 })
+    }
     wire.parse({ text: this.text })
     wire.bind({ values: [] })
     wire.describe({ type: "P", name: "" })

@@ -5,9 +5,11 @@ import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
 import { Effect, Either } from "effect"
 import mysql from "mysql2/promise"
+import pgDriver from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { ConnectorPool } from "../../../layers/connectors/Connector"
 import { openTarget } from "../../../layers/connectors/ConnectorPools"
+import { PostgresCappedRead } from "../../../layers/connectors/PostgresCappedRead"
 import type { ConnectionInput } from "../../../src/domain/Connection"
 import { createTestDatabase, mysqlAvailable, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../../support/Servers"
 
@@ -87,6 +89,28 @@ describe("session guards and server-side cancel, per connector", () => {
     const running = await pgDb.query("select count(*)::int as n from pg_stat_activity where query like '%pg_sleep(30)%' and pid <> pg_backend_pid() and state = 'active'")
     expect(running[0].n).toBe(0)
     expect(await pgDb.query("select count(*)::int as n from t")).toEqual([{ n: 50 }])
+  })
+
+  it.skipIf(skip)("postgresql: the statement runs inside the session its own round trip opens, and never after a failed step", async () => {
+    const session = await withPool(pg(), (pool) =>
+      pool.query(
+        "select current_setting('transaction_read_only'), current_setting('statement_timeout'), current_setting('standard_conforming_strings')",
+        { timeoutMs: 4321, maxRows: 1 }
+      )
+    )
+    expect(session.rows).toEqual([["on", "4321ms", "on"]])
+    // What the protocol promises the guard: after an error the server skips to the Sync, so a write behind a failed step never runs.
+    const client = new pgDriver.Client({ connectionString: pgDb.url })
+    await client.connect()
+    try {
+      const failed = await new Promise<unknown>((resolve) =>
+        client.query(new PostgresCappedRead(["SET LOCAL no_such_setting = 1"], "insert into t values (97)", 10, pgDriver.types, (error) => resolve(error)))
+      )
+      expect(String(failed)).toMatch(/unrecognized configuration parameter/)
+      expect((await client.query("select count(*)::int as n from t where id = 97")).rows).toEqual([{ n: 0 }])
+    } finally {
+      await client.end()
+    }
   })
 
   it.skipIf(skip)("postgresql: an interrupted statement is cancelled on the server, not only abandoned", async () => {
