@@ -35,6 +35,10 @@ const parsers: pg.CustomTypesConfig = {
     oid === 1082 || oid === 1114 || oid === 1184 ? (value: string) => value : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
 }
 
+// DISCARD ALL cannot follow ROLLBACK in one query string; PostgreSQL documents it as these statements, which can, so the reset is one round trip.
+const RESET_SESSION =
+  "ROLLBACK; CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES"
+
 const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPool, never, Scope.Scope> =>
   Effect.gen(function* () {
     const c = request.connection
@@ -70,9 +74,8 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     /** Resets the session in the background, so the caller does not wait for it; a failure discards the client. */
     const recycle = (client: pg.PoolClient, broken: boolean) => {
       if (broken) return client.release(true)
-      client
-        .query("ROLLBACK")
-        .then(() => client.query("DISCARD ALL"))
+      const reset = c.db_type === "postgresql" ? client.query(RESET_SESSION) : client.query("ROLLBACK").then(() => client.query("DISCARD ALL"))
+      reset
         .then(
           () => client.release(),
           (error: Error) => client.release(error)
@@ -191,7 +194,7 @@ const capabilities = (dbType: "postgresql" | "redshift") => ({
   driver: "pg",
   transport: "PostgreSQL wire protocol",
   read_only_guard:
-    "BEGIN READ ONLY + SET LOCAL statement_timeout in the statement's own round trip (extended protocol: one statement, rows read up to the cap, nothing runs after a failed step), DISCARD ALL before reuse",
+    "BEGIN READ ONLY + SET LOCAL statement_timeout in the statement's own round trip (extended protocol: one statement, rows read up to the cap, nothing runs after a failed step), the session reset (DISCARD ALL) before reuse",
   server_side_cancel: true,
   ssh_tunnel: true,
   tls: true,

@@ -71,9 +71,17 @@ describe("session guards and server-side cancel, per connector", () => {
         // A statement that turns the session's read-only default off: the session is reset before anyone reuses it.
         flip: attempt(pool, "select set_config('default_transaction_read_only', 'off', false)"),
         // Once it is back in the pool, the same session is the next one handed out (the pool reuses the latest).
-        afterFlip: Effect.zipRight(Effect.sleep("300 millis"), attempt(pool, "insert into t values (98)"))
+        afterFlip: Effect.zipRight(Effect.sleep("300 millis"), attempt(pool, "insert into t values (98)")),
+        // A session-level lock taken by a read is released with the session's reset.
+        lock: attempt(pool, "select pg_advisory_lock(4242)"),
+        lockFree: Effect.zipRight(
+          Effect.sleep("300 millis"),
+          Effect.promise(() => pgDb.query("select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = 4242"))
+        )
       })
     )
+    expect(Either.isRight(outcome.lock)).toBe(true)
+    expect(outcome.lockFree).toEqual([{ n: 0 }])
     expect(Either.getLeft(outcome.write).pipe((e) => e._tag === "Some" && e.value.message)).toMatch(/read-only transaction/)
     expect(Either.isRight(outcome.flip)).toBe(true)
     expect(Either.getLeft(outcome.afterFlip).pipe((e) => e._tag === "Some" && e.value.message)).toMatch(/read-only transaction/)
