@@ -238,7 +238,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
     expect(pageErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 400\b/.test(e)), pageErrors.join("\n")).toEqual([])
   })
 
-  it("adds PostgreSQL from a pasted URL, diagnoses, edits and clones it, follows a foreign key, refreshes with progress, explains, reuses history, and the dashboard shows the refusal", async () => {
+  it("adds PostgreSQL from a pasted URL, diagnoses, edits and clones it, follows a foreign key, refreshes with progress, describes and endorses a table, explains, reuses history, and the dashboard shows the refusal", async () => {
     const db = await createTestDatabase()
     try {
       await db.query(`create table customers (id int primary key, email text, name text);
@@ -296,6 +296,31 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
         await page.getByText("Refreshed: the schema changed").waitFor()
         await page.locator(".changes").getByText(/\+note/).waitFor()
       })
+
+      await step(page, "pg 03b a table described and endorsed; a too-long description refused first", async () => {
+        const detail = page.getByRole("article")
+        await detail.getByRole("button", { name: "Describe and endorse" }).click()
+        const form = detail.getByRole("form", { name: "Describe and endorse public.orders" })
+        await form.getByLabel("Table description").fill("x".repeat(2001))
+        await form.getByRole("button", { name: "Save" }).click()
+        await form.getByRole("alert").filter({ hasText: "must be at most 2000 characters" }).waitFor()
+        await form.getByLabel("Table description").fill("One row per order")
+        await form.getByLabel("note", { exact: true }).fill("Free text from the buyer")
+        await form.getByRole("combobox", { name: /^Endorsement/ }).selectOption("trusted")
+        await form.getByLabel("Endorsement note").fill("the source of truth for revenue")
+        await form.getByRole("button", { name: "Save" }).click()
+        await form.waitFor({ state: "detached" })
+        await detail.getByText("One row per order").waitFor()
+        expect(await detail.getByRole("heading", { name: /public\.orders/ }).textContent()).toContain("trusted")
+        expect(await detail.getByRole("row", { name: /^note/ }).textContent()).toContain("Free text from the buyer")
+      })
+      const endorsed = await request(gateway.url, "/api/connections/pg/schema/endorsements", { key: await localKey(gateway) })
+      expect(endorsed.json.endorsements.map((e: { table: string; column: string | null; status: string; note: string | null }) => [e.table, e.column, e.status, e.note])).toEqual([
+        ["public.orders", null, "trusted", "the source of truth for revenue"]
+      ])
+      const described = await request(gateway.url, "/api/connections/pg/annotations", { key: await localKey(gateway) })
+      const orders = described.json.tables.find((t: { table: string }) => t.table === "public.orders")
+      expect([orders.description, orders.source]).toEqual(["One row per order", "manual"])
 
       await step(page, "pg 04 explained, run, and reused from history", async () => {
         await page.getByRole("link", { name: "Query" }).click()

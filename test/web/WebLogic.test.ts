@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest"
 import { ConnectionInput } from "../../src/domain/Connection"
 import { hourlySeries, niceMax } from "../../src/web/charts"
 import { fieldsFor, inputOf } from "../../src/web/connectionFields"
+import { changedDescriptions, type CuratedTable, sourceLabel } from "../../src/web/curation"
 import { formatCell } from "../../src/web/format"
 import { globsOf, usageOf, withRule } from "../../src/web/governance"
 import { sqlConfigFor } from "../../src/web/sqlCompletion"
@@ -89,5 +90,20 @@ describe("the web app's own logic", () => {
 
   it("shows NULL and objects in a grid cell as a reader expects", () => {
     expect([null, undefined, 0, "", { a: 1 }, [1, 2]].map(formatCell)).toEqual(["NULL", "NULL", "0", "", '{"a":1}', "[1,2]"])
+  })
+
+  it("sends only the descriptions that changed, trimmed, with an emptied one as a clear", () => {
+    const column = (name: string, comment: string | null) => ({ name, comment }) as unknown as CuratedTable["columns"][number]
+    const table = { comment: "Orders", columns: [column("id", null), column("note", "Buyer text"), column("total", null)] } as unknown as CuratedTable
+    expect(changedDescriptions(table, "Orders", { id: "", note: "Buyer text", total: "" })).toEqual({})
+    expect(changedDescriptions(table, "  One row per order ", { id: " The key ", note: "", total: "" })).toEqual({
+      description: "One row per order",
+      columns: [
+        { name: "id", description: "The key" },
+        { name: "note", description: null }
+      ]
+    })
+    expect(changedDescriptions(table, "", {})).toEqual({ description: null })
+    expect([sourceLabel("manual"), sourceLabel("comment"), sourceLabel(null)]).toEqual(["written by hand", "the database's comment", null])
   })
 })

@@ -1,6 +1,5 @@
 import { type ReactNode, useEffect, useMemo, useState } from "react"
 import { Effect } from "effect"
-import type { EnrichedSchema } from "../../domain/SchemaCuration"
 import type { RefreshStatus } from "../../domain/SchemaSnapshot"
 import { ConnectionPicker, useChosenConnection } from "../components/ConnectionPicker"
 import { TableHead } from "../components/TableHead"
@@ -8,9 +7,11 @@ import { Link } from "../components/Link"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { useAction, useApi } from "../client/useApi"
 import { formatTime } from "../format"
+import { type CuratedTable, sourceLabel } from "../curation"
+import { TableCuration } from "./TableCuration"
 import { useDebounced } from "../useDebounced"
 
-type Table = (typeof EnrichedSchema.Type)["tables"][number]
+type Table = CuratedTable
 const qualified = (t: { readonly schema: string; readonly name: string }) => `${t.schema}.${t.name}`
 
 export const SchemaPage = () => {
@@ -63,7 +64,7 @@ const ConnectionSchema = ({ name, picker }: { readonly name: string; readonly pi
               </p>
               {search.trim() === "" ? <SchemaTree tables={s.tables} selected={selected} onSelect={setSelected} /> : <SearchResults name={name} q={search.trim()} onSelect={setSelected} />}
             </div>
-            <div className="card schema-detail">{table === undefined ? <Empty>Choose a table to see its columns, keys and relationships.</Empty> : <TableDetail name={name} table={table} />}</div>
+            <div className="card schema-detail">{table === undefined ? <Empty>Choose a table to see its columns, keys and relationships.</Empty> : <TableDetail name={name} table={table} onChanged={reloadSchema} />}</div>
           </div>
         )}
       </Loaded>
@@ -226,7 +227,7 @@ const SearchResults = ({ name, q, onSelect }: { readonly name: string; readonly 
   )
 }
 
-const TableDetail = ({ name, table }: { readonly name: string; readonly table: Table }) => {
+const TableDetail = ({ name, table, onChanged }: { readonly name: string; readonly table: Table; readonly onChanged: () => void }) => {
   const [relationships, reload] = useApi(
     (client) => client.schema.relationships({ path: { name }, urlParams: { table: qualified(table), include_inferred: true } }),
     [name, qualified(table)]
@@ -237,14 +238,20 @@ const TableDetail = ({ name, table }: { readonly name: string; readonly table: T
         {qualified(table)} <span className="muted small">{table.kind}</span>
         {table.endorsement !== null && <span className={`badge endorsement-${table.endorsement}`}>{table.endorsement}</span>}
       </h2>
-      {table.comment !== null && <p>{table.comment}</p>}
+      {table.comment !== null && (
+        <p>
+          {table.comment} {sourceLabel(table.description_source) !== null && <span className="muted small">({sourceLabel(table.description_source)})</span>}
+        </p>
+      )}
+      {table.endorsement_note !== null && <p className="small">Endorsement note: {table.endorsement_note}</p>}
+      <TableCuration key={qualified(table)} name={name} table={table} qualified={qualified(table)} onSaved={onChanged} />
       <p className="muted small">
         {table.row_estimate !== null && `~${table.row_estimate.toLocaleString()} rows · `}
         primary key: {table.primary_key.length > 0 ? table.primary_key.join(", ") : "none"}
       </p>
       <div className="scroll-x">
         <table aria-label="Columns">
-          <TableHead columns={["Column", "Type", "Null", "Notes"]} />
+          <TableHead columns={["Column", "Type", "Null", "Description"]} />
           <tbody>
             {table.columns.map((c) => (
               <tr key={c.name}>
