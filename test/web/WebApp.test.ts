@@ -166,6 +166,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       await page.keyboard.type("select id, email, city from customers order by id")
       await page.keyboard.press("ControlOrMeta+Enter")
       await page.getByRole("status").filter({ hasText: "2 rows" }).waitFor()
+      expect(await page.getByRole("listbox").count(), "the completion list closes when the query runs").toBe(0)
       const header = page.getByRole("columnheader", { name: /email/ })
       expect(await header.textContent()).toContain("masked")
       const cells = await page.getByRole("cell").allTextContents()

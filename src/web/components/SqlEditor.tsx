@@ -1,5 +1,5 @@
 import { useEffect, useRef } from "react"
-import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } from "@codemirror/autocomplete"
+import { autocompletion, closeBrackets, closeBracketsKeymap, closeCompletion, completionKeymap } from "@codemirror/autocomplete"
 import { defaultKeymap, history, historyKeymap } from "@codemirror/commands"
 import { type SQLConfig, sql } from "@codemirror/lang-sql"
 import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from "@codemirror/language"
@@ -36,7 +36,8 @@ export const SqlEditor = ({ value, onChange, onRun, config }: {
       parent: host.current!,
       doc: value,
       extensions: [
-        Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => (handlers.current.onRun(), true) }])),
+        // Running also closes an open completion list, which would otherwise cover the results.
+        Prec.highest(keymap.of([{ key: "Mod-Enter", run: (editor) => (closeCompletion(editor), handlers.current.onRun(), true) }])),
         editing,
         language.current.of(sql(config)),
         EditorView.contentAttributes.of({ "aria-label": "SQL" }),
