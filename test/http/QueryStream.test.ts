@@ -126,7 +126,10 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
       querier,
       { connection_name: "pg", sql: "select g, md5(g::text) as digest from generate_series(1, 3000000) g", row_limit: 1_000_000, timeout_seconds: 300 },
       { pauseAfterBytes: 1024 * 1024, pauseMs: 2000 }
-    )
+    ).catch((error: Error) => {
+      // A reset means the gateway ended the response or died: what it logged says which.
+      throw new Error(`${error.message}; gateway ${gateway.process.exitCode === null && gateway.process.signalCode === null ? "still running" : `ended (${gateway.process.exitCode ?? gateway.process.signalCode})`}; its log ends:\n${gateway.logs().slice(-4000)}`)
+    })
     expect(big.status).toBe(200)
     expect(big.contentType).toContain(NDJSON)
     expect(big.head).toMatchObject({ type: "head", columns: [{ name: "g", type: "int4" }, { name: "digest", type: "text" }], cached: false, pii_masked: [] })
