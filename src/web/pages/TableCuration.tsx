@@ -11,10 +11,11 @@ type Endorsement = "" | "trusted" | "deprecated"
  */
 export const TableCuration = ({ name, table, qualified, onSaved }: { readonly name: string; readonly table: CuratedTable; readonly qualified: string; readonly onSaved: () => void }) => {
   const [editing, setEditing] = useState(false)
-  const [description, setDescription] = useState(table.comment ?? "")
+  // Filled from the table each time the form opens.
+  const [description, setDescription] = useState("")
   const [columns, setColumns] = useState<Record<string, string>>({})
-  const [endorsement, setEndorsement] = useState<Endorsement>(table.endorsement ?? "")
-  const [note, setNote] = useState(table.endorsement_note ?? "")
+  const [endorsement, setEndorsement] = useState<Endorsement>("")
+  const [note, setNote] = useState("")
   const save = useAction()
 
   const open = () => {
