@@ -7,6 +7,7 @@ import { CONNECTORS } from "../../layers/connectors/Connectors"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
 import type { Principal } from "../domain/Principal"
+import { ConnectionHealthRepo, type HealthCheck } from "../repos/ConnectionHealthRepo"
 import { Connections } from "./Connections"
 
 export interface DiagnoseStep {
@@ -18,6 +19,18 @@ export interface DiagnoseStep {
 
 const PING_GRACE_MS = 5_000
 const elapsed = (started: number) => Number((performance.now() - started).toFixed(3))
+
+type PingOutcome = { readonly ok: boolean; readonly latency_ms: number; readonly error?: string; readonly step?: string }
+
+/** A ping's outcome as a row of the connection's health history. */
+export const asHealthCheck = (orgId: string, connectionId: string, outcome: PingOutcome): HealthCheck => ({
+  org_id: orgId,
+  connection_id: connectionId,
+  ok: outcome.ok,
+  latency_ms: outcome.latency_ms,
+  step: outcome.step ?? null,
+  error: outcome.error ?? null
+})
 
 const connectTimeoutMs = (c: ConnectionInput) => (c.connection_timeout ?? 10) * 1000
 
@@ -41,6 +54,7 @@ export class ConnectionChecks extends Effect.Service<ConnectionChecks>()("sluice
   effect: Effect.gen(function* () {
     const connections = yield* Connections
     const pools = yield* ConnectorPools
+    const health = yield* ConnectionHealthRepo
 
     const outcome = (started: number, result: Either.Either<unknown, ConnectorError>) =>
       Either.match(result, {
@@ -65,8 +79,14 @@ export class ConnectionChecks extends Effect.Service<ConnectionChecks>()("sluice
         )
       })
 
+    /** A person's Test also counts as a health check, so a new connection's health is known now rather than at the next round. */
     const test = Effect.fn("ConnectionChecks.test")(function* (principal: Principal, name: string) {
-      return yield* ping(yield* connections.target(principal, name))
+      const target = yield* connections.target(principal, name)
+      const outcome: PingOutcome = yield* ping(target)
+      yield* health
+        .record([asHealthCheck(target.orgId, target.connectionId, outcome)])
+        .pipe(Effect.catchAll((error) => Effect.logWarning("a test's result could not be kept as a health check", error.message)))
+      return outcome
     })
 
     /** Connects once with settings that are not stored, then closes. */
@@ -153,5 +173,6 @@ export class ConnectionChecks extends Effect.Service<ConnectionChecks>()("sluice
     })
 
     return { ping, test, testCredentials, diagnose } as const
-  })
+  }),
+  dependencies: [ConnectionHealthRepo.Default]
 }) {}

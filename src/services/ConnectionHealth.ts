@@ -5,7 +5,7 @@ import { type ConnectionHealth as Health, HEALTH_STATUSES, type HealthStatus } f
 import type { Principal } from "../domain/Principal"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import { ConnectionHealthRepo, type HealthCheck, type HealthSummaryRow } from "../repos/ConnectionHealthRepo"
-import { ConnectionChecks } from "./ConnectionChecks"
+import { asHealthCheck, ConnectionChecks } from "./ConnectionChecks"
 import { Connections } from "./Connections"
 import { storeUnavailable } from "./StoreUnavailable"
 
@@ -55,18 +55,10 @@ export class ConnectionHealth extends Effect.Service<ConnectionHealth>()("sluice
       const results = yield* Effect.forEach(
         all,
         ({ row, target }): Effect.Effect<HealthCheck> => {
-          const base = { org_id: row.org_id, connection_id: row.id }
           return Option.match(target, {
             onNone: () =>
-              Effect.succeed({ ...base, ok: false, latency_ms: 0, step: "config", error: "The stored credentials could not be decrypted" }),
-            onSome: (t) =>
-              Effect.map(checks.ping(t), (outcome) => ({
-                ...base,
-                ok: outcome.ok,
-                latency_ms: outcome.latency_ms,
-                step: "step" in outcome ? outcome.step : null,
-                error: "error" in outcome ? outcome.error : null
-              }))
+              Effect.succeed(asHealthCheck(row.org_id, row.id, { ok: false, latency_ms: 0, step: "config", error: "The stored credentials could not be decrypted" })),
+            onSome: (t) => Effect.map(checks.ping(t), (outcome) => asHealthCheck(row.org_id, row.id, outcome))
           })
         },
         { concurrency: CONCURRENCY }

@@ -120,3 +120,35 @@ describe("connection health on a PostgreSQL store", () => {
     )
   })
 })
+
+describe("a person's Test counts as a health check", () => {
+  let target: TestDatabase
+  let gateway: Gateway
+
+  beforeAll(async () => {
+    if (skip) return
+    target = await createTestDatabase()
+    // The loop's next round is an hour away: only the Test can tell the connection's health.
+    gateway = await startGateway({ env: { SP_HEALTH_INTERVAL_SECONDS: "3600" } })
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+    await target?.drop()
+  })
+
+  it.skipIf(skip)("a new connection is unknown until tested, then healthy; a failing test records the failing step", async () => {
+    const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, options)
+    const body = (name: string, port: number) => ({ name, db_type: "postgresql", host: "127.0.0.1", port, database: target.name, username: "root" })
+    expect((await api("/api/connections", { body: body("fresh", 5432) })).status).toBe(201)
+    expect((await api("/api/connections", { body: body("closed", await freePort()) })).status).toBe(201)
+    expect((await api("/api/connections/fresh/health")).json).toMatchObject({ status: "unknown", checks: 0 })
+
+    expect((await api("/api/connections/fresh/test", { method: "POST" })).json).toMatchObject({ ok: true })
+    expect((await api("/api/connections/fresh/health")).json).toMatchObject({ status: "healthy", checks: 1, last_error: null })
+
+    expect((await api("/api/connections/closed/test", { method: "POST" })).json).toMatchObject({ ok: false, step: "tcp" })
+    const closed = (await api("/api/connections/closed/health")).json
+    expect(closed).toMatchObject({ status: "unhealthy", checks: 1 })
+    expect(closed.last_error).toMatchObject({ step: "tcp" })
+  })
+})

@@ -132,6 +132,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       const row = page.getByRole("row", { name: /shop/ })
       await row.getByRole("button", { name: "Test" }).click()
       await row.getByText(/Connected in \d+ ms/).waitFor()
+      await row.getByRole("img", { name: "health: healthy" }).waitFor()
     })
 
     await step(page, "03b PII detected, reviewed and saved", async () => {

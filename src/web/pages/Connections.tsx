@@ -14,7 +14,7 @@ type Editing = { readonly mode: "closed" } | { readonly mode: "add" } | { readon
 
 export const ConnectionsPage = () => {
   const [connections, reload] = useApi((client) => client.connections.list({ urlParams: {} }))
-  const [health] = useApi((client) => client.connectionHealth.list({ urlParams: {} }))
+  const [health, reloadHealth] = useApi((client) => client.connectionHealth.list({ urlParams: {} }))
   const [editing, setEditing] = useState<Editing>({ mode: "closed" })
   const [tests, setTests] = useState<Record<string, TestOutcome>>({})
   const [diagnoses, setDiagnoses] = useState<Record<string, Diagnosis>>({})
@@ -22,7 +22,10 @@ export const ConnectionsPage = () => {
   const statusOf = (name: string) => (health.state === "ready" ? health.value.items.find((h) => h.name === name)?.status : undefined) ?? "unknown"
   const test = async (name: string) => {
     const result = await action.perform((client) => client.connections.test({ path: { name } }))
-    if (result !== undefined) setTests((all) => ({ ...all, [name]: result }))
+    if (result === undefined) return
+    setTests((all) => ({ ...all, [name]: result }))
+    // The gateway keeps a test as a health check: the dot shows it.
+    reloadHealth()
   }
   const diagnose = async (name: string) => {
     const result = await action.perform((client) => client.connections.diagnose({ path: { name } }))
