@@ -41,8 +41,11 @@ import { Authentication } from "./Authentication"
 
 const ByName = Schema.Struct({ name: ConnectionName })
 
-const read = <N extends string, P extends string>(name: N, path: P) =>
-  HttpApiEndpoint.get(name, `/connections/:name/schema${path}`).setPath(ByName).addError(GovernedQueryErrors).annotate(RequiredScope, "read")
+const get = <N extends string, P extends string>(name: N, path: P, scope: "read" | "query") =>
+  HttpApiEndpoint.get(name, `/connections/:name/schema${path}`).setPath(ByName).addError(GovernedQueryErrors).annotate(RequiredScope, scope)
+const read = <N extends string, P extends string>(name: N, path: P) => get(name, path, "read")
+// Row values (samples, value counts, min and max) are data, not metadata: they need the query scope as SQL does.
+const rows = <N extends string, P extends string>(name: N, path: P) => get(name, path, "query")
 
 /**
  * A connection's schema from its latest scan, in the forms tools and agents want: full JSON,
@@ -61,8 +64,8 @@ export class SchemaApi extends HttpApiGroup.make("schema")
   .add(read("agentContext", "/agent-context").setUrlParams(AgentContextParams).addSuccess(AgentContext))
   .add(read("relationships", "/relationships").setUrlParams(RelationshipParams).addSuccess(Relationships))
   .add(read("joinPaths", "/join-paths").setUrlParams(JoinPathParams).addSuccess(JoinPaths))
-  .add(read("samples", "/samples").setUrlParams(SampleParams).addSuccess(TableSample).addError(BudgetExhausted).annotate(RateClass, "expensive"))
-  .add(read("sampleValues", "/sample-values").setUrlParams(SampleParams).addSuccess(SampleValues).addError(BudgetExhausted).annotate(RateClass, "expensive"))
+  .add(rows("samples", "/samples").setUrlParams(SampleParams).addSuccess(TableSample).addError(BudgetExhausted).annotate(RateClass, "expensive"))
+  .add(rows("sampleValues", "/sample-values").setUrlParams(SampleParams).addSuccess(SampleValues).addError(BudgetExhausted).annotate(RateClass, "expensive"))
   .add(
     HttpApiEndpoint.post("explore", "/connections/:name/schema/explore")
       .setPath(ByName)
@@ -70,7 +73,7 @@ export class SchemaApi extends HttpApiGroup.make("schema")
       .addSuccess(ColumnExploration)
       .addError(GovernedQueryErrors)
       .addError(BudgetExhausted)
-      .annotate(RequiredScope, "read")
+      .annotate(RequiredScope, "query")
       .annotate(RateClass, "expensive")
   )
   .add(
@@ -80,7 +83,7 @@ export class SchemaApi extends HttpApiGroup.make("schema")
       .addSuccess(ColumnsExploration)
       .addError(GovernedQueryErrors)
       .addError(BudgetExhausted)
-      .annotate(RequiredScope, "read")
+      .annotate(RequiredScope, "query")
       .annotate(RateClass, "expensive")
   )
   .add(read("refreshStatus", "/refresh-status").addSuccess(RefreshStatus))

@@ -9,6 +9,7 @@ describe("schema samples and exploration: governed queries, no side door", () =>
   let gateway: Gateway
   let admin: string
   let reader: string
+  let querier: string
   let database: TestDatabase
 
   beforeAll(async () => {
@@ -22,6 +23,7 @@ describe("schema samples and exploration: governed queries, no side door", () =>
     gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
     admin = await localKey(gateway)
     reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read"] } })).json.key
+    querier = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "querier", scopes: ["query"] } })).json.key
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", blocked_tables: ["secrets"] }
     expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
     const rules = { rules: [{ table: "customers", column: "email", action: "mask" }, { table: "customers", column: "ssn", action: "redact" }] }
@@ -32,7 +34,23 @@ describe("schema samples and exploration: governed queries, no side door", () =>
     await database?.drop()
   })
 
-  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: reader, ...options })
+  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: querier, ...options })
+
+  it.skipIf(skip)("row values need the query scope: a read key (metadata only) is refused on every route that returns them", async () => {
+    const routes: Array<[string, RequestOptions]> = [
+      ["/api/connections/pg/schema/samples?table=customers", {}],
+      ["/api/connections/pg/schema/sample-values?table=customers", {}],
+      ["/api/connections/pg/schema/explore", { body: { table: "customers", column: "country" } }],
+      ["/api/connections/pg/schema/explore-columns", { body: { table: "customers" } }]
+    ]
+    for (const [route, options] of routes) {
+      const refused = await request(gateway.url, route, { key: reader, ...options })
+      expect([refused.status, refused.json.code, refused.json.required_scope], route).toEqual([403, "insufficient_scope", "query"])
+      expect(refused.text).not.toContain("DE")
+    }
+    // The same key still reads the schema itself.
+    expect((await request(gateway.url, "/api/connections/pg/schema", { key: reader })).status).toBe(200)
+  })
 
   it.skipIf(skip)("samples and sample values come back masked, and each query is audited under the request", async () => {
     const samples = await api("/api/connections/pg/schema/samples?table=customers&limit=3")

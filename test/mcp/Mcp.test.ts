@@ -80,11 +80,17 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
   it.skipIf(skip)("tools/list shows a key only what its scopes allow, each tool with a scope's worth of schema and honest annotations", async () => {
     const reader = await connect(gateway, keys["reader"]!)
     const readerTools = (await reader.listTools()).tools
-    // A read-only key sees no tool that runs SQL of its own (schema and explore tools run the gateway's, governed).
-    const schemaTools = ["describe_table", "explore_column", "explore_columns", "find_join_path", "get_relationships", "list_tables", "sample_table", "schema_ddl", "schema_diff", "schema_link", "schema_overview", "schema_search"]
+    // A read-only key sees metadata only: no tool that returns row values (SQL, samples, value counts, min and max).
+    const schemaTools = ["describe_table", "find_join_path", "get_relationships", "list_tables", "schema_ddl", "schema_diff", "schema_link", "schema_overview", "schema_search"]
+    const rowTools = ["explore_column", "explore_columns", "sample_table"]
     expect(readerTools.map((t) => t.name).sort()).toEqual(
       ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools].sort()
     )
+    for (const name of rowTools) {
+      const denied = await reader.callTool({ name, arguments: { connection_name: "pg", table_name: "customers", ...(name === "explore_column" ? { column: "city" } : {}) } })
+      expect(denied.isError, name).toBe(true)
+      expect(textOf(denied)).toBe(`insufficient_scope: The ${name} tool needs the query scope`)
+    }
     const refused = await reader.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
     expect(refused.isError).toBe(true)
     expect(textOf(refused)).toMatch(/insufficient_scope: The query_database tool needs the query scope/)
@@ -103,7 +109,8 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
         "query_database",
         "query_history",
         "validate_sql",
-        ...schemaTools
+        ...schemaTools,
+        ...rowTools
       ].sort()
     )
     for (const tool of tools) {
@@ -241,14 +248,15 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const link = await client.callTool({ name: "schema_link", arguments: { connection_name: "pg", question: "total order amount per customer city", format: "compact" } })
     expect((link.structuredContent as { tables: Array<{ table: string }> }).tables.map((t) => t.table).sort()).toEqual(["public.customers", "public.orders"])
     expect(textOf(link)).toContain("public.customers: id integer, email text, city text")
-    const sample = await client.callTool({ name: "sample_table", arguments: { connection_name: "pg", table_name: "customers", limit: 2 } })
+    const querier = await connect(gateway, keys["querier"]!)
+    const sample = await querier.callTool({ name: "sample_table", arguments: { connection_name: "pg", table_name: "customers", limit: 2 } })
     expect(textOf(sample)).toContain("| 1 | *************.com | city 1 |")
     expect(textOf(sample)).toContain("Masked columns: email (mask).")
-    const column = await client.callTool({ name: "explore_column", arguments: { connection_name: "pg", table_name: "customers", column: "city" } })
+    const column = await querier.callTool({ name: "explore_column", arguments: { connection_name: "pg", table_name: "customers", column: "city" } })
     expect(textOf(column)).toContain("public.customers.city: 1500 rows, 3 distinct, 0 NULL (0 %).")
-    const profile = await client.callTool({ name: "explore_columns", arguments: { connection_name: "pg", table_name: "customers", value_limit: 1 } })
+    const profile = await querier.callTool({ name: "explore_columns", arguments: { connection_name: "pg", table_name: "customers", value_limit: 1 } })
     expect(textOf(profile)).toMatch(/- email text \[PII: mask\]: 1500 distinct, 0 % NULL, min "\[REDACTED\]", max "\[REDACTED\]"; values \["\*+\.com"\]/)
-    const refused = await client.callTool({ name: "sample_table", arguments: { connection_name: "pg", table_name: "secrets" } })
+    const refused = await querier.callTool({ name: "sample_table", arguments: { connection_name: "pg", table_name: "secrets" } })
     expect(textOf(refused)).toMatch(/^not_found: No table "secrets" on pg/)
     const children = (await auditRows("query")).filter((row: { details: { parent?: { tool?: string } } }) => row.details.parent?.tool === "explore_columns")
     expect(children).toHaveLength(2)

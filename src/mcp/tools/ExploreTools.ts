@@ -45,7 +45,7 @@ export const exploreTools = Effect.gen(function* () {
 
   const sampleTable: McpTool<typeof SampleInput.Type> = {
     name: "sample_table",
-    scope: "read",
+    scope: "query",
     title: "Sample a table's rows",
     description: "Shows a few rows of a table (PII masked, blocked tables refused), to see what its values look like before writing a query.",
     input: SampleInput,
@@ -61,7 +61,7 @@ export const exploreTools = Effect.gen(function* () {
 
   const exploreColumn: McpTool<typeof ColumnInput.Type> = {
     name: "explore_column",
-    scope: "read",
+    scope: "query",
     title: "Explore one column's values",
     description:
       "Counts a column's rows, distinct values and NULLs and lists its most frequent values with their counts, optionally only those LIKE a pattern. Use it to find the exact spelling of a value before filtering on it.",
@@ -90,7 +90,7 @@ export const exploreTools = Effect.gen(function* () {
 
   const exploreColumns: McpTool<typeof ColumnsInput.Type> = {
     name: "explore_columns",
-    scope: "read",
+    scope: "query",
     title: "Profile a table's columns",
     description:
       "Profiles a table's columns in one go: type, key, comment, PII rule, distinct and NULL counts, min and max, and a few distinct values each. Use it to understand a table's data before aggregating it.",
