@@ -55,17 +55,41 @@ export class BudgetsRepo extends Effect.Service<BudgetsRepo>()("sluice/BudgetsRe
         withOrg(orgId)
       )
 
-    /** The unexpired budgets a query of this key, in this session, draws from. */
+    /** The ids of the unexpired budgets a query of this key, in this session, draws from. */
     const applicable = (orgId: OrgId, keyId: string | null, session: string | null) =>
-      sql<BudgetRow>`select ${columns} from session_budgets where org_id = ${orgId}
+      sql<{ readonly id: string }>`select id from session_budgets where org_id = ${orgId}
           and (expires_at is null or expires_at > now())
           and ((key_id is not null and key_id = ${keyId}) or (session is not null and session = ${session}))
-          order by session nulls last, id`.pipe(withOrg(orgId))
+          order by session nulls last, id`.pipe(
+        Effect.map((rows) => rows.map((row) => row.id)),
+        withOrg(orgId)
+      )
 
-    /** Adds one query's usage to each budget atomically; returns the budgets as they now stand. */
-    const charge = (orgId: OrgId, ids: ReadonlyArray<string>, usage: Usage) =>
-      sql<BudgetRow>`update session_budgets set used_queries = used_queries + ${usage.queries},
-          used_rows = used_rows + ${usage.rows}, used_bytes_scanned = used_bytes_scanned + ${usage.bytes_scanned},
+    /**
+     * In one statement, under row locks taken in id order: unless one of the unexpired budgets is
+     * spent, holds one query and `held_rows` rows (at most `rowLimit`, at most what each row cap has
+     * left) on every one of them. Returns the budgets as they stood before, with whether it held.
+     */
+    const reserve = (orgId: OrgId, ids: ReadonlyArray<string>, rowLimit: number) =>
+      sql<BudgetRow & { readonly granted: boolean; readonly held_rows: number }>`with locked as (
+          select * from session_budgets where org_id = ${orgId} and id in ${sql.in(ids)}
+            and (expires_at is null or expires_at > now()) order by id for update),
+        hold as (
+          select not exists (select 1 from locked where used_queries >= max_queries or used_rows >= max_rows
+              or used_bytes_scanned >= max_bytes_scanned or used_cost >= max_cost or used_duration_ms >= max_duration_ms) as granted,
+            least(${rowLimit}::bigint, min(max_rows - used_rows)) as held_rows
+          from locked),
+        held as (
+          update session_budgets b set used_queries = b.used_queries + 1,
+              used_rows = b.used_rows + case when b.max_rows is null then 0 else hold.held_rows end
+            from locked, hold where b.id = locked.id and hold.granted returning b.id)
+        select ${columns}, granted, held_rows::float8 as held_rows from locked, hold order by session nulls last, id`.pipe(withOrg(orgId))
+
+    /** Replaces what `reserve` held (one query, `heldRows` rows) by what the query spent; returns the budgets as they now stand. */
+    const settle = (orgId: OrgId, ids: ReadonlyArray<string>, heldRows: number, usage: Usage) =>
+      sql<BudgetRow>`update session_budgets set used_queries = used_queries - 1 + ${usage.queries},
+          used_rows = used_rows - case when max_rows is null then 0 else ${heldRows}::bigint end + ${usage.rows},
+          used_bytes_scanned = used_bytes_scanned + ${usage.bytes_scanned},
           used_cost = used_cost + ${usage.cost}, used_duration_ms = used_duration_ms + ${usage.duration_ms}
         where org_id = ${orgId} and id in ${sql.in(ids)} returning ${columns}`.pipe(withOrg(orgId))
 
@@ -75,6 +99,6 @@ export class BudgetsRepo extends Effect.Service<BudgetsRepo>()("sluice/BudgetsRe
         withOrg(orgId)
       )
 
-    return { insert, list, find, remove, applicable, charge, keyExists } as const
+    return { insert, list, find, remove, applicable, reserve, settle, keyExists } as const
   })
 }) {}

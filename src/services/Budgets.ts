@@ -1,15 +1,16 @@
 import { randomUUID } from "node:crypto"
-import { Cache, Duration, Effect, Exit } from "effect"
+import { Cache, Duration, Effect, Exit, type Scope } from "effect"
 import { type Amounts, type Budget, BudgetExhausted, type CreateBudget, type Usage } from "../domain/Budget"
-import { InvalidRequest, NotFound } from "../domain/Errors"
+import { InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
 import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { type BudgetRow, BudgetsRepo } from "../repos/BudgetsRepo"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("budget store")
-// Which budgets a key or session draws from, per replica; a charge refreshes it, other replicas within this.
+// Which budgets a key or session draws from, per replica: a new budget applies at once on the replica that made it, within this elsewhere.
 const APPLICABLE_TTL = Duration.seconds(1)
+const NOTHING: Usage = { queries: 0, rows: 0, bytes_scanned: 0, cost: 0, duration_ms: 0 }
 
 const AMOUNTS = [
   ["queries", "max_queries", "used_queries"],
@@ -37,24 +38,26 @@ export const toBudget = (row: BudgetRow): Budget => ({
   created_at: row.created_at
 })
 
+/** What a query holds of its budgets while it runs. */
+export interface Reservation {
+  /** The most rows the query may return: what its row limit and every row cap allow. */
+  readonly rowCap: number
+  /** Charges what the query spent in place of what it held; the first budget as it now stands, for the response. */
+  readonly settle: (usage: Usage) => Effect.Effect<Budget | null, Unavailable>
+}
+
+const unbudgeted = (rowLimit: number): Reservation => ({ rowCap: rowLimit, settle: () => Effect.succeed(null) })
+
 const applicableKey = (orgId: OrgId, keyId: string | null, session: string | null) => JSON.stringify([orgId, keyId, session])
 
 /**
  * Session budgets: caps on queries, rows, bytes scanned, cost and time, per key or per named
- * session. Every governed query checks them before it runs and is charged after, on every surface.
+ * session. Every governed query reserves one query and its rows in the store before it runs (so
+ * concurrent queries and replicas cannot overspend) and is charged what it spent after, on every surface.
  */
 export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
   effect: Effect.gen(function* () {
     const repo = yield* BudgetsRepo
-    // The newest state of each budget this replica has seen, so keys sharing a session see each other's charges at once.
-    const latest = new Map<string, BudgetRow>()
-    const remember = (rows: ReadonlyArray<BudgetRow>) =>
-      rows.map((row) => {
-        const known = latest.get(row.id)
-        const newest = known !== undefined && known.used_queries > row.used_queries ? known : row
-        latest.set(row.id, newest)
-        return newest
-      })
     const applicableCache = yield* Cache.makeWith({
       capacity: 10_000,
       lookup: (key: string) => {
@@ -63,7 +66,7 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
       },
       timeToLive: (exit) => (Exit.isSuccess(exit) ? APPLICABLE_TTL : Duration.zero)
     })
-    const forgetAll = Effect.zipRight(applicableCache.invalidateAll, Effect.sync(() => latest.clear()))
+    const forgetAll = applicableCache.invalidateAll
 
     const create = Effect.fn("Budgets.create")(function* (principal: Principal, input: CreateBudget) {
       if (input.key_id !== undefined && !(yield* repo.keyExists(principal.orgId, input.key_id).pipe(storeDown))) {
@@ -103,27 +106,45 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
     })
 
     // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
-    /** The budgets a query draws from; refuses with budget_exhausted when one of them is spent. */
-    const reserve = Effect.fnUntraced(function* (principal: Principal, session: string | undefined) {
-      const rows = remember(yield* applicableCache.get(applicableKey(principal.orgId, principal.keyId, session ?? null)))
-      for (const row of rows) {
-        const amount = spent(row)
-        if (amount === undefined) continue
+    /**
+     * Holds one query and up to `rowLimit` rows of every budget the query draws from, atomically in
+     * the store, until the scope ends; refuses with budget_exhausted when one of them is spent. What
+     * is not settled by then (a query that failed or never ran) is given back.
+     */
+    const reserve = Effect.fnUntraced(function* (
+      principal: Principal,
+      session: string | undefined,
+      rowLimit: number
+    ): Effect.fn.Return<Reservation, BudgetExhausted | Unavailable, Scope.Scope> {
+      const ids = yield* applicableCache.get(applicableKey(principal.orgId, principal.keyId, session ?? null))
+      if (ids.length === 0) return unbudgeted(rowLimit)
+      const rows = yield* repo.reserve(principal.orgId, ids, rowLimit).pipe(storeDown)
+      if (rows.length === 0) return unbudgeted(rowLimit)
+      if (!rows[0]!.granted) {
+        const row = rows.find((r) => spent(r) !== undefined) ?? rows[0]!
         const owner = row.session !== null ? `session "${row.session}"` : "this API key"
-        return yield* new BudgetExhausted({ message: `The budget of ${owner} is spent (${amount})`, budget_id: row.id })
+        return yield* new BudgetExhausted({ message: `The budget of ${owner} is spent (${spent(row) ?? "a limit"})`, budget_id: row.id })
       }
-      return rows
-    })
+      const held = rows.map((r) => r.id)
+      const heldRows = rows[0]!.held_rows
+      let settled = false
+      const settle = (usage: Usage) =>
+        Effect.suspend(() => {
+          settled = true
+          return repo.settle(principal.orgId, held, heldRows, usage).pipe(storeDown)
+        }).pipe(Effect.uninterruptible)
+      yield* Effect.addFinalizer(() => (settled ? Effect.void : Effect.ignoreLogged(settle(NOTHING))))
+      return {
+        rowCap: heldRows,
+        settle: (usage: Usage) =>
+          Effect.map(settle(usage), (charged) => {
+            const first = charged.find((c) => c.id === held[0]) ?? charged[0]
+            return first === undefined ? null : toBudget(first)
+          })
+      }
+    }, Effect.uninterruptible)
 
-    /** Charges one query to the budgets `reserve` returned; the first one as it now stands, for the response. */
-    const charge = Effect.fnUntraced(function* (principal: Principal, rows: ReadonlyArray<BudgetRow>, usage: Usage) {
-      if (rows.length === 0) return null
-      const charged = remember(yield* repo.charge(principal.orgId, rows.map((r) => r.id), usage).pipe(storeDown))
-      const updated = rows.flatMap((r) => charged.filter((c) => c.id === r.id))
-      return updated[0] === undefined ? null : toBudget(updated[0])
-    })
-
-    return { create, list, get, remove, reserve, charge } as const
+    return { create, list, get, remove, reserve } as const
   }),
   dependencies: [BudgetsRepo.Default]
 }) {}

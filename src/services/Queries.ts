@@ -81,14 +81,14 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
     // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
     const run = Effect.fnUntraced(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
       const query = yield* prepare(principal, request, context)
-      const reserved = yield* budgets.reserve(principal, request.session)
+      const reservation = yield* budgets.reserve(principal, request.session, query.rowLimit)
       const facts = factsOf(context)
-      const outcome = yield* executor.run(query, facts.report)
+      const outcome = yield* executor.run({ ...query, rowLimit: reservation.rowCap }, facts.report)
       const usage = usageOf(outcome, outcome.columns.length)
-      const budget = yield* budgets.charge(principal, reserved, usage)
+      const budget = yield* reservation.settle(usage)
       yield* facts.charged(budget, usage)
       return { ...outcome, budget }
-    })
+    }, Effect.scoped)
 
     /**
      * `run` with the rows sent as they are read. Refusals and a statement that fails before its
@@ -96,14 +96,14 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
      */
     const stream = Effect.fnUntraced(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
       const query = yield* prepare(principal, request, { ...context, streamed: true })
-      const reserved = yield* budgets.reserve(principal, request.session)
+      const reservation = yield* budgets.reserve(principal, request.session, query.rowLimit)
       const facts = factsOf(context)
-      const streamed = yield* executor.stream(query, facts.report)
+      const streamed = yield* executor.stream({ ...query, rowLimit: reservation.rowCap }, facts.report)
       // Charged once, for the rows sent, however the stream ends: a client that leaves early still pays.
       const charge = yield* Effect.cached(
         Effect.suspend(() => {
           const usage = usageOf({ ...streamed.tail(), cached: streamed.head.cached }, streamed.head.columns.length)
-          return Effect.tap(budgets.charge(principal, reserved, usage), (budget) => facts.charged(budget, usage))
+          return Effect.tap(reservation.settle(usage), (budget) => facts.charged(budget, usage))
         })
       )
       const parts: Stream.Stream<QueryStreamPart, { readonly code: string; readonly message: string }> = Stream.concat(

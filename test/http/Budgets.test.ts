@@ -83,11 +83,50 @@ describe("session budgets over HTTP", () => {
     const created = await api("/api/budget", { body: { key_id: querier.id, max_rows: 30 } })
     expect(created.status).toBe(201)
     expect((await query(querier.key)).json.budget).toMatchObject({ remaining: { rows: 5 } })
-    // Spent only once the amount is reached: the second query runs and overshoots, the third is refused.
-    expect((await query(querier.key)).json.budget).toMatchObject({ remaining: { rows: 0 }, exhausted: true })
+    // A query gets at most the rows left: the second is cut at 5, the third is refused.
+    const second = (await query(querier.key)).json
+    expect([second.row_count, second.completeness]).toEqual([5, "truncated"])
+    expect(second.budget).toMatchObject({ used: { rows: 30 }, remaining: { rows: 0 }, exhausted: true })
     expect((await query(querier.key)).json.code).toBe("budget_exhausted")
     expect((await query(other)).status).toBe(200)
     expect((await api(`/api/budget/${created.json.id}`, { method: "DELETE" })).status).toBe(204)
+  })
+
+  it.skipIf(skip)("30 concurrent queries on a 3-query budget: exactly 3 run, 27 are refused", async () => {
+    const created = await api("/api/budget", { body: { session: "burst", max_queries: 3 } })
+    const answers = await Promise.all(Array.from({ length: 30 }, () => query(querier.key, { session: "burst" })))
+    const statuses = answers.map((a) => a.status)
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3)
+    expect(answers.filter((a) => a.status === 429 && a.json.code === "budget_exhausted")).toHaveLength(27)
+    expect((await api(`/api/budget/${created.json.id}`)).json).toMatchObject({ used: { queries: 3, rows: 75 }, exhausted: true })
+  })
+
+  it.skipIf(skip)("concurrent queries never spend more rows than the budget: a query gets at most the rows left", async () => {
+    const created = await api("/api/budget", { body: { session: "rows-burst", max_rows: 60 } })
+    const answers = await Promise.all(Array.from({ length: 10 }, () => query(querier.key, { session: "rows-burst" })))
+    const ran = answers.filter((a) => a.status === 200)
+    expect(answers.filter((a) => a.status !== 200).map((a) => [a.status, a.json.code])).toEqual(
+      Array.from({ length: 10 - ran.length }, () => [429, "budget_exhausted"])
+    )
+    let sent = ran.reduce((total, a) => total + a.json.row_count, 0)
+    expect(sent).toBeLessThanOrEqual(60)
+    expect((await api(`/api/budget/${created.json.id}`)).json.used.rows).toBe(sent)
+    // What is left goes to the next queries, the last one cut at the budget.
+    const after: Array<{ status: number; json: any }> = []
+    for (let answer = await query(querier.key, { session: "rows-burst" }); answer.status === 200; answer = await query(querier.key, { session: "rows-burst" }))
+      after.push(answer)
+    sent += after.reduce((total, a) => total + a.json.row_count, 0)
+    expect(sent).toBe(60)
+    expect([...ran, ...after].filter((a) => a.json.completeness === "truncated").map((a) => a.json.truncated_at)).toEqual([10])
+    expect((await api(`/api/budget/${created.json.id}`)).json).toMatchObject({ used: { rows: 60 }, remaining: { rows: 0 }, exhausted: true })
+  })
+
+  it.skipIf(skip)("a query that fails is not charged: its reservation is given back", async () => {
+    const created = await api("/api/budget", { body: { session: "failing", max_queries: 1, max_rows: 100 } })
+    const failed = await query(querier.key, { session: "failing", sql: "select * from nowhere" })
+    expect([failed.status, failed.json.code]).toEqual([400, "query_failed"])
+    expect((await api(`/api/budget/${created.json.id}`)).json).toMatchObject({ used: { queries: 0, rows: 0 }, exhausted: false })
+    expect((await query(querier.key, { session: "failing" })).json.budget).toMatchObject({ used: { queries: 1, rows: 25 }, exhausted: true })
   })
 
   it.skipIf(skip)("refuses bad budgets with a clear error and stores nothing", async () => {
@@ -112,5 +151,42 @@ describe("session budgets over HTTP", () => {
     expect((await api(`/api/budget/budget_${"0".repeat(32)}`)).status).toBe(404)
     expect((await api("/api/budget")).json.items.filter((b: { session: string }) => b.session === "s")).toEqual([])
     expect((await query(querier.key, { session: "bad session" })).json.code).toBe("invalid_request")
+  })
+})
+
+describe("a budget shared by two replicas on one PostgreSQL store", () => {
+  let store: TestDatabase
+  let database: TestDatabase
+  let replicas: Array<Gateway> = []
+
+  beforeAll(async () => {
+    if (skip) return
+    ;[store, database] = await Promise.all([createTestDatabase(), createTestDatabase()])
+    await database.query("create table items as select g as id from generate_series(1, 25) g")
+    const env = { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" }
+    replicas = [await startGateway({ databaseUrl: store.url, env })]
+    // The second replica shares the first one's data directory, so it finds the local key already made.
+    replicas.push(await startGateway({ databaseUrl: store.url, dataDir: replicas[0]!.dataDir, env }))
+  })
+  afterAll(async () => {
+    await Promise.all(replicas.map((r) => r.stop()))
+    await Promise.all([store?.drop(), database?.drop()])
+  })
+
+  it.skipIf(skip)("30 concurrent queries spread over both replicas on a 3-query budget: exactly 3 run", async () => {
+    const admin = await localKey(replicas[0]!)
+    const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await request(replicas[0]!.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    const created = await request(replicas[0]!.url, "/api/budget", { key: admin, body: { session: "shared", max_queries: 4 } })
+    expect(created.status).toBe(201)
+    const query = (replica: Gateway) =>
+      request(replica.url, "/api/query", { key: admin, body: { connection_name: "pg", sql: "select id from items", session: "shared" } })
+    // The other replica learns of a new budget within a second: the first query it charges spends one of the four.
+    await expect.poll(async () => (await query(replicas[1]!)).json.budget, { timeout: 3000 }).toMatchObject({ used: { queries: 1 } })
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => query(replicas[i % 2]!)))
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(3)
+    expect(answers.filter((a) => a.status === 429 && a.json.code === "budget_exhausted")).toHaveLength(27)
+    const budget = await request(replicas[1]!.url, `/api/budget/${created.json.id}`, { key: admin })
+    expect(budget.json).toMatchObject({ used: { queries: 4, rows: 100 }, exhausted: true })
   })
 })
