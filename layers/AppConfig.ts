@@ -1,3 +1,4 @@
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { Config, ConfigError, Effect, Either, Option, Redacted, Schema } from "effect"
 import { ConnectionInput } from "../src/domain/Connection"
@@ -56,6 +57,15 @@ const raw = Config.all({
 
 const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
 
+/** An existing data dir that others can write to could have its store or key files swapped: refuse it. */
+const privateDataDir = (dir: string) =>
+  Effect.suspend(() => {
+    const stat = fs.statSync(dir, { throwIfNoEntry: false })
+    if (stat === undefined || (stat.mode & 0o022) === 0) return Effect.void
+    const mode = (stat.mode & 0o777).toString(8)
+    return Effect.fail(invalid("SP_DATA_DIR", `${dir} is writable by group or others (mode ${mode}); run chmod 700 ${dir}`))
+  })
+
 const ENV_CONNECTION = /^SP_CONNECTION_([A-Za-z0-9_]{1,64})$/
 
 /** SP_CONNECTION_<NAME>=<url>: connections a self-hosted operator configures without the API. */
@@ -100,10 +110,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
         return yield* Effect.fail(invalid(name, "is not a valid URL"))
       }
     }
+    const dataDir = path.resolve(c.dataDir)
+    yield* privateDataDir(dataDir)
     return {
       ...c,
       envConnections: yield* envConnections(selfHosted),
-      dataDir: path.resolve(c.dataDir),
+      dataDir,
       selfHosted,
       localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)
     } as const

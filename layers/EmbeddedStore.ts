@@ -54,10 +54,25 @@ export const acquireDataDirLock = (dataDir: string) =>
     (file) => Effect.sync(() => fs.rmSync(file, { force: true }))
   )
 
+/** The store's files are the operator's alone: new ones are made without group or other bits, and ones an older start left open are tightened. */
+const makePrivate = (dataDir: string) =>
+  Effect.try({
+    try: () => {
+      process.umask(0o077)
+      for (const entry of ["", ...fs.readdirSync(dataDir, { recursive: true, encoding: "utf8" })]) {
+        const file = path.join(dataDir, entry)
+        const stat = fs.lstatSync(file)
+        if (!stat.isSymbolicLink() && (stat.mode & 0o077) !== 0) fs.chmodSync(file, stat.mode & 0o700)
+      }
+    },
+    catch: (error) => new StoreError({ message: `cannot make the data dir ${dataDir} private: ${String(error)}` })
+  })
+
 /** PGlite in this process, served on a private unix socket so the ordinary pg client can talk to it. */
 export const startEmbeddedStore = (dataDir: string) =>
   Effect.gen(function* () {
     yield* acquireDataDirLock(dataDir)
+    yield* makePrivate(dataDir)
     const socketPath = socketFile(dataDir)
     if (Buffer.byteLength(socketPath) > 100) {
       return yield* new StoreError({ message: `SP_DATA_DIR is too long for a unix socket path (${socketPath.length} bytes); use a shorter path` })
@@ -69,6 +84,8 @@ export const startEmbeddedStore = (dataDir: string) =>
       }),
       (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
     )
+    // PGlite sets modes of its own on files it writes as it opens (pg_internal.init): tighten those too.
+    yield* makePrivate(dataDir)
     fs.rmSync(socketPath, { force: true })
     const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 16 })
     yield* Effect.acquireRelease(

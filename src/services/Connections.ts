@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
+import * as fs from "node:fs"
 import * as path from "node:path"
-import { Cache, Duration, Effect, Either, Exit, Schema } from "effect"
+import { Cache, Duration, Effect, Either, Exit, Option, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import { ConnectorError } from "../../layers/connectors/Connector"
@@ -25,6 +26,18 @@ const LOCAL_FILE_TYPES: ReadonlySet<DbType> = new Set(["duckdb", "sqlite"])
 // A query needs its connection's target on every call; other replicas see an edit within this.
 const TARGET_CACHE_TTL = Duration.seconds(1)
 const targetKey = (orgId: OrgId, name: string) => `${orgId}\u0000${name}`
+
+/** The path with every symlink resolved; a file not there yet is placed in its parent's real directory. */
+const realPath = (file: string): string | null => {
+  const real = Option.liftThrowable(() => fs.realpathSync(file))()
+  if (Option.isSome(real)) return real.value
+  // A dangling symlink: opening it would create its target wherever it points.
+  if (fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined) return null
+  const parent = path.dirname(file)
+  if (parent === file) return null
+  const realParent = realPath(parent)
+  return realParent === null ? null : path.join(realParent, path.basename(file))
+}
 
 const isSecretSet = (row: ConnectionRow, secretPath: string) => row.secret_paths.includes(secretPath)
 
@@ -81,8 +94,10 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         return Effect.fail(new InvalidRequest({ message: `db_type ${input.db_type} reads a local file, which cloud deployments do not allow` }))
       }
       const database = (input as { database: string }).database
-      const resolved = path.resolve(config.dataDir, database)
-      const inside = fileRoots.some((root) => resolved === root || resolved.startsWith(root + path.sep))
+      // Links are followed before the check, so a link inside an allowed directory cannot point outside it.
+      const resolved = realPath(path.resolve(config.dataDir, database))
+      const roots = fileRoots.map((root) => realPath(root) ?? root)
+      const inside = resolved !== null && roots.some((root) => resolved === root || resolved.startsWith(root + path.sep))
       if (!inside) {
         return Effect.fail(
           new InvalidRequest({ message: "database: the file must be inside the gateway's data directory or a directory listed in SP_LOCAL_DB_DIRS" })
