@@ -38,6 +38,8 @@ const raw = Config.all({
     Config.withDefault(30)
   ),
   jwksUrl: Config.option(Config.url("SP_JWKS_URL")),
+  jwtIssuer: Config.option(Config.string("SP_JWT_ISSUER")),
+  jwtAudience: Config.option(Config.string("SP_JWT_AUDIENCE")),
   adminUserIds: list("SP_ADMIN_USER_IDS"),
   redisUrl: Config.option(Config.redacted("REDIS_URL")),
   trustedProxies: list("SP_TRUSTED_PROXIES"),

@@ -1,7 +1,7 @@
 export interface ClientAddress {
   /** The client's address: the socket peer, or the X-Forwarded-For origin when the peer is a trusted proxy. */
   readonly ip: string | null
-  /** True only for a loopback peer that is not relaying somebody else's request. */
+  /** True only for a loopback peer that sends no proxy header at all. */
   readonly local: boolean
 }
 
@@ -12,6 +12,10 @@ export const isLoopback = (ip: string) => {
   return address === "::1" || address.startsWith("127.")
 }
 
+/** Headers a proxy adds to say whose request it relays; any of them, even empty, means the peer is relaying. */
+const relayed = (headers: Readonly<Record<string, string | undefined>>) =>
+  Object.keys(headers).some((name) => /^(forwarded|x-forwarded-.+|x-real-ip|true-client-ip|cf-connecting-ip|x-client-ip|x-cluster-client-ip|fastly-client-ip)$/i.test(name))
+
 /** X-Forwarded-For is honoured only from SP_TRUSTED_PROXIES, read right to left past trusted hops. */
 export const resolveClientAddress = (
   peer: string | null,
@@ -20,10 +24,9 @@ export const resolveClientAddress = (
 ): ClientAddress => {
   const socketIp = peer === null ? null : unmap(peer)
   const forwardedFor = headers["x-forwarded-for"]
-  const proxied = forwardedFor !== undefined || headers["forwarded"] !== undefined
   if (socketIp === null) return { ip: null, local: false }
   if (!trustedProxies.has(socketIp) || forwardedFor === undefined) {
-    return { ip: socketIp, local: isLoopback(socketIp) && !proxied }
+    return { ip: socketIp, local: isLoopback(socketIp) && !relayed(headers) }
   }
   const hops = forwardedFor.split(",").map((hop) => unmap(hop.trim())).filter((hop) => hop.length > 0)
   let client = socketIp
@@ -31,5 +34,6 @@ export const resolveClientAddress = (
     client = hops[i]!
     if (!trustedProxies.has(client)) break
   }
-  return { ip: client, local: isLoopback(client) }
+  // A relayed request is never local, whatever address the proxy names.
+  return { ip: client, local: false }
 }

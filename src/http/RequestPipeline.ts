@@ -89,9 +89,20 @@ const normalizeError = (response: HttpServerResponse.HttpServerResponse) => {
   })
 }
 
+const originOf = (value: string) => Option.getOrNull(Option.liftThrowable(() => new URL(value).origin)())
+
 const allowedHostGuard = (config: AppConfig) => {
   const names = new Set(["localhost", "127.0.0.1", "[::1]", ...config.allowedHosts.map((h) => h.toLowerCase())])
   if (config.host !== "0.0.0.0" && config.host !== "::") names.add(config.host.toLowerCase())
+  // An Origin is a scheme, host and port: a page on another local port is another site. An allowed
+  // host may also sit behind a proxy on its default ports.
+  const ports = [config.port, ...(config.webPort === 0 ? [] : [config.webPort])]
+  const origins = new Set(
+    [
+      ...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)),
+      ...config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`])
+    ].flatMap((origin) => Option.toArray(Option.fromNullable(originOf(origin))))
+  )
   const enforce = config.selfHosted || config.allowedHosts.length > 0
   const hostname = (value: string) => {
     const url = Option.getOrNull(Option.liftThrowable(() => new URL(value.includes("://") ? value : `http://${value}`))())
@@ -102,9 +113,19 @@ const allowedHostGuard = (config: AppConfig) => {
     const host = headers["host"]
     const origin = headers["origin"]
     const hostOk = host !== undefined && names.has(hostname(host) ?? "")
-    const originOk = origin === undefined || origin === "null" ? origin === undefined : names.has(hostname(origin) ?? "")
+    const originOk = origin === undefined || origins.has(originOf(origin) ?? "")
     return hostOk && originOk
   }
+}
+
+const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"])
+
+/** A body that changes state must say it is JSON: a page can send text/plain or a form to any origin without asking. */
+const undeclaredJson = (request: HttpServerRequest.HttpServerRequest) => {
+  if (!STATE_CHANGING.has(request.method)) return false
+  const headers = request.headers
+  const hasBody = Number(headers["content-length"] ?? 0) > 0 || headers["transfer-encoding"] !== undefined
+  return hasBody && (headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase() !== "application/json"
 }
 
 /**
@@ -193,6 +214,10 @@ export const makeRequestPipeline = Effect.gen(function* () {
         return yield* finish(request, info, started, refused)
       }
       if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* finish(request, info, started, tooLarge())
+      if (undeclaredJson(request)) {
+        const refused = errorResponse(415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json")
+        return yield* finish(request, info, started, refused)
+      }
       if (request.headers["transfer-encoding"] !== undefined) drainInsteadOfReset(request, info)
       return yield* app.pipe(
         HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response)),

@@ -57,9 +57,9 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
     const principalOf = (token: string | null, localPeer: boolean) =>
       token === null && config.selfHosted && localPeer
         ? Effect.flatMap(keys.userKeysExist, (exist) =>
-            exist ? authenticator.authenticate({ token, localPeer: false }) : Effect.succeed(authenticator.local)
+            exist ? authenticator.authenticate({ token, localPeer: false, keysOnly: true }) : Effect.succeed(authenticator.local)
           )
-        : authenticator.authenticate({ token, localPeer: false })
+        : authenticator.authenticate({ token, localPeer: false, keysOnly: true })
 
     const call = (
       info: RequestInfo,

@@ -14,6 +14,8 @@ export interface Credential {
   readonly token: string | null
   /** The direct peer is loopback and no proxy header claims another origin. */
   readonly localPeer: boolean
+  /** Only API keys are accepted (MCP): a session token is refused. */
+  readonly keysOnly?: boolean
 }
 
 const MEMBER_SESSION_SCOPES: ReadonlyArray<Scope> = ["read", "query", "write", "execute", "agent:run"]
@@ -46,7 +48,12 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
     const verifyJwt = (token: string) =>
       Effect.tryPromise({
         try: () =>
-          jwtVerify(token, Option.getOrThrow(jwks), { clockTolerance: config.jwtLeewaySeconds, requiredClaims: ["exp", "sub"] }),
+          jwtVerify(token, Option.getOrThrow(jwks), {
+            clockTolerance: config.jwtLeewaySeconds,
+            requiredClaims: ["exp", "sub"],
+            ...Option.match(config.jwtIssuer, { onNone: () => ({}), onSome: (issuer) => ({ issuer }) }),
+            ...Option.match(config.jwtAudience, { onNone: () => ({}), onSome: (audience) => ({ audience }) })
+          }),
         catch: (error) =>
           isNetworkFailure(error)
             ? new Unavailable({ message: "The identity provider's keys cannot be fetched; try again shortly" })
@@ -94,6 +101,9 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
         return config.localAccess && credential.localPeer
           ? Effect.succeed(local)
           : Effect.fail(new Unauthenticated({ message: "An API key is required: send it as x-api-key or Authorization: Bearer" }))
+      }
+      if (credential.keysOnly && !token.startsWith("sp_") && looksLikeJwt(token)) {
+        return Effect.fail(new Unauthenticated({ message: "MCP takes API keys only (x-api-key or Authorization: Bearer sp_…); session tokens are for the web app" }))
       }
       if (token.startsWith("sp_") || Option.isNone(jwks) || !looksLikeJwt(token)) return fromKey(token)
       return fromJwt(token)

@@ -15,6 +15,9 @@ export interface TokenOptions {
   readonly exp?: number | null
   /** Signs with another key pair under the same kid: a forgery. */
   readonly forged?: boolean
+  /** The `iss` and `aud` claims; left out when not given. */
+  readonly issuer?: string
+  readonly audience?: string
 }
 
 /** A cloud identity provider for tests: a JWKS endpoint and the session tokens it would issue. */
@@ -32,6 +35,8 @@ export const startIdentityProvider = async () => {
     if (options.orgId !== undefined) claims["org_id"] = options.orgId
     if (options.admin) claims["org_role"] = "org:admin"
     let jwt = new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: KID }).setIssuedAt()
+    if (options.issuer !== undefined) jwt = jwt.setIssuer(options.issuer)
+    if (options.audience !== undefined) jwt = jwt.setAudience(options.audience)
     if (options.sub !== null) jwt = jwt.setSubject(options.sub ?? "user_default")
     const exp = options.exp === undefined ? now() + 3600 : options.exp
     if (exp !== null) jwt = jwt.setExpirationTime(exp)
