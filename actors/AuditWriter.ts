@@ -1,8 +1,9 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Chunk, Deferred, Effect, Exit, Queue } from "effect"
-import { type AuditInsert, AuditRepo } from "../src/repos/AuditRepo"
+import { type AuditInsert, AuditRepo, storableAuditRow } from "../src/repos/AuditRepo"
 
 const MAX_BATCH = 500
+const RETRY_CONCURRENCY = 4
 
 interface Pending {
   readonly row: AuditInsert
@@ -18,10 +19,28 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
     const repo = yield* AuditRepo
     const queue = yield* Queue.unbounded<Pending>()
 
+    const insert = (batch: ReadonlyArray<Pending>) => Effect.exit(repo.insertBatch(batch.map((pending) => pending.row)))
+    const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, SqlError>) =>
+      Effect.zipRight(
+        Exit.isFailure(exit) ? Effect.logError("audit row failed", exit.cause) : Effect.void,
+        Effect.forEach(batch, (pending) => Deferred.done(pending.committed, exit), { discard: true })
+      )
+
+    // A failed batch is retried row by row: one row the store refuses fails only its own caller.
     const commit = (batch: ReadonlyArray<Pending>) =>
-      Effect.exit(repo.insertBatch(batch.map((pending) => pending.row))).pipe(
-        Effect.tap((exit) => (Exit.isFailure(exit) ? Effect.logError("audit batch failed", exit.cause) : Effect.void)),
-        Effect.flatMap((exit) => Effect.forEach(batch, (pending) => Deferred.done(pending.committed, exit), { discard: true })),
+      insert(batch).pipe(
+        Effect.flatMap((exit) =>
+          Exit.isSuccess(exit) || batch.length === 1
+            ? settle(batch, exit)
+            : Effect.logWarning("audit batch failed; retrying its rows one by one", exit.cause).pipe(
+                Effect.zipRight(
+                  Effect.forEach(batch, (pending) => Effect.flatMap(insert([pending]), (alone) => settle([pending], alone)), {
+                    concurrency: RETRY_CONCURRENCY,
+                    discard: true
+                  })
+                )
+              )
+        ),
         Effect.uninterruptible
       )
 
@@ -35,12 +54,19 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
       Queue.takeAll(queue).pipe(Effect.flatMap((rest) => (Chunk.isEmpty(rest) ? Effect.void : commit(Chunk.toReadonlyArray(rest)))))
     )
 
-    /** Resolves once every row is committed (queued together, so they share a commit); fails if the store refused them. */
+    /**
+     * Resolves once every row is committed (queued together, so they share a commit); fails if the
+     * store refused them. Each row is made storable before it is queued.
+     */
     const write = (rows: ReadonlyArray<AuditInsert>) =>
       Effect.gen(function* () {
-        const pending = yield* Effect.forEach(rows, (row) => Effect.map(Deferred.make<void, SqlError>(), (committed) => ({ row, committed })))
+        const pending = yield* Effect.forEach(rows, (row) =>
+          Effect.map(Deferred.make<void, SqlError>(), (committed) => ({ row: storableAuditRow(row), committed }))
+        )
         yield* Queue.offerAll(queue, pending)
-        yield* Effect.forEach(pending, (p) => Deferred.await(p.committed), { discard: true })
+        // Settled row by row before failing, so a refused row never leaves its neighbours' commits in flight.
+        const settled = yield* Effect.forEach(pending, (p) => Effect.exit(Deferred.await(p.committed)))
+        yield* Effect.forEach(settled, (exit) => exit, { discard: true })
       })
 
     return { write } as const

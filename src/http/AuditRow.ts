@@ -29,7 +29,7 @@ export const auditRow = (
   client_ip: info.client.ip,
   user_agent: request.headers["user-agent"]?.slice(0, 512) ?? null,
   request_id: info.requestId,
-  details: info.details === null ? null : JSON.stringify(info.details)
+  details: info.details
 })
 
 /** The rows of the governed queries a request ran besides its own, under its request id. */
@@ -46,5 +46,5 @@ export const childQueryRows = (request: HttpServerRequest.HttpServerRequest, inf
     event_type: "query",
     sql,
     rows: facts.rows ?? null,
-    details: JSON.stringify({ ...facts, parent })
+    details: { ...facts, parent }
   }))

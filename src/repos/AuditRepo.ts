@@ -1,7 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { OrgId } from "../domain/Ids"
+import { storable } from "./Storable"
 import { tenantScope } from "./Tenant"
+
+// A statement is at most 100,000 characters (MAX_SQL_CHARS); a header, name or detail needs far less.
+const MAX_SQL = 100_000
+const MAX_FIELD = 512
+const MAX_DETAIL = 4_000
 
 export type AuditInsert = {
   readonly timestamp: number
@@ -22,13 +28,38 @@ export type AuditInsert = {
   readonly client_ip: string | null
   readonly user_agent: string | null
   readonly request_id: string
-  /** A governed query's facts as JSON text. */
-  readonly details: string | null
+  /** A governed query's facts, a tool call's arguments… (a JSON column). */
+  readonly details: Record<string, unknown> | null
 }
 
-export interface AuditRow extends Omit<AuditInsert, "details"> {
+export interface AuditRow extends AuditInsert {
   readonly id: string
-  readonly details: Record<string, unknown> | null
+}
+
+/** The row as the store will take it, whatever its fields hold: one bad field never fails a batch. */
+export const storableAuditRow = (row: AuditInsert): AuditInsert => {
+  const field = <A>(value: A, maxChars = MAX_FIELD) => storable(value, maxChars) as A
+  return {
+    timestamp: field(row.timestamp),
+    org_id: field(row.org_id),
+    principal: field(row.principal),
+    key_id: field(row.key_id),
+    user_id: field(row.user_id),
+    event_type: field(row.event_type),
+    method: field(row.method),
+    route: field(row.route),
+    status: field(row.status),
+    connection: field(row.connection),
+    sql: field(row.sql, MAX_SQL),
+    outcome: row.outcome,
+    block_reason: field(row.block_reason),
+    rows: field(row.rows),
+    duration_ms: field(row.duration_ms) ?? 0,
+    client_ip: field(row.client_ip),
+    user_agent: field(row.user_agent),
+    request_id: field(row.request_id),
+    details: field(row.details, MAX_DETAIL)
+  }
 }
 
 export interface AuditFilter {
@@ -50,7 +81,9 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
 
     /** One INSERT for a whole group-commit batch. */
     const insertBatch = (rows: ReadonlyArray<AuditInsert>) =>
-      sql`insert into gateway_audit_logs ${sql.insert(rows)}`.pipe(Effect.asVoid)
+      sql`insert into gateway_audit_logs ${sql.insert(rows.map((row) => ({ ...row, details: row.details === null ? null : JSON.stringify(row.details) })))}`.pipe(
+        Effect.asVoid
+      )
 
     const where = (orgId: OrgId, f: AuditFilter, beforeId: string | null) =>
       sql.and([

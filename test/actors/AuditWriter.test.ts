@@ -1,0 +1,100 @@
+import { afterAll, describe, expect, it, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { ConfigProvider, Effect, Exit, Layer } from "effect"
+import { AuditWriter } from "../../actors/AuditWriter"
+import { AppConfig } from "../../layers/AppConfig"
+import { StoreLive } from "../../layers/Store"
+import type { AuditInsert } from "../../src/repos/AuditRepo"
+import { storable } from "../../src/repos/Storable"
+import { createTestDatabase, postgresAvailable } from "../support/Servers"
+
+const hasPostgres = await postgresAvailable()
+const database = hasPostgres ? await createTestDatabase() : undefined
+afterAll(() => database?.drop())
+
+const row = (requestId: string, fields: Partial<AuditInsert> = {}): AuditInsert => ({
+  timestamp: 1,
+  org_id: null,
+  principal: null,
+  key_id: null,
+  user_id: null,
+  event_type: "api",
+  method: "GET",
+  route: "/api/plan",
+  status: 200,
+  connection: null,
+  sql: null,
+  outcome: "success",
+  block_reason: null,
+  rows: null,
+  duration_ms: 1,
+  client_ip: null,
+  user_agent: null,
+  request_id: requestId,
+  details: null,
+  ...fields
+})
+
+describe("storable: any value a caller sent, as the store takes it", () => {
+  it("replaces NUL and lone surrogates, keeps pairs, cuts long text, walks JSON", () => {
+    expect(storable("a\u0000b", 100)).toBe("a\uFFFDb")
+    expect(storable("x\ud800y\udfffz", 100)).toBe("x\uFFFDy\uFFFDz")
+    expect(storable("pair \ud83d\ude00 ok", 100)).toBe("pair \ud83d\ude00 ok")
+    const long = storable("y".repeat(100_000), 512) as string
+    expect(long).toHaveLength(512)
+    expect(long.endsWith("…[truncated]")).toBe(true)
+    // A cut through a surrogate pair leaves no half behind.
+    expect(storable(`${"a".repeat(499)}\ud83d\ude00${"b".repeat(20)}`, 512)).toBe(`${"a".repeat(499)}\uFFFD…[truncated]`)
+    expect(storable({ "k\u0000": ["v\ud800", 1, Number.NaN, null, true], when: new Date(0), n: 10n }, 100)).toEqual({
+      "k\uFFFD": ["v\uFFFD", 1, null, null, true],
+      when: "1970-01-01T00:00:00.000Z",
+      n: "10"
+    })
+  })
+})
+
+describe.skipIf(!hasPostgres)("AuditWriter on PostgreSQL", () => {
+  const live = AuditWriter.Default.pipe(
+    Layer.provideMerge(StoreLive),
+    Layer.provide(AppConfig.Default),
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", database?.url ?? ""]]))))
+  )
+  layer(live, { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect("poison in every field is stored, not refused: the whole batch commits", () =>
+      Effect.gen(function* () {
+        const writer = yield* AuditWriter
+        const sql = yield* SqlClient.SqlClient
+        const poison = "\u0000\ud800".concat("z".repeat(200_000))
+        yield* writer.write([
+          row("poison-1", { connection: poison, sql: poison, user_agent: poison, route: poison, details: { arguments: poison, [poison]: [poison] } }),
+          row("poison-2", { principal: poison, client_ip: poison, block_reason: poison, event_type: poison })
+        ])
+        const stored = yield* sql<{ request_id: string; connection: string | null; sql_length: number }>`
+          select request_id, connection, length(sql) as sql_length from gateway_audit_logs where request_id like 'poison-%' order by request_id`
+        expect(stored.map((r) => r.request_id)).toEqual(["poison-1", "poison-2"])
+        expect(stored[0]!.connection!.startsWith("\uFFFD\uFFFDzzz")).toBe(true)
+        expect(stored[0]!.sql_length).toBe(100_000)
+      })
+    )
+
+    it.effect("a row the store refuses fails alone; the rows batched with it commit", () =>
+      Effect.gen(function* () {
+        const writer = yield* AuditWriter
+        const sql = yield* SqlClient.SqlClient
+        // The outcome check constraint refuses this row whatever its text holds.
+        const refused = row("batch-bad", { outcome: "bogus" as AuditInsert["outcome"] })
+        const [good, bad, alsoGood] = yield* Effect.all(
+          [writer.write([row("batch-good-1"), row("batch-good-2")]), writer.write([refused]), writer.write([row("batch-good-3")])],
+          { concurrency: "unbounded", mode: "either" }
+        ).pipe(Effect.map((results) => results.map((r) => r._tag)))
+        expect([good, bad, alsoGood]).toEqual(["Right", "Left", "Right"])
+        // Queued together in one write: one INSERT, which fails, then each row alone.
+        const mixed = yield* Effect.exit(writer.write([row("mixed-good-1"), row("mixed-bad", { outcome: "bogus" as AuditInsert["outcome"] }), row("mixed-good-2")]))
+        expect(Exit.isFailure(mixed)).toBe(true)
+        const stored = yield* sql<{ request_id: string }>`
+          select request_id from gateway_audit_logs where request_id like 'batch-%' or request_id like 'mixed-%' order by request_id`
+        expect(stored.map((r) => r.request_id)).toEqual(["batch-good-1", "batch-good-2", "batch-good-3", "mixed-good-1", "mixed-good-2"])
+      })
+    )
+  })
+})
