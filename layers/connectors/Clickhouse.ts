@@ -28,8 +28,9 @@ const open = (request: OpenRequest<ClickhouseConnection>): Effect.Effect<Connect
     const endpoint = request.endpoint ?? address(c)
     const tls = tlsOptions(c.tls, c.host)
     // Our own agents: the client's built-in TLS options cannot skip verification ("require"), and they give socket counts.
+    const lookup = request.lookup === undefined ? {} : { lookup: request.lookup }
     const agent = (maxSockets: number) =>
-      tls === null ? new http.Agent({ keepAlive: true, maxSockets }) : new https.Agent({ ...tls, keepAlive: true, maxSockets })
+      tls === null ? new http.Agent({ keepAlive: true, maxSockets, ...lookup }) : new https.Agent({ ...tls, keepAlive: true, maxSockets, ...lookup })
     const client = (httpAgent: http.Agent) =>
       Effect.acquireRelease(
         Effect.sync(() =>

@@ -1,3 +1,4 @@
+import type { LookupFunction } from "node:net"
 import { Effect, Schema, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
 
@@ -93,6 +94,8 @@ export interface OpenRequest<C extends ConnectionInput = ConnectionInput> {
   readonly connectTimeoutMs: number
   /** Replaces every secret value in a driver message before it can reach a caller or a log. */
   readonly scrub: (message: string) => string
+  /** Resolves only the endpoint's host, to addresses the egress policy allows; HTTP connectors give it to their agents. */
+  readonly lookup?: LookupFunction
 }
 
 export interface Connector<C extends ConnectionInput = ConnectionInput> {

@@ -4,7 +4,7 @@ import { AppConfig } from "../AppConfig"
 import { ConnectorError, type ConnectorPool, type Endpoint } from "./Connector"
 import { CONNECTORS } from "./Connectors"
 import { makeScrubber } from "./DriverErrors"
-import { allowAnyTarget, type EgressPolicy, guardedEgress } from "./EgressPolicy"
+import { allowAnyTarget, type EgressPolicy, guardedEgress, pinnedLookup } from "./EgressPolicy"
 import { openTunnel } from "./SshTunnel"
 
 const IDLE_TTL = Duration.minutes(5)
@@ -69,12 +69,20 @@ export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTa
     // The first hop is the only address this process dials: the SSH server when there is a tunnel.
     const firstHop = tunnel === undefined ? address : { host: tunnel.host, port: tunnel.port ?? 22 }
     if (firstHop !== null) yield* egress.check(firstHop)
-    const open = (endpoint: Endpoint | null) => connector.open({ connection: c, endpoint, connectTimeoutMs, scrub: makeScrubber(target.secrets) })
-    if (tunnel === undefined || address === null) return yield* open(address)
+    // HTTP drivers resolve through the policy at every connect, so a name cannot swap in another address after this check.
+    const open = (endpoint: Endpoint | null, policy: EgressPolicy) =>
+      connector.open({
+        connection: c,
+        endpoint,
+        connectTimeoutMs,
+        scrub: makeScrubber(target.secrets),
+        ...(endpoint === null ? {} : { lookup: pinnedLookup(policy, endpoint) })
+      })
+    if (tunnel === undefined || address === null) return yield* open(address, egress)
     const pinned = tunnel.host_key_fingerprint ?? target.hostKey?.pinned ?? null
     const opened = yield* openTunnel({ tunnel, target: address, pinned, connectTimeoutMs })
     if (pinned === null) yield* target.hostKey?.pin(opened.fingerprint) ?? Effect.void
-    const pool = yield* open(opened.endpoint)
+    const pool = yield* open(opened.endpoint, allowAnyTarget)
     const explain = (error: ConnectorError) => opened.failure() ?? error
     return {
       ...pool,

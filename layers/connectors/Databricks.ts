@@ -1,5 +1,5 @@
 import * as https from "node:https"
-import { isIP } from "node:net"
+import { isIP, type LookupFunction } from "node:net"
 import { checkServerIdentity } from "node:tls"
 import { connections, DBSQLClient, thrift } from "@databricks/sql"
 import { Effect, Exit, type Scope } from "effect"
@@ -55,8 +55,9 @@ export const driverConfig = (c: DatabricksConnection, endpoint: Endpoint, connec
 })
 
 /** An HTTPS agent that checks the workspace's certificate against the system roots and its host name. */
-export const verifyingAgent = (serverName: string) =>
+export const verifyingAgent = (serverName: string, lookup?: LookupFunction) =>
   new https.Agent({
+    ...(lookup === undefined ? {} : { lookup }),
     keepAlive: true,
     timeout: SOCKET_TIMEOUT_MS,
     minVersion: "TLSv1.2",
@@ -99,7 +100,7 @@ const open = (request: OpenRequest<DatabricksConnection>): Effect.Effect<Connect
   Effect.gen(function* () {
     const c = request.connection
     const config = driverConfig(c, request.endpoint ?? address(c), request.connectTimeoutMs)
-    const agent = yield* Effect.acquireRelease(Effect.sync(() => verifyingAgent(config.serverName)), (agent) => Effect.sync(() => agent.destroy()))
+    const agent = yield* Effect.acquireRelease(Effect.sync(() => verifyingAgent(config.serverName, request.lookup)), (agent) => Effect.sync(() => agent.destroy()))
     const client = yield* Effect.acquireRelease(Effect.sync(() => makeClient(agent)), (client) =>
       Effect.promise(() => client.close().catch(() => undefined))
     )

@@ -41,11 +41,21 @@ const wrappedCodes = (error: unknown, depth = 0): Array<unknown> => {
   return [...wrappedCodes(inner, depth + 1), e.code]
 }
 
+/** A refusal raised under a driver (the egress lookup of an HTTP agent), however deep the driver wrapped it. */
+const refusalIn = (error: unknown, depth = 0): ConnectorError | null => {
+  if (error instanceof ConnectorError) return error
+  const e = error as { originalError?: unknown; cause?: unknown; errors?: unknown } | null
+  if (e === null || typeof e !== "object" || depth > 4) return null
+  return refusalIn(e.originalError ?? e.cause ?? (Array.isArray(e.errors) ? e.errors[0] : undefined), depth + 1)
+}
+
 /**
  * A driver's error as a ConnectorError. Connection-level failures get fixed wording (driver text there
  * names hosts and users); a statement's own error keeps the database's message, scrubbed of secrets.
  */
 export const fromDriverError = (error: unknown, scrub: (message: string) => string, during: "connect" | "query"): ConnectorError => {
+  const refusal = refusalIn(error)
+  if (refusal !== null) return refusal
   const raw = error as { code?: unknown; type?: unknown; errorName?: unknown; response?: { status?: unknown }; message?: unknown } | null
   // ClickHouse names its error in `type` and Trino in `errorName`; an HTTP driver's refusal carries the response status.
   const codes = [...wrappedCodes(error), raw?.type, raw?.errorName].filter((c): c is string => typeof c === "string")

@@ -1,31 +1,49 @@
+import type { LookupAddress } from "node:dns"
 import { lookup } from "node:dns/promises"
-import { BlockList, isIP } from "node:net"
+import { BlockList, isIP, type LookupFunction } from "node:net"
+import { networkInterfaces } from "node:os"
 import { Effect } from "effect"
 import { ConnectorError, type Endpoint } from "./Connector"
 
 /** Decides whether the gateway may dial an address on a customer connection's behalf. */
 export interface EgressPolicy {
-  readonly check: (endpoint: Endpoint) => Effect.Effect<void, ConnectorError>
+  /** The addresses the endpoint's host resolves to, each one this gateway may dial; fails on the first it may not. */
+  readonly check: (endpoint: Endpoint) => Effect.Effect<ReadonlyArray<LookupAddress>, ConnectorError>
 }
 
-export const allowAnyTarget: EgressPolicy = { check: () => Effect.void }
+/** A host as an address parser reads it: no IPv6 brackets, no zone id (fe80::1%eth0 is fe80::1). */
+const bare = (host: string) => host.replace(/^\[(.*)\]$/, "$1")
+const withoutZone = (address: string) => address.replace(/%.*$/, "")
+const familyOf = (address: string): "ipv4" | "ipv6" => (isIP(address) === 6 ? "ipv6" : "ipv4")
+
+// The resolver parses every spelling of an address (2130706433, 0x7f.1, 0177.0.0.1, ::ffff:7f00:1) into its canonical form.
+const resolve = (host: string) =>
+  Effect.promise(() => lookup(bare(host), { all: true }).catch((): Array<LookupAddress> => []))
+
+export const allowAnyTarget: EgressPolicy = { check: (endpoint) => resolve(endpoint.host) }
+
+const addLoopback = (list: BlockList) => {
+  list.addSubnet("127.0.0.0", 8, "ipv4")
+  list.addSubnet("0.0.0.0", 8, "ipv4")
+  list.addAddress("::1", "ipv6")
+  list.addAddress("::", "ipv6")
+}
 
 // The gateway's own host and the cloud metadata services: a tenant's connection must not reach them.
+// BlockList compares parsed addresses, and matches IPv4-mapped IPv6 (::ffff:127.0.0.1) against the IPv4 rules.
 const INTERNAL = new BlockList()
-INTERNAL.addSubnet("127.0.0.0", 8, "ipv4")
-INTERNAL.addSubnet("0.0.0.0", 8, "ipv4")
+addLoopback(INTERNAL)
 INTERNAL.addSubnet("169.254.0.0", 16, "ipv4")
-INTERNAL.addAddress("::1", "ipv6")
-INTERNAL.addAddress("::", "ipv6")
 INTERNAL.addSubnet("fe80::", 10, "ipv6")
 INTERNAL.addAddress("fd00:ec2::254", "ipv6")
 
-/** An IPv4-mapped IPv6 address (::ffff:127.0.0.1) is checked as the IPv4 address it is. */
-const normalize = (address: string): [string, "ipv4" | "ipv6"] => {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (mapped) return [mapped[1]!, "ipv4"]
-  return [address, isIP(address) === 6 ? "ipv6" : "ipv4"]
-}
+const LOOPBACK = new BlockList()
+addLoopback(LOOPBACK)
+
+const ownAddresses = () =>
+  Object.values(networkInterfaces())
+    .flat()
+    .flatMap((i) => (i === undefined ? [] : [withoutZone(i.address)]))
 
 const refused = (host: string, why: string) =>
   new ConnectorError({ step: "config", message: `This gateway does not connect to ${host}: ${why}` })
@@ -40,23 +58,64 @@ export const guardedEgress = (options: {
   readonly reserved: ReadonlyArray<Endpoint>
 }): Effect.Effect<EgressPolicy> =>
   Effect.gen(function* () {
-    const resolve = (host: string) => Effect.promise(() => lookup(host, { all: true }).catch(() => []))
-    const reservedAddresses = yield* Effect.cached(
-      Effect.forEach(options.reserved, (endpoint) =>
-        Effect.map(resolve(endpoint.host), (found) => found.map((a) => `${normalize(a.address)[0]}:${endpoint.port}`))
-      ).pipe(Effect.map((lists) => new Set(lists.flat())))
+    // Per port, the addresses that reach a reserved service. One on this machine is reached through
+    // every address the machine has (a server on 0.0.0.0 answers on all of them), so all are reserved.
+    const reservedByPort = yield* Effect.cached(
+      Effect.map(
+        Effect.forEach(options.reserved, (endpoint) => Effect.map(resolve(endpoint.host), (found) => ({ endpoint, found }))),
+        (resolved) => {
+          const byPort = new Map<number, BlockList>()
+          for (const { endpoint, found } of resolved) {
+            const list = byPort.get(endpoint.port) ?? new BlockList()
+            byPort.set(endpoint.port, list)
+            const local = ownAddresses()
+            for (const { address } of found) {
+              const ip = withoutZone(address)
+              list.addAddress(ip, familyOf(ip))
+              if (LOOPBACK.check(ip, familyOf(ip)) || local.includes(ip)) {
+                addLoopback(list)
+                for (const own of local) list.addAddress(own, familyOf(own))
+              }
+            }
+          }
+          return byPort
+        }
+      )
     )
     const check = (endpoint: Endpoint) =>
       Effect.gen(function* () {
         const found = yield* resolve(endpoint.host)
-        const reserved = yield* reservedAddresses
+        const reserved = (yield* reservedByPort).get(endpoint.port)
         for (const { address } of found) {
-          const [ip, family] = normalize(address)
-          if (reserved.has(`${ip}:${endpoint.port}`)) return yield* refused(endpoint.host, "it is the gateway's own store")
-          if (!options.allowLoopback && INTERNAL.check(ip, family)) {
+          const ip = withoutZone(address)
+          if (reserved?.check(ip, familyOf(ip))) return yield* refused(endpoint.host, "it is the gateway's own store")
+          if (!options.allowLoopback && INTERNAL.check(ip, familyOf(ip))) {
             return yield* refused(endpoint.host, "loopback, link-local and cloud metadata addresses are off limits in cloud deployments")
           }
         }
+        return found
       })
     return { check }
   })
+
+/**
+ * A DNS lookup for a connection's HTTP agent: it answers only the connection's own host, with the
+ * addresses the policy has just checked, so every socket dials a checked address (a name that
+ * resolves elsewhere by the time the socket opens is checked again) and no other host is reached.
+ */
+export const pinnedLookup = (policy: EgressPolicy, endpoint: Endpoint): LookupFunction => (hostname, options, callback) => {
+  const answer = (error: NodeJS.ErrnoException | null, addresses: ReadonlyArray<LookupAddress>) =>
+    options.all === true ? callback(error, [...addresses]) : callback(error, addresses[0]?.address ?? "", addresses[0]?.family ?? 4)
+  if (bare(hostname).toLowerCase() !== bare(endpoint.host).toLowerCase()) {
+    return answer(refused(hostname, "a connection only reaches its own host"), [])
+  }
+  Effect.runCallback(policy.check(endpoint), {
+    onExit: (exit) => {
+      if (exit._tag === "Failure") return answer(exit.cause._tag === "Fail" ? exit.cause.error : refused(hostname, "the address check failed"), [])
+      const family = options.family === "IPv4" ? 4 : options.family === "IPv6" ? 6 : (options.family ?? 0)
+      const addresses = exit.value.filter((a) => family === 0 || a.family === family)
+      if (addresses.length === 0) return answer(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), [])
+      answer(null, addresses)
+    }
+  })
+}

@@ -1,7 +1,9 @@
+import * as http from "node:http"
+import * as https from "node:https"
 import { Effect, type Scope } from "effect"
-import { BasicAuth, type Iterator as Pages, type QueryResult as Page, type SecureContextOptions, Trino } from "trino-client"
+import { BasicAuth, type Iterator as Pages, type QueryResult as Page, Trino } from "trino-client"
 import type { TrinoInput } from "../../src/domain/Connection"
-import { attributedSql, type Connector, type ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
@@ -21,7 +23,10 @@ const CANCEL_TIMEOUT_MS = 5_000
  * empty pages without returning; cancelling a running statement as the protocol asks (DELETE nextUri) needs both.
  */
 interface ClientInternals {
-  readonly client: { request: <T>(config: { url: string; method: string }) => Promise<T> }
+  readonly client: {
+    request: <T>(config: { url: string; method?: string }) => Promise<T>
+    readonly clientConfig: Record<string, unknown>
+  }
 }
 interface PagesInternals {
   readonly iter: { readonly queryResult: Page }
@@ -53,22 +58,36 @@ const open = (request: OpenRequest<TrinoConnection>): Effect.Effect<ConnectorPoo
     const c = request.connection
     const endpoint = request.endpoint ?? address(c)
     const tls = tlsOptions(c.tls, c.host)
+    const server = origin(secure(c) ? "https" : "http", endpoint)
     const trino = Trino.create({
-      server: origin(secure(c) ? "https" : "http", endpoint),
+      server,
       source: "sluice",
       ...(c.catalog !== undefined ? { catalog: c.catalog } : {}),
       ...(c.schema_name !== undefined ? { schema: c.schema_name } : {}),
-      ...(c.password !== undefined ? { auth: new BasicAuth(c.username, c.password) } : { extraHeaders: { "X-Trino-User": c.username } }),
-      // Without TLS settings, HTTPS verifies the server against the system's CAs.
-      ...(secure(c) ? { ssl: (tls ?? {}) as SecureContextOptions } : {})
+      ...(c.password !== undefined ? { auth: new BasicAuth(c.username, c.password) } : { extraHeaders: { "X-Trino-User": c.username } })
     })
-    const http = (trino as unknown as ClientInternals).client
+    const client = (trino as unknown as ClientInternals).client
+    const lookup = request.lookup === undefined ? {} : { lookup: request.lookup }
+    const agents = {
+      httpAgent: new http.Agent({ keepAlive: true, ...lookup }),
+      // Without TLS settings, HTTPS verifies the server against the system's CAs.
+      httpsAgent: new https.Agent({ ...(tls ?? {}), keepAlive: true, ...lookup })
+    }
+    yield* Effect.addFinalizer(() => Effect.sync(() => Object.values(agents).forEach((agent) => agent.destroy())))
+    // Every request stays on the checked server: redirects are not followed, and a nextUri elsewhere is refused, not fetched.
+    Object.assign(client.clientConfig, { maxRedirects: 0, ...agents })
+    const send = client.request.bind(client)
+    const sameOrigin = (url: string) => URL.canParse(url, server) && new URL(url, server).origin === new URL(server).origin
+    client.request = (config) =>
+      sameOrigin(config.url)
+        ? send(config)
+        : Promise.reject(new ConnectorError({ step: "query", message: "The Trino server sent the client to another address; the gateway only follows the connection's own server" }))
 
     const cancel = (pages: Pages<Page>) =>
       Effect.suspend(() => {
         const nextUri = (pages as unknown as PagesInternals).iter.queryResult.nextUri
         if (nextUri === undefined) return Effect.void
-        return Effect.tryPromise(() => http.request({ url: nextUri, method: "DELETE" })).pipe(Effect.timeout(CANCEL_TIMEOUT_MS), Effect.ignore)
+        return Effect.tryPromise(() => client.request({ url: nextUri, method: "DELETE" })).pipe(Effect.timeout(CANCEL_TIMEOUT_MS), Effect.ignore)
       })
 
     const statement = (sql: string, options: QueryOptions, during: "connect" | "query") =>

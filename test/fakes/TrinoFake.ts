@@ -10,7 +10,8 @@ import { listenFake } from "./FakeServer"
  * recorded; with `users`, HTTP basic auth is required (401 otherwise), as Trino's password
  * authenticator does. `SELECT … FROM slow` keeps RUNNING until cancelled or past the
  * query_max_execution_time session property. The information_schema tables and columns answer with
- * the canned catalog of FakeCatalog.ts.
+ * the canned catalog of FakeCatalog.ts. `nextUriOrigin` and `redirectTo` make it a hostile server that
+ * sends the client to another address.
  */
 export interface TrinoStatement {
   readonly id: string
@@ -38,6 +39,10 @@ export interface TrinoFakeOptions {
   readonly users?: Readonly<Record<string, string>>
   readonly tls?: { readonly key: string; readonly cert: string }
   readonly pageSize?: number
+  /** Hands out nextUris on this origin instead of its own, as a hostile server pointing the client elsewhere would. */
+  readonly nextUriOrigin?: string
+  /** Answers every GET on a nextUri with a 307 redirect to the same path on this origin. */
+  readonly redirectTo?: string
 }
 
 interface Column {
@@ -121,7 +126,7 @@ export const startTrinoFake = async (options: TrinoFakeOptions = {}): Promise<Tr
 
   /** The protocol's answer for a query at a point: queued, failed, still running, or a page of rows. */
   const page = (req: http.IncomingMessage, query: Query, phase: "queued" | "executing", token: number) => {
-    const base = `${options.tls ? "https" : "http"}://${req.headers.host}`
+    const base = options.nextUriOrigin ?? `${options.tls ? "https" : "http"}://${req.headers.host}`
     const id = query.statement.id
     const infoUri = `${base}/ui/query.html?${id}`
     const stats = (state: Query["state"]) => ({ state, queued: state === "QUEUED", scheduled: state !== "QUEUED", nodes: 1 })
@@ -197,6 +202,10 @@ export const startTrinoFake = async (options: TrinoFakeOptions = {}): Promise<Tr
       return json(res, 200, page(req, query, "queued", 1))
     }
 
+    if (options.redirectTo !== undefined && req.method === "GET") {
+      res.writeHead(307, { Location: `${options.redirectTo}${url.pathname}` }).end()
+      return
+    }
     const route = /^\/v1\/statement\/(queued|executing)\/([^/]+)\/([^/]+)\/(\d+)$/.exec(url.pathname) ?? /^\/v1\/query\/([^/]+)$/.exec(url.pathname)
     if (route === null) return json(res, 404, { message: "Not found" })
     const id = route.length === 5 ? route[2]! : route[1]!

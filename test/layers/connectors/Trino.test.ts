@@ -1,5 +1,8 @@
 import { Effect, Either, Fiber } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ConnectorError } from "../../../layers/connectors/Connector"
+import { openTarget } from "../../../layers/connectors/ConnectorPools"
+import type { EgressPolicy } from "../../../layers/connectors/EgressPolicy"
 import { TrinoConnector } from "../../../layers/connectors/Trino"
 import type { ConnectionInput } from "../../../src/domain/Connection"
 import { selfSignedCertificate } from "../../fakes/FakeServer"
@@ -99,6 +102,34 @@ describe("trino connector against the REST-protocol fake", () => {
     expect(TrinoConnector.address(base)).toEqual({ host: "db.example", port: 8080 })
     expect(TrinoConnector.address({ ...base, password: "p" })).toEqual({ host: "db.example", port: 8443 })
     expect(TrinoConnector.address({ ...base, tls: { mode: "require" } })).toEqual({ host: "db.example", port: 8443 })
+  })
+
+  it("dials the addresses the egress policy checked at each connect, so a name cannot rebind after the check", async () => {
+    // trino.invalid resolves nowhere: the socket reaches the fake only through the policy's answer.
+    let checks = 0
+    const answering = (refuseFrom: number): EgressPolicy => ({
+      check: (endpoint) =>
+        ++checks >= refuseFrom
+          ? Effect.fail(new ConnectorError({ step: "config", message: `This gateway does not connect to ${endpoint.host}: rebound` }))
+          : Effect.succeed([{ address: "127.0.0.1", family: 4 }])
+    })
+    const run = (policy: EgressPolicy) =>
+      Effect.runPromise(
+        Effect.scoped(
+          Effect.flatMap(
+            openTarget({ orgId: "o", connectionId: "c", version: 1, connection: { ...connection(), host: "trino.invalid" } as ConnectionInput, secrets: [] }, policy),
+            (pool) => Effect.either(pool.query("SELECT n FROM UNNEST(sequence(1, 3)) AS t(n)", { timeoutMs: 5000, maxRows: 10 }))
+          )
+        )
+      )
+    const pinned = await run(answering(Infinity))
+    expect(Either.getOrThrow(pinned).rows).toEqual([[1], [2], [3]])
+    // Allowed when the pool opens, refused when the socket opens: nothing is sent.
+    checks = 0
+    const before = fake.statements.length
+    const rebound = await run(answering(2))
+    expect(failure(rebound)).toMatchObject({ step: "config", message: expect.stringContaining("rebound") })
+    expect(fake.statements).toHaveLength(before)
   })
 })
 
