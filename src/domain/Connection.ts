@@ -87,6 +87,16 @@ const common = {
   blocked_tables: optional(Globs),
   /** When set, queries may read only these tables (same forms). */
   allowed_tables: optional(Globs),
+  /** The customer's own pure functions (or built-ins the reviewed list lacks) that queries may call: `fn` or `schema.fn`. */
+  allowed_functions: optional(
+    Schema.Array(
+      Schema.String.pipe(
+        Schema.pattern(/^[A-Za-z_][A-Za-z0-9_$]{0,127}(\.[A-Za-z_][A-Za-z0-9_$]{0,127}){0,2}$/, {
+          message: () => "must be a function name, optionally schema-qualified (fn, schema.fn)"
+        })
+      )
+    ).pipe(Schema.maxItems(200, { message: () => "at most 200 functions" }))
+  ),
   /** Seconds a query's result is served again from the gateway's memory; 0 or absent: never. */
   result_cache_ttl: optional(Schema.Int.pipe(Schema.between(0, 86_400, { message: () => "must be an integer between 0 and 86400 seconds" })))
 }

@@ -122,12 +122,12 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
             report({ query_id: queryId, tables, reason }),
             Effect.fail(new QueryBlocked({ message: `The query was refused: ${reason}`, reason }))
           )
-        const checked = guard.check(query.sql, connection.db_type)
+        const checked = guard.check(query.sql, connection.db_type, connection.allowed_functions)
         if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
         const tables = [...new Set(checked.right.analysis.tables.map((t) => t.parts.join(".")))]
         const policy = tablePolicyRefusal(checked.right.analysis.tables, connection)
         if (policy !== undefined) return yield* refuse(policy, tables)
-        const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type))
+        const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
         return { capped, tables }
       })
 

@@ -86,9 +86,11 @@ describe("the read-only corpus against real PostgreSQL, MariaDB, SQLite and Duck
     const api = (route: string, body: unknown) => request(gateway.url, route, { key, body })
 
     pgDatabase = await createTestDatabase()
-    await pgDatabase.query(`create table orders (id int primary key, customer_id int, total numeric, status text, created_at timestamp, payload jsonb);
+    await pgDatabase.query(`create extension dblink; create extension tablefunc;
+      create table orders (id int primary key, customer_id int, total numeric, status text, created_at timestamp, payload jsonb);
       create table customers (id int primary key, name text, email text, country text);
       create table canary (id int primary key, secret text);
+      create index canary_idx on canary using brin (id);
       create sequence seq`)
     for (const sql of inserts) await pgDatabase.query(sql)
 

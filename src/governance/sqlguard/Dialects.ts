@@ -1,5 +1,16 @@
 import type { DbType } from "../../domain/Connection"
+import { BIGQUERY_FUNCTIONS } from "./functions/Bigquery"
+import { CLICKHOUSE_FUNCTIONS } from "./functions/Clickhouse"
+import { DATABRICKS_FUNCTIONS } from "./functions/Databricks"
+import { DUCKDB_FUNCTIONS } from "./functions/Duckdb"
+import { MSSQL_FUNCTIONS } from "./functions/Mssql"
+import { MYSQL_FUNCTIONS } from "./functions/Mysql"
+import { POSTGRES_FUNCTIONS, REDSHIFT_FUNCTIONS } from "./functions/Postgres"
+import { SNOWFLAKE_FUNCTIONS } from "./functions/Snowflake"
+import { SQLITE_FUNCTIONS } from "./functions/Sqlite"
+import { TRINO_FUNCTIONS } from "./functions/Trino"
 import type { LexicalRules } from "./Lexer"
+import { SYSTEM_RELATIONS, type SystemRelations } from "./SystemRelations"
 
 /** The sqlparser-rs dialect names this build uses (trino has none of its own: generic). */
 export type SqlparserDialect =
@@ -24,8 +35,16 @@ export interface DialectProfile {
   readonly limitSyntax: "limit" | "top"
   /** Most name parts a table reference may have; more is a linked server or another catalog. */
   readonly maxNameParts: number
-  /** Function and table-function names refused anywhere in a statement; a trailing `*` matches a prefix. */
-  readonly deniedFunctions: ReadonlyArray<string>
+  /** The reviewed allow-list: the only functions and table functions a statement may call (lower-case). */
+  readonly functions: ReadonlySet<string>
+  /** Schemas a built-in function may be qualified with (`pg_catalog.lower`). */
+  readonly builtinSchemas: ReadonlySet<string>
+  /** `x.f()` calls f on x (DuckDB): a qualified name whose last part is allowed is that method call. */
+  readonly methodCalls: boolean
+  /** Functions no connection's allowed_functions can add: they run SQL text or reach files, sessions or settings; a trailing `*` matches a prefix. */
+  readonly neverFunctions: ReadonlyArray<string>
+  /** The engine's own schemas and which of their relations are metadata. */
+  readonly relations: SystemRelations
   /** Table names that are really files, URLs or stages (DuckDB `FROM 'x.csv'`, Snowflake `@stage`). */
   readonly pathTables: boolean
 }
@@ -42,8 +61,34 @@ const plain: LexicalRules = {
 // Every dialect: a name resolved from a string at run time escapes the table policy.
 const EVERYWHERE = ["identifier"]
 
-const POSTGRES_DENIED = [
+const POSTGRES_NEVER = [
   ...EVERYWHERE,
+  "ts_stat",
+  "ts_rewrite",
+  "ts_debug",
+  "crosstab*",
+  "connectby",
+  "normal_rand",
+  "current_setting",
+  "pg_settings_*",
+  "pg_show_all_*",
+  "pg_stat_*",
+  "pg_statistics_*",
+  "brin_*",
+  "gin_clean_pending_list",
+  "setseed",
+  "pg_copy_*",
+  "pg_get_wal_*",
+  "pg_walfile_*",
+  "pg_current_*",
+  "txid_*",
+  "inet_client_*",
+  "inet_server_*",
+  "pg_backend_pid",
+  "pg_blocking_pids",
+  "pg_tablespace_location",
+  "pg_relation_filepath",
+  "pg_relation_filenode",
   "pg_sleep*",
   "pg_read_*",
   "pg_ls_*",
@@ -84,8 +129,31 @@ const POSTGRES_DENIED = [
   "pg_current_xact_id"
 ]
 
-const DUCKDB_DENIED = [
-  ...POSTGRES_DENIED,
+const DUCKDB_NEVER = [
+  ...POSTGRES_NEVER,
+  "json_execute_serialized_sql",
+  "json_serialize_sql",
+  "json_deserialize_sql",
+  "json_serialize_plan",
+  "error",
+  "getvariable",
+  "stats",
+  "pragma_*",
+  "duckdb_settings",
+  "duckdb_databases",
+  "duckdb_extensions",
+  "duckdb_logs*",
+  "duckdb_variables",
+  "duckdb_temporary_files",
+  "duckdb_memory",
+  "duckdb_prepared_statements",
+  "summary",
+  "histogram_values",
+  "which_secret",
+  "storage_info",
+  "currval",
+  "sleep_ms",
+  "write_log",
   "read_*",
   "glob",
   "parquet_*",
@@ -103,6 +171,12 @@ const DUCKDB_DENIED = [
   "load_aws_credentials"
 ]
 
+const allowList = (functions: ReadonlyArray<string>, builtinSchemas: ReadonlyArray<string>, methodCalls = false) => ({
+  functions: new Set(functions.map((f) => f.toLowerCase())),
+  builtinSchemas: new Set(builtinSchemas),
+  methodCalls
+})
+
 const postgresFamily = (dbType: "postgresql" | "redshift"): DialectProfile => ({
   dbType,
   grammar: "postgres",
@@ -112,7 +186,9 @@ const postgresFamily = (dbType: "postgresql" | "redshift"): DialectProfile => ({
   lexical: { ...plain, dollarQuotes: true, escapeStrings: true, backslashEscapes: dbType === "redshift" ? "either" : false },
   limitSyntax: "limit",
   maxNameParts: 3,
-  deniedFunctions: POSTGRES_DENIED,
+  ...allowList(dbType === "postgresql" ? POSTGRES_FUNCTIONS : REDSHIFT_FUNCTIONS, ["pg_catalog"]),
+  neverFunctions: POSTGRES_NEVER,
+  relations: SYSTEM_RELATIONS[dbType],
   pathTables: false
 })
 
@@ -127,7 +203,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, dollarQuotes: true, escapeStrings: true },
     limitSyntax: "limit",
     maxNameParts: 3,
-    deniedFunctions: DUCKDB_DENIED,
+    ...allowList(DUCKDB_FUNCTIONS, ["main", "system.main", "pg_catalog"], true),
+    neverFunctions: DUCKDB_NEVER,
+    relations: SYSTEM_RELATIONS.duckdb,
     pathTables: true
   },
   mysql: {
@@ -138,7 +216,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, backslashEscapes: true, hashComments: true, dashCommentNeedsSpace: true },
     limitSyntax: "limit",
     maxNameParts: 2,
-    deniedFunctions: [
+    ...allowList(MYSQL_FUNCTIONS, []),
+    relations: SYSTEM_RELATIONS.mysql,
+    neverFunctions: [
       ...EVERYWHERE,
       "load_file",
       "sleep",
@@ -149,6 +229,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
       "is_free_lock",
       "is_used_lock",
       "master_pos_wait",
+      "master_gtid_wait",
+      "updatexml",
+      "extractvalue",
       "source_pos_wait",
       "wait_for_executed_gtid_set",
       "wait_until_sql_thread_after_gtids",
@@ -168,7 +251,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, bracketIdentifiers: true },
     limitSyntax: "top",
     maxNameParts: 3,
-    deniedFunctions: [...EVERYWHERE, "xp_*", "sp_*", "openrowset", "openquery", "opendatasource", "openxml"],
+    ...allowList(MSSQL_FUNCTIONS, ["dbo", "sys"]),
+    relations: SYSTEM_RELATIONS.mssql,
+    neverFunctions: [...EVERYWHERE, "xp_*", "sp_*", "openrowset", "openquery", "opendatasource", "openxml"],
     pathTables: false
   },
   snowflake: {
@@ -180,7 +265,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     limitSyntax: "limit",
     maxNameParts: 3,
     // RESULT_SCAN reads an earlier statement's raw, unmasked result, perhaps another caller's on a pooled session.
-    deniedFunctions: [...EVERYWHERE, "system$*", "external_function*", "infer_schema", "result_scan"],
+    ...allowList(SNOWFLAKE_FUNCTIONS, []),
+    relations: SYSTEM_RELATIONS.snowflake,
+    neverFunctions: [...EVERYWHERE, "system$*", "external_function*", "infer_schema", "result_scan"],
     pathTables: true
   },
   bigquery: {
@@ -191,7 +278,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, backslashEscapes: true, hashComments: true },
     limitSyntax: "limit",
     maxNameParts: 3,
-    deniedFunctions: [...EVERYWHERE, "external_query", "external_object_transform"],
+    ...allowList(BIGQUERY_FUNCTIONS, []),
+    relations: SYSTEM_RELATIONS.bigquery,
+    neverFunctions: [...EVERYWHERE, "external_query", "external_object_transform"],
     pathTables: false
   },
   clickhouse: {
@@ -202,7 +291,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, backslashEscapes: true, hashComments: true },
     limitSyntax: "limit",
     maxNameParts: 2,
-    deniedFunctions: [
+    ...allowList(CLICKHOUSE_FUNCTIONS, []),
+    relations: SYSTEM_RELATIONS.clickhouse,
+    neverFunctions: [
       ...EVERYWHERE,
       "file*",
       "url*",
@@ -243,7 +334,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, backslashEscapes: true },
     limitSyntax: "limit",
     maxNameParts: 3,
-    deniedFunctions: [
+    ...allowList(DATABRICKS_FUNCTIONS, []),
+    relations: SYSTEM_RELATIONS.databricks,
+    neverFunctions: [
       ...EVERYWHERE,
       "read_*",
       "secret",
@@ -267,7 +360,9 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: plain,
     limitSyntax: "limit",
     maxNameParts: 3,
-    deniedFunctions: [...EVERYWHERE, "query", "raw_query", "system.*"],
+    ...allowList(TRINO_FUNCTIONS, []),
+    relations: SYSTEM_RELATIONS.trino,
+    neverFunctions: [...EVERYWHERE, "query", "raw_query", "system.*"],
     pathTables: false
   },
   sqlite: {
@@ -278,18 +373,37 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, bracketIdentifiers: true },
     limitSyntax: "limit",
     maxNameParts: 2,
-    deniedFunctions: [...EVERYWHERE, "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile*", "sqlar_*", "fsdir", "lsmode"],
+    ...allowList(SQLITE_FUNCTIONS, []),
+    relations: SYSTEM_RELATIONS.sqlite,
+    neverFunctions: [...EVERYWHERE, "load_extension", "readfile", "writefile", "edit", "fts3_tokenizer", "zipfile*", "sqlar_*", "fsdir", "lsmode"],
     pathTables: false
   }
 }
 
-/** Whether a function named `parts` (schema-qualified or not) is on the dialect's denylist. */
-export const isDeniedFunction = (profile: DialectProfile, parts: ReadonlyArray<string>): string | undefined => {
+/** Whether a function named `parts` (schema-qualified or not) matches one of these patterns; a trailing `*` matches a prefix. */
+export const matchesFunction = (patterns: ReadonlyArray<string>, parts: ReadonlyArray<string>): string | undefined => {
   const last = (parts.at(-1) ?? "").toLowerCase()
   const full = parts.join(".").toLowerCase()
-  return profile.deniedFunctions.find((pattern) => {
+  return patterns.find((pattern) => {
     const prefix = pattern.endsWith("*") ? pattern.slice(0, -1) : undefined
     if (prefix === undefined) return pattern.includes(".") ? full === pattern : last === pattern
     return prefix.includes(".") ? full.startsWith(prefix) : last.startsWith(prefix)
   })
+}
+
+/**
+ * Why a call of the function named `parts` is refused, or undefined when it may run: a built-in
+ * on the dialect's reviewed list (unqualified, or qualified with a built-in schema), or a name
+ * the connection added with allowed_functions, unless it is one no connection can add.
+ */
+export const functionRefusal = (profile: DialectProfile, parts: ReadonlyArray<string>, extra: ReadonlySet<string>): string | undefined => {
+  const lower = parts.map((p) => p.toLowerCase())
+  const name = lower.at(-1) ?? ""
+  const qualifier = lower.slice(0, -1).join(".")
+  const never = matchesFunction(profile.neverFunctions, lower)
+  if (never !== undefined) return `the function ${parts.join(".")} is never allowed (it runs SQL held in a string, or reaches files, sessions, settings or statistics)`
+  if (extra.has(lower.join("."))) return undefined
+  const builtin = qualifier === "" || profile.builtinSchemas.has(qualifier) || profile.methodCalls
+  if (builtin && profile.functions.has(name)) return undefined
+  return `the function ${parts.join(".")} is not on the ${profile.dbType} allow-list of read-only functions; if it is one of your own pure functions, add it to the connection's allowed_functions`
 }

@@ -1,5 +1,6 @@
 import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
-import { type DialectProfile, isDeniedFunction } from "./Dialects"
+import { type DialectProfile, functionRefusal } from "./Dialects"
+import { systemRelationRefusal } from "./SystemRelations"
 import { type Node, isNode } from "./Tree"
 
 /** "CreateTableAsStmt" → "CREATE TABLE AS". */
@@ -24,7 +25,8 @@ export const walkPostgres = (
   parsed: { stmts?: Array<{ stmt?: Node }> },
   sql: string,
   profile: DialectProfile,
-  findings: Findings
+  findings: Findings,
+  allowedFunctions: ReadonlySet<string>
 ): Analysis => {
   const tables: Array<TableReference> = []
   const statements = parsed.stmts ?? []
@@ -34,8 +36,8 @@ export const walkPostgres = (
   const rootValue = root[rootKey ?? ""]
 
   const checkFunction = (parts: Array<string>) => {
-    const denied = isDeniedFunction(profile, parts)
-    if (denied) findings.refuse(`the function ${parts.join(".")} is not allowed (side effects, files, network or sessions)`)
+    const refusal = functionRefusal(profile, parts, allowedFunctions)
+    if (refusal !== undefined) findings.refuse(refusal)
   }
 
   const visitSelect = (select: Node, scope: ReadonlySet<string>) => {
@@ -70,9 +72,18 @@ export const walkPostgres = (
       if (key === "intoClause") findings.refuse("SELECT … INTO writes a table")
       if (key === "LockingClause") findings.refuse("a locking clause (FOR UPDATE / FOR SHARE)")
       if (key === "FuncCall" && isNode(value)) checkFunction(nameParts(value.funcname))
+      // OPERATOR(schema.op) calls whatever function that schema's operator names.
+      if (key === "A_Expr" && isNode(value)) {
+        const qualifier = nameParts(value.name).slice(0, -1)
+        if (qualifier.length > 0 && !(qualifier.length === 1 && qualifier[0] === "pg_catalog")) findings.refuse(`the operator ${nameParts(value.name).join(".")} is not a built-in operator`)
+      }
       if (key === "RangeVar" && isNode(value)) {
         const parts = [value.catalogname, value.schemaname, value.relname].filter((p): p is string => typeof p === "string")
-        if (!(parts.length === 1 && scope.has(parts[0]!))) tables.push({ parts })
+        if (!(parts.length === 1 && scope.has(parts[0]!))) {
+          const system = systemRelationRefusal(profile.relations, parts)
+          if (system !== undefined) findings.refuse(system)
+          tables.push({ parts })
+        }
       }
       visit(value, scope)
     }

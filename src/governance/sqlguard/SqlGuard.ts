@@ -35,7 +35,7 @@ const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
  * The read-only check at the SQL level. Fails closed: the dialect's grammar must parse exactly one
  * statement, the walk of the whole tree must find only reads, and the lexical guard must agree.
  */
-const checkWith = (sql: string, dbType: DbType): Either.Either<CheckedStatement, Refusal> => {
+const checkWith = (sql: string, dbType: DbType, allowedFunctions: ReadonlySet<string>): Either.Either<CheckedStatement, Refusal> => {
   const profile = DIALECTS[dbType]
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
   const findings = new Findings()
@@ -44,16 +44,16 @@ const checkWith = (sql: string, dbType: DbType): Either.Either<CheckedStatement,
   if (profile.grammar === "postgres") {
     const parsed = tryParse(() => parsePostgres(text))
     if (Either.isLeft(parsed)) return Either.left(parseError("PostgreSQL", parsed.left))
-    analysis = walkPostgres(parsed.right, text, profile, findings)
+    analysis = walkPostgres(parsed.right, text, profile, findings, allowedFunctions)
     tree = { grammar: "postgres", root: parsed.right.stmts?.[0]?.stmt }
   } else {
     const parsed = tryParse(() => parseSqlparser(text, profile.sqlparser) as Array<unknown>)
     if (Either.isLeft(parsed)) return Either.left(parseError(dbType, parsed.left))
-    analysis = walkSqlparser(parsed.right, text, profile, findings)
+    analysis = walkSqlparser(parsed.right, text, profile, findings, allowedFunctions)
     tree = { grammar: "sqlparser", root: parsed.right[0] }
     if (profile.postgresCrossCheck) {
       const postgres = tryParse(() => parsePostgres(text))
-      if (Either.isRight(postgres)) walkPostgres(postgres.right, text, profile, findings)
+      if (Either.isRight(postgres)) walkPostgres(postgres.right, text, profile, findings, allowedFunctions)
     }
   }
   const lexical = lexicalGuard(text, profile)
@@ -71,16 +71,18 @@ export class SqlGuard extends Effect.Service<SqlGuard>()("sluice/SqlGuard", {
     yield* Effect.promise(() => Promise.all([loadPgQuery(), loadSqlparser()]))
     const memo = new Map<string, Either.Either<CheckedStatement, Refusal>>()
 
-    const check = (sql: string, dbType: DbType): Either.Either<CheckedStatement, Refusal> => {
-      if (sql.length > MEMO_MAX_SQL) return checkWith(sql, dbType)
-      const key = `${dbType}\u0000${sql}`
+    /** `allowedFunctions`: the connection's own additions to the dialect's allow-list, lower-cased. */
+    const check = (sql: string, dbType: DbType, allowedFunctions: ReadonlyArray<string> = []): Either.Either<CheckedStatement, Refusal> => {
+      const extra = new Set(allowedFunctions.map((f) => f.toLowerCase()))
+      if (sql.length > MEMO_MAX_SQL) return checkWith(sql, dbType, extra)
+      const key = `${dbType}\u0000${[...extra].join(",")}\u0000${sql}`
       const known = memo.get(key)
       if (known !== undefined) {
         memo.delete(key)
         memo.set(key, known)
         return known
       }
-      const verdict = checkWith(sql, dbType)
+      const verdict = checkWith(sql, dbType, extra)
       memo.set(key, verdict)
       if (memo.size > MEMO_ENTRIES) memo.delete(memo.keys().next().value!)
       return verdict

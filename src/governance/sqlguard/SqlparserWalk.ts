@@ -1,5 +1,6 @@
 import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
-import { type DialectProfile, isDeniedFunction } from "./Dialects"
+import { type DialectProfile, functionRefusal } from "./Dialects"
+import { systemRelationRefusal } from "./SystemRelations"
 import { tokenize } from "./Lexer"
 import { type Node, isNode, isQuery } from "./Tree"
 
@@ -66,7 +67,13 @@ const locator = (sql: string) => {
  * node, SELECT … INTO, locking or SETTINGS/FORMAT clause, session-variable assignment, denied
  * function, file/URL/stage table or linked-server name; every table is collected.
  */
-export const walkSqlparser = (statements: Array<unknown>, sql: string, profile: DialectProfile, findings: Findings): Analysis => {
+export const walkSqlparser = (
+  statements: Array<unknown>,
+  sql: string,
+  profile: DialectProfile,
+  findings: Findings,
+  allowedFunctions: ReadonlySet<string>
+): Analysis => {
   const tables: Array<TableReference> = []
   if (statements.length !== 1) findings.refuse(statements.length === 0 ? "the statement is empty" : "more than one statement")
   const root = isNode(statements[0]) ? statements[0] : {}
@@ -74,8 +81,8 @@ export const walkSqlparser = (statements: Array<unknown>, sql: string, profile: 
   const rootValue = root[rootKey ?? ""]
 
   const checkFunction = (parts: Array<NamePart>) => {
-    const names = parts.map((p) => p.value)
-    if (isDeniedFunction(profile, names)) findings.refuse(`the function ${names.join(".")} is not allowed (side effects, files, network or sessions)`)
+    const refusal = functionRefusal(profile, parts.map((p) => p.value), allowedFunctions)
+    if (refusal !== undefined) findings.refuse(refusal)
   }
 
   const checkTable = (table: Node, scope: ReadonlySet<string>) => {
@@ -87,7 +94,11 @@ export const walkSqlparser = (statements: Array<unknown>, sql: string, profile: 
       findings.refuse("a file, URL or stage cannot be read as a table")
     }
     const only = parts.length === 1 ? parts[0]!.value.toLowerCase() : undefined
-    if (!(only !== undefined && scope.has(only))) tables.push({ parts: parts.map((p) => p.value) })
+    if (!(only !== undefined && scope.has(only))) {
+      const system = systemRelationRefusal(profile.relations, parts.map((p) => p.value))
+      if (system !== undefined) findings.refuse(system)
+      tables.push({ parts: parts.map((p) => p.value) })
+    }
   }
 
   const visitQuery = (query: Node, scope: ReadonlySet<string>) => {
@@ -119,6 +130,11 @@ export const walkSqlparser = (statements: Array<unknown>, sql: string, profile: 
       if (WRITE_NODES.has(key)) findings.refuse(`${upperWords(key)} is not a read`)
       if (key === "into" && value !== null && value !== undefined) findings.refuse("SELECT … INTO writes a table or variable")
       if (key === "op" && value === "Assignment") findings.refuse("assigning a session variable (:=) is not a read")
+      // Snowflake's time travel `AT (OFFSET => …)` is written as a call but is a clause of the table.
+      if (key === "version" && isNode(value) && isNode(value.Function) && isNode(value.Function.Function)) {
+        visit(value.Function.Function.args, scope)
+        continue
+      }
       if (key === "Function" && isNode(value)) checkFunction(nameParts(value.name))
       if (key === "Table" && isNode(value) && Array.isArray(value.name)) checkTable(value, scope)
       // `TABLE t` as a query body (`select 1 union table t`) names its table apart.

@@ -1,0 +1,143 @@
+/**
+ * The engine's own schemas, per dialect: their relations are refused unless reviewed here as
+ * metadata only. Statistics (pg_stats, mysql.column_stats, sqlite_stat4) hold sampled values,
+ * activity and job views hold other sessions' SQL, authid and user tables hold password hashes,
+ * file-settings views expose the server's configuration files, TOAST holds a table's values.
+ */
+export interface SystemRelations {
+  /** Schemas (or databases) that belong to the engine, lower-cased. */
+  readonly schemas: ReadonlySet<string>
+  /** Catalogs (the first of three name parts) that belong to the engine: refused whole. */
+  readonly catalogs: ReadonlySet<string>
+  /** `schema.relation` of a system schema that holds only metadata. */
+  readonly readable: ReadonlySet<string>
+  /** Where a name resolves into a system schema by its prefix: name prefix → schema. */
+  readonly prefixes: ReadonlyArray<readonly [string, string]>
+  /** Whether a prefix counts only for an unqualified name, or whatever schema qualifies it (DuckDB's `main.duckdb_settings`). */
+  readonly prefixScope: "unqualified" | "any"
+}
+
+const names = (text: string) => text.trim().split(/\s+/)
+const qualified = (schema: string, relations: string) => names(relations).map((r) => `${schema}.${r}`)
+
+const PG_INFORMATION_SCHEMA = qualified(
+  "information_schema",
+  `tables columns views schemata table_constraints key_column_usage referential_constraints constraint_column_usage
+   constraint_table_usage check_constraints routines parameters sequences triggers domains domain_constraints
+   element_types attributes column_udt_usage view_table_usage view_column_usage view_routine_usage table_privileges
+   column_privileges routine_privileges usage_privileges role_table_grants role_column_grants enabled_roles
+   applicable_roles character_sets collations collation_character_set_applicability information_schema_catalog_name
+   udt_privileges data_type_privileges`
+)
+
+const PG_CATALOG = qualified(
+  "pg_catalog",
+  `pg_class pg_namespace pg_attribute pg_attrdef pg_type pg_index pg_constraint pg_description pg_tables pg_views
+   pg_matviews pg_indexes pg_proc pg_database pg_am pg_inherits pg_partitioned_table pg_enum pg_depend pg_roles
+   pg_trigger pg_rewrite pg_collation pg_extension pg_range pg_opclass pg_operator pg_cast pg_language pg_policy
+   pg_policies pg_timezone_names pg_timezone_abbrevs pg_available_extensions pg_foreign_table pg_sequence`
+)
+
+const postgres: SystemRelations = {
+  schemas: new Set(["pg_catalog", "information_schema", "pg_toast"]),
+  catalogs: new Set(),
+  readable: new Set([...PG_CATALOG, ...PG_INFORMATION_SCHEMA]),
+  // PostgreSQL searches pg_catalog before the search path, and every catalog relation is named pg_*.
+  prefixes: [["pg_", "pg_catalog"]],
+  prefixScope: "unqualified"
+}
+
+const MYSQL_INFORMATION_SCHEMA = qualified(
+  "information_schema",
+  `tables columns schemata views statistics key_column_usage referential_constraints table_constraints
+   check_constraints routines parameters triggers partitions character_sets collations engines events`
+)
+
+const mysql: SystemRelations = {
+  schemas: new Set(["information_schema", "mysql", "performance_schema", "sys"]),
+  catalogs: new Set(),
+  readable: new Set(MYSQL_INFORMATION_SCHEMA),
+  prefixes: [],
+  prefixScope: "unqualified"
+}
+
+const DUCKDB_INFORMATION_SCHEMA = qualified("information_schema", "tables columns schemata views table_constraints key_column_usage referential_constraints character_sets check_constraints constraint_column_usage")
+
+const duckdb: SystemRelations = {
+  schemas: new Set(["information_schema", "pg_catalog", "system"]),
+  catalogs: new Set(["system", "temp"]),
+  readable: new Set([
+    ...DUCKDB_INFORMATION_SCHEMA,
+    ...qualified("pg_catalog", "pg_class pg_namespace pg_attribute pg_type pg_index pg_constraint pg_tables pg_views pg_description pg_proc pg_database"),
+    ...qualified("main", "duckdb_tables duckdb_columns duckdb_views duckdb_schemas duckdb_constraints duckdb_indexes duckdb_types duckdb_functions duckdb_keywords sqlite_master sqlite_schema")
+  ]),
+  // DuckDB answers these names from its own views before the user's tables, qualified by main or not.
+  prefixes: [
+    ["pg_", "pg_catalog"],
+    ["duckdb_", "main"],
+    ["sqlite_", "main"],
+    ["pragma_", "main"]
+  ],
+  prefixScope: "any"
+}
+
+const sqlite: SystemRelations = {
+  schemas: new Set(["sqlite_system"]),
+  catalogs: new Set(),
+  // sqlite_stat4 keeps sampled rows of every index.
+  readable: new Set(qualified("sqlite_system", "sqlite_master sqlite_schema sqlite_temp_master sqlite_temp_schema sqlite_sequence")),
+  // pragma_* are eponymous virtual tables: a pragma read as a table.
+  prefixes: [["sqlite_", "sqlite_system"], ["pragma_", "sqlite_system"]],
+  prefixScope: "any"
+}
+
+const informationSchemaOnly = (extraSchemas: ReadonlyArray<string>, catalogs: ReadonlyArray<string>, readable: ReadonlyArray<string>): SystemRelations => ({
+  schemas: new Set(["information_schema", ...extraSchemas]),
+  catalogs: new Set(catalogs),
+  readable: new Set([
+    ...qualified("information_schema", "tables columns schemata views table_constraints key_column_usage referential_constraints table_options column_field_paths"),
+    ...readable
+  ]),
+  prefixes: [],
+  prefixScope: "unqualified"
+})
+
+export const SYSTEM_RELATIONS = {
+  postgresql: postgres,
+  redshift: {
+    ...postgres,
+    readable: new Set([...postgres.readable, ...qualified("pg_catalog", "svv_table_info svv_redshift_columns svv_columns svv_tables pg_table_def")]),
+    prefixes: [["pg_", "pg_catalog"], ["svv_", "pg_catalog"], ["stl_", "pg_catalog"], ["stv_", "pg_catalog"], ["svl_", "pg_catalog"], ["sys_", "pg_catalog"]]
+  },
+  mysql,
+  duckdb,
+  sqlite,
+  mssql: {
+    ...informationSchemaOnly(
+      ["sys"],
+      ["master", "msdb", "tempdb", "model"],
+      qualified("sys", "tables columns schemas objects views indexes index_columns foreign_keys foreign_key_columns types key_constraints extended_properties")
+    ),
+    // The compatibility views (sysprocesses, syslogins…) resolve without a schema.
+    prefixes: [["sys", "sys"]]
+  },
+  snowflake: informationSchemaOnly([], ["snowflake"], []),
+  bigquery: informationSchemaOnly([], [], []),
+  clickhouse: informationSchemaOnly(["system"], [], qualified("system", "tables columns databases functions data_type_families")),
+  databricks: informationSchemaOnly([], ["system"], []),
+  trino: informationSchemaOnly([], ["system"], [])
+} satisfies Record<string, SystemRelations>
+
+/** Why a relation named by these parts is refused, or undefined when it is not the engine's own or is metadata. */
+export const systemRelationRefusal = (rules: SystemRelations, parts: ReadonlyArray<string>): string | undefined => {
+  const lower = parts.map((p) => p.toLowerCase())
+  const relation = lower.at(-1) ?? ""
+  if (lower.length >= 3 && rules.catalogs.has(lower.at(-3)!)) return `${parts.join(".")} is the engine's own catalog`
+  // BigQuery writes `region-us.INFORMATION_SCHEMA.JOBS`: any part naming a system schema counts.
+  const schemaAt = lower.slice(0, -1).findLastIndex((p) => rules.schemas.has(p))
+  const byPrefix = lower.length === 1 || rules.prefixScope === "any" ? rules.prefixes.find(([prefix]) => relation.startsWith(prefix))?.[1] : undefined
+  const schema = schemaAt >= 0 ? lower[schemaAt]! : byPrefix
+  if (schema === undefined) return undefined
+  if (rules.readable.has(`${schema}.${relation}`)) return undefined
+  return `${parts.join(".")} is a system relation that can hold data, secrets or other sessions' SQL; only reviewed metadata relations of ${schema} are readable`
+}

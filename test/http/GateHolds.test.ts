@@ -1,0 +1,117 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request } from "../support/Http"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+
+/**
+ * Issue 16's red-team findings against real PostgreSQL with dblink and tablefunc installed, as a
+ * superuser connection could exploit them: SQL held in strings, side effects a denylist missed,
+ * catalogs that carry data. Each is refused with the function or relation named, over REST and
+ * MCP, and the canary table is untouched.
+ */
+describe("the gate holds on PostgreSQL: allow-listed functions and relations", () => {
+  let gateway: Gateway
+  let key: string
+  let database: TestDatabase
+  let mcp: Client
+  let connection: Record<string, unknown>
+
+  beforeAll(async () => {
+    if (skip) return
+    database = await createTestDatabase()
+    await database.query(`create extension dblink; create extension tablefunc;
+      create table customers (id int primary key, name text, email text);
+      insert into customers values (1, 'Ada', 'ada@example.com'), (2, 'Bo', 'bo@example.com');
+      create table salaries (id int, amount int); insert into salaries values (1, 123456);
+      create table canary (id int); create index canary_brin on canary using brin (id);
+      analyze customers; analyze salaries;
+      create function fmt_money(numeric) returns text language sql immutable as $$ select '$' || $1::text $$`)
+    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
+    key = await localKey(gateway)
+    connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", blocked_tables: ["salaries"] }
+    expect((await request(gateway.url, "/api/connections", { key, body: connection })).status).toBe(201)
+    const rules = [{ table: "customers", column: "email", action: "mask" }]
+    expect((await request(gateway.url, "/api/connections/pg/pii", { key, method: "PUT", body: { rules } })).status).toBe(200)
+    const made = await request(gateway.url, "/api/keys", { key, body: { name: "mcp", scopes: ["read", "query"] } })
+    const transport = new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), { requestInit: { headers: { "x-api-key": made.json.key } } })
+    mcp = new Client({ name: "gate-test", version: "1.0.0" })
+    await mcp.connect(transport)
+  })
+  afterAll(async () => {
+    await mcp?.close()
+    await gateway?.stop()
+    await database?.drop()
+  })
+
+  const query = (sql: string) => request(gateway.url, "/api/query", { key, body: { connection_name: "pg", sql } })
+  const viaMcp = async (sql: string) => {
+    const result = await mcp.callTool({ name: "query_database", arguments: { connection_name: "pg", sql } })
+    return { isError: result.isError === true, text: (result.content as Array<{ text: string }>).map((c) => c.text).join("\n") }
+  }
+  const canaryRows = async () => (await database.query("select count(*)::int as n from canary"))[0].n
+
+  const DBLINK = `dblink_exec('dbname=${"${db}"} user=root host=127.0.0.1', 'insert into canary values (1)')`
+  const attacks: ReadonlyArray<[string, string]> = [
+    ["select word from ts_stat($q$select to_tsvector('simple', DBLINK::text)$q$)", "ts_stat"],
+    ["select ts_rewrite('a'::tsquery, $q$select 'a'::tsquery, to_tsquery(DBLINK)$q$)", "ts_rewrite"],
+    ["select * from crosstab($q$select 1, 2, DBLINK$q$) as t(a int, b text)", "crosstab"],
+    ["select * from connectby('canary', 'id', 'id', '1', 0) as t(a int, b int, c int)", "connectby"],
+    ["select database_to_xml(true, true, '')", "database_to_xml"],
+    ["select pg_read_file('/etc/passwd')", "pg_read_file"],
+    ["select * from pg_ls_dir('/')", "pg_ls_dir"],
+    ["select pg_stat_reset()", "pg_stat_reset"],
+    ["select brin_summarize_new_values('canary_brin'::regclass)", "brin_summarize_new_values"],
+    ["select setseed(0.5)", "setseed"],
+    ["select * from pg_hba_file_rules", "pg_hba_file_rules"],
+    ["select * from pg_catalog.pg_file_settings", "pg_file_settings"],
+    ["select attname, most_common_vals::text from pg_stats where tablename in ('customers', 'salaries')", "pg_stats"],
+    ["select * from pg_statistic", "pg_statistic"],
+    ["select rolname, rolpassword from pg_authid", "pg_authid"],
+    ["select query from pg_stat_activity", "pg_stat_activity"]
+  ]
+
+  it.skipIf(skip)("SQL in strings, missed side effects and data-bearing catalogs are refused over REST, naming what", async () => {
+    for (const [template, named] of attacks) {
+      const sql = template.replace("DBLINK", DBLINK.replace("${db}", database.name))
+      const result = await query(sql)
+      expect([sql, result.status, result.json.code]).toEqual([sql, 400, "query_blocked"])
+      expect(result.json.reason).toContain(named)
+    }
+    expect(await canaryRows()).toBe(0)
+  })
+
+  it.skipIf(skip)("the same through MCP query_database", async () => {
+    for (const [template, named] of attacks.slice(0, 3)) {
+      const refused = await viaMcp(template.replace("DBLINK", DBLINK.replace("${db}", database.name)))
+      expect(refused.isError).toBe(true)
+      expect(refused.text).toContain(named)
+    }
+    expect(await canaryRows()).toBe(0)
+  })
+
+  it.skipIf(skip)("reviewed functions and metadata catalogs still answer, with PII masked", async () => {
+    const reads = await query("select lower(name) as n, upper(email) as e, length(email) as l, count(*) over () as c from customers order by id")
+    expect(reads.status).toBe(200)
+    expect(reads.json.rows[0]).toEqual(["ada", "[REDACTED]", "[REDACTED]", "2"])
+    const catalog = await query("select c.relname from pg_catalog.pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relkind = 'r' order by 1")
+    expect(catalog.json.rows).toEqual([["canary"], ["customers"], ["salaries"]])
+    expect((await query("select table_name from information_schema.tables where table_schema = 'public' order by 1")).status).toBe(200)
+  })
+
+  it.skipIf(skip)("a connection's allowed_functions adds the customer's own function, never one that runs SQL", async () => {
+    const refused = await query("select fmt_money(12.5)")
+    expect([refused.status, refused.json.code]).toEqual([400, "query_blocked"])
+    expect(refused.json.message).toMatch(/fmt_money is not on the postgresql allow-list.*allowed_functions/)
+    const extended = await request(gateway.url, "/api/connections/pg", { key, method: "PUT", body: { ...connection, allowed_functions: ["fmt_money", "dblink_exec"] } })
+    expect(extended.status).toBe(200)
+    expect((await query("select fmt_money(12.5)")).json.rows).toEqual([["$12.5"]])
+    const never = await query(`select ${DBLINK.replace("${db}", database.name)}`)
+    expect([never.status, never.json.code]).toEqual([400, "query_blocked"])
+    expect(never.json.reason).toMatch(/dblink_exec is never allowed/)
+    expect(await canaryRows()).toBe(0)
+  })
+})
