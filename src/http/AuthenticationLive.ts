@@ -22,6 +22,16 @@ export const readToken = (headers: Readonly<Record<string, string | undefined>>)
     : Effect.fail(new Unauthenticated({ message: "Authorization must use the Bearer scheme: Authorization: Bearer <key>" }))
 }
 
+/** Authenticates the request's credential again, as the middleware did: for a response that outlives the first check (a stream). */
+export const reauthenticate = (authenticator: Authenticator) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const state = yield* Effect.serviceOption(RequestState)
+    const token = yield* readToken(request.headers)
+    const localPeer = Option.exists(state, (info) => info.client.local)
+    return authenticator.authenticate({ token, localPeer })
+  })
+
 /**
  * Request path steps 2–4: per-IP limit, credential → principal, the endpoint's declared scope
  * (an endpoint without one is refused), then per-key and per-org limits on expensive routes.

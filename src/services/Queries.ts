@@ -1,4 +1,4 @@
-import { Effect, Stream } from "effect"
+import { Duration, Effect, Stream } from "effect"
 import { InvalidRequest } from "../domain/Errors"
 import type { Usage } from "../domain/Budget"
 import type { Principal } from "../domain/Principal"
@@ -16,7 +16,18 @@ interface QueryContext {
   readonly streamed?: boolean
   readonly requestId: string
   readonly report: (facts: QueryFacts) => Effect.Effect<void>
+  /** Checks the caller's credential again; a stream that outlives it (a key deleted or expired meanwhile) ends with its error. */
+  readonly recheck?: Effect.Effect<unknown, { readonly code: string; readonly message: string }>
 }
+
+// Keys are cached for 500 ms, so a key deleted anywhere stops its streams within 1.5 s.
+const RECHECK_INTERVAL = Duration.seconds(1)
+
+/** Fails when `recheck` does, checking once a `RECHECK_INTERVAL`. */
+const credentialLost = (recheck: NonNullable<QueryContext["recheck"]>) =>
+  Effect.forever(Effect.delay(recheck, RECHECK_INTERVAL)).pipe(
+    Effect.mapError((error) => ({ code: error.code, message: `The stream stopped: ${error.message}` }))
+  )
 
 /** Governed read-only SQL for REST and MCP callers: resolves the caller's connection and limits, then runs the executor. */
 export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
@@ -106,10 +117,14 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
           return Effect.tap(reservation.settle(usage), (budget) => facts.charged(budget, usage))
         })
       )
-      const parts: Stream.Stream<QueryStreamPart, { readonly code: string; readonly message: string }> = Stream.concat(
+      const sent = Stream.concat(
         Stream.succeed({ type: "head" as const, ...streamed.head }),
         Stream.map(streamed.rows, (rows) => ({ type: "rows" as const, rows }))
-      ).pipe(Stream.concat(Stream.fromEffect(Effect.map(charge, (budget) => ({ type: "end" as const, ...streamed.tail(), budget })))))
+      )
+      const parts: Stream.Stream<QueryStreamPart, { readonly code: string; readonly message: string }> = Stream.concat(
+        context.recheck === undefined ? sent : Stream.interruptWhen(sent, credentialLost(context.recheck)),
+        Stream.fromEffect(Effect.map(charge, (budget) => ({ type: "end" as const, ...streamed.tail(), budget })))
+      )
       return parts.pipe(
         Stream.catchAll((error) =>
           Stream.fromEffect(Effect.as(Effect.ignore(charge), { type: "error", code: error.code, message: error.message } as const))

@@ -5,7 +5,7 @@ import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
-import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, type TestDatabase } from "../support/Servers"
+import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
 
 const servers = { postgres: await postgresAvailable(), mysql: await mysqlAvailable() }
 const skip = !servers.postgres || !servers.mysql
@@ -23,6 +23,8 @@ interface Streamed {
   readonly lastRow: Array<unknown> | undefined
   readonly end: any
   readonly error: any
+  /** With `whenRows`: the rows read by the time its action had finished. */
+  readonly rowsWhenDone: number | undefined
 }
 
 /** Posts a query asking for NDJSON and reads the answer line by line, holding only a few rows. */
@@ -30,7 +32,7 @@ const streamQuery = (
   url: string,
   key: string,
   body: Record<string, unknown>,
-  options: { pauseAfterBytes?: number; pauseMs?: number; abortAfterRows?: number } = {}
+  options: { pauseAfterBytes?: number; pauseMs?: number; abortAfterRows?: number; whenRows?: { count: number; run: () => Promise<unknown> } } = {}
 ): Promise<Streamed> =>
   new Promise((resolve, reject) => {
     const payload = JSON.stringify(body)
@@ -44,8 +46,10 @@ const streamQuery = (
         let buffered = ""
         let received = 0
         let paused = false
+        let acted = false
+        let rowsWhenDone: number | undefined
         const finish = (json: unknown) =>
-          resolve({ status: res.statusCode ?? 0, contentType, requestId: String(res.headers["x-request-id"]), json, ...result, lastRow })
+          resolve({ status: res.statusCode ?? 0, contentType, requestId: String(res.headers["x-request-id"]), json, ...result, lastRow, rowsWhenDone })
         res.setEncoding("utf8")
         res.on("data", (chunk: string) => {
           received += Buffer.byteLength(chunk)
@@ -61,6 +65,10 @@ const streamQuery = (
             } else if (parsed.type === "head") result.head = parsed
             else if (parsed.type === "end") result.end = parsed
             else if (parsed.type === "error") result.error = parsed
+          }
+          if (options.whenRows !== undefined && !acted && result.rowCount >= options.whenRows.count) {
+            acted = true
+            options.whenRows.run().then(() => (rowsWhenDone = result.rowCount), reject)
           }
           if (options.abortAfterRows !== undefined && result.rowCount >= options.abortAfterRows) {
             req.destroy()
@@ -206,6 +214,25 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
     expect(again.end).toMatchObject({ row_count: 1, completeness: "complete" })
   })
 
+  it.skipIf(skip)("a key deleted mid-stream stops receiving rows within about a second, the stream ends saying so, and the statement stops", { timeout: 180_000 }, async () => {
+    const doomed = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "doomed", scopes: ["query"] } })).json
+    const cut = await streamQuery(
+      gateway.url,
+      doomed.key,
+      { connection_name: "pg", sql: "select g, repeat('x', 1000) from generate_series(1, 5000000) g", row_limit: 1_000_000, timeout_seconds: 300 },
+      { whenRows: { count: 10_000, run: () => request(gateway.url, `/api/keys/${doomed.id}`, { method: "DELETE", key: admin }) } }
+    )
+    expect(cut.status).toBe(200)
+    expect(cut.rowsWhenDone).toBeDefined()
+    // What left the gateway in the second or so before its next check, a small part of the million rows.
+    expect(cut.rowCount - cut.rowsWhenDone!).toBeLessThan(300_000)
+    expect(cut.end).toBeUndefined()
+    expect(cut.error).toMatchObject({ type: "error", code: "invalid_api_key", message: expect.stringMatching(/stream stopped.*(deleted|revoked)/i) })
+    await expect.poll(sessionsOfGateway, { timeout: 5000 }).toEqual([])
+    const end = (await auditRows(cut.requestId)).find((r: { event_type: string }) => r.event_type === "query_stream_end")
+    expect(end).toMatchObject({ outcome: "error", rows: cut.rowCount })
+  })
+
   it.skipIf(skip)("charges a session budget the rows it streamed", async () => {
     expect((await request(gateway.url, "/api/budget", { key: admin, body: { session: "export", max_rows: 12_000 } })).status).toBe(201)
     const first = await streamQuery(gateway.url, querier, { connection_name: "pg", sql: "select id from customers", session: "export", row_limit: 10_000 })
@@ -235,12 +262,16 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
       { abortAfterRows: 5_000 }
     )
     expect(gone.rowCount).toBeGreaterThanOrEqual(5_000)
+    // Read on the server itself: the gateway refuses processlist, which shows other sessions' SQL.
     const running = async () => {
-      const rows = await request(gateway.url, "/api/query", {
-        key: querier,
-        body: { connection_name: "maria", sql: `select id from information_schema.processlist where info like '%request=${gone.requestId}%' and info not like '%processlist%'` }
-      })
-      return rows.json.row_count
+      const mysql = await import("mysql2/promise")
+      const server = await mysql.createConnection({ uri: TEST_MYSQL_URL })
+      try {
+        const [rows] = await server.query("select id from information_schema.processlist where info like ? and info not like '%processlist%'", [`%request=${gone.requestId}%`])
+        return (rows as Array<unknown>).length
+      } finally {
+        await server.end()
+      }
     }
     await expect.poll(running, { timeout: 5000 }).toBe(0)
   })
