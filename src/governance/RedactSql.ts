@@ -1,57 +1,83 @@
-const DOLLAR_TAG = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/
+import { DB_TYPES, type DbType } from "../domain/Connection"
+import { DIALECTS } from "./sqlguard/Dialects"
+import { type LexicalRules, tokenize } from "./sqlguard/Lexer"
+
+// MySQL/MariaDB (unless ANSI_QUOTES), BigQuery and Databricks read "…" as a string; SQLite does when no column has that name.
+const DOUBLE_QUOTED_STRINGS: ReadonlySet<DbType> = new Set(["mysql", "bigquery", "databricks", "sqlite"])
+// Each "…" string re-reads the rest of the statement; past this many, the rest is redacted whole.
+const MAX_REREADS = 64
+
+interface Reading {
+  readonly rules: LexicalRules
+  readonly doubleQuotedStrings: boolean
+}
+
+/** How a server may read the dialect's SQL: two ways where a server setting decides backslash escapes. */
+const readingsOf = (dbType: DbType): ReadonlyArray<Reading> => {
+  const rules = DIALECTS[dbType].lexical
+  const doubleQuotedStrings = DOUBLE_QUOTED_STRINGS.has(dbType)
+  return rules.backslashEscapes === "either"
+    ? [true, false].map((backslashEscapes) => ({ rules: { ...rules, backslashEscapes }, doubleQuotedStrings }))
+    : [{ rules, doubleQuotedStrings }]
+}
+
+/** Where a "…" string that honours backslash escapes ends (the lexer reads "…" as an identifier, without them). */
+const endOfDoubleQuoted = (sql: string, from: number) => {
+  let i = from + 1
+  while (i < sql.length) {
+    if (sql[i] === "\\") i += 2
+    else if (sql[i] === '"' && sql[i + 1] === '"') i += 2
+    else if (sql[i] === '"') return i + 1
+    else i++
+  }
+  return sql.length
+}
+
+/** The [start, end) ranges of every string literal under one reading. */
+const literalSpans = (sql: string, reading: Reading): Array<readonly [number, number]> => {
+  const spans: Array<readonly [number, number]> = []
+  let offset = 0
+  let rereads = 0
+  scan: while (offset < sql.length) {
+    for (const token of tokenize(sql.slice(offset), reading.rules)) {
+      const start = offset + token.start
+      if (token.kind === "string") spans.push([start, offset + token.end])
+      else if (token.kind === "quoted" && token.text === '"' && reading.doubleQuotedStrings) {
+        const end = endOfDoubleQuoted(sql, start)
+        spans.push([start, end])
+        if (end === offset + token.end) continue
+        if (++rereads > MAX_REREADS) {
+          spans.push([end, sql.length])
+          break scan
+        }
+        offset = end
+        continue scan
+      }
+    }
+    break
+  }
+  return spans
+}
 
 /**
- * Replaces every string literal in SQL with '?', so audit rows keep the shape of a query without
- * its values. Identifiers ("…", `…`, […]) and comments are kept; an unterminated literal is
- * redacted to the end.
+ * Replaces every string literal in SQL with '?', as the dialect's lexical rules read it, so audit rows
+ * keep the shape of a query without its values. Identifiers and comments are kept; an unterminated
+ * literal is redacted to the end. Where a setting decides (Redshift's backslashes) both readings are
+ * redacted; with no dialect known, every dialect's.
  */
-export const redactSqlLiterals = (sql: string): string => {
+export const redactSqlLiterals = (sql: string, dbType: DbType | null): string => {
+  const readings = (dbType === null ? DB_TYPES : [dbType]).flatMap(readingsOf)
+  const spans = readings.flatMap((reading) => literalSpans(sql, reading)).sort((a, b) => a[0] - b[0])
   let out = ""
-  let i = 0
-  while (i < sql.length) {
-    const ch = sql[i]!
-    const next = sql[i + 1]
-    if (ch === "-" && next === "-") {
-      const end = sql.indexOf("\n", i)
-      const stop = end === -1 ? sql.length : end
-      out += sql.slice(i, stop)
-      i = stop
-    } else if (ch === "/" && next === "*") {
-      const end = sql.indexOf("*/", i + 2)
-      const stop = end === -1 ? sql.length : end + 2
-      out += sql.slice(i, stop)
-      i = stop
-    } else if (ch === '"' || ch === "`" || ch === "[") {
-      const close = ch === "[" ? "]" : ch
-      const end = sql.indexOf(close, i + 1)
-      const stop = end === -1 ? sql.length : end + 1
-      out += sql.slice(i, stop)
-      i = stop
-    } else if (ch === "'") {
-      const escapes = i > 0 && /[eE]/.test(sql[i - 1]!) && !/[A-Za-z0-9_]/.test(sql[i - 2] ?? "")
-      let j = i + 1
-      while (j < sql.length) {
-        if (escapes && sql[j] === "\\") j += 2
-        else if (sql[j] === "'" && sql[j + 1] === "'") j += 2
-        else if (sql[j] === "'") break
-        else j++
-      }
-      out += "'?'"
-      i = j + 1
-    } else if (ch === "$" && !/[A-Za-z0-9_]/.test(sql[i - 1] ?? "")) {
-      const tag = DOLLAR_TAG.exec(sql.slice(i))
-      if (tag === null) {
-        out += ch
-        i++
-        continue
-      }
-      const end = sql.indexOf(tag[0], i + tag[0].length)
-      out += "'?'"
-      i = end === -1 ? sql.length : end + tag[0].length
-    } else {
-      out += ch
-      i++
+  let at = 0
+  for (const [start, end] of spans) {
+    if (end <= at) continue
+    if (start >= at) {
+      // A prefix letter (E'…', N'…') is kept; the literal itself is not.
+      const prefix = /[A-Za-z]/.test(sql[start]!) ? sql[start]! : ""
+      out += `${sql.slice(at, start)}${prefix}'?'`
     }
+    at = Math.max(at, end)
   }
-  return out
+  return out + sql.slice(at)
 }

@@ -4,6 +4,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { Audit } from "../services/Audit"
+import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { resolveClientAddress } from "./ClientAddress"
@@ -136,8 +137,19 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const config = yield* AppConfig
   const audit = yield* Audit
   const metrics = yield* Metrics
+  const connections = yield* Connections
   const trustedProxies = new Set(config.trustedProxies)
   const hostAllowed = allowedHostGuard(config)
+
+  /** The dialect of the connection a request ran SQL on, for redacting its audit rows; null (every dialect's rules) when unknown. */
+  const dialectOf = (info: RequestInfo) =>
+    Effect.gen(function* () {
+      if (info.dialect === undefined && info.principal !== null && info.connection !== null && (info.sql !== null || info.childQueries.size > 0)) {
+        const target = yield* Effect.option(connections.targetIn(info.principal.orgId, info.connection))
+        info.dialect = Option.match(target, { onNone: () => null, onSome: (t) => t.connection.db_type })
+      }
+      return info.dialect ?? null
+    })
 
   /** Runs just before the response is written: envelope, headers, then the audit row (503 if it cannot be committed). */
   const finish = (
@@ -163,6 +175,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       const body = outcome === "refused" ? readJson(response) : null
       const recorded = yield* Effect.either(
         audit.record(
+          yield* dialectOf(info),
           auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs),
           ...childQueryRows(request, info)
         )
@@ -185,7 +198,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
     const recordEnd = Effect.suspend(() => {
       const complete = typeof info.details?.["completeness"] === "string"
       const row = auditRow(request, info, response.status, complete ? "success" : "error", null, performance.now() - started)
-      return audit.record({ ...row, event_type: `${info.eventType}_stream_end` })
+      return audit.record(info.dialect ?? null, { ...row, event_type: `${info.eventType}_stream_end` })
     }).pipe(Effect.catchAll((error) => Effect.logWarning("the end of a streamed response could not be audited", error.message)))
     return HttpServerResponse.setBody(response, HttpBody.stream(Stream.ensuring(body.stream, recordEnd), body.contentType))
   }
@@ -200,6 +213,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         eventType: "api",
         principal: null,
         connection: null,
+        dialect: undefined,
         sql: null,
         rows: null,
         details: null,

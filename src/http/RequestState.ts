@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect } from "effect"
+import type { DbType } from "../domain/Connection"
 import type { Principal } from "../domain/Principal"
 import type { QueryFacts } from "../governance/GovernedExecutor"
 import type { ClientAddress } from "./ClientAddress"
@@ -11,6 +12,8 @@ export interface RequestInfo {
   eventType: string
   principal: Principal | null
   connection: string | null
+  /** The connection's dialect, which decides how the audit row's SQL literals are redacted; looked up when first needed. */
+  dialect: DbType | null | undefined
   sql: string | null
   rows: number | null
   /** A governed query's facts for its audit row (tables, completeness, refusal reason…). */

@@ -6,12 +6,15 @@ import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } fr
 import { Cause, Effect, Exit, Option, ParseResult, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { RateLimits } from "../../layers/RateLimits"
+import type { DbType } from "../domain/Connection"
 import type { Principal } from "../domain/Principal"
+import { redactSqlLiterals } from "../governance/RedactSql"
 import { readToken } from "../http/AuthenticationLive"
 import { errorResponse } from "../http/RequestPipeline"
 import { type RequestInfo, RequestState } from "../http/RequestState"
 import { ApiKeys } from "../services/ApiKeys"
 import { Authenticator } from "../services/Authenticator"
+import { Connections } from "../services/Connections"
 import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "./McpTool"
 import { CORE_TOOLS, McpTools } from "./McpTools"
 
@@ -27,6 +30,30 @@ const toolResult = (output: ToolOutput): CallToolResult => ({
   content: [{ type: "text", text: output.text }],
   ...(output.structured !== undefined ? { structuredContent: output.structured } : {})
 })
+
+// Names and settings a tool takes; any other text (a LIKE pattern, a search, a question) may carry customer values.
+const AUDITED_AS_GIVEN: ReadonlySet<string> = new Set([
+  "connection_name", "table_name", "column", "columns", "from_table", "to_table", "schema", "session", "format"
+])
+
+/**
+ * A tool call's arguments as its audit row keeps them (readable by any read key): SQL with its
+ * literals redacted as for query rows, numbers and (once decoded) names as given, other text
+ * reduced to its length.
+ */
+const auditedArguments = (args: Record<string, unknown>, dialect: DbType | null, decoded: boolean) =>
+  JSON.stringify(
+    Object.fromEntries(
+      Object.entries(args).map(([key, value]) => [
+        key,
+        key === "sql" && typeof value === "string"
+          ? redactSqlLiterals(value, dialect)
+          : (decoded && AUDITED_AS_GIVEN.has(key)) || typeof value === "number" || typeof value === "boolean" || value === null
+            ? value
+            : `[${typeof value === "string" ? `${value.length} characters` : typeof value} not kept]`
+      ])
+    )
+  ).slice(0, MAX_AUDITED_ARGUMENTS)
 
 const decodeFailure = (error: ParseResult.ParseError): ToolFailure => ({
   code: "invalid_arguments",
@@ -49,6 +76,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
     const authenticator = yield* Authenticator
     const keys = yield* ApiKeys
     const limits = yield* RateLimits
+    const connections = yield* Connections
     const described = new Map(tools.map((tool) => [tool.name, describeTool(tool)]))
     // A Server per message is cheap, but each would build its own Ajv (it is only for elicitation, which these tools never use).
     const jsonSchemaValidator = new AjvJsonSchemaValidator()
@@ -69,20 +97,27 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
     ): Effect.Effect<CallToolResult> =>
       Effect.gen(function* () {
         info.eventType = "mcp_tool_call"
-        const argumentsText = JSON.stringify(args ?? {})
-        info.details = { tool: tool.name, arguments: argumentsText.slice(0, MAX_AUDITED_ARGUMENTS) }
-        const input = typeof args === "object" && args !== null ? (args as Record<string, unknown>) : {}
-        if (typeof input["connection_name"] === "string") info.connection = input["connection_name"]
-        if (typeof input["sql"] === "string") info.sql = input["sql"]
+        const input = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
+        // Until the arguments decode, nothing of them is trusted: the row gets them redacted under every dialect's rules.
+        info.details = { tool: tool.name, arguments: auditedArguments(input, null, false) }
         const outcome = yield* Effect.exit(
           Effect.gen(function* () {
             if (!principal.scopes.includes(tool.scope)) {
               return yield* Effect.fail<ToolFailure>({ code: "insufficient_scope", message: `The ${tool.name} tool needs the ${tool.scope} scope` })
             }
+            // The same schemas as REST decode the arguments before anything runs or is taken from them.
+            const decoded = yield* Effect.mapError(Schema.decodeUnknown(tool.input)(args ?? {}), decodeFailure)
+            const named = decoded as { readonly connection_name?: unknown; readonly sql?: unknown }
+            if (typeof named.connection_name === "string") info.connection = named.connection_name
+            if (typeof named.sql === "string") info.sql = named.sql
             yield* limits.perPrincipal(principal).pipe(
               Effect.mapError((e): ToolFailure => ({ code: e.code, message: "retry_after_seconds" in e ? `${e.message}; retry in ${e.retry_after_seconds} s` : e.message }))
             )
-            const decoded = yield* Effect.mapError(Schema.decodeUnknown(tool.input)(args ?? {}), decodeFailure)
+            if (info.connection !== null) {
+              const target = yield* Effect.option(connections.target(principal, info.connection))
+              info.dialect = Option.match(target, { onNone: () => null, onSome: (t) => t.connection.db_type })
+            }
+            info.details = { tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, info.dialect ?? null, true) }
             return yield* tool.run(decoded, {
               principal,
               requestId: info.requestId,

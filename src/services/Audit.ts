@@ -1,5 +1,6 @@
 import { Effect, Schema, Stream } from "effect"
 import { AuditWriter } from "../../actors/AuditWriter"
+import type { DbType } from "../domain/Connection"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
@@ -31,9 +32,9 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
     const writer = yield* AuditWriter
     const repo = yield* AuditRepo
 
-    /** Durably records events in one commit; SQL is stored with its string literals redacted. */
-    const record = (...rows: ReadonlyArray<AuditInsert>) =>
-      writer.write(rows.map((row) => (row.sql === null ? row : { ...row, sql: redactSqlLiterals(row.sql) }))).pipe(storeDown)
+    /** Durably records events in one commit; SQL is stored with its string literals redacted as the dialect reads them (every dialect's way when unknown). */
+    const record = (dialect: DbType | null, ...rows: ReadonlyArray<AuditInsert>) =>
+      writer.write(rows.map((row) => (row.sql === null ? row : { ...row, sql: redactSqlLiterals(row.sql, dialect) }))).pipe(storeDown)
 
     const list = Effect.fn("Audit.list")(function* (
       principal: Principal,

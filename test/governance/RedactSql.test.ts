@@ -1,19 +1,41 @@
 import { describe, expect, it } from "vitest"
+import type { DbType } from "../../src/domain/Connection"
 import { redactSqlLiterals } from "../../src/governance/RedactSql"
 
 describe("redactSqlLiterals", () => {
-  it.each([
-    ["select * from t where email = 'a@b.c'", "select * from t where email = '?'"],
-    ["select 'it''s', 'x' from t", "select '?', '?' from t"],
-    ["select E'a\\'b' as v", "select E'?' as v"],
-    ["select $$secret$$, $tag$ x $ y $tag$", "select '?', '?'"],
-    ['select "col\'name" from "t"', 'select "col\'name" from "t"'],
-    ["select 1 -- don't\nfrom t", "select 1 -- don't\nfrom t"],
-    ["select /* it's */ 'v'", "select /* it's */ '?'"],
-    ["select `a'b` from [x'y]", "select `a'b` from [x'y]"],
-    ["select 'unterminated", "select '?'"],
-    ["select $1, price$ from t", "select $1, price$ from t"]
-  ])("%s", (input, expected) => {
-    expect(redactSqlLiterals(input)).toBe(expected)
+  it.each<[DbType | null, string, string]>([
+    ["postgresql", "select * from t where email = 'a@b.c'", "select * from t where email = '?'"],
+    ["postgresql", "select 'it''s', 'x' from t", "select '?', '?' from t"],
+    ["postgresql", "select E'a\\'b' as v", "select E'?' as v"],
+    ["postgresql", "select $$secret$$, $tag$ x $ y $tag$", "select '?', '?'"],
+    ["postgresql", 'select "col\'name" from "t"', 'select "col\'name" from "t"'],
+    ["postgresql", "select 1 -- don't\nfrom t", "select 1 -- don't\nfrom t"],
+    ["postgresql", "select /* it's */ 'v'", "select /* it's */ '?'"],
+    ["mysql", "select `a'b` from t", "select `a'b` from t"],
+    ["mssql", "select [x'y] from t", "select [x'y] from t"],
+    ["postgresql", "select 'unterminated", "select '?'"],
+    ["postgresql", "select $1, price$ from t", "select $1, price$ from t"],
+    // MySQL and MariaDB read "…" as a string (unless ANSI_QUOTES), with backslash escapes.
+    ["mysql", 'select * from users where email = "alice@example.com"', "select * from users where email = '?'"],
+    ["mysql", 'select "say \\"hi\\" to bob@example.com", `id` from t', "select '?', `id` from t"],
+    ["bigquery", 'select "alice@example.com" as e', "select '?' as e"],
+    // Backslash-escaped quotes: the text after \' is still inside the literal.
+    ["mysql", "select * from t where name = 'O\\'Brien 555-12-3456' and id = 1", "select * from t where name = '?' and id = 1"],
+    ["mysql", "select 'a\\\\', 'secret' from t", "select '?', '?' from t"],
+    // Redshift's setting decides: what either reading takes for a literal is redacted (here, to the end).
+    ["redshift", "select 'x\\' as leak, 'y' from t", "select '?'"],
+    ["redshift", "select 'a' as v, \"col\" from t", "select '?' as v, \"col\" from t"],
+    // PostgreSQL keeps "…" identifiers and reads \' as the end of a standard string.
+    ["postgresql", `select "email" from t where note = 'c:\\' and id = 2`, `select "email" from t where note = '?' and id = 2`],
+    // Unknown dialect: every dialect's reading, double quotes included.
+    [null, `select "alice@example.com", 'O\\'Brien secret' from t`, "select '?', '?'"]
+  ])("%s: %s", (dialect, input, expected) => {
+    expect(redactSqlLiterals(input, dialect)).toBe(expected)
+  })
+
+  it("a flood of double-quoted strings stays linear enough and leaks nothing", () => {
+    const sql = `select ${Array.from({ length: 500 }, (_, i) => `"a\\"${i}secret"`).join(", ")}`
+    const redacted = redactSqlLiterals(sql, "mysql")
+    expect(redacted).not.toContain("secret")
   })
 })

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { type HttpResult, request } from "../support/Http"
-import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
+const noMysql = skip || !(await mysqlAvailable())
 const LOAD_ENV = { SP_RATE_LIMIT_GENERAL_RPM: "1000000", SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000", SP_PER_KEY_RPM: "1000000" }
 const BIG = "x".repeat(100_000)
 
@@ -26,6 +27,7 @@ describe("audit poisoning: attacker input never decides whether another caller's
     querier = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "querier", scopes: ["read", "query"] } })).json.key
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    if (!noMysql) expect((await request(gateway.url, "/api/connections", { key: admin, body: mysqlConnection("maria") })).status).toBe(201)
   })
   afterAll(async () => {
     await gateway?.stop()
@@ -34,6 +36,9 @@ describe("audit poisoning: attacker input never decides whether another caller's
 
   const rest = (body: unknown) => request(gateway.url, "/api/query", { key: querier, body })
   const mcp = (name: string, args: Record<string, unknown>) => request(gateway.url, "/mcp", { key: querier, headers: MCP_HEADERS, body: mcpCall(name, args) })
+
+  const rowsOf = async (requestId: string) =>
+    ((await request(gateway.url, "/api/audit?limit=500", { key: admin })).json.items as Array<Record<string, any>>).filter((r) => r.request_id === requestId)
 
   /** Every audit row of the org, walking all pages. */
   const auditRequestIds = async () => {
@@ -79,5 +84,52 @@ describe("audit poisoning: attacker input never decides whether another caller's
     const stored = await auditRequestIds()
     const missing = acknowledged.filter((id) => !stored.has(id))
     expect(missing).toEqual([])
+  })
+
+  it.skipIf(skip)("MCP arguments are decoded with the REST schemas before anything runs: a clear error naming the field, nothing run or taken from them", async () => {
+    const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+      ["query_database", { connection_name: "pg\u0000evil", sql: "select 1" }, /^invalid_arguments: connection_name: must be 1 to 64 letters, digits, '_' or '-'$/],
+      ["query_database", { connection_name: "pg", sql: "select 1 -- \u0000" }, /^invalid_arguments: sql: sql must not contain NUL bytes$/],
+      ["sample_table", { connection_name: "../pg", table_name: "items" }, /^invalid_arguments: connection_name: must be 1 to 64 letters/]
+    ]
+    for (const [tool, args, message] of cases) {
+      const res = await mcp(tool, args)
+      expect(res.status).toBe(200)
+      expect(res.json.result.isError).toBe(true)
+      expect(toolText(res)).toMatch(message)
+      const rows = await rowsOf(String(res.headers["x-request-id"]))
+      // One row for the call, none for a query: nothing ran.
+      expect(rows.map((r) => r.event_type)).toEqual(["mcp_tool_call"])
+      expect(rows[0]).toMatchObject({ connection: null, sql: null, outcome: "error", details: { tool, error_code: "invalid_arguments" } })
+      // Arguments that did not decode are not trusted as names either.
+      expect(JSON.parse(rows[0]!.details.arguments).connection_name).toMatch(/^\[\d+ characters not kept\]$/)
+    }
+  })
+
+  it.skipIf(skip)("tool-call rows keep arguments redacted: SQL literals as for query rows, free text reduced to its length", async () => {
+    const query = await mcp("query_database", { connection_name: "pg", sql: "select id from items where label = 'alice@example.com'" })
+    expect(query.json.result.isError ?? false).toBe(false)
+    const [call] = (await rowsOf(String(query.headers["x-request-id"]))).filter((r) => r.event_type === "mcp_tool_call")
+    expect(JSON.parse(call!.details.arguments)).toEqual({ connection_name: "pg", sql: "select id from items where label = '?'" })
+    expect(call!.sql).toBe("select id from items where label = '?'")
+
+    const explored = await mcp("explore_column", { connection_name: "pg", table_name: "items", column: "label", filter_pattern: "alice%" })
+    expect(explored.json.result.isError ?? false, toolText(explored)).toBe(false)
+    const rows = await rowsOf(String(explored.headers["x-request-id"]))
+    const tool = rows.find((r) => r.event_type === "mcp_tool_call")!
+    expect(JSON.parse(tool.details.arguments)).toEqual({ connection_name: "pg", table_name: "items", column: "label", filter_pattern: "[6 characters not kept]" })
+    expect(JSON.stringify(rows)).not.toContain("alice")
+  })
+
+  it.skipIf(noMysql)("MariaDB: double-quoted strings and backslash-escaped quotes are redacted in the query row and the tool-call row", async () => {
+    const sql = `select "alice@example.com" as a, 'O\\'Brien 555-12-3456' as b`
+    const res = await mcp("query_database", { connection_name: "maria", sql })
+    expect(res.json.result.isError ?? false, toolText(res)).toBe(false)
+    const rows = await rowsOf(String(res.headers["x-request-id"]))
+    expect(rows.length).toBeGreaterThan(0)
+    for (const row of rows) {
+      expect(JSON.stringify(row)).not.toMatch(/alice|Brien|555/)
+    }
+    expect(rows.find((r) => r.event_type === "mcp_tool_call")!.sql).toBe("select '?' as a, '?' as b")
   })
 })
