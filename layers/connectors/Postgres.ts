@@ -87,6 +87,8 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
 
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
     const pinStrings = c.db_type === "postgresql" ? ["SET LOCAL standard_conforming_strings = on"] : []
+    // Unqualified names resolve where the table policy and PII rules expect them, whatever the role's own search_path.
+    const pinSearchPath = `SET LOCAL search_path = "${(c.schema_name ?? "public").replaceAll('"', '""')}"`
 
     /** The statements that open a query's session: a READ ONLY transaction with the statement's limits. */
     const preambleOf = (options: QueryOptions) => {
@@ -95,6 +97,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         "BEGIN READ ONLY",
         `SET LOCAL statement_timeout = ${timeout}`,
         `SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5000}`,
+        pinSearchPath,
         ...pinStrings
       ]
     }

@@ -119,8 +119,10 @@ const variant = <T extends DbType, F extends Schema.Struct.Fields>(dbType: T, fi
 
 const credentials = { username: required(128), password: secret(1024) }
 
-export const PostgresqlInput = variant("postgresql", { ...networked, database: required(255), ...credentials })
-export const RedshiftInput = variant("redshift", { ...networked, database: required(255), ...credentials })
+/** The one schema unqualified names resolve to: queries run with search_path pinned to it (default public). */
+const searchSchema = { schema_name: optional(required(255)) }
+export const PostgresqlInput = variant("postgresql", { ...networked, database: required(255), ...searchSchema, ...credentials })
+export const RedshiftInput = variant("redshift", { ...networked, database: required(255), ...searchSchema, ...credentials })
 export const MysqlInput = variant("mysql", { ...networked, database: optional(required(255)), ...credentials })
 export const MssqlInput = variant("mssql", { ...networked, database: optional(required(255)), ...credentials })
 export const ClickhouseInput = variant("clickhouse", {

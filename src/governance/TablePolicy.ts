@@ -21,7 +21,7 @@ const defaultsOf = (c: ConnectionInput): Defaults => {
   switch (c.db_type) {
     case "postgresql":
     case "redshift":
-      return { catalog: c.database, schema: "public" }
+      return { catalog: c.database, schema: c.schema_name ?? "public" }
     case "mssql":
       return { catalog: field(c, "database"), schema: "dbo" }
     case "mysql":
@@ -85,6 +85,11 @@ export const tablePolicyRefusal = (tables: ReadonlyArray<TableReference>, connec
       (entry) => matches(entry, name, true) || (table.parts.length === 1 && globMatches(entry[2], name[2]))
     )
     if (block) return `the table ${table.parts.join(".")} is blocked on this connection (${display(block)}); qualify it if you mean another schema`
+    // On MySQL a connection's database is a boundary: another database on the same server is read only when allow-listed.
+    const elsewhere = connection.db_type === "mysql" && defaults.schema !== undefined && name[1] !== defaults.schema.toLowerCase() && name[1] !== "information_schema"
+    if (elsewhere && !allowed?.some((entry) => matches(entry, name, false))) {
+      return `the table ${display(name)} is in another database than this connection's (${defaults.schema}); name it in allowed_tables to read it`
+    }
     if (allowed && !allowed.some((entry) => matches(entry, name, false))) {
       return `the table ${display(name)} is not on this connection's allow-list`
     }

@@ -1,11 +1,24 @@
+import { randomBytes } from "node:crypto"
+import * as path from "node:path"
+import { DuckDBInstance } from "@duckdb/node-api"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
-import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+import mysql from "mysql2/promise"
+import {
+  createTestDatabase,
+  mysqlAvailable,
+  mysqlConnection,
+  postgresAvailable,
+  TEST_MYSQL_URL,
+  type TestDatabase,
+  withAdminClient
+} from "../support/Servers"
 
 const skip = !(await postgresAvailable())
+const skipMaria = !(await mysqlAvailable())
 
 /**
  * Issue 16's red-team findings against real PostgreSQL with dblink and tablefunc installed, as a
@@ -113,5 +126,90 @@ describe("the gate holds on PostgreSQL: allow-listed functions and relations", (
     expect([never.status, never.json.code]).toEqual([400, "query_blocked"])
     expect(never.json.reason).toMatch(/dblink_exec is never allowed/)
     expect(await canaryRows()).toBe(0)
+  })
+})
+
+/**
+ * Names resolve as the engine resolves them: PostgreSQL's search_path is pinned to the
+ * connection's schema (a role's own path cannot move an unqualified name past the policy), a
+ * MariaDB connection's database is a boundary, and a DuckDB CTE declared after a reference
+ * cannot hide the real table that reference reads.
+ */
+describe("names resolve as the engine resolves them", () => {
+  let gateway: Gateway
+  let key: string
+  let database: TestDatabase
+  let maria: mysql.Connection
+  const role = `sp_path_${randomBytes(4).toString("hex")}`
+  const home = `sluice_gate_${randomBytes(3).toString("hex")}`
+  const other = `sluice_other_${randomBytes(3).toString("hex")}`
+
+  beforeAll(async () => {
+    if (skip || skipMaria) return
+    database = await createTestDatabase()
+    await database.query(`create schema other;
+      create table public.orders (id int, secret text); insert into public.orders values (1, 'public row');
+      create table other.orders (id int, secret text); insert into other.orders values (2, 'other secret');
+      create role ${role} login; grant usage on schema other to ${role};
+      grant select on all tables in schema public, other to ${role};
+      alter role ${role} set search_path = other, public`)
+    maria = await mysql.createConnection({ uri: TEST_MYSQL_URL, multipleStatements: true })
+    await maria.query(`create database ${home}; create database ${other};
+      create table ${home}.t (id int); insert into ${home}.t values (1);
+      create table ${other}.t (id int, secret varchar(20)); insert into ${other}.t values (1, 'elsewhere')`)
+    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
+    key = await localKey(gateway)
+    const connections = [
+      { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: role, allowed_tables: ["public.orders"] },
+      { name: "pg_other", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: role, schema_name: "other" },
+      mysqlConnection("maria", home),
+      { ...mysqlConnection("maria_wide", home), allowed_tables: [`${home}.*`, `${other}.t`] },
+      { name: "duck", db_type: "duckdb", database: path.join(gateway.dataDir, "gate.duckdb") }
+    ]
+    const duck = await DuckDBInstance.create(path.join(gateway.dataDir, "gate.duckdb"))
+    const duckConnection = await duck.connect()
+    await duckConnection.run("create table secret (v varchar); insert into secret values ('hidden'); create table open (v int); insert into open values (1)")
+    duckConnection.closeSync()
+    duck.closeSync()
+    for (const connection of connections) expect((await request(gateway.url, "/api/connections", { key, body: connection })).status).toBe(201)
+    expect((await request(gateway.url, "/api/connections/pg_other/pii", { key, method: "PUT", body: { rules: [{ table: "other.orders", column: "secret", action: "redact" }] } })).status).toBe(200)
+    const duckPolicy = { ...connections[4], blocked_tables: ["secret"] }
+    expect((await request(gateway.url, "/api/connections/duck", { key, method: "PUT", body: duckPolicy })).status).toBe(200)
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+    await database?.drop()
+    await withAdminClient((c) => c.query(`drop role if exists ${role}`)).catch(() => undefined)
+    await maria?.query(`drop database if exists ${home}; drop database if exists ${other}`)
+    await maria?.end()
+  })
+
+  const query = (connection_name: string, sql: string) => request(gateway.url, "/api/query", { key, body: { connection_name, sql } })
+
+  it.skipIf(skip || skipMaria)("PostgreSQL: an unqualified name reads the connection's schema, not the role's search_path", async () => {
+    const pinned = await query("pg", "select id, secret from orders")
+    expect([pinned.status, pinned.json.rows]).toEqual([200, [[1, "public row"]]])
+    const qualified = await query("pg", "select * from other.orders")
+    expect([qualified.status, qualified.json.code]).toEqual([400, "query_blocked"])
+    const inOther = await query("pg_other", "select id, secret from orders")
+    expect([inOther.status, inOther.json.rows, inOther.json.pii_masked]).toEqual([200, [[2, "[REDACTED]"]], [{ column: "secret", rule: "redact" }]])
+  })
+
+  it.skipIf(skip || skipMaria)("MariaDB: another database on the server is refused unless allow-listed; system schemas always", async () => {
+    const refused = await query("maria", `select * from ${other}.t`)
+    expect([refused.status, refused.json.code]).toEqual([400, "query_blocked"])
+    expect(refused.json.reason).toMatch(/another database/)
+    expect((await query("maria", "select * from t")).json.rows).toEqual([[1]])
+    expect((await query("maria_wide", `select secret from ${other}.t`)).json.rows).toEqual([["elsewhere"]])
+    for (const sql of ["select * from mysql.user", "select * from information_schema.processlist", "select * from mysql.column_stats"]) {
+      expect([(await query("maria_wide", sql)).json.code, sql]).toEqual(["query_blocked", sql])
+    }
+  })
+
+  it.skipIf(skip || skipMaria)("DuckDB: a later CTE named like a blocked table does not hide the real one", async () => {
+    const shadowed = await query("duck", "with recursive a as (select * from secret), secret as (select 1) select * from a")
+    expect([shadowed.status, shadowed.json.code]).toEqual([400, "query_blocked"])
+    expect(shadowed.json.reason).toMatch(/secret is blocked/)
+    expect((await query("duck", "with recursive n(i) as (select 1 union all select i + 1 from n where i < 3) select sum(i) from n")).json.rows).toEqual([["6"]])
   })
 })

@@ -47,7 +47,8 @@ export const walkPostgres = (
       const ctes = (Array.isArray(withClause.ctes) ? withClause.ctes : []).map((c) => (isNode(c) && isNode(c.CommonTableExpr) ? c.CommonTableExpr : {}))
       const names = ctes.map((c) => String(c.ctename ?? ""))
       const all = new Set([...scope, ...names])
-      ctes.forEach((cte, i) => visit(cte.ctequery, withClause.recursive ? all : new Set([...scope, ...names.slice(0, i)])))
+      // A CTE sees itself (when recursive) and the ones before it; a later name may be a real table (DuckDB reads it so), so it is checked as one.
+      ctes.forEach((cte, i) => visit(cte.ctequery, new Set([...scope, ...names.slice(0, withClause.recursive ? i + 1 : i)])))
       inner = all
     }
     for (const [key, value] of Object.entries(select)) {

@@ -113,7 +113,8 @@ export const walkSqlparser = (
       const ctes = (Array.isArray(withClause.cte_tables) ? withClause.cte_tables : []).filter(isNode)
       const names = ctes.map((c) => String((isNode(c.alias) && isNode(c.alias.name) ? c.alias.name.value : "") ?? "").toLowerCase())
       const all = new Set([...scope, ...names])
-      ctes.forEach((cte, i) => visit(cte, withClause.recursive ? all : new Set([...scope, ...names.slice(0, i)])))
+      // A CTE sees itself (when recursive) and the ones before it; a later name may be a real table (DuckDB reads it so), so it is checked as one.
+      ctes.forEach((cte, i) => visit(cte, new Set([...scope, ...names.slice(0, withClause.recursive ? i + 1 : i)])))
       inner = all
     }
     for (const [key, value] of Object.entries(query)) if (key !== "with") visit(value, inner)
