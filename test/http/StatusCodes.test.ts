@@ -134,6 +134,27 @@ describe.each([
     expect((await api("/health")).status).toBe(200)
   })
 
+  it.skipIf(skip)("415 unsupported_media_type for a multipart or form body on a JSON route, never a 500, and nothing is created", async () => {
+    const form = new FormData()
+    form.append("name", "from-a-form")
+    form.append("scopes", "admin")
+    form.append("connection_name", "pg")
+    form.append("sql", "select 1")
+    form.append("file", new Blob(["id\n1\n"], { type: "text/csv" }), "rows.csv")
+    for (const path of ["/api/query", "/api/keys"]) {
+      const multipart = await fetch(new URL(path, gateway.url), { method: "POST", headers: { "x-api-key": admin }, body: form })
+      expect([path, multipart.status, await multipart.json()]).toEqual([path, 415, { code: "unsupported_media_type", message: expect.stringContaining("application/json") }])
+      // A multipart type without a boundary, and a URL-encoded form.
+      const bodies: Array<[string, string]> = [["multipart/form-data", "name=x"], ["application/x-www-form-urlencoded", "name=from-a-form&scopes=admin"]]
+      for (const [type, body] of bodies) {
+        const refused = await api(path, { key: admin, rawBody: body, headers: { "content-type": type } })
+        expect([path, type, refused.status, refused.json.code]).toEqual([path, type, 415, "unsupported_media_type"])
+      }
+    }
+    const keys = await api("/api/keys", { key: admin })
+    expect(keys.json.items.map((k: { name: string }) => k.name)).not.toContain("from-a-form")
+  })
+
   it.skipIf(skip)("204 deletes a key; the very next request with it is refused", async () => {
     const created = (await createKey({ name: "doomed", scopes: ["read"] })).json
     expect((await api("/api/plan", { key: created.key })).status).toBe(200)
