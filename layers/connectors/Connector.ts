@@ -18,6 +18,8 @@ export interface QueryOptions {
   readonly maxRows: number
   /** A comment naming who runs the statement, for the database's own logs. */
   readonly attribution?: string
+  /** Reading stops (and the statement is cancelled) once the values read pass this many bytes; the result is then `oversized`. */
+  readonly maxBytes?: number
 }
 
 export interface Column {
@@ -33,6 +35,8 @@ export interface QueryResult {
   readonly truncated: boolean
   /** Bytes the warehouse says it processed (BigQuery), where it says. */
   readonly bytesScanned?: number
+  /** Reading stopped at `maxBytes`: the rows are incomplete and must not be served. */
+  readonly oversized?: boolean
 }
 
 /** An open statement read in batches; the scope it was opened in holds its connection. */
@@ -129,4 +133,44 @@ export const onceThenEmpty = (rows: ReadonlyArray<Row>): Effect.Effect<ReadonlyA
     pending = []
     return batch
   })
+}
+
+/**
+ * Waits for a connection from a driver's own pool, interruptibly: when the wait is abandoned (the
+ * caller left, or its deadline passed) a connection the driver hands over later goes straight back.
+ */
+export const takeFromPool = <C>(
+  take: () => Promise<C>,
+  giveBack: (connection: C) => void,
+  onError: (error: unknown) => ConnectorError
+): Effect.Effect<C, ConnectorError> =>
+  Effect.async((resume) => {
+    let abandoned = false
+    let arrived: C | undefined
+    take().then(
+      (connection) => {
+        if (abandoned) return giveBack(connection)
+        arrived = connection
+        resume(Effect.succeed(connection))
+      },
+      (error) => abandoned || resume(Effect.fail(onError(error)))
+    )
+    // Interrupted after the driver answered but before the fiber took the connection: it is given back here.
+    return Effect.sync(() => {
+      abandoned = true
+      if (arrived !== undefined) giveBack(arrived)
+    })
+  })
+
+/** A lower bound of a row's size as JSON (its values' lengths), cheap enough to keep a running count while reading. */
+export const rowBytes = (row: Row): number => {
+  let bytes = 0
+  for (const value of row) {
+    if (value === null || value === undefined) continue
+    if (typeof value === "string") bytes += value.length
+    else if (value instanceof Uint8Array) bytes += value.length
+    else if (typeof value === "object") bytes += JSON.stringify(value)?.length ?? 0
+    else bytes += String(value).length
+  }
+  return bytes
 }

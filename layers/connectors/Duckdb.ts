@@ -10,7 +10,8 @@ import {
   type QueryOptions,
   type QueryResult,
   type Row,
-  type RowBatches
+  type RowBatches,
+  rowBytes
 } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 
@@ -53,28 +54,30 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
       }).pipe(Effect.tap(() => Effect.sync(() => total++)))
     })
 
+    /** Reads chunk by chunk up to maxRows + 1 rows, stopping once their values pass maxBytes (a result left unread ends with the connection's next statement). */
     const run = (connection: DuckDBConnection, sql: string, options: QueryOptions) =>
       Effect.tryPromise({
         try: async (): Promise<QueryResult> => {
-          const reader = await connection.streamAndReadUntil(attributedSql(sql, options), options.maxRows + 1)
-          const rows = reader.getRowsJson()
-          const types = reader.columnTypes()
-          return {
-            columns: reader.columnNames().map((name, i) => ({ name, type: String(types[i]).toLowerCase() })),
-            rows: rows.slice(0, options.maxRows),
-            truncated: rows.length > options.maxRows
+          const result = await connection.stream(attributedSql(sql, options))
+          const types = result.columnTypes()
+          const columns = result.columnNames().map((name, i) => ({ name, type: String(types[i]).toLowerCase() }))
+          const rows: Array<Row> = []
+          let bytes = 0
+          while (rows.length <= options.maxRows) {
+            const chunk = await result.fetchChunk()
+            if (chunk === null || chunk.rowCount === 0) break
+            for (const row of chunk.convertRows(JsonDuckDBValueConverter)) {
+              rows.push(row)
+              bytes += rowBytes(row)
+            }
+            if (options.maxBytes !== undefined && bytes > options.maxBytes) return { columns, rows: [], truncated: false, oversized: true }
           }
+          return { columns, rows: rows.slice(0, options.maxRows), truncated: rows.length > options.maxRows }
         },
         catch: (error) => fromDriverError(error, request.scrub, "query")
-      }).pipe(
-        Effect.timeoutFail({
-          duration: options.timeoutMs,
-          onTimeout: statementTimedOut
-        }),
-        Effect.tapErrorTag("ConnectorError", (e) => (e.step === "timeout" ? Effect.sync(() => connection.interrupt()) : Effect.void)),
-        Effect.onInterrupt(() => Effect.sync(() => connection.interrupt()))
-      )
+      }).pipe(Effect.onInterrupt(() => Effect.sync(() => connection.interrupt())))
 
+    // The wait for a connection counts against the statement's timeout; at the timeout a running statement is interrupted.
     const query = (sql: string, options: QueryOptions) =>
       Effect.suspend(() => {
         inFlight++
@@ -86,14 +89,17 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
               (connection) => Effect.sync(() => idle.push(connection))
             )
           )
-          .pipe(Effect.ensuring(Effect.sync(() => inFlight--)))
+          .pipe(
+            Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }),
+            Effect.ensuring(Effect.sync(() => inFlight--))
+          )
       })
 
     /** The statement's rows a DuckDB chunk (about 2,048 rows) at a time, holding one of the pool's connections until the scope closes. */
     const stream = (sql: string, options: QueryOptions) =>
       Effect.gen(function* () {
         yield* Effect.acquireRelease(Effect.sync(() => inFlight++), () => Effect.sync(() => inFlight--))
-        yield* Effect.acquireRelease(permits.take(1), () => permits.release(1))
+        yield* Effect.acquireRelease(Effect.interruptible(permits.take(1)), () => permits.release(1))
         let finished = false
         const connection = yield* Effect.acquireRelease(borrow, (connection) =>
           Effect.sync(() => {

@@ -13,9 +13,11 @@ import {
   type QueryResult,
   type Row,
   type RowBatches,
-  STREAM_BATCH_ROWS
+  rowBytes,
+  STREAM_BATCH_ROWS,
+  takeFromPool
 } from "./Connector"
-import { fromDriverError, sessionReusable } from "./DriverErrors"
+import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
 type MysqlConnection = typeof MysqlInput.Type
@@ -24,47 +26,66 @@ const address = (c: MysqlConnection): Endpoint => ({ host: c.host, port: c.port 
 
 const POOL_SIZE = 4
 const IDLE_MS = 60_000
+// How long a connection waiting for its statement to end (after a kill, or for its reset) may stay out of the pool before it is closed instead.
+const STATEMENT_GRACE_MS = 5_000
 
 // mysql2 column type numbers, named as MySQL documents them.
 const TYPE_NAMES = new Map(Object.entries(mysql.Types).map(([name, id]) => [id as number, name.toLowerCase()]))
+
+// The mysql2 connection under a pooled one: its event API reads rows one at a time instead of buffering the result.
+interface CoreQuery {
+  on(event: "fields", listener: (fields: ReadonlyArray<mysql.FieldPacket>) => void): CoreQuery
+  on(event: "result", listener: (row: Row) => void): CoreQuery
+  on(event: "error", listener: (error: unknown) => void): CoreQuery
+  on(event: "end", listener: () => void): CoreQuery
+  stream(options: object): Readable
+}
+const core = (conn: mysql.PoolConnection) =>
+  (conn as unknown as { connection: { query: (options: object) => CoreQuery; pause: () => void; stream?: { destroy: () => void } } }).connection
+
+/** What a leased connection is doing: whether it was interrupted, and whether its session can still be reused. */
+interface LeaseState {
+  interrupted: boolean
+  discard: boolean
+}
 
 const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope> =>
   Effect.gen(function* () {
     const c = request.connection
     const endpoint = request.endpoint ?? address(c)
     const tls = tlsOptions(c.tls, c.host)
+    const session = {
+      host: endpoint.host,
+      port: endpoint.port,
+      user: c.username,
+      ...(c.password !== undefined ? { password: c.password } : {}),
+      ...(c.database !== undefined ? { database: c.database } : {}),
+      ...(tls !== null ? { ssl: tls as mysql.SslOptions } : {}),
+      connectTimeout: request.connectTimeoutMs,
+      // Never more than one statement per call: the driver itself refuses "a; b".
+      multipleStatements: false,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      dateStrings: true,
+      rowsAsArray: true
+    }
     const pool = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        mysql.createPool({
-          host: endpoint.host,
-          port: endpoint.port,
-          user: c.username,
-          ...(c.password !== undefined ? { password: c.password } : {}),
-          ...(c.database !== undefined ? { database: c.database } : {}),
-          ...(tls !== null ? { ssl: tls as mysql.SslOptions } : {}),
-          connectionLimit: POOL_SIZE,
-          maxIdle: POOL_SIZE,
-          idleTimeout: IDLE_MS,
-          connectTimeout: request.connectTimeoutMs,
-          // Never more than one statement per call: the driver itself refuses "a; b".
-          multipleStatements: false,
-          supportBigNumbers: true,
-          bigNumberStrings: true,
-          dateStrings: true,
-          rowsAsArray: true
-        })
-      ),
-      (pool) => Effect.promise(() => pool.end())
+      Effect.sync(() => mysql.createPool({ ...session, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE, idleTimeout: IDLE_MS })),
+      // A connection still running a statement delays end() until the statement is over; shutdown does not wait for that.
+      (pool) => Effect.promise(() => pool.end().catch(() => undefined)).pipe(Effect.timeout(request.connectTimeoutMs), Effect.ignore)
     )
 
-    const connect = Effect.tryPromise({
-      try: () => pool.getConnection(),
-      catch: (error) => fromDriverError(error, request.scrub, "connect")
-    })
+    const take = Effect.interruptible(
+      takeFromPool(
+        () => pool.getConnection(),
+        (conn) => conn.release(),
+        (error) => fromDriverError(error, request.scrub, "connect")
+      )
+    )
 
     // MariaDB names the per-statement limit max_statement_time (seconds); MySQL, max_execution_time (ms).
     const flavour = yield* Effect.acquireUseRelease(
-      connect,
+      take,
       (conn) => Effect.tryPromise({ try: () => conn.query("select version()"), catch: (e) => fromDriverError(e, request.scrub, "connect") }),
       (conn) => Effect.sync(() => conn.release())
     ).pipe(Effect.map(([rows]) => (String((rows as Array<Array<unknown>>)[0]?.[0]).includes("MariaDB") ? "mariadb" : "mysql")))
@@ -76,17 +97,47 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
         ? `SET SESSION max_statement_time = ${(options.timeoutMs / 1000).toFixed(3)}, sql_select_limit = ${options.maxRows + 1}, ${BACKSLASH_ESCAPES}`
         : `SET SESSION max_execution_time = ${Math.ceil(options.timeoutMs)}, sql_select_limit = ${options.maxRows + 1}, ${BACKSLASH_ESCAPES}`
 
-    const run = (conn: mysql.PoolConnection, sql: string, options: QueryOptions) =>
+    const columnsOf = (fields: ReadonlyArray<mysql.FieldPacket>) =>
+      fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.type ?? -1) ?? String(f.type) }))
+
+    /** The statement's rows one at a time, stopping (connection paused, left to be discarded) once their values pass maxBytes. */
+    const read = (conn: mysql.PoolConnection, sql: string, options: QueryOptions) =>
+      new Promise<QueryResult>((resolve, reject) => {
+        const rows: Array<Row> = []
+        let fields: ReadonlyArray<mysql.FieldPacket> = []
+        let bytes = 0
+        let oversized = false
+        const connection = core(conn)
+        connection
+          .query({ sql: attributedSql(sql, options), rowsAsArray: true })
+          .on("fields", (f) => (fields = f))
+          .on("result", (row) => {
+            if (oversized) return
+            rows.push(row)
+            bytes += rowBytes(row)
+            if (options.maxBytes === undefined || bytes <= options.maxBytes) return
+            oversized = true
+            connection.pause()
+            resolve({ columns: columnsOf(fields), rows: [], truncated: false, oversized: true })
+          })
+          .on("error", reject)
+          .on("end", () =>
+            resolve({ columns: columnsOf(fields), rows: rows.slice(0, options.maxRows), truncated: rows.length > options.maxRows })
+          )
+      })
+
+    const run = (conn: mysql.PoolConnection, sql: string, options: QueryOptions, state: LeaseState) =>
       Effect.tryPromise(async (): Promise<QueryResult> => {
-        await conn.query(guards(options))
-        await conn.query("START TRANSACTION READ ONLY")
-        const [rows, fields] = await conn.query({ sql: attributedSql(sql, options), rowsAsArray: true })
-        const list = Array.isArray(rows) ? (rows as Array<Array<unknown>>) : []
-        return {
-          columns: (fields ?? []).map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.type ?? -1) ?? String(f.type) })),
-          rows: list.slice(0, options.maxRows),
-          truncated: list.length > options.maxRows
+        // An interrupted run must not send its next step after the session was killed and queued for reset.
+        const step = async <A>(work: () => Promise<A>) => {
+          if (state.interrupted) throw new Error("interrupted")
+          return work()
         }
+        await step(() => conn.query(guards(options)))
+        await step(() => conn.query("START TRANSACTION READ ONLY"))
+        const result = await step(() => read(conn, sql, options))
+        if (result.oversized) state.discard = true
+        return result
       })
 
     /**
@@ -95,31 +146,80 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
      */
     const hardClose = (conn: mysql.PoolConnection) => {
       conn.destroy()
-      ;(conn as unknown as { connection: { stream?: { destroy: () => void } } }).connection.stream?.destroy()
+      core(conn).stream?.destroy()
     }
 
-    const kill = (threadId: number) => Effect.tryPromise(() => pool.query(`KILL QUERY ${Number(threadId)}`)).pipe(Effect.ignore)
+    /** KILL QUERY over a connection of its own: the pool may be exhausted by the very statements to kill. */
+    const kill = (threadId: number) =>
+      Effect.tryPromise(async () => {
+        const killer = await mysql.createConnection(session)
+        try {
+          await killer.query(`KILL QUERY ${Number(threadId)}`)
+        } finally {
+          await killer.end().catch(() => killer.destroy())
+        }
+      }).pipe(Effect.timeout(request.connectTimeoutMs), Effect.ignore)
 
-    const recycle = (conn: mysql.PoolConnection, exit: Exit.Exit<unknown, ConnectorError>) => {
-      if (!sessionReusable(exit)) return conn.destroy()
+    /**
+     * Back to the pool after ROLLBACK and a reset, which the driver queues behind a statement still
+     * running: an interrupted (killed) statement keeps its connection out of the pool until it has
+     * ended, or until `boundMs` passes and the connection is closed instead.
+     */
+    const reuse = (conn: mysql.PoolConnection, boundMs: number) => {
+      const bound = setTimeout(() => hardClose(conn), boundMs)
       conn
         .query("ROLLBACK")
         .then(() => conn.reset())
         .then(
-          () => conn.release(),
-          () => conn.destroy()
+          () => {
+            clearTimeout(bound)
+            conn.release()
+          },
+          () => {
+            clearTimeout(bound)
+            conn.destroy()
+          }
         )
     }
 
+    const recycle = (conn: mysql.PoolConnection, exit: Exit.Exit<unknown, ConnectorError>, state: LeaseState, options: QueryOptions) => {
+      if (state.discard) return hardClose(conn)
+      if (state.interrupted) return reuse(conn, options.timeoutMs + STATEMENT_GRACE_MS)
+      if (!sessionReusable(exit)) return conn.destroy()
+      reuse(conn, STATEMENT_GRACE_MS)
+    }
+
+    /**
+     * A pooled connection for one statement, waited for within the statement's timeout; the options
+     * it returns give the statement what is left of that timeout.
+     */
+    const lease = (options: QueryOptions) =>
+      Effect.gen(function* () {
+        const started = Date.now()
+        const state: LeaseState = { interrupted: false, discard: false }
+        const conn = yield* Effect.acquireRelease(
+          Effect.interruptible(take.pipe(Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }))),
+          (conn, exit) => Effect.sync(() => recycle(conn, exit as Exit.Exit<unknown, ConnectorError>, state, options))
+        )
+        const remaining = { ...options, timeoutMs: Math.max(1, options.timeoutMs - (Date.now() - started)) }
+        const interrupted = Effect.suspend(() => {
+          state.interrupted = true
+          return kill(conn.threadId)
+        })
+        return { conn, state, options: remaining, interrupted }
+      })
+
     const query = (sql: string, options: QueryOptions) =>
-      Effect.acquireUseRelease(
-        connect,
-        (conn) =>
-          run(conn, sql, options).pipe(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const leased = yield* lease(options)
+          const result = yield* run(leased.conn, sql, leased.options, leased.state).pipe(
             Effect.mapError((error) => fromDriverError(error.error, request.scrub, "query")),
-            Effect.onInterrupt(() => kill(conn.threadId))
-          ),
-        (conn, exit) => Effect.sync(() => recycle(conn, exit))
+            Effect.onInterrupt(() => leased.interrupted)
+          )
+          if (result.oversized) yield* kill(leased.conn.threadId)
+          return result
+        })
       )
 
     /**
@@ -128,18 +228,24 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
      */
     const stream = (sql: string, options: QueryOptions) =>
       Effect.gen(function* () {
+        const leased = yield* lease(options)
+        const { conn } = leased
         let finished = false
-        const conn = yield* Effect.acquireRelease(connect, (conn, exit) =>
-          // A statement left unread is killed on the server and its connection dropped, not reused.
-          finished ? Effect.sync(() => recycle(conn, exit as Exit.Exit<unknown, ConnectorError>)) : Effect.zipRight(kill(conn.threadId), Effect.sync(() => hardClose(conn)))
+        // A statement left unread is killed on the server and its connection dropped, not reused.
+        yield* Effect.addFinalizer(() =>
+          finished
+            ? Effect.void
+            : Effect.zipRight(
+                kill(conn.threadId),
+                Effect.sync(() => (leased.state.discard = true))
+              )
         )
         const guarded = <A>(step: () => Promise<A>) =>
           Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") })
-        yield* guarded(() => conn.query(guards(options)))
+        yield* guarded(() => conn.query(guards(leased.options)))
         yield* guarded(() => conn.query("START TRANSACTION READ ONLY"))
-        const text = attributedSql(sql, options)
-        const rows = (conn as unknown as { connection: { query: (o: object) => { stream: (o: object) => Readable } } }).connection
-          .query({ sql: text, rowsAsArray: true })
+        const rows = core(conn)
+          .query({ sql: attributedSql(sql, options), rowsAsArray: true })
           .stream({ highWaterMark: STREAM_BATCH_ROWS })
         const fields = yield* Effect.async<ReadonlyArray<mysql.FieldPacket>, ConnectorError>((resume) => {
           const onFields = (f: ReadonlyArray<mysql.FieldPacket>) => resume(Effect.succeed(f))
@@ -165,14 +271,11 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
           if (left === 0 && !finished) finished = (await iterator.next()).done === true
           return batch
         })
-        return {
-          columns: fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.type ?? -1) ?? String(f.type) })),
-          next
-        } satisfies RowBatches
+        return { columns: columnsOf(fields), next } satisfies RowBatches
       })
 
     const ping = Effect.acquireUseRelease(
-      connect,
+      take,
       (conn) => Effect.tryPromise({ try: () => conn.query("select 1"), catch: (e) => fromDriverError(e, request.scrub, "connect") }),
       (conn) => Effect.sync(() => conn.release())
     ).pipe(Effect.asVoid)

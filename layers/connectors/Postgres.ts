@@ -1,4 +1,6 @@
-import { Effect, type Scope } from "effect"
+import * as net from "node:net"
+import * as path from "node:path"
+import { Effect, Exit, type Scope } from "effect"
 import pg from "pg"
 import Cursor from "pg-cursor"
 import type { PostgresqlInput, RedshiftInput } from "../../src/domain/Connection"
@@ -12,9 +14,10 @@ import {
   type QueryResult,
   type Row,
   type RowBatches,
-  STREAM_BATCH_ROWS
+  STREAM_BATCH_ROWS,
+  takeFromPool
 } from "./Connector"
-import { fromDriverError, sessionReusable } from "./DriverErrors"
+import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
 import { PostgresCappedRead } from "./PostgresCappedRead"
 import { tlsOptions } from "./Tls"
 
@@ -25,6 +28,30 @@ const address = (c: PgConnection): Endpoint => ({ host: c.host, port: c.port ?? 
 // Sized by cores, not by callers: 4 connections beat 32 on two cores (DESIGN.md §7).
 const POOL_SIZE = 4
 const IDLE_MS = 60_000
+// How long past its timeout a client may wait for its statement to end and its session to reset before it is discarded instead.
+const RESET_GRACE_MS = 5_000
+const CANCEL_REQUEST_CODE = 80877102
+
+const ignoreError = () => undefined
+
+/** The wire protocol's CancelRequest on a connection of its own, which the server answers by closing it. */
+const cancelRequest = (endpoint: Endpoint, pid: number, secretKey: number, timeoutMs: number) =>
+  Effect.async<void>((resume) => {
+    const packet = Buffer.alloc(16)
+    packet.writeInt32BE(16, 0)
+    packet.writeInt32BE(CANCEL_REQUEST_CODE, 4)
+    packet.writeInt32BE(pid, 8)
+    packet.writeInt32BE(secretKey, 12)
+    // A host that is a directory is the server's unix socket directory, as libpq reads it.
+    const socket = endpoint.host.startsWith("/")
+      ? net.connect(path.join(endpoint.host, `.s.PGSQL.${endpoint.port}`))
+      : net.connect(endpoint.port, endpoint.host)
+    socket.once("connect", () => socket.end(packet))
+    socket.setTimeout(timeoutMs, () => socket.destroy())
+    socket.on("error", ignoreError)
+    socket.once("close", () => resume(Effect.void))
+    return Effect.sync(() => socket.destroy())
+  })
 
 // Type names for the OIDs a result most often carries; others are reported by number.
 const TYPE_NAMES = new Map(Object.entries(pg.types.builtins).map(([name, oid]) => [oid as number, name.toLowerCase()]))
@@ -66,24 +93,42 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     // An idle client's socket error would otherwise crash the process.
     pool.on("error", () => undefined)
 
-    const connect = Effect.tryPromise({
-      try: () => pool.connect(),
-      catch: (error) => fromDriverError(error, request.scrub, "connect")
-    })
+    const take = Effect.interruptible(
+      takeFromPool(
+        () => pool.connect(),
+        (client) => client.release(),
+        (error) => fromDriverError(error, request.scrub, "connect")
+      )
+    )
 
-    /** Resets the session in the background, so the caller does not wait for it; a failure discards the client. */
-    const recycle = (client: pg.PoolClient, broken: boolean) => {
+    /**
+     * Back to the pool after the session reset, which the client queues behind a statement still
+     * running (a cancelled one ends first); a client whose reset has not finished after `boundMs`, or
+     * failed, is discarded. A broken client is discarded at once.
+     */
+    const recycle = (client: pg.PoolClient, broken: boolean, boundMs: number) => {
       if (broken) return client.release(true)
+      let released = false
+      const release = (error?: Error | true) => {
+        if (released) return
+        released = true
+        clearTimeout(bound)
+        if (error === undefined) client.off("error", ignoreError)
+        client.release(error)
+      }
+      const bound = setTimeout(() => release(true), boundMs)
       const reset = c.db_type === "postgresql" ? client.query(RESET_SESSION) : client.query("ROLLBACK").then(() => client.query("DISCARD ALL"))
-      reset
-        .then(
-          () => client.release(),
-          (error: Error) => client.release(error)
-        )
+      reset.then(
+        () => release(),
+        (error: Error) => release(error)
+      )
     }
 
-    const cancel = (pid: number) =>
-      Effect.tryPromise(() => pool.query("select pg_cancel_backend($1)", [pid])).pipe(Effect.ignore)
+    /** Cancels a backend's statement over the protocol's CancelRequest: it needs no session, so no pool slot and no extra backend. */
+    const cancel = (client: pg.PoolClient) => {
+      const key = client as unknown as { processID: number; secretKey: number }
+      return cancelRequest(endpoint, key.processID, key.secretKey, request.connectTimeoutMs)
+    }
 
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
     const pinStrings = c.db_type === "postgresql" ? ["SET LOCAL standard_conforming_strings = on"] : []
@@ -102,18 +147,30 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       ]
     }
 
-    /** A pooled client, reset when released; `guarded` runs a step on it (the caller opens the session). */
-    const lease = Effect.gen(function* () {
-      let broken = false
-      const client = yield* Effect.acquireRelease(connect, (client) => Effect.sync(() => recycle(client, broken)))
-      const pid = (client as unknown as { processID: number }).processID
-      const guarded = <A>(step: () => Promise<A>) =>
-        Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
-          Effect.onExit((exit) => Effect.sync(() => (broken ||= !sessionReusable(exit)))),
-          Effect.onInterrupt(() => cancel(pid))
+    /**
+     * A pooled client for one statement, waited for within the statement's timeout (the options it
+     * returns give the statement what is left of it), reset when released; `guarded` runs a step on
+     * it. An interrupted step is cancelled on the server and the client stays out of the pool until
+     * the statement has ended, so the pool never holds more backends than its size.
+     */
+    const lease = (options: QueryOptions) =>
+      Effect.gen(function* () {
+        const started = Date.now()
+        const state = { broken: false }
+        const client = yield* Effect.acquireRelease(
+          Effect.interruptible(take.pipe(Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }))),
+          (client) => Effect.sync(() => recycle(client, state.broken, options.timeoutMs + RESET_GRACE_MS))
         )
-      return { client, guarded }
-    })
+        // A leased client has no error listener of the pool's: a socket closing under a statement must not end the process.
+        client.on("error", ignoreError)
+        const guarded = <A>(step: () => Promise<A>) =>
+          Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
+            Effect.onExit((exit) => Effect.sync(() => (state.broken ||= !Exit.isInterrupted(exit) && !sessionReusable(exit)))),
+            Effect.onInterrupt(() => cancel(client))
+          )
+        const remaining = { ...options, timeoutMs: Math.max(1, options.timeoutMs - (Date.now() - started)) }
+        return { client, guarded, state, options: remaining }
+      })
 
     const columnsOf = (fields: ReadonlyArray<pg.FieldDef>) =>
       fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) }))
@@ -121,17 +178,27 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const query = (sql: string, options: QueryOptions) =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { client, guarded } = yield* lease
+          const { client, guarded, state, options: timed } = yield* lease(options)
           const read = yield* guarded(
             () =>
               new Promise<PostgresCappedRead>((resolve, reject) => {
                 client.query(
-                  new PostgresCappedRead(preambleOf(options), attributedSql(sql, options), options.maxRows + 1, parsers, (error, read) =>
-                    error ? reject(error) : resolve(read)
+                  new PostgresCappedRead(
+                    preambleOf(timed),
+                    attributedSql(sql, options),
+                    options.maxRows + 1,
+                    parsers,
+                    (error, read) => (error ? reject(error) : resolve(read)),
+                    options.maxBytes
                   )
                 )
               })
           )
+          if (read.oversized) {
+            state.broken = true
+            yield* cancel(client)
+            return { columns: columnsOf(read.fields), rows: [], truncated: false, oversized: true } satisfies QueryResult
+          }
           return {
             columns: columnsOf(read.fields),
             rows: read.rows.slice(0, options.maxRows),
@@ -143,13 +210,20 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     /** The statement through a server cursor, read `STREAM_BATCH_ROWS` at a time, at most maxRows + 1 rows in all. */
     const stream = (sql: string, options: QueryOptions) =>
       Effect.gen(function* () {
-        const { client, guarded } = yield* lease
-        yield* guarded(() => client.query(preambleOf(options).join("; ")))
+        const { client, guarded, state, options: timed } = yield* lease(options)
+        yield* guarded(() => client.query(preambleOf(timed).join("; ")))
         // A cursor that has read its last row, or whose read failed (pg-cursor syncs on error), has no portal left to close.
         let cursorOpen = true
         const cursor = yield* Effect.acquireRelease(
           Effect.sync(() => client.query(new Cursor(attributedSql(sql, options), [], { rowMode: "array", types: parsers }))),
-          (cursor) => (cursorOpen ? Effect.promise(() => cursor.close().catch(() => undefined)) : Effect.void)
+          // A read cancelled under the close can leave it waiting for an answer already given: then the client is discarded.
+          (cursor) =>
+            cursorOpen
+              ? Effect.interruptible(Effect.promise(() => cursor.close().catch(() => undefined))).pipe(
+                  Effect.timeoutFail({ duration: RESET_GRACE_MS, onTimeout: () => "stuck" as const }),
+                  Effect.catchAll(() => Effect.sync(() => (state.broken = true)))
+                )
+              : Effect.void
         )
         let left = options.maxRows + 1
         const read = Effect.suspend(() => {
@@ -178,7 +252,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       })
 
     const ping = Effect.acquireUseRelease(
-      connect,
+      take,
       (client) =>
         Effect.tryPromise({ try: () => client.query("select 1"), catch: (e) => fromDriverError(e, request.scrub, "connect") }),
       (client) => Effect.sync(() => client.release())

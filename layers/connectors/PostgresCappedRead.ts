@@ -1,7 +1,13 @@
 import type pg from "pg"
 
 interface Wire {
-  readonly stream: { cork?: () => void; uncork?: () => void }
+  readonly stream: {
+    cork?: () => void
+    uncork?: () => void
+    on(event: "data", listener: (chunk: Buffer) => void): void
+    off(event: "data", listener: (chunk: Buffer) => void): void
+    destroy(): void
+  }
   parse(query: { text: string }): void
   bind(config: { values: Array<never> }): void
   describe(message: { type: "P"; name: string }): void
@@ -18,25 +24,43 @@ interface Wire {
  * succeeded. The row count caps what is read whatever the SQL says; a PortalSuspended answer says
  * rows were left over. (pg-cursor takes two round trips and a setImmediate for the same small
  * result; it is kept for streaming.)
+ *
+ * Past `maxBytes` of values the read stops: the driver buffers a whole message before it parses it,
+ * so the size of each DataRow is taken from its header as the bytes arrive, and the socket is closed
+ * (`oversized`; the caller cancels the statement and discards the client) before a huge row is held.
  */
 export class PostgresCappedRead implements pg.Submittable {
   fields: ReadonlyArray<pg.FieldDef> = []
   readonly rows: Array<Array<unknown>> = []
   /** The statement had more rows than `limit`. */
   more = false
+  /** Reading stopped at maxBytes; the client's socket is closed. */
+  oversized = false
   private parsers: ReadonlyArray<(value: string) => unknown> = []
   private finished = false
+  private wire: Wire | undefined
+  private bytes = 0
+  // Where the byte meter is in the message stream: header bytes seen so far, body bytes still to skip.
+  private header = Buffer.alloc(5)
+  private headerSeen = 0
+  private skip = 0
 
   constructor(
     private readonly preamble: ReadonlyArray<string>,
     private readonly text: string,
     private readonly limit: number,
     private readonly types: pg.CustomTypesConfig,
-    private readonly done: (error: unknown, read: PostgresCappedRead) => void
+    private readonly done: (error: unknown, read: PostgresCappedRead) => void,
+    private readonly maxBytes = Infinity
   ) {}
 
   submit(connection: pg.Connection) {
     const wire = connection as unknown as Wire
+    // Attached after the driver's own listener: a RowDescription in a chunk is parsed before its DataRows are counted here.
+    if (Number.isFinite(this.maxBytes)) {
+      this.wire = wire
+      wire.stream.on("data", this.meter)
+    }
     wire.stream.cork?.()
     for (const step of this.preamble) {
       wire.parse({ text: step })
@@ -83,9 +107,37 @@ export class PostgresCappedRead implements pg.Submittable {
 
   handleCopyData() {}
 
+  private readonly meter = (chunk: Buffer) => {
+    let i = 0
+    while (i < chunk.length) {
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, chunk.length - i)
+        this.skip -= n
+        i += n
+        continue
+      }
+      this.header[this.headerSeen++] = chunk[i++]!
+      if (this.headerSeen < 5) continue
+      this.headerSeen = 0
+      const length = this.header.readInt32BE(1)
+      this.skip = length - 4
+      // 'D': a DataRow's length covers its own 4 bytes, the column count and each value's 4-byte length.
+      if (this.header[0] !== 0x44) continue
+      this.bytes += Math.max(0, length - 6 - 4 * this.fields.length)
+      if (this.bytes > this.maxBytes) return this.stop()
+    }
+  }
+
+  private stop() {
+    this.oversized = true
+    this.wire?.stream.destroy()
+    this.finish(undefined)
+  }
+
   private finish(error: unknown) {
     if (this.finished) return
     this.finished = true
+    this.wire?.stream.off("data", this.meter)
     this.done(error, this)
   }
 }

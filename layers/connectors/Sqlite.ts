@@ -18,6 +18,7 @@ interface Reply {
   readonly columns?: QueryResult["columns"]
   readonly rows?: QueryResult["rows"]
   readonly truncated?: boolean
+  readonly oversized?: boolean
 }
 
 const stop = (child: ChildProcess) => {
@@ -49,20 +50,20 @@ const open = (request: OpenRequest<SqliteConnection>): Effect.Effect<ConnectorPo
     let nextId = 0
     let busy = false
 
-    const ask = (sql: string, maxRows: number) =>
+    const ask = (sql: string, maxRows: number, maxBytes: number | undefined) =>
       Effect.async<QueryResult, ConnectorError>((resume) => {
         const id = ++nextId
         const onMessage = (reply: Reply) => {
           if (reply.id !== id) return
           child.off("message", onMessage)
           child.off("exit", onExit)
-          if (reply.ok) resume(Effect.succeed({ columns: reply.columns!, rows: reply.rows!, truncated: reply.truncated! }))
+          if (reply.ok) resume(Effect.succeed({ columns: reply.columns!, rows: reply.rows!, truncated: reply.truncated!, ...(reply.oversized ? { oversized: true } : {}) }))
           else resume(Effect.fail(fromDriverError({ code: reply.code, message: reply.message }, request.scrub, "query")))
         }
         const onExit = () => resume(Effect.fail(new ConnectorError({ step: "query", message: "The SQLite reader process ended unexpectedly" })))
         child.on("message", onMessage)
         child.once("exit", onExit)
-        child.send({ id, sql, maxRows })
+        child.send({ id, sql, maxRows, maxBytes })
         return Effect.sync(() => {
           child.off("message", onMessage)
           child.off("exit", onExit)
@@ -75,22 +76,19 @@ const open = (request: OpenRequest<SqliteConnection>): Effect.Effect<ConnectorPo
       child = yield* startChild(path, request.connectTimeoutMs)
     }).pipe(Effect.ignore)
 
+    // The wait for the reader counts against the statement's timeout; a statement running at the timeout ends with its process.
     const query = (sql: string, options: QueryOptions) =>
-      lock.withPermits(1)(
-        Effect.suspend(() => {
-          busy = true
-          const text = attributedSql(sql, options)
-          return ask(text, options.maxRows).pipe(
-            Effect.timeoutFail({
-              duration: options.timeoutMs,
-              onTimeout: statementTimedOut
-            }),
-            Effect.tapErrorTag("ConnectorError", (e) => (e.step === "timeout" ? replaceChild : Effect.void)),
-            Effect.onInterrupt(() => replaceChild),
-            Effect.ensuring(Effect.sync(() => (busy = false)))
-          )
-        })
-      )
+      lock
+        .withPermits(1)(
+          Effect.suspend(() => {
+            busy = true
+            return ask(attributedSql(sql, options), options.maxRows, options.maxBytes).pipe(
+              Effect.onInterrupt(() => replaceChild),
+              Effect.ensuring(Effect.sync(() => (busy = false)))
+            )
+          })
+        )
+        .pipe(Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }))
 
     return {
       query,

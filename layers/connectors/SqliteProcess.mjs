@@ -9,15 +9,23 @@ const plain = (value) =>
     ? value >= Number.MIN_SAFE_INTEGER && value <= Number.MAX_SAFE_INTEGER ? Number(value) : value.toString()
     : value instanceof Uint8Array ? Buffer.from(value).toString("base64") : value
 
-const run = ({ id, sql, maxRows }) => {
+// A lower bound of a row's size as JSON, as the gateway counts it (Connector.ts rowBytes).
+const rowBytes = (row) => row.reduce((bytes, value) => bytes + (value === null ? 0 : typeof value === "string" ? value.length : String(value).length), 0)
+
+const run = ({ id, sql, maxRows, maxBytes }) => {
   const statement = db.prepare(sql)
   if (!statement.reader) throw Object.assign(new Error("Only statements that return rows can run here"), { code: "SQLITE_READONLY" })
   statement.raw(true)
   const columns = statement.columns().map((c) => ({ name: c.name, type: (c.type ?? "").toLowerCase() }))
   const rows = []
+  let bytes = 0
   for (const row of statement.iterate()) {
     if (rows.length > maxRows) break
-    rows.push(row.map(plain))
+    const values = row.map(plain)
+    rows.push(values)
+    bytes += rowBytes(values)
+    // Stopping here ends the statement: iterate() resets it when the loop is left.
+    if (maxBytes !== undefined && bytes > maxBytes) return { id, ok: true, columns, rows: [], truncated: false, oversized: true }
   }
   return { id, ok: true, columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows }
 }

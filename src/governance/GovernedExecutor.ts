@@ -135,7 +135,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const execute = (query: GovernedQuery, sql: string, maxRows: number) =>
       pools
         .withPool(query.target, (pool) =>
-          pool.query(sql, { timeoutMs: query.timeoutMs, maxRows, attribution: attributionComment(query.attribution) })
+          pool.query(sql, { timeoutMs: query.timeoutMs, maxRows, maxBytes: MAX_RESULT_BYTES, attribution: attributionComment(query.attribution) })
         )
         .pipe(beforeDeadline(deadlineOf(query)))
 
@@ -165,14 +165,17 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       const started = performance.now()
       const hit = cachedResult(query, capped.sql)
       let result: CachedResult
+      // The connector stops reading (and cancels) once the values pass the cap, so an oversized result is never held whole.
+      let oversized = false
       if (hit !== undefined) result = hit
       else {
         const raw = yield* execute(query, capped.sql, query.rowLimit).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
+        oversized = raw.oversized === true
         const masked = maskResult(raw, capped, query.pii.rules, connection, hashKeyOf(query))
         result = { ...masked.result, masked: masked.masked }
       }
       const executionMs = Number((performance.now() - started).toFixed(3))
-      const bytes = resultBytes(result)
+      const bytes = oversized ? undefined : resultBytes(result)
       if (bytes === undefined) {
         yield* report({ query_id: queryId, tables, rows: result.rows.length })
         return yield* new ResultTooLarge({
