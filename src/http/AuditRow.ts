@@ -12,7 +12,7 @@ export const auditRow = (
   durationMs: number
 ) => ({
   timestamp: Math.floor(Date.now() / 1000),
-  org_id: info.principal?.orgId ?? null,
+  org_id: info.principal?.orgId ?? info.attributedOrg,
   principal: info.principal ? principalLabel(info.principal) : null,
   key_id: info.principal?.keyId ?? null,
   user_id: info.principal?.userId ?? null,

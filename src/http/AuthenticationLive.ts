@@ -6,7 +6,7 @@ import { Authentication } from "../api/Authentication"
 import { endpointPolicies, policyKey } from "../api/EndpointPolicies"
 import { Forbidden, InsufficientScope, Unauthenticated } from "../domain/Errors"
 import { Authenticator } from "../services/Authenticator"
-import { RequestState } from "./RequestState"
+import { type RequestInfo, RequestState } from "./RequestState"
 
 const BEARER = /^bearer\s+(.+)$/i
 
@@ -32,6 +32,12 @@ export const reauthenticate = (authenticator: Authenticator) =>
     return authenticator.authenticate({ token, localPeer })
   })
 
+/** A refused credential's audit row goes to the org its key belongs (or belonged) to, when the store knows it. */
+export const attributeRefusal = (authenticator: Authenticator, info: RequestInfo, token: string | null) =>
+  Effect.map(authenticator.orgOfRefused(token), (org) => {
+    if (org !== null) info.attributedOrg = org
+  })
+
 /**
  * Request path steps 2–4: per-IP limit, credential → principal, the endpoint's declared scope
  * (an endpoint without one is refused), then per-key and per-org limits on expensive routes.
@@ -54,7 +60,7 @@ export const AuthenticationLive = Layer.effect(
       const info = state.value
       yield* limits.perIp(policy.rateClass, info.client.ip ?? "unknown")
       const token = yield* readToken(request.headers)
-      const principal = yield* authenticator.authenticate({ token, localPeer: info.client.local })
+      const principal = yield* authenticator.authenticate({ token, localPeer: info.client.local }).pipe(Effect.tapError(() => attributeRefusal(authenticator, info, token)))
       info.principal = principal
       const scope = policy.scope
       if (scope !== "authenticated" && !principal.scopes.includes(scope)) {

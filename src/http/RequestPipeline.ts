@@ -3,6 +3,7 @@ import { HttpApp, HttpBody, HttpIncomingMessage, HttpServerRequest, HttpServerRe
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Effect, Option, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
+import { LOCAL_ORG } from "../domain/Ids"
 import { Audit } from "../services/Audit"
 import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
@@ -212,6 +213,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
         client: resolveClientAddress(Option.getOrNull(request.remoteAddress), request.headers, trustedProxies),
         eventType: "api",
         principal: null,
+        // Self-hosted has one org: every refusal, with or without a key, is its admins' to see.
+        attributedOrg: config.selfHosted ? LOCAL_ORG : null,
         connection: null,
         dialect: undefined,
         sql: null,

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect } from "effect"
 import type { DbType } from "../domain/Connection"
+import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import type { QueryFacts } from "../governance/GovernedExecutor"
 import type { ClientAddress } from "./ClientAddress"
@@ -11,6 +12,8 @@ export interface RequestInfo {
   readonly client: ClientAddress
   eventType: string
   principal: Principal | null
+  /** The org a request without a principal is audited under (a refused known key's, or self-hosted's one org), so its admins see it. */
+  attributedOrg: OrgId | null
   connection: string | null
   /** The connection's dialect, which decides how the audit row's SQL literals are redacted; looked up when first needed. */
   dialect: DbType | null | undefined

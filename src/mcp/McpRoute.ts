@@ -9,7 +9,7 @@ import { RateLimits } from "../../layers/RateLimits"
 import type { DbType } from "../domain/Connection"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
-import { readToken } from "../http/AuthenticationLive"
+import { attributeRefusal, readToken } from "../http/AuthenticationLive"
 import { errorResponse } from "../http/RequestPipeline"
 import { type RequestInfo, RequestState } from "../http/RequestState"
 import { ApiKeys } from "../services/ApiKeys"
@@ -148,7 +148,8 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       if (toolSet !== "all" && toolSet !== "core") return jsonRpcError(400, -32602, "tools must be core or all")
       const refused = yield* Effect.gen(function* () {
         yield* limits.perIp("general", info.client.ip ?? "unknown")
-        const principal = yield* principalOf(yield* readToken(request.headers), info.client.local)
+        const token = yield* readToken(request.headers)
+        const principal = yield* principalOf(token, info.client.local).pipe(Effect.tapError(() => attributeRefusal(authenticator, info, token)))
         info.principal = principal
         return principal
       }).pipe(Effect.either)

@@ -10,6 +10,7 @@ import m0009 from "./0009_pii_rules"
 import m0010 from "./0010_schema_snapshots"
 import m0011 from "./0011_schema_curation"
 import m0012 from "./0012_schema_watches"
+import m0013 from "./0013_api_key_tombstones"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -23,5 +24,6 @@ export const migrations = {
   "0009_pii_rules": m0009,
   "0010_schema_snapshots": m0010,
   "0011_schema_curation": m0011,
-  "0012_schema_watches": m0012
+  "0012_schema_watches": m0012,
+  "0013_api_key_tombstones": m0013
 }

@@ -42,8 +42,11 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
         ${after ? sql`and (k.created_at, k.id) < (${after[0]}, ${after[1]})` : sql``}
         order by k.created_at desc, k.id desc limit ${limit}`.pipe(withOrg(orgId))
 
+    /** Deletes a key, keeping its hash and org so later requests with it are still attributed. */
     const remove = (orgId: OrgId, id: KeyId) =>
-      sql<{ id: string }>`delete from api_keys where org_id = ${orgId} and id = ${id} returning id`.pipe(
+      sql<{ key_hash: string }>`with gone as (delete from api_keys where org_id = ${orgId} and id = ${id} returning org_id, key_hash)
+        insert into api_key_tombstones (key_hash, org_id) select key_hash, org_id from gone
+        on conflict (key_hash) do nothing returning key_hash`.pipe(
         Effect.map((rows) => rows.length > 0),
         withOrg(orgId)
       )
@@ -53,6 +56,11 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
       sql<KeyCredentialRow>`select ${columns}, k.key_hash, m.role from api_keys k
         left join memberships m on m.org_id = k.org_id and m.user_id = k.user_id
         where k.key_hash = ${keyHash}`.pipe(Effect.map((rows) => rows[0] ?? null))
+
+    /** System lookup: the org of a key that exists or was deleted, whether or not it still opens anything. */
+    const orgOfHash = (keyHash: string) =>
+      sql<{ org_id: OrgId }>`select org_id from api_keys where key_hash = ${keyHash}
+        union all select org_id from api_key_tombstones where key_hash = ${keyHash} limit 1`.pipe(Effect.map((rows) => rows[0]?.org_id ?? null))
 
     const touch = (id: KeyId, at: Date) => sql`update api_keys set last_used_at = ${at} where id = ${id}`
 
@@ -73,6 +81,6 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
         count(*) filter (where last_used_at is null)::int as never_used
         from api_keys where org_id = ${orgId}`.pipe(Effect.map((rows) => rows[0]!), withOrg(orgId))
 
-    return { insert, list, remove, findByHash, touch, userKeysExist, ensureLocalKey, summary } as const
+    return { insert, list, remove, findByHash, orgOfHash, touch, userKeysExist, ensureLocalKey, summary } as const
   })
 }) {}

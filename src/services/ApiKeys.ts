@@ -112,7 +112,11 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       return row
     })
 
-    return { create, list, remove, verify, forgetVerified, userKeysExist } as const
+    /** The org of a key that exists or was deleted (expired, owner gone, revoked), to audit a refused request under; null otherwise. */
+    const orgOf = (raw: string) =>
+      KEY_PATTERN.test(raw) ? repo.orgOfHash(hashKey(raw)).pipe(Effect.orElseSucceed(() => null)) : Effect.succeed(null)
+
+    return { create, list, remove, verify, orgOf, forgetVerified, userKeysExist } as const
   }),
   dependencies: [ApiKeysRepo.Default]
 }) {}

@@ -109,7 +109,10 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
       return fromJwt(token)
     }
 
-    return { authenticate, local } as const
+    /** Where a refused credential belongs, when the store knows: only a key's own record says (a token's claims are unverified). */
+    const orgOfRefused = (token: string | null) => (token === null ? Effect.succeed(null) : keys.orgOf(token))
+
+    return { authenticate, orgOfRefused, local } as const
   }),
   dependencies: [ApiKeys.Default, OrgsRepo.Default]
 }) {}

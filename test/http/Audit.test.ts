@@ -63,7 +63,7 @@ describe("audit log over HTTP (embedded store)", () => {
   /** Everything the read-only key did, in order. */
   const readerOk: Array<string> = []
   const readerRefused: Array<{ requestId: string; route: string; res: HttpResult }> = []
-  /** Refusals before any key was recognised: no org, so never visible through the API. */
+  /** Refusals before any key was recognised: self-hosted has one org, so its admins see them (brute force shows). */
   const anonymous401: Array<string> = []
 
   const api = (path: string, options: Parameters<typeof request>[2] = {}) => request(gateway.url, path, options)
@@ -148,7 +148,7 @@ describe("audit log over HTTP (embedded store)", () => {
     expectStrictlyNewestFirst(rows)
   })
 
-  it("outcome=refused shows the 403 insufficient_scope rows with their block_reason, never the org-less 401s", async () => {
+  it("outcome=refused shows the 403 insufficient_scope rows with their block_reason, and the keyless 401s of this one-org gateway", async () => {
     const { items } = await list("outcome=refused")
     expect(items.length).toBeGreaterThanOrEqual(readerRefused.length)
     for (const item of items) expect(item.outcome).toBe("refused")
@@ -167,9 +167,9 @@ describe("audit log over HTTP (embedded store)", () => {
     const all = await list()
     const exported = await exportJson()
     for (const id of anonymous401) {
-      expect(items.some((i) => i.request_id === id)).toBe(false)
-      expect(all.items.some((i) => i.request_id === id)).toBe(false)
-      expect(exported.rows.some((i) => i.request_id === id)).toBe(false)
+      expect(items.find((i) => i.request_id === id)).toMatchObject({ status: 401, outcome: "refused", principal: null, key_id: null, route: "/api/plan" })
+      expect(all.items.some((i) => i.request_id === id)).toBe(true)
+      expect(exported.rows.some((i) => i.request_id === id)).toBe(true)
     }
   })
 
@@ -341,9 +341,13 @@ describe("audit log over HTTP (embedded store)", () => {
     })
     const requests = (s.top_keys as Array<{ requests: number }>).map((k) => k.requests)
     expect(requests).toEqual([...requests].sort((a, b) => b - a))
-    expect(s.block_reasons).toEqual([
-      { block_reason: "insufficient_scope", count: count((r) => r.block_reason === "insufficient_scope") }
-    ])
+    // The keyless 401s count too: a one-org gateway attributes them to its org.
+    const byReason = (list: Array<{ block_reason: string }>) => [...list].sort((a, b) => a.block_reason.localeCompare(b.block_reason))
+    expect(byReason(s.block_reasons)).toEqual(
+      byReason(
+        ["insufficient_scope", "invalid_api_key", "unauthenticated"].map((reason) => ({ block_reason: reason, count: count((r) => r.block_reason === reason) }))
+      )
+    )
 
     const lastHour = await api("/api/audit/stats?hours=1", { key: admin })
     expect(lastHour.status).toBe(200)
