@@ -9,7 +9,7 @@ import type { PiiPolicy } from "../domain/Pii"
 import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, type QueryStreamPart, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
 import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
-import { maskPlan, maskResult } from "./PiiMasking"
+import { maskPlan, maskResult, piiRulesTouched } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
 import { SqlGuard } from "./sqlguard/SqlGuard"
@@ -74,14 +74,22 @@ export const fromConnector = (error: ConnectorError): QueryTimeout | QueryFailed
 /** When a query's last connector step must have answered: its timeout, plus the grace the server-side cancel gets. */
 const deadlineOf = (query: GovernedQuery) => Date.now() + query.timeoutMs + Duration.toMillis(DEADLINE_GRACE)
 
+// A database's message can quote the value it failed on (`invalid input syntax for type integer: "ada@…"`).
+const WITHHELD = "The database refused the statement; its message is withheld because the statement reads a table with PII rules"
+
+const failureOf = (error: ConnectorError, readsPii: boolean) => {
+  const failure = fromConnector(error)
+  return readsPii && failure._tag === "QueryFailed" ? new QueryFailed({ message: WITHHELD }) : failure
+}
+
 /** A connector step that fails as the query's own errors, and at the deadline at the latest. */
 const beforeDeadline =
-  (deadline: number) =>
+  (deadline: number, readsPii: boolean) =>
   <A, R>(effect: Effect.Effect<A, ConnectorError, R>) =>
     // What is left is measured when the step runs: a stream's later reads get less time, not the same again.
     Effect.suspend(() =>
       effect.pipe(
-        Effect.mapError(fromConnector),
+        Effect.mapError((error) => failureOf(error, readsPii)),
         Effect.timeoutFail({
           duration: Math.max(0, deadline - Date.now()),
           onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
@@ -128,16 +136,16 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         const policy = tablePolicyRefusal(checked.right.analysis.tables, connection)
         if (policy !== undefined) return yield* refuse(policy, tables)
         const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
-        return { capped, tables }
+        return { capped, tables, readsPii: piiRulesTouched(checked.right, query.pii.rules, connection).length > 0 }
       })
 
     /** Runs SQL on the target's pool under the query's deadline, cancelled on the server when it passes. */
-    const execute = (query: GovernedQuery, sql: string, maxRows: number) =>
+    const execute = (query: GovernedQuery, sql: string, maxRows: number, readsPii: boolean) =>
       pools
         .withPool(query.target, (pool) =>
           pool.query(sql, { timeoutMs: query.timeoutMs, maxRows, maxBytes: MAX_RESULT_BYTES, attribution: attributionComment(query.attribution) })
         )
-        .pipe(beforeDeadline(deadlineOf(query)))
+        .pipe(beforeDeadline(deadlineOf(query), readsPii))
 
     const cacheKeyOf = (query: GovernedQuery, sql: string) => ({
       orgId: query.target.orgId,
@@ -160,7 +168,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     ) {
       const queryId = randomUUID()
       const connection = query.target.connection
-      const { capped, tables } = yield* admit(query, queryId, report)
+      const { capped, tables, readsPii } = yield* admit(query, queryId, report)
       const ttlSeconds = connection.result_cache_ttl ?? 0
       const started = performance.now()
       const hit = cachedResult(query, capped.sql)
@@ -169,7 +177,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       let oversized = false
       if (hit !== undefined) result = hit
       else {
-        const raw = yield* execute(query, capped.sql, query.rowLimit).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
+        const raw = yield* execute(query, capped.sql, query.rowLimit, readsPii).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
         oversized = raw.oversized === true
         const masked = maskResult(raw, capped, query.pii.rules, connection, hashKeyOf(query))
         result = { ...masked.result, masked: masked.masked }
@@ -218,9 +226,9 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
      */
     const stream = Effect.fnUntraced(function* (query: GovernedQuery, report: (facts: QueryFacts) => Effect.Effect<void>) {
       const queryId = randomUUID()
-      const { capped, tables } = yield* admit(query, queryId, report)
+      const { capped, tables, readsPii } = yield* admit(query, queryId, report)
       const started = performance.now()
-      const withinDeadline = beforeDeadline(deadlineOf(query))
+      const withinDeadline = beforeDeadline(deadlineOf(query), readsPii)
       const hit = cachedResult(query, capped.sql)
       const source =
         hit !== undefined
@@ -286,7 +294,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     ) {
       const queryId = randomUUID()
       const dbType = query.target.connection.db_type
-      const { capped, tables } = yield* admit(query, queryId, report)
+      const { capped, tables, readsPii } = yield* admit(query, queryId, report)
       const statement = explainStatement(dbType, capped.sql)
       const failed = () => report({ query_id: queryId, tables })
       if (capped.analysis.kind !== "query") {
@@ -295,7 +303,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       }
       const summary =
         statement !== undefined
-          ? summarizePlan(dbType, yield* execute(query, statement, 10_000).pipe(Effect.tapError(failed)))
+          ? summarizePlan(dbType, yield* execute(query, statement, 10_000, readsPii).pipe(Effect.tapError(failed)))
           : yield* pools
               .withPool(query.target, (pool): Effect.Effect<PlanSummary, InvalidRequest | ConnectorError> =>
                 pool.dryRun === undefined
@@ -303,7 +311,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
                   : Effect.map(pool.dryRun(capped.sql), dryRunSummary)
               )
               .pipe(
-                Effect.catchTag("ConnectorError", (error) => Effect.fail(fromConnector(error))),
+                Effect.catchTag("ConnectorError", (error) => Effect.fail(failureOf(error, readsPii))),
                 Effect.tapError(failed)
               )
       yield* report({ query_id: queryId, tables })

@@ -44,6 +44,15 @@ const maskValue = (action: PiiAction, value: unknown, hashKey: Buffer): unknown 
   }
 }
 
+/** The rules of the tables a statement reads, resolved to qualified names. */
+export const piiRulesTouched = (checked: CheckedStatement, rules: ReadonlyArray<PiiRule>, connection: ConnectionInput): Array<ResolvedRule> => {
+  if (rules.length === 0) return []
+  const touched = checked.analysis.tables.map((t) => qualify(t.parts, connection))
+  return rules
+    .map((r) => ({ table: qualify(r.table.split("."), connection), column: r.column.toLowerCase(), action: r.action }))
+    .filter((rule) => touched.some((t) => sameTable(rule.table, t)))
+}
+
 /**
  * PII masking by column lineage: each output column is traced to the base columns it comes from.
  * A value that passes a PII column through unchanged gets that column's rule; a value computed
@@ -57,14 +66,7 @@ export const maskPlan = (
   connection: ConnectionInput,
   hashKey: Buffer
 ): MaskPlan | undefined => {
-  if (rules.length === 0) return undefined
-  const resolved: Array<ResolvedRule> = rules.map((r) => ({
-    table: qualify(r.table.split("."), connection),
-    column: r.column.toLowerCase(),
-    action: r.action
-  }))
-  const touched = checked.analysis.tables.map((t) => qualify(t.parts, connection))
-  const relevant = resolved.filter((rule) => touched.some((t) => sameTable(rule.table, t)))
+  const relevant = piiRulesTouched(checked, rules, connection)
   if (relevant.length === 0) return undefined
 
   const rulesOfTable = (parts: ReadonlyArray<string>) => {

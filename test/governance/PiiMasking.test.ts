@@ -165,3 +165,46 @@ describe("PII masking and star modifiers", () => {
     expect(masking("bigquery", "select * except (id) from customers", ["email", "ssn", "name"]).rules).toEqual({ email: "mask", ssn: "redact" })
   })
 })
+
+/** Issue 16 item 4: references the lineage walked past, each leaking raw values with pii_masked []. */
+describe("PII lineage without gaps", () => {
+  const leaks = (dbType: keyof typeof connections, sql: string, names: Array<string>) => {
+    const m = masking(dbType, sql, names)
+    return names.filter((n) => m.rules[n] === undefined)
+  }
+
+  for (const dbType of ["postgresql", "mysql", "duckdb"] as const) {
+    it(`${dbType}: a correlated subquery in the select list`, () => {
+      expect(leaks(dbType, "select (select c.email) as e from customers c", ["e"])).toEqual([])
+      expect(leaks(dbType, "select (select email) as e from customers", ["e"])).toEqual([])
+      expect(leaks(dbType, "select id, (select c.email from orders o where o.customer_id = c.id limit 1) as e from customers c", ["id", "e"])).toEqual(["id"])
+    })
+    it(`${dbType}: a LATERAL subquery reaching an earlier table`, () => {
+      expect(leaks(dbType, "select l.e from customers c, lateral (select c.email as e) l", ["e"])).toEqual([])
+    })
+  }
+
+  it("an alias column list renames a PII table's columns", () => {
+    for (const dbType of ["postgresql", "duckdb"] as const) {
+      expect(leaks(dbType, "select n from customers as c(a, b, n)", ["n"])).toEqual([])
+      expect(leaks(dbType, "select * from customers as c(a, b, n)", ["a", "b", "n"])).toEqual([])
+    }
+  })
+
+  it("postgresql: LATERAL functions and VALUES over a PII column, and ARRAY(subquery)", () => {
+    expect(leaks("postgresql", "select u from customers c, lateral unnest(array[c.email]) u", ["u"])).toEqual([])
+    expect(leaks("postgresql", "select v.x from customers c, lateral (values (c.email)) v(x)", ["x"])).toEqual([])
+    expect(leaks("postgresql", "select array(select c.email) as a from customers c", ["a"])).toEqual([])
+    expect(leaks("postgresql", "select x from (values (1, 'a')) v(n, x)", ["x"])).toEqual(["x"])
+  })
+
+  it("duckdb: method-call syntax", () => {
+    expect(leaks("duckdb", "select email.upper() as e from customers", ["e"])).toEqual([])
+    expect(leaks("duckdb", "select c.email.lower() as e from customers c", ["e"])).toEqual([])
+  })
+
+  it("a qualifier that names no relation in reach redacts the whole result", () => {
+    const m = masking("postgresql", "select x.email as e, c.id from customers c", ["e", "id"])
+    expect(m.rules).toEqual({ e: "redact", id: "redact" })
+  })
+})

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto"
 import * as path from "node:path"
 import { DuckDBInstance } from "@duckdb/node-api"
+import Database from "better-sqlite3"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -115,6 +116,37 @@ describe("the gate holds on PostgreSQL: allow-listed functions and relations", (
     expect((await query("select table_name from information_schema.tables where table_schema = 'public' order by 1")).status).toBe(200)
   })
 
+  it.skipIf(skip)("references the lineage walked past are masked: correlated, LATERAL, alias lists, ARRAY(subquery)", async () => {
+    const leaks = [
+      "select (select c.email) as e from customers c",
+      "select l.e from customers c, lateral (select c.email as e) l",
+      "select u from customers c, lateral unnest(array[c.email]) u",
+      "select v.x from customers c, lateral (values (c.email)) v(x)",
+      "select array(select c.email) as a from customers c",
+      "select n from customers as c(a, b, n)",
+      "select * from customers as c(a, b, n)"
+    ]
+    for (const sql of leaks) {
+      const result = await query(sql)
+      expect([sql, result.status]).toEqual([sql, 200])
+      expect(result.text, sql).not.toContain("ada@")
+      expect(result.json.pii_masked.length, sql).toBeGreaterThan(0)
+    }
+    const viaTool = await viaMcp(leaks[0]!)
+    expect([viaTool.isError, viaTool.text.includes("ada@")]).toEqual([false, false])
+  })
+
+  it.skipIf(skip)("a database error about a statement that reads a PII table does not echo its values", async () => {
+    const failed = await query("select email::int from customers")
+    expect([failed.status, failed.json.code]).toEqual([400, "query_failed"])
+    expect(failed.text).not.toContain("ada@")
+    expect(failed.json.message).toMatch(/withheld/)
+    const viaTool = await viaMcp("select email::int from customers")
+    expect([viaTool.isError, viaTool.text.includes("ada@")]).toEqual([true, false])
+    // A statement that reads no PII table keeps the database's own words.
+    expect((await query("select 'x'::int")).json.message).toMatch(/invalid input syntax/)
+  })
+
   it.skipIf(skip)("a connection's allowed_functions adds the customer's own function, never one that runs SQL", async () => {
     const refused = await query("select fmt_money(12.5)")
     expect([refused.status, refused.json.code]).toEqual([400, "query_blocked"])
@@ -156,6 +188,7 @@ describe("names resolve as the engine resolves them", () => {
     maria = await mysql.createConnection({ uri: TEST_MYSQL_URL, multipleStatements: true })
     await maria.query(`create database ${home}; create database ${other};
       create table ${home}.t (id int); insert into ${home}.t values (1);
+      create table ${home}.customers (id int, email varchar(50)); insert into ${home}.customers values (1, 'ada@example.com');
       create table ${other}.t (id int, secret varchar(20)); insert into ${other}.t values (1, 'elsewhere')`)
     gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
     key = await localKey(gateway)
@@ -164,15 +197,24 @@ describe("names resolve as the engine resolves them", () => {
       { name: "pg_other", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: role, schema_name: "other" },
       mysqlConnection("maria", home),
       { ...mysqlConnection("maria_wide", home), allowed_tables: [`${home}.*`, `${other}.t`] },
-      { name: "duck", db_type: "duckdb", database: path.join(gateway.dataDir, "gate.duckdb") }
+      { name: "duck", db_type: "duckdb", database: path.join(gateway.dataDir, "gate.duckdb") },
+      { name: "lite", db_type: "sqlite", database: path.join(gateway.dataDir, "gate.sqlite") }
     ]
     const duck = await DuckDBInstance.create(path.join(gateway.dataDir, "gate.duckdb"))
     const duckConnection = await duck.connect()
-    await duckConnection.run("create table secret (v varchar); insert into secret values ('hidden'); create table open (v int); insert into open values (1)")
+    await duckConnection.run(`create table secret (v varchar); insert into secret values ('hidden'); create table open (v int); insert into open values (1);
+      create table customers (id int, email varchar); insert into customers values (1, 'ada@example.com')`)
+    const lite = new Database(path.join(gateway.dataDir, "gate.sqlite"))
+    lite.exec("create table customers (id integer, email text); insert into customers values (1, 'ada@example.com')")
+    lite.close()
     duckConnection.closeSync()
     duck.closeSync()
     for (const connection of connections) expect((await request(gateway.url, "/api/connections", { key, body: connection })).status).toBe(201)
     expect((await request(gateway.url, "/api/connections/pg_other/pii", { key, method: "PUT", body: { rules: [{ table: "other.orders", column: "secret", action: "redact" }] } })).status).toBe(200)
+    for (const name of ["maria", "lite", "duck"]) {
+      const rules = [{ table: "customers", column: "email", action: "mask" }]
+      expect((await request(gateway.url, `/api/connections/${name}/pii`, { key, method: "PUT", body: { rules } })).status).toBe(200)
+    }
     const duckPolicy = { ...connections[4], blocked_tables: ["secret"] }
     expect((await request(gateway.url, "/api/connections/duck", { key, method: "PUT", body: duckPolicy })).status).toBe(200)
   })
@@ -204,6 +246,18 @@ describe("names resolve as the engine resolves them", () => {
     for (const sql of ["select * from mysql.user", "select * from information_schema.processlist", "select * from mysql.column_stats"]) {
       expect([(await query("maria_wide", sql)).json.code, sql]).toEqual(["query_blocked", sql])
     }
+  })
+
+  it.skipIf(skip || skipMaria)("MariaDB, SQLite and DuckDB: a correlated subquery is masked and an error does not echo a PII value", async () => {
+    for (const name of ["maria", "lite", "duck"]) {
+      const masked = await query(name, "select (select c.email) as e from customers c")
+      expect([name, masked.status, masked.text.includes("ada@")]).toEqual([name, 200, false])
+      const cast = name === "maria" ? "select cast(email as json) from customers" : "select cast(email as integer) from customers"
+      const failed = await query(name, cast)
+      expect([name, failed.text.includes("ada@")]).toEqual([name, false])
+    }
+    const method = await query("duck", "select email.upper() as e from customers")
+    expect([method.status, method.text.includes("ADA@")]).toEqual([200, false])
   })
 
   it.skipIf(skip || skipMaria)("DuckDB: a later CTE named like a blocked table does not hide the real one", async () => {

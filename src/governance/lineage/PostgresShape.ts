@@ -27,10 +27,8 @@ const expressionInputs = (node: unknown, columns: Array<ColumnName>, subqueries:
   }
 }
 
-const selectItem = (target: unknown): SelectItem => {
-  const res = isNode(target) && isNode(target.ResTarget) ? target.ResTarget : {}
-  const alias = typeof res.name === "string" ? res.name : undefined
-  const value = unwrapCasts(res.val)
+const expressionItem = (expr: unknown, alias: string | undefined): SelectItem => {
+  const value = unwrapCasts(expr)
   if (isNode(value) && isNode(value.ColumnRef)) {
     const parts = refParts(value.ColumnRef)
     if (parts.at(-1) === "*") return { kind: "star", qualifier: parts.at(-2) }
@@ -38,11 +36,18 @@ const selectItem = (target: unknown): SelectItem => {
   }
   const columns: Array<ColumnName> = []
   const subqueries: Array<QueryShape> = []
-  expressionInputs(res.val, columns, subqueries)
+  expressionInputs(expr, columns, subqueries)
   const call = isNode(value) && isNode(value.FuncCall) ? value.FuncCall : undefined
   const countOnly = call !== undefined && strings(call.funcname).at(-1) === "count" && call.over === undefined
   return { kind: "expression", columns, subqueries, countOnly, alias }
 }
+
+const selectItem = (target: unknown): SelectItem => {
+  const res = isNode(target) && isNode(target.ResTarget) ? target.ResTarget : {}
+  return expressionItem(res.val, typeof res.name === "string" ? res.name : undefined)
+}
+
+const aliasColumnsOf = (alias: unknown) => (isNode(alias) ? strings(alias.colnames).filter((c): c is string => c !== undefined) : [])
 
 const fromItems = (item: unknown): Array<FromItem> => {
   if (!isNode(item)) return []
@@ -50,7 +55,7 @@ const fromItems = (item: unknown): Array<FromItem> => {
   if (isNode(item.RangeVar)) {
     const r = item.RangeVar
     const parts = [r.catalogname, r.schemaname, r.relname].filter((p): p is string => typeof p === "string")
-    return [{ kind: "table", parts, alias: isNode(r.alias) ? String(r.alias.aliasname) : undefined }]
+    return [{ kind: "table", parts, alias: isNode(r.alias) ? String(r.alias.aliasname) : undefined, columns: aliasColumnsOf(r.alias) }]
   }
   if (isNode(item.RangeSubselect)) {
     const r = item.RangeSubselect
@@ -62,7 +67,10 @@ const fromItems = (item: unknown): Array<FromItem> => {
   const alias = isNode(aliased) && isNode(aliased.alias) ? String(aliased.alias.aliasname) : undefined
   // TABLESAMPLE, a function over a subquery (unnest(array(select …)))…: which output holds which column is not traced.
   if (mentions(item, "RangeVar")) return [{ kind: "query", query: { kind: "opaque", why: "a table expression over a table" }, alias, columns: [] }]
-  return [{ kind: "other", alias, reads: [] }]
+  const columns: Array<ColumnName> = []
+  const reads: Array<QueryShape> = []
+  expressionInputs(item, columns, reads)
+  return [{ kind: "other", alias, columns, reads }]
 }
 
 const ctesOf = (select: Node): Array<Cte> => {
@@ -80,6 +88,8 @@ export const postgresShape = (select: Node): QueryShape => {
   if (select.op !== undefined && select.op !== "SETOP_NONE") {
     return { kind: "set", ctes, arms: [select.larg, select.rarg].map((arm) => (isNode(arm) ? postgresShape(arm) : { kind: "opaque", why: "a set operation" })) }
   }
-  if (select.valuesLists !== undefined) return { kind: "values" }
+  if (select.valuesLists !== undefined) {
+    return { kind: "values", rows: list(select.valuesLists).map((row) => list(isNode(row) && isNode(row.List) ? row.List.items : []).map((e) => expressionItem(e, undefined))) }
+  }
   return { kind: "select", ctes, items: list(select.targetList).map(selectItem), from: list(select.fromClause).flatMap(fromItems) }
 }

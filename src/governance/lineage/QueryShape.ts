@@ -25,7 +25,13 @@ export type SelectItem =
     }
 
 export type FromItem =
-  | { readonly kind: "table"; readonly parts: ReadonlyArray<string>; readonly alias: string | undefined }
+  | {
+      readonly kind: "table"
+      readonly parts: ReadonlyArray<string>
+      readonly alias: string | undefined
+      /** `customers AS c (a, b, n)`: the table's columns renamed by position, which lineage cannot map without the schema. */
+      readonly columns: ReadonlyArray<string>
+    }
   | {
       readonly kind: "query"
       readonly query: QueryShape
@@ -33,8 +39,8 @@ export type FromItem =
       /** `(…) AS t (a, b)`: the derived columns renamed by position. */
       readonly columns: ReadonlyArray<string>
     }
-  /** A table function, UNNEST, VALUES…: no base table flows through it that lineage can name. */
-  | { readonly kind: "other"; readonly alias: string | undefined; readonly reads: ReadonlyArray<QueryShape> }
+  /** A table function, UNNEST…: what it yields is computed from the columns and queries in its arguments (LATERAL ones reach earlier tables). */
+  | { readonly kind: "other"; readonly alias: string | undefined; readonly columns: ReadonlyArray<ColumnName>; readonly reads: ReadonlyArray<QueryShape> }
 
 export interface Cte {
   readonly name: string
@@ -46,7 +52,7 @@ export interface Cte {
 export type QueryShape =
   | { readonly kind: "select"; readonly ctes: ReadonlyArray<Cte>; readonly items: ReadonlyArray<SelectItem>; readonly from: ReadonlyArray<FromItem> }
   | { readonly kind: "set"; readonly ctes: ReadonlyArray<Cte>; readonly arms: ReadonlyArray<QueryShape> }
-  /** VALUES: constants only. */
-  | { readonly kind: "values" }
+  /** VALUES: each row's expressions, by position (a LATERAL VALUES can carry an earlier table's columns). */
+  | { readonly kind: "values"; readonly rows: ReadonlyArray<ReadonlyArray<SelectItem>> }
   /** A construct a front-end does not translate; masking then treats the whole result conservatively. */
   | { readonly kind: "opaque"; readonly why: string }

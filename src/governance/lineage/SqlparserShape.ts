@@ -35,8 +35,12 @@ const expressionInputs = (node: unknown, columns: Array<ColumnName>, subqueries:
     return
   }
   for (const [key, value] of Object.entries(node)) {
-    if (key === "Function" && isNode(value)) expressionInputs({ ...value, name: undefined }, columns, subqueries)
-    else expressionInputs(value, columns, subqueries)
+    if (key === "Function" && isNode(value)) {
+      // `email.upper()` (DuckDB) calls upper on the column: what qualifies a function's name may be a column.
+      const name = objectName(value.name)
+      if (name.length > 1) columns.push({ qualifier: name.slice(0, -2), name: name.at(-2)! })
+      expressionInputs({ ...value, name: undefined }, columns, subqueries)
+    } else expressionInputs(value, columns, subqueries)
   }
 }
 
@@ -54,15 +58,7 @@ const selectsColumnsByPattern = (node: unknown): boolean =>
     : isNode(node) &&
       ((isNode(node.Function) && objectName(node.Function.name).at(-1)?.toLowerCase() === "columns") || Object.values(node).some(selectsColumnsByPattern))
 
-const selectItem = (item: unknown): SelectItem => {
-  if (isNode(item) && "Wildcard" in item) return { kind: "star", qualifier: undefined }
-  if (isNode(item) && Array.isArray(item.QualifiedWildcard)) {
-    const name = item.QualifiedWildcard[0]
-    return { kind: "star", qualifier: objectName(isNode(name) ? name.ObjectName : undefined).at(-1) }
-  }
-  const withAlias = isNode(item) && isNode(item.ExprWithAlias) ? item.ExprWithAlias : undefined
-  const expr = withAlias !== undefined ? withAlias.expr : isNode(item) ? item.UnnamedExpr : undefined
-  const alias = withAlias !== undefined ? identValue(withAlias.alias) : undefined
+const expressionItem = (expr: unknown, alias: string | undefined): SelectItem => {
   const column = columnOf(unwrap(expr))
   if (column !== undefined) return { kind: "column", column, alias }
   const columns: Array<ColumnName> = []
@@ -73,9 +69,20 @@ const selectItem = (item: unknown): SelectItem => {
   return { kind: "expression", columns, subqueries, countOnly, alias }
 }
 
+const selectItem = (item: unknown): SelectItem => {
+  if (isNode(item) && "Wildcard" in item) return { kind: "star", qualifier: undefined }
+  if (isNode(item) && Array.isArray(item.QualifiedWildcard)) {
+    const name = item.QualifiedWildcard[0]
+    return { kind: "star", qualifier: objectName(isNode(name) ? name.ObjectName : undefined).at(-1) }
+  }
+  const withAlias = isNode(item) && isNode(item.ExprWithAlias) ? item.ExprWithAlias : undefined
+  const expr = withAlias !== undefined ? withAlias.expr : isNode(item) ? item.UnnamedExpr : undefined
+  return expressionItem(expr, withAlias !== undefined ? identValue(withAlias.alias) : undefined)
+}
+
 const relationItems = (relation: unknown): Array<FromItem> => {
   if (isNode(relation) && isNode(relation.Table) && (relation.Table.args === undefined || relation.Table.args === null)) {
-    return [{ kind: "table", parts: objectName(relation.Table.name), alias: aliasOf(relation.Table.alias) }]
+    return [{ kind: "table", parts: objectName(relation.Table.name), alias: aliasOf(relation.Table.alias), columns: aliasColumns(relation.Table.alias) }]
   }
   if (isNode(relation) && isNode(relation.Derived) && isQuery(relation.Derived.subquery)) {
     const d = relation.Derived
@@ -87,9 +94,10 @@ const relationItems = (relation: unknown): Array<FromItem> => {
   const alias = isNode(inner) ? aliasOf(inner.alias) : undefined
   // PIVOT, UNPIVOT, a table function over a table…: which output holds which column is not traced.
   if (mentions(inner, "Table")) return [{ kind: "query", query: { kind: "opaque", why: "a table expression over a table" }, alias, columns: [] }]
+  const columns: Array<ColumnName> = []
   const reads: Array<QueryShape> = []
-  expressionInputs(inner, [], reads)
-  return [{ kind: "other", alias, reads }]
+  expressionInputs(inner, columns, reads)
+  return [{ kind: "other", alias, columns, reads }]
 }
 
 const tableWithJoins = (t: unknown): Array<FromItem> =>
@@ -111,7 +119,7 @@ const bodyShape = (body: unknown, ctes: Array<Cte>): QueryShape => {
     return { kind: "set", ctes, arms: [bodyShape(body.SetOperation.left, []), bodyShape(body.SetOperation.right, [])] }
   }
   if (isQuery(body.Query)) return ctes.length === 0 ? sqlparserShape(body.Query) : { kind: "set", ctes, arms: [sqlparserShape(body.Query)] }
-  if ("Values" in body) return { kind: "values" }
+  if (isNode(body.Values)) return { kind: "values", rows: list(body.Values.rows).map((row) => list(row).map((e) => expressionItem(e, undefined))) }
   return { kind: "opaque", why: `a ${Object.keys(body)[0]} body` }
 }
 
