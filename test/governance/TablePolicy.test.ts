@@ -24,8 +24,8 @@ describe("table policy on every way a statement names a table", () => {
 
   it("qualifies names with the connection's defaults and respects CTE scopes", () => {
     expect(refusal(mysql, "select * from shop.orders")).toBeUndefined()
-    // Another database's table of the same name is another table; a bare name is refused wherever it could resolve.
-    expect(refusal(mysql, "select * from other.secrets")).toBeUndefined()
+    // Another database on the same server is outside the connection unless allow-listed; a bare name is refused wherever it could resolve.
+    expect(refusal(mysql, "select * from other.secrets")).toMatch(/another database than this connection's \(shop\)/)
     expect(refusal(mysql, "select * from secrets")).toMatch(/blocked/)
     expect(refusal(duck, "with secrets as (select 1) select * from secrets, orders")).toBeUndefined()
     expect(refusal(duck, "with a as (select * from secrets), secrets as (select 1) select * from a")).toMatch(/allow-list/)

@@ -260,6 +260,29 @@ describe("names resolve as the engine resolves them", () => {
     expect([method.status, method.text.includes("ADA@")]).toEqual([200, false])
   })
 
+  it.skipIf(skip || skipMaria)("false refusals fixed: SQLite GLOB, DuckDB ASOF JOIN, MariaDB PREVIOUS VALUE FOR, deep nesting", async () => {
+    expect((await query("lite", "select id from customers where email glob '*@example.com'")).json.rows).toEqual([[1]])
+    await maria.query(`create sequence ${home}.s; select nextval(${home}.s)`)
+    const previous = await query("maria", "select previous value for s")
+    expect([previous.status, previous.json.rows]).toEqual([200, [[null]]])
+    const asof = await query("duck", "select o.v from open o asof join open p on o.v >= p.v")
+    expect([asof.status, asof.json.rows]).toEqual([200, [[1]]])
+    const nested = `select ${"(".repeat(120)}1${")".repeat(120)} as n`
+    for (const name of ["pg", "maria", "lite", "duck"]) expect([name, (await query(name, nested)).status]).toEqual([name, 200])
+  })
+
+  it.skipIf(skip || skipMaria)("a statement nested past the limit is a 400 naming it, never a 500", async () => {
+    const arms = (n: number) => Array.from({ length: n }, (_, i) => `select ${i}`).join(" union all ")
+    for (const name of ["pg", "maria", "lite", "duck"]) {
+      // SQLite itself allows at most 500 arms.
+      expect([name, (await query(name, arms(450))).status]).toEqual([name, 200])
+      const deep = await query(name, arms(4000))
+      expect([name, deep.status, deep.json.code]).toEqual([name, 400, "query_blocked"])
+      expect(deep.json.reason).toMatch(/nests more than 3000 levels/)
+    }
+    expect((await request(gateway.url, "/health")).status).toBe(200)
+  })
+
   it.skipIf(skip || skipMaria)("DuckDB: a later CTE named like a blocked table does not hide the real one", async () => {
     const shadowed = await query("duck", "with recursive a as (select * from secret), secret as (select 1) select * from a")
     expect([shadowed.status, shadowed.json.code]).toEqual([400, "query_blocked"])

@@ -1,4 +1,4 @@
-import { init as loadSqlparser, parse as parseSqlparser } from "@guanmingchiu/sqlparser-ts"
+import { dialectFromString, init as loadSqlparser, Parser } from "@guanmingchiu/sqlparser-ts"
 import { Effect, Either } from "effect"
 import { loadModule as loadPgQuery, parseSync as parsePostgres } from "libpg-query"
 import type { DbType } from "../../domain/Connection"
@@ -6,6 +6,7 @@ import { type Analysis, Findings, Refusal } from "./Analysis"
 import { DIALECTS, type DialectProfile } from "./Dialects"
 import { expandExecutableComments } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
+import { parseTextOf } from "./ParseText"
 import { walkPostgres } from "./PostgresWalk"
 import { walkSqlparser } from "./SqlparserWalk"
 
@@ -23,6 +24,38 @@ const parseError = (grammar: string, error: unknown) => {
   return new Refusal(`the statement does not parse as ${grammar}: ${message.replace(/^sql parser error: /, "").slice(0, 300)}`)
 }
 
+// sqlparser-rs stops at 50 levels of nesting by default; real generated SQL nests deeper than that.
+const SQLPARSER_RECURSION_LIMIT = 400
+// Deeper parse trees are refused before the walks, whose recursion is bounded by the JavaScript stack.
+export const MAX_TREE_DEPTH = 3_000
+
+/** How deep a parse tree nests, counted without recursion. */
+const treeDepth = (root: unknown): number => {
+  let deepest = 0
+  const stack: Array<[unknown, number]> = [[root, 1]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (depth > deepest) deepest = depth
+    if (depth > MAX_TREE_DEPTH) break
+    if (typeof node === "object" && node !== null) for (const child of Object.values(node)) if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+  }
+  return deepest
+}
+
+const parsers = new Map<string, Parser>()
+/** One parser per sqlparser dialect, made on first use (after the WebAssembly module is loaded). */
+const sqlparserFor = (dialect: string) => {
+  let parser = parsers.get(dialect)
+  if (parser === undefined) {
+    parser = new Parser(dialectFromString(dialect)).withRecursionLimit(SQLPARSER_RECURSION_LIMIT)
+    parsers.set(dialect, parser)
+  }
+  return parser
+}
+
+const tooDeep = () =>
+  new Refusal(`the statement nests more than ${MAX_TREE_DEPTH} levels deep (subqueries, set operations, parentheses); split it into smaller statements`)
+
 const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
   try {
     return Either.right(parse())
@@ -38,22 +71,25 @@ const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
 const checkWith = (sql: string, dbType: DbType, allowedFunctions: ReadonlySet<string>): Either.Either<CheckedStatement, Refusal> => {
   const profile = DIALECTS[dbType]
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
+  const parseText = parseTextOf(text, profile)
   const findings = new Findings()
   let analysis: Analysis
   let tree: CheckedStatement["tree"]
   if (profile.grammar === "postgres") {
-    const parsed = tryParse(() => parsePostgres(text))
+    const parsed = tryParse(() => parsePostgres(parseText))
     if (Either.isLeft(parsed)) return Either.left(parseError("PostgreSQL", parsed.left))
-    analysis = walkPostgres(parsed.right, text, profile, findings, allowedFunctions)
+    if (treeDepth(parsed.right) > MAX_TREE_DEPTH) return Either.left(tooDeep())
+    analysis = walkPostgres(parsed.right, parseText, profile, findings, allowedFunctions)
     tree = { grammar: "postgres", root: parsed.right.stmts?.[0]?.stmt }
   } else {
-    const parsed = tryParse(() => parseSqlparser(text, profile.sqlparser) as Array<unknown>)
+    const parsed = tryParse(() => sqlparserFor(profile.sqlparser).parse(parseText) as Array<unknown>)
     if (Either.isLeft(parsed)) return Either.left(parseError(dbType, parsed.left))
-    analysis = walkSqlparser(parsed.right, text, profile, findings, allowedFunctions)
+    if (treeDepth(parsed.right) > MAX_TREE_DEPTH) return Either.left(tooDeep())
+    analysis = walkSqlparser(parsed.right, parseText, profile, findings, allowedFunctions)
     tree = { grammar: "sqlparser", root: parsed.right[0] }
     if (profile.postgresCrossCheck) {
-      const postgres = tryParse(() => parsePostgres(text))
-      if (Either.isRight(postgres)) walkPostgres(postgres.right, text, profile, findings, allowedFunctions)
+      const postgres = tryParse(() => parsePostgres(parseText))
+      if (Either.isRight(postgres) && treeDepth(postgres.right) <= MAX_TREE_DEPTH) walkPostgres(postgres.right, parseText, profile, findings, allowedFunctions)
     }
   }
   const lexical = lexicalGuard(text, profile)

@@ -1,0 +1,43 @@
+import type { DialectProfile } from "./Dialects"
+import { tokenize } from "./Lexer"
+
+/**
+ * Constructs the grammars do not know, rewritten for parsing only and to the same length, so every
+ * offset the walk reports (the row cap's LIMIT) still indexes the statement that runs. Each
+ * stand-in has the same shape for the guard: SQLite's `a GLOB b` is a comparison like `a LIKE b`;
+ * DuckDB's ASOF JOIN is a join; MariaDB's `PREVIOUS VALUE FOR s` reads s as a value.
+ */
+export const parseTextOf = (sql: string, profile: DialectProfile): string => {
+  const rewrites = REWRITES[profile.dbType]
+  if (rewrites === undefined || !rewrites.hint.test(sql)) return sql
+  const tokens = tokenize(sql, { ...profile.lexical, backslashEscapes: profile.lexical.backslashEscapes === true })
+  let text = sql
+  tokens.forEach((token, i) => {
+    if (token.kind !== "word") return
+    const replaced = rewrites.at(tokens, i)
+    if (replaced === undefined) return
+    const [end, stand] = replaced
+    text = text.slice(0, token.start) + stand.padEnd(end - token.start) + text.slice(end)
+  })
+  return text
+}
+
+interface Rewrites {
+  /** A cheap test of the text before tokenizing. */
+  readonly hint: RegExp
+  /** The end offset and stand-in text of a construct starting at token i, if one does. */
+  readonly at: (tokens: ReturnType<typeof tokenize>, i: number) => readonly [number, string] | undefined
+}
+
+const REWRITES: Partial<Record<DialectProfile["dbType"], Rewrites>> = {
+  sqlite: { hint: /glob/i, at: (tokens, i) => (tokens[i]!.text === "GLOB" ? [tokens[i]!.end, "LIKE"] : undefined) },
+  duckdb: {
+    hint: /asof/i,
+    at: (tokens, i) => (tokens[i]!.text === "ASOF" && tokens[i + 1]?.kind === "word" && /^(JOIN|LEFT|INNER)$/.test(tokens[i + 1]!.text) ? [tokens[i]!.end, ""] : undefined)
+  },
+  mysql: {
+    hint: /previous/i,
+    at: (tokens, i) =>
+      tokens[i]!.text === "PREVIOUS" && tokens[i + 1]?.text === "VALUE" && tokens[i + 2]?.text === "FOR" ? [tokens[i + 2]!.end, ""] : undefined
+  }
+}
