@@ -260,13 +260,20 @@ describe("names resolve as the engine resolves them", () => {
     expect([method.status, method.text.includes("ADA@")]).toEqual([200, false])
   })
 
-  it.skipIf(skip || skipMaria)("false refusals fixed: SQLite GLOB, DuckDB ASOF JOIN, MariaDB PREVIOUS VALUE FOR, deep nesting", async () => {
+  it.skipIf(skip || skipMaria)("false refusals fixed: SQLite GLOB, DuckDB ASOF JOIN and PIVOT … USING, MariaDB PREVIOUS VALUE FOR, deep nesting", async () => {
     expect((await query("lite", "select id from customers where email glob '*@example.com'")).json.rows).toEqual([[1]])
     await maria.query(`create sequence ${home}.s; select nextval(${home}.s)`)
     const previous = await query("maria", "select previous value for s")
     expect([previous.status, previous.json.rows]).toEqual([200, [[null]]])
     const asof = await query("duck", "select o.v from open o asof join open p on o.v >= p.v")
     expect([asof.status, asof.json.rows]).toEqual([200, [[1]]])
+    const pivot = await query("duck", "pivot open on v using count(*)")
+    expect([pivot.status, pivot.json.columns.map((c: { name: string }) => c.name)]).toEqual([200, ["1"]])
+    const pivotPii = await query("duck", "pivot customers on id using first(email)")
+    expect([pivotPii.status, pivotPii.text.includes("ada@")]).toEqual([200, false])
+    for (const sql of ["pivot secret on v", "pivot open on v using sum(current_setting('threads'))", "pivot (select * from secret) on v"]) {
+      expect([sql, (await query("duck", sql)).json.code]).toEqual([sql, "query_blocked"])
+    }
     const nested = `select ${"(".repeat(120)}1${")".repeat(120)} as n`
     for (const name of ["pg", "maria", "lite", "duck"]) expect([name, (await query(name, nested)).status]).toEqual([name, 200])
   })

@@ -6,6 +6,7 @@ import { isNode } from "../sqlguard/Tree"
 
 /** The shape of a checked query, from whichever grammar parsed it. */
 export const queryShapeOf = (checked: CheckedStatement): QueryShape => {
+  if (checked.tree.grammar === "none") return { kind: "opaque", why: checked.tree.why }
   const root = checked.tree.root
   if (checked.tree.grammar === "postgres") {
     return isNode(root) && isNode(root.SelectStmt) ? postgresShape(root.SelectStmt) : { kind: "opaque", why: "not a SELECT" }

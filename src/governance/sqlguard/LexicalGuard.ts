@@ -3,7 +3,8 @@ import { Findings } from "./Analysis"
 import type { DialectProfile } from "./Dialects"
 import { type Token, tokenize } from "./Lexer"
 
-const FIRST_WORDS = new Set(["SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW", "DESCRIBE", "DESC", "FROM"])
+// PIVOT: DuckDB's pivot statement (the other grammars do not parse one).
+const FIRST_WORDS = new Set(["SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW", "DESCRIBE", "DESC", "FROM", "PIVOT"])
 
 /** Words no read has outside a quoted name; a column with such a name must be quoted. */
 const DENIED_WORDS = new Set([

@@ -4,6 +4,7 @@ import { loadModule as loadPgQuery, parseSync as parsePostgres } from "libpg-que
 import type { DbType } from "../../domain/Connection"
 import { type Analysis, Findings, Refusal } from "./Analysis"
 import { DIALECTS, type DialectProfile } from "./Dialects"
+import { pivotStandIn } from "./DuckdbPivot"
 import { expandExecutableComments } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
 import { parseTextOf } from "./ParseText"
@@ -15,8 +16,8 @@ export interface CheckedStatement {
   readonly sql: string
   readonly profile: DialectProfile
   readonly analysis: Analysis
-  /** The root of the parse tree, for column lineage: libpg_query's statement or sqlparser-rs's. */
-  readonly tree: { readonly grammar: "postgres" | "sqlparser"; readonly root: unknown }
+  /** The root of the parse tree, for column lineage: libpg_query's statement or sqlparser-rs's; none where a stand-in was parsed. */
+  readonly tree: { readonly grammar: "postgres" | "sqlparser"; readonly root: unknown } | { readonly grammar: "none"; readonly why: string }
 }
 
 const parseError = (grammar: string, error: unknown) => {
@@ -71,7 +72,8 @@ const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
 const checkWith = (sql: string, dbType: DbType, allowedFunctions: ReadonlySet<string>): Either.Either<CheckedStatement, Refusal> => {
   const profile = DIALECTS[dbType]
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
-  const parseText = parseTextOf(text, profile)
+  const pivot = pivotStandIn(text, profile)
+  const parseText = pivot ?? parseTextOf(text, profile)
   const findings = new Findings()
   let analysis: Analysis
   let tree: CheckedStatement["tree"]
@@ -94,6 +96,10 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: ReadonlySet<st
   }
   const lexical = lexicalGuard(text, profile)
   if (lexical !== undefined) findings.refuse(lexical)
+  if (pivot !== undefined) {
+    analysis = { ...analysis, limit: { kind: "fixed" } }
+    tree = { grammar: "none", why: "a PIVOT statement" }
+  }
   return findings.reason ? Either.left(new Refusal(findings.reason)) : Either.right({ sql: text, profile, analysis, tree })
 }
 

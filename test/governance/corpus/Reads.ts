@@ -118,6 +118,7 @@ export const READS: Record<DbType, ReadonlyArray<string>> = {
     "SELECT HEX(id), LOWER(status) FROM orders"
   ],
   sqlite: [
+    "select name from customers where email glob '*@example.com'",
     "select * from orders",
     "select id, total from orders where status = 'paid' order by total desc limit 5",
     "select customer_id, sum(total) from orders group by customer_id having sum(total) > 10",
@@ -152,6 +153,8 @@ export const READS: Record<DbType, ReadonlyArray<string>> = {
     "select abs(-1), round(2.5), max(total), min(total) from orders"
   ],
   duckdb: [
+    "pivot orders on status using sum(total) group by customer_id",
+    "select o.id, c.name from orders o asof join customers c on o.customer_id >= c.id",
     "select * from orders",
     "SELECT id, total FROM main.orders WHERE status = 'paid' ORDER BY total DESC LIMIT 5",
     "select customer_id, sum(total) from orders group by all",
