@@ -3,6 +3,13 @@ import { type DialectProfile, functionRefusal } from "./Dialects"
 import { systemRelationRefusal } from "./SystemRelations"
 import { type Node, isNode } from "./Tree"
 
+/** Settings that describe how the session reads and writes values; the rest (file paths, ssl_*, hba_file, SHOW ALL) is configuration. */
+const SHOWN_SETTINGS = new Set([
+  "search_path", "timezone", "datestyle", "intervalstyle", "server_version", "server_version_num", "server_encoding",
+  "client_encoding", "standard_conforming_strings", "transaction_isolation", "transaction_read_only", "statement_timeout",
+  "lc_collate", "lc_ctype", "lc_monetary", "lc_numeric", "lc_time", "max_identifier_length", "extra_float_digits", "bytea_output"
+])
+
 /** "CreateTableAsStmt" → "CREATE TABLE AS". */
 const statementName = (key: string) => key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
 
@@ -103,8 +110,11 @@ export const walkPostgres = (
     }
     if (!(isNode(rootValue.query) && "SelectStmt" in rootValue.query)) findings.refuse("EXPLAIN is allowed only for a query")
     visit(rootValue.query, new Set())
-  } else if (rootKey === "VariableShowStmt") {
+  } else if (rootKey === "VariableShowStmt" && isNode(rootValue)) {
     kind = "show"
+    const setting = String(rootValue.name ?? "").toLowerCase()
+    // DuckDB's SHOW TABLES reaches here through the cross-check; its own walk decides.
+    if (profile.grammar === "postgres" && !SHOWN_SETTINGS.has(setting)) findings.refuse(`SHOW ${setting} reads the server's configuration; only ${[...SHOWN_SETTINGS].join(", ")} can be shown`)
   } else if (rootKey !== undefined) {
     findings.refuse(`${statementName(rootKey)} is not a read`)
   }

@@ -19,9 +19,10 @@ const WRITE_NODES = new Set([
 /** What a query's body may be: a SELECT, a nested query, a set operation, VALUES or TABLE t. */
 const READ_BODIES = new Set(["Select", "Query", "SetOperation", "Values", "Table"])
 
+// SHOW VARIABLES and SHOW STATUS read the server's configuration and statistics (datadir, secure_file_priv…): not metadata.
 const SHOW_ROOTS = new Set([
   "ShowTables", "ShowColumns", "ShowDatabases", "ShowSchemas", "ShowViews", "ShowObjects", "ShowCreate", "ShowFunctions",
-  "ShowCollation", "ShowVariable", "ShowVariables", "ShowStatus"
+  "ShowCollation"
 ])
 
 const upperWords = (key: string) => key.replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
