@@ -34,6 +34,10 @@ export const IndexInfo = Schema.Struct({
 })
 export type IndexInfo = typeof IndexInfo.Type
 
+/** A partition or inheritance child, with the relation it directly belongs to. */
+export const Descendant = Schema.Struct({ schema: Schema.String, table: Schema.String, parent: TableRef })
+export type Descendant = typeof Descendant.Type
+
 export const TABLE_KINDS = ["table", "view", "materialized_view", "partitioned_table", "foreign_table"] as const
 export const TableKind = Schema.Literal(...TABLE_KINDS)
 export type TableKind = typeof TableKind.Type
@@ -56,7 +60,9 @@ export const TableInfo = Schema.Struct({
   sort_keys: Schema.Array(Schema.String),
   cluster_keys: Schema.Array(Schema.String),
   /** The storage engine where an engine has several (ClickHouse MergeTree, MySQL InnoDB). */
-  engine: Text
+  engine: Text,
+  /** Its partitions and inheritance children at every level (PostgreSQL), whose rows it reads; absent when none (and in older snapshots). */
+  descendants: Schema.optional(Schema.Array(Descendant))
 })
 export type TableInfo = typeof TableInfo.Type
 

@@ -13,7 +13,7 @@ import { maskPlan, maskResult, piiRulesTouched } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
 import { SqlGuard } from "./sqlguard/SqlGuard"
-import { tablePolicyRefusal } from "./TablePolicy"
+import { type ReachedBlocks, tablePolicyRefusal } from "./TablePolicy"
 
 const MAX_RESULT_BYTES = 10 * 1024 * 1024
 // The connector cancels at the deadline on the server; this is the backstop if a driver never answers.
@@ -22,6 +22,8 @@ const DEADLINE_GRACE = Duration.seconds(2)
 export interface GovernedQuery {
   readonly target: PoolTarget
   readonly pii: PiiPolicy
+  /** Relations that read a blocked table (views over it, its partitions and children), from the connection's snapshot. */
+  readonly reached?: ReachedBlocks
   readonly sql: string
   readonly rowLimit: number
   readonly timeoutMs: number
@@ -133,7 +135,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         const checked = guard.check(query.sql, connection.db_type, connection.allowed_functions)
         if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
         const tables = [...new Set(checked.right.analysis.tables.map((t) => t.parts.join(".")))]
-        const policy = tablePolicyRefusal(checked.right.analysis.tables, connection)
+        const policy = tablePolicyRefusal(checked.right.analysis.tables, connection, query.reached)
         if (policy !== undefined) return yield* refuse(policy, tables)
         const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
         return { capped, tables, readsPii: piiRulesTouched(checked.right, query.pii.rules, connection).length > 0 }

@@ -68,23 +68,51 @@ const matches = (entry: QualifiedName, name: QualifiedName, unknownMatches: bool
 
 const display = (name: QualifiedName) => name.filter((p) => p !== undefined).join(".")
 
-/**
- * Blocked tables and the optional allow-list of a connection, matched on fully qualified names.
- * A bare name is also refused when a blocked table of that name exists in any schema, since the
- * session's search path decides where it resolves.
- */
-export const tablePolicyRefusal = (tables: ReadonlyArray<TableReference>, connection: ConnectionInput): string | undefined => {
+const entriesOf = (list: ReadonlyArray<string> | undefined, defaults: Defaults, connection: ConnectionInput) =>
+  (list ?? []).map((entry) => qualifyWith(entry.split("."), defaults, connection.db_type))
+
+/** A bare name also matches a blocked table of that name in any schema, since the session's search path decides where it resolves. */
+const blockOf = (blocked: ReadonlyArray<QualifiedName>, table: TableReference, name: QualifiedName) =>
+  blocked.find((entry) => matches(entry, name, true) || (table.parts.length === 1 && globMatches(entry[2], name[2])))
+
+/** The blocked_tables entry a table reference matches, as the connection qualifies it; undefined when none does. */
+export const blockedBy = (table: TableReference, connection: ConnectionInput) => {
   const defaults = defaultsOf(connection)
-  const entries = (list: ReadonlyArray<string> | undefined) =>
-    (list ?? []).map((entry) => qualifyWith(entry.split("."), defaults, connection.db_type))
-  const blocked = entries(connection.blocked_tables)
-  const allowed = connection.allowed_tables === undefined ? undefined : entries(connection.allowed_tables)
+  const block = blockOf(entriesOf(connection.blocked_tables, defaults, connection), table, qualifyWith(table.parts, defaults, connection.db_type))
+  return block === undefined ? undefined : display(block)
+}
+
+/**
+ * Relations that read a blocked table without being named in blocked_tables (a view over it, its
+ * partitions and inheritance children, a table one of whose partitions it is), by lower-case
+ * `schema.table`, each with the blocked table it reaches.
+ */
+export type ReachedBlocks = ReadonlyMap<string, string>
+
+/** The blocked table a relation reaches; with the schema unknown, a relation of that name in any schema counts. */
+export const reachedBlock = (name: QualifiedName, reached: ReachedBlocks) =>
+  name[1] !== undefined
+    ? reached.get(`${name[1]}.${name[2]}`)
+    : [...reached].find(([key]) => key.slice(key.indexOf(".") + 1) === name[2])?.[1]
+
+/**
+ * Blocked tables (and the relations that reach one) and the optional allow-list of a connection,
+ * matched on fully qualified names. The allow-list applies to what the statement names.
+ */
+export const tablePolicyRefusal = (
+  tables: ReadonlyArray<TableReference>,
+  connection: ConnectionInput,
+  reached: ReachedBlocks = new Map()
+): string | undefined => {
+  const defaults = defaultsOf(connection)
+  const blocked = entriesOf(connection.blocked_tables, defaults, connection)
+  const allowed = connection.allowed_tables === undefined ? undefined : entriesOf(connection.allowed_tables, defaults, connection)
   for (const table of tables) {
     const name = qualifyWith(table.parts, defaults, connection.db_type)
-    const block = blocked.find(
-      (entry) => matches(entry, name, true) || (table.parts.length === 1 && globMatches(entry[2], name[2]))
-    )
+    const block = blockOf(blocked, table, name)
     if (block) return `the table ${table.parts.join(".")} is blocked on this connection (${display(block)}); qualify it if you mean another schema`
+    const through = reachedBlock(name, reached)
+    if (through !== undefined) return `the table ${table.parts.join(".")} reads the blocked table ${through} on this connection`
     // On MySQL a connection's database is a boundary: another database on the same server is read only when allow-listed.
     const elsewhere = connection.db_type === "mysql" && defaults.schema !== undefined && name[1] !== defaults.schema.toLowerCase() && name[1] !== "information_schema"
     if (elsewhere && !allowed?.some((entry) => matches(entry, name, false))) {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { Effect, type Types } from "effect"
 import { globRegex } from "../domain/Glob"
-import type { ColumnInfo, ForeignKey, IndexInfo, SchemaSnapshot, TableInfo, TableKind } from "../domain/SchemaSnapshot"
+import type { ColumnInfo, Descendant, ForeignKey, IndexInfo, SchemaSnapshot, TableInfo, TableKind } from "../domain/SchemaSnapshot"
 import { qualifiedName, TABLE_KINDS } from "../domain/SchemaSnapshot"
 import { type CatalogQueries, type CatalogRow, type ReshapedRead, TABLE_FACTS } from "./catalog/CatalogQueries"
 import { keysOf } from "./SchemaDiff"
@@ -87,7 +87,8 @@ export const globFilter = (include: ReadonlyArray<string> | undefined, exclude: 
 }
 
 interface Building {
-  table: Types.Mutable<Omit<TableInfo, "columns" | "primary_key" | "foreign_keys" | "unique_keys" | "indexes">>
+  table: Types.Mutable<Omit<TableInfo, "columns" | "primary_key" | "foreign_keys" | "unique_keys" | "indexes" | "descendants">>
+  descendants: Array<Descendant>
   columns: Array<ColumnInfo>
   primaryKey: Array<string>
   foreignKeys: Array<ForeignKey>
@@ -122,12 +123,18 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
           sort_keys: keyList(r[9]),
           cluster_keys: keyList(r[10])
         },
+        descendants: [],
         columns: [],
         primaryKey: [],
         foreignKeys: [],
         uniqueKeys: [],
         indexes: []
       })
+    }
+    if (queries.descendants !== undefined) {
+      for (const r of yield* rowsOf(queries.descendants)) {
+        tables.get(keyOf(r[0], r[1]))?.descendants.push({ schema: String(r[2]), table: String(r[3]), parent: { schema: String(r[4]), table: String(r[5]) } })
+      }
     }
     const total = tables.size
     yield* scan.progress({ phase: "columns", tables_done: 0, tables_total: total })
@@ -209,7 +216,8 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
         primary_key: primaryKey,
         foreign_keys: entry.foreignKeys.map((fk) => withImplicitTarget(fk, primaryKeyOf)),
         unique_keys: entry.uniqueKeys,
-        indexes: entry.indexes
+        indexes: entry.indexes,
+        ...(entry.descendants.length > 0 ? { descendants: entry.descendants } : {})
       }
     })
   })

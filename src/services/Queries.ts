@@ -57,9 +57,11 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
         const rowLimit = Math.min(requested, maxRowLimit, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
         const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
+        const policy = yield* schemas.policyFor(target, request.sql)
         return {
           target,
-          pii: yield* schemas.piiFor(target, request.sql),
+          pii: policy.pii,
+          reached: policy.reached,
           sql: request.sql,
           rowLimit,
           timeoutMs: timeoutSeconds * 1000,

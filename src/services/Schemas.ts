@@ -11,8 +11,8 @@ import type { RefreshStatus, SchemaSnapshot, TableInfo } from "../domain/SchemaS
 import { fromConnector } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
-import { rulesThroughViews } from "../governance/ViewLineage"
-import { qualifiedVisible, qualify, tableVisible } from "../governance/TablePolicy"
+import { blocksThroughRelations, rulesThroughRelations } from "../governance/ViewLineage"
+import { qualifiedVisible, qualify, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
@@ -49,9 +49,9 @@ interface Cached {
   checkedAt: number
   /** Descriptions, type fixes and endorsements people added, reloaded with each recheck. */
   notes: ReadonlyArray<NoteRow>
-  /** The PII policy with rules derived for this snapshot's views, for one version of the connection's rules. */
-  piiThroughViews?: { readonly key: string; readonly policy: PiiPolicy }
-  /** The snapshot's relation names, lower-cased, for telling a relation it does not list. */
+  /** The PII policy with rules derived through this snapshot's views, partitions and children, and the relations that reach a blocked table, for one version of the connection's settings and rules. */
+  throughRelations?: { readonly key: string } & RelationPolicy
+  /** The snapshot's relation names (partitions and children included), lower-cased, for telling a relation it does not list. */
   names?: { readonly qualified: ReadonlySet<string>; readonly bare: ReadonlySet<string> }
   /** The tables with their notes, visible under one version of the connection's settings and notes, worked out once. */
   curated?: {
@@ -77,6 +77,14 @@ export interface SchemaView {
   readonly scanned: ReadonlyArray<TableInfo>
   readonly notes: ReadonlyArray<NoteRow>
 }
+
+/** A connection's PII rules and blocked tables as they follow views, partitions and inheritance children. */
+export interface RelationPolicy {
+  readonly pii: PiiPolicy
+  readonly reached: ReachedBlocks
+}
+
+const NOTHING_REACHED: ReachedBlocks = new Map()
 
 /** Changes when any note of the connection does: how many, and the latest write. */
 const notesKey = (notes: ReadonlyArray<NoteRow>) => `${notes.length}:${Math.max(0, ...notes.map((n) => n.updated_at.getTime()))}`
@@ -239,9 +247,12 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const readsUnknown = (entry: Cached, target: Target, sql: string) => {
       const checked = guard.check(sql, target.connection.db_type)
       if (Either.isLeft(checked)) return false
-      entry.names ??= {
-        qualified: new Set(entry.tables.map((t) => `${t.schema}.${t.name}`.toLowerCase())),
-        bare: new Set(entry.tables.map((t) => t.name.toLowerCase()))
+      if (entry.names === undefined) {
+        const relations = entry.tables.flatMap((t) => [{ schema: t.schema, name: t.name }, ...(t.descendants ?? []).map((d) => ({ schema: d.schema, name: d.table }))])
+        entry.names = {
+          qualified: new Set(relations.map((r) => `${r.schema}.${r.name}`.toLowerCase())),
+          bare: new Set(relations.map((r) => r.name.toLowerCase()))
+        }
       }
       const names = entry.names
       return checked.right.analysis.tables.some((ref) => {
@@ -252,14 +263,17 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     }
 
     /**
-     * The connection's PII policy with rules for its views, derived by lineage over their scanned
-     * definitions. Fail closed: a connection with rules is scanned before its first query, and
-     * again when a query reads a relation its snapshot (older than FRESH_MS) does not list.
+     * The connection's PII policy with rules for its views (derived by lineage over their scanned
+     * definitions), partitions and inheritance children, and the relations that reach a blocked
+     * table. Fail closed: a connection with rules or blocked tables is scanned before its first
+     * query, and again when a query reads a relation its snapshot (older than FRESH_MS) does not list.
      */
-    const piiFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
+    const policyFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
       Effect.gen(function* () {
-        // No rules, nothing a view could carry: the query path reads nothing more.
-        if (target.pii.rules.length === 0 || catalogGap(target.connection) !== undefined) return target.pii
+        const plain: RelationPolicy = { pii: target.pii, reached: NOTHING_REACHED }
+        // No rules and no blocks, nothing a relation could carry: the query path reads nothing more.
+        const governed = target.pii.rules.length > 0 || (target.connection.blocked_tables ?? []).length > 0
+        if (!governed || catalogGap(target.connection) !== undefined) return plain
         let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
         if (entry?.orgId !== orgOf(target)) entry = undefined
         const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > FRESH_MS && readsUnknown(entry, target, sql)
@@ -269,20 +283,23 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           if (Either.isLeft(scanned)) scanFailedAt.set(target.connectionId, Date.now())
           else entry = scanned.right
         }
-        if (entry === undefined) return target.pii
+        if (entry === undefined) return plain
         const key = `${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
-        if (entry.piiThroughViews?.key !== key) {
-          const views = entry.tables.flatMap((t) =>
-            (t.kind === "view" || t.kind === "materialized_view") && t.definition !== null
-              ? [{ schema: t.schema, name: t.name, definition: t.definition, columns: t.columns.map((c) => c.name) }]
-              : []
-          )
-          const derived = rulesThroughViews(views, target.pii.rules, target.connection, (sql) => guard.check(sql, target.connection.db_type))
-          // The version moves with the snapshot too, so no result cached under other view rules is served.
-          entry.piiThroughViews = { key, policy: { rules: [...target.pii.rules, ...derived], version: target.pii.version * 1_000_000 + entry.header.version } }
+        if (entry.throughRelations?.key !== key) {
+          const check = (sql: string) => guard.check(sql, target.connection.db_type)
+          const derived = target.pii.rules.length === 0 ? [] : rulesThroughRelations(entry.tables, target.pii.rules, target.connection, check)
+          entry.throughRelations = {
+            key,
+            // The version moves with the snapshot too, so no result cached under other derived rules is served.
+            pii: { rules: [...target.pii.rules, ...derived], version: target.pii.version * 1_000_000 + entry.header.version },
+            reached: blocksThroughRelations(entry.tables, target.connection, check)
+          }
         }
-        return entry.piiThroughViews.policy
+        return entry.throughRelations
       })
+
+    /** The connection's PII policy as `policyFor` derives it. */
+    const piiFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) => Effect.map(policyFor(target, sql), (policy) => policy.pii)
 
     /** After a note is written here, the next read on this replica sees it at once. */
     const notesChanged = (connectionId: string) =>
@@ -446,7 +463,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         Effect.map((tables) => tables.filter((t) => tableVisible(target.connection)(t.schema, t.name)))
       )
 
-    return { view, readLive, piiFor, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    return { view, readLive, policyFor, piiFor, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
   dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default, SqlGuard.Default]
 }) {}

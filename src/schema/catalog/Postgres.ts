@@ -12,7 +12,10 @@ const names = (key: string, rel: string) =>
   `(select json_agg(a.attname order by k.ord) from unnest(${key}) with ordinality k(num, ord)
      join pg_attribute a on a.attrelid = ${rel} and a.attnum = k.num)::text`
 
-/** PostgreSQL 11 and later; partitions are folded into their parent, and only what the session may read is listed. */
+/**
+ * PostgreSQL 11 and later; partitions are folded into their parent (which lists them with its
+ * inheritance children, at every level), and only what the session may read is listed.
+ */
 export const postgresCatalog: CatalogQueries = {
   relations: `select n.nspname, c.relname,
       case c.relkind when 'r' then 'table' when 'v' then 'view' when 'm' then 'materialized_view'
@@ -49,6 +52,16 @@ export const postgresCatalog: CatalogQueries = {
     left join pg_class fc on fc.oid = con.confrelid left join pg_namespace fn on fn.oid = fc.relnamespace
     where con.contype in ('p', 'f', 'u') and con.conparentid = 0 and ${relation}
     order by 1, 2, 3`,
+  descendants: `with recursive tree(root, parent, child) as (
+      select inhparent, inhparent, inhrelid from pg_inherits
+      union select t.root, i.inhparent, i.inhrelid from tree t join pg_inherits i on i.inhparent = t.child
+    )
+    select n.nspname, c.relname, dn.nspname, d.relname, pn.nspname, p.relname
+    from tree join pg_class c on c.oid = tree.root join pg_namespace n on n.oid = c.relnamespace
+    join pg_class d on d.oid = tree.child join pg_namespace dn on dn.oid = d.relnamespace
+    join pg_class p on p.oid = tree.parent join pg_namespace pn on pn.oid = p.relnamespace
+    where ${relation}
+    order by 1, 2, 3, 4`,
   indexes: `select n.nspname, c.relname, ic.relname, i.indisunique, ${names("i.indkey::int2[]", "i.indrelid")}, pg_get_indexdef(i.indexrelid)
     from pg_index i join pg_class c on c.oid = i.indrelid join pg_namespace n on n.oid = c.relnamespace
     join pg_class ic on ic.oid = i.indexrelid
