@@ -7,12 +7,12 @@ import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Q
 import type { OrgId } from "../domain/Ids"
 import type { PiiPolicy } from "../domain/Pii"
 import type { Principal } from "../domain/Principal"
-import type { RefreshStatus, SchemaSnapshot, TableInfo } from "../domain/SchemaSnapshot"
+import { onQualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
 import { blocksThroughRelations, rulesThroughRelations } from "../governance/ViewLineage"
-import { qualifiedVisible, qualify, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
+import { qualify, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
@@ -301,6 +301,13 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     /** The connection's PII policy as `policyFor` derives it. */
     const piiFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) => Effect.map(policyFor(target, sql), (policy) => policy.pii)
 
+    /** Whether the connection's policy lets a caller see a table of these: not blocked, allowed, and reaching no blocked table. */
+    const visibleAmong = (connection: ConnectionInput, tables: ReadonlyArray<TableInfo>) => {
+      const reached = blocksThroughRelations(tables, connection, (sql) => guard.check(sql, connection.db_type))
+      const allowed = tableVisible(connection)
+      return (schema: string, table: string) => allowed(schema, table) && !reached.has(`${schema}.${table}`.toLowerCase())
+    }
+
     /** After a note is written here, the next read on this replica sees it at once. */
     const notesChanged = (connectionId: string) =>
       Effect.sync(() => {
@@ -313,7 +320,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       const key = `${target.version}:${notesKey(entry.notes)}`
       if (entry.curated?.key !== key) {
         const all = withNotes(entry.tables, entry.notes)
-        const shown = all.map((t, i) => ({ t, i })).filter(({ t }) => tableVisible(connection)(t.schema, t.name))
+        const shows = visibleAmong(connection, entry.tables)
+        const shown = all.map((t, i) => ({ t, i })).filter(({ t }) => shows(t.schema, t.name))
         entry.curated = { key, all, tables: shown.map(({ t }) => t), scanned: shown.map(({ i }) => entry.tables[i]!), set: new Set(shown.map(({ t }) => t)) }
       }
       const curated = entry.curated
@@ -418,10 +426,10 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const scanAndChangesSince = (orgId: OrgId, name: string, since: number | null) =>
       Effect.gen(function* () {
         const target = yield* connections.targetIn(orgId, name)
-        yield* Deferred.await(yield* scanning(target))
+        const scanned = yield* Deferred.await(yield* scanning(target))
         const header = yield* repo.header(orgId, target.connectionId).pipe(storeDown)
         const rows = since === null ? [] : yield* repo.changes(orgId, target.connectionId, 1000, null).pipe(storeDown)
-        const visible = qualifiedVisible(target.connection)
+        const visible = onQualifiedName(visibleAmong(target.connection, scanned.tables))
         return {
           version: header?.version ?? null,
           changes: rows
@@ -460,7 +468,10 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const readLive = (target: Target) =>
       readTables(target, () => Effect.void).pipe(
         Effect.mapError(scanFailure),
-        Effect.map((tables) => tables.filter((t) => tableVisible(target.connection)(t.schema, t.name)))
+        Effect.map((tables) => {
+          const shows = visibleAmong(target.connection, tables)
+          return tables.filter((t) => shows(t.schema, t.name))
+        })
       )
 
     return { view, readLive, policyFor, piiFor, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const

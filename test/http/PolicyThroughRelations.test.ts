@@ -40,18 +40,26 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
       create table products (id int, name text);
       insert into products values (1, 'lamp');
       create view product_names as select name from products;
-      create view bonus_names as select b.employee from bonuses b join products p on p.name = b.employee`)
+      create view bonus_names as select b.employee from bonuses b join products p on p.name = b.employee;
+      create table accounts (id int, token text) partition by range (id);
+      create table accounts_eu partition of accounts for values from (1) to (100);
+      create table accounts_us partition of accounts for values from (100) to (200);
+      insert into accounts values (1, 'tok-eu-secret'), (150, 'tok-us-plain');
+      create table payroll (employee text, amount int);
+      create table payroll_archive (closed date) inherits (payroll);
+      insert into payroll values ('Cy', 1), ('Di', 2)`)
     gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
     key = await localKey(gateway)
     const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key, body: { ...base, name: "pii" } })).status).toBe(201)
     const rules = [
       { table: "public.customers", column: "email", action: "mask" },
-      { table: "contacts", column: "email", action: "redact" }
+      { table: "contacts", column: "email", action: "redact" },
+      { table: "accounts_eu", column: "token", action: "redact" }
     ]
     expect((await request(gateway.url, "/api/connections/pii/pii", { key, method: "PUT", body: { rules } })).status).toBe(200)
     // No PII rules here: blocking alone must have the connection scanned before its first query.
-    const blocked = { ...base, name: "blocked", blocked_tables: ["salaries", "bonuses"] }
+    const blocked = { ...base, name: "blocked", blocked_tables: ["salaries", "bonuses", "payroll_archive"] }
     expect((await request(gateway.url, "/api/connections", { key, body: blocked })).status).toBe(201)
     mcp = new Client({ name: "relations-test", version: "1.0.0" })
     await mcp.connect(new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), { requestInit: { headers: { "x-api-key": key } } }))
@@ -82,6 +90,8 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
       expect(JSON.stringify(refused.json)).not.toMatch(/123456|999|secret/)
     }
     expect((await query("blocked", "select * from salaries")).json.code).toBe("query_blocked")
+    // A table reads its inheritance children's rows: blocking a child blocks the table.
+    expect((await query("blocked", "select * from payroll")).json.message).toContain("public.payroll_archive")
     expect((await query("blocked", "select * from salary_view")).json.message).toBe(
       "The query was refused: the table salary_view reads the blocked table public.salaries on this connection"
     )
@@ -120,6 +130,25 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
     }
     const plain = await query("pii", "select name from customers_2024")
     expect(plain.json).toMatchObject({ rows: [["Ada"]], pii_masked: [] })
+    // A table reads its partitions' rows: a rule on one partition masks the table, not its siblings.
+    expect((await query("pii", "select token from accounts order by id")).json).toMatchObject({
+      rows: [["[REDACTED]"], ["[REDACTED]"]],
+      pii_masked: [{ column: "token", rule: "redact" }]
+    })
+    expect((await query("pii", "select token from accounts_us")).json).toMatchObject({ rows: [["tok-us-plain"]], pii_masked: [] })
+  })
+
+  it.skipIf(skip)("the schema leaves out what reaches a blocked table and lists each table's partitions and children", async () => {
+    const schema = await request(gateway.url, "/api/connections/blocked/schema", { key })
+    expect(schema.status).toBe(200)
+    const tables = schema.json.tables.map((t: { name: string }) => t.name).sort()
+    expect(tables).toEqual(["accounts", "contacts", "contacts_legacy", "customers", "product_names", "products"])
+    const customers = schema.json.tables.find((t: { name: string }) => t.name === "customers")
+    expect(customers.descendants).toEqual([
+      { schema: "public", table: "customers_2024", parent: { schema: "public", table: "customers" } },
+      { schema: "public", table: "customers_2025", parent: { schema: "public", table: "customers" } },
+      { schema: "public", table: "customers_2025_q1", parent: { schema: "public", table: "customers_2025" } }
+    ])
   })
 
   it.skipIf(skip)("MCP debug_cte_query masks a CTE that reads a partition", async () => {
