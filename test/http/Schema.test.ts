@@ -95,23 +95,22 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
   it.skipIf(skip)("a Redshift scan adds rows, size, distribution and sort keys from Redshift's system views, and table comments", async () => {
     const redshift = await createTestDatabase()
     try {
-      // Redshift's svv_table_info and svv_redshift_columns, with the columns Redshift gives them, in a schema this database searches.
+      // Redshift's svv_table_info and svv_redshift_columns, with the columns Redshift gives them, in public: the one schema
+      // the connection's sessions search (Redshift keeps them in pg_catalog, which every session searches).
       await redshift.query(`
         create schema sales;
         create table sales.customers (id int primary key, email text);
         create table sales.orders (id int primary key, customer_id int references sales.customers (id), ordered_at date);
         comment on table sales.orders is 'One row per order';
-        create schema redshift_sys;
-        create view redshift_sys.svv_table_info as select * from (values
+        create view public.svv_table_info as select * from (values
           ('sales', 'orders', 'KEY(customer_id)', 5400::numeric, 12::bigint), ('sales', 'customers', 'ALL', 10::numeric, 1::bigint)
         ) v ("schema", "table", diststyle, tbl_rows, size);
-        create view redshift_sys.svv_redshift_columns as select * from (values
+        create view public.svv_redshift_columns as select * from (values
           (current_database()::text, 'sales', 'orders', 'id', 1, false, 2), (current_database()::text, 'sales', 'orders', 'customer_id', 2, true, 0),
           (current_database()::text, 'sales', 'orders', 'ordered_at', 3, false, 1), (current_database()::text, 'sales', 'customers', 'id', 1, false, 0)
         ) v (database_name, schema_name, table_name, column_name, ordinal_position, distkey, sortkey);
-        alter database ${redshift.name} set search_path = "$user", public, redshift_sys;
       `)
-      const body = { name: "rs_dist", db_type: "redshift", host: "127.0.0.1", port: 5432, database: redshift.name, username: "root", schema_exclude: ["redshift_sys"] }
+      const body = { name: "rs_dist", db_type: "redshift", host: "127.0.0.1", port: 5432, database: redshift.name, username: "root", schema_exclude: ["public"] }
       expect((await request(gateway.url, "/api/connections", { key: admin, body })).status).toBe(201)
       const res = await api("/api/connections/rs_dist/schema")
       expect(res.status, res.text).toBe(200)
