@@ -23,7 +23,7 @@ export interface GovernedQuery {
   readonly target: PoolTarget
   readonly pii: PiiPolicy
   /** Relations that read a blocked table (views over it, its partitions and children), from the connection's snapshot. */
-  readonly reached?: ReachedBlocks
+  readonly reached: ReachedBlocks
   readonly sql: string
   readonly rowLimit: number
   readonly timeoutMs: number

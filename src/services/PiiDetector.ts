@@ -6,6 +6,7 @@ import { columnsQuery, quoteIdentifier } from "../governance/Catalog"
 import { GovernedExecutor, type GovernedQuery } from "../governance/GovernedExecutor"
 import { detectColumn, type PiiFinding } from "../governance/PiiDetection"
 import { Connections } from "./Connections"
+import { Schemas } from "./Schemas"
 
 const MAX_TABLES = 50
 const SAMPLE_ROWS = 100
@@ -27,21 +28,28 @@ export class PiiDetector extends Effect.Service<PiiDetector>()("sluice/PiiDetect
   effect: Effect.gen(function* () {
     const connections = yield* Connections
     const executor = yield* GovernedExecutor
+    const schemas = yield* Schemas
 
     const detect = Effect.fn("PiiDetector.detect")(function* (principal: Principal, name: string, requestId: string) {
       const target = yield* connections.target(principal, name)
       const connection = target.connection
       const catalog = columnsQuery(connection)
       if (catalog === undefined) return yield* new InvalidRequest({ message: "Set the connection's dataset to scan its columns for PII" })
-      const base = (sql: string, rowLimit: number): GovernedQuery => ({
-        target,
-        pii: target.pii,
-        sql,
-        rowLimit,
-        timeoutMs: TIMEOUT_MS,
-        attribution: { keyPrefix: principal.keyPrefix, orgId: principal.orgId, requestId }
-      })
-      const listed = yield* executor.run(base(catalog, 20_000), quiet)
+      // The same policy as a query's: views, partitions and children of a blocked table are not sampled either.
+      const base = (sql: string, rowLimit: number) =>
+        Effect.map(
+          schemas.policyFor(target, sql),
+          (policy): GovernedQuery => ({
+            target,
+            pii: policy.pii,
+            reached: policy.reached,
+            sql,
+            rowLimit,
+            timeoutMs: TIMEOUT_MS,
+            attribution: { keyPrefix: principal.keyPrefix, orgId: principal.orgId, requestId }
+          })
+        )
+      const listed = yield* executor.run(yield* base(catalog, 20_000), quiet)
       const tables = new Map<string, { schema: string; table: string; columns: Array<string> }>()
       for (const [schema, table, column] of listed.rows.map((r) => r.map(String))) {
         const key = `${schema}.${table}`
@@ -56,7 +64,7 @@ export class PiiDetector extends Effect.Service<PiiDetector>()("sluice/PiiDetect
       for (const [key, { schema, table, columns }] of tables) {
         const q = (id: string) => quoteIdentifier(connection.db_type, id)
         const sample = yield* Effect.either(
-          executor.run(base(`select ${columns.map(q).join(", ")} from ${q(schema)}.${q(table)}`, SAMPLE_ROWS), quiet)
+          Effect.flatMap(base(`select ${columns.map(q).join(", ")} from ${q(schema)}.${q(table)}`, SAMPLE_ROWS), (query) => executor.run(query, quiet))
         )
         if (Either.isLeft(sample)) {
           skipped.push({ table: key, reason: sample.left.message })

@@ -72,6 +72,13 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
 
   const query = (connection: string, sql: string) => request(gateway.url, "/api/query", { key, body: { connection_name: connection, sql } })
 
+  it.skipIf(skip)("PII detection samples under the same policy: a view, partition or child of a blocked table is skipped", async () => {
+    const detected = await request(gateway.url, "/api/connections/blocked/detect-pii", { key, method: "POST" })
+    expect(detected.status).toBe(200)
+    const skipped = new Map(detected.json.skipped.map((s: { table: string; reason: string }) => [s.table, s.reason]))
+    for (const table of ["public.salary_view", "public.salaries_2024", "public.bonuses_special"]) expect([table, skipped.get(table)]).toEqual([table, expect.stringMatching(/blocked/)])
+  })
+
   it.skipIf(skip)("a blocked table's views (over views too), matview, partitions and inheritance children are refused, naming the blocked table", async () => {
     const cases: Array<[string, string]> = [
       ["select * from salary_view", "public.salaries"],
