@@ -98,7 +98,7 @@ export interface OpenRequest<C extends ConnectionInput = ConnectionInput> {
   readonly connectTimeoutMs: number
   /** Replaces every secret value in a driver message before it can reach a caller or a log. */
   readonly scrub: (message: string) => string
-  /** Resolves only the endpoint's host, to addresses the egress policy allows; HTTP connectors give it to their agents. */
+  /** Resolves only the endpoint's host, to addresses the egress policy allows; every driver dials through it (agents, sockets). */
   readonly lookup?: LookupFunction
 }
 

@@ -67,9 +67,10 @@ export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTa
     const address = connector.address(c)
     const tunnel = "ssh_tunnel" in c ? c.ssh_tunnel : undefined
     // The first hop is the only address this process dials: the SSH server when there is a tunnel.
-    const firstHop = tunnel === undefined ? address : { host: tunnel.host, port: tunnel.port ?? 22 }
+    const sshServer = tunnel === undefined ? null : { host: tunnel.host, port: tunnel.port ?? 22 }
+    const firstHop = sshServer ?? address
     if (firstHop !== null) yield* egress.check(firstHop)
-    // HTTP drivers resolve through the policy at every connect, so a name cannot swap in another address after this check.
+    // Drivers resolve through the policy at every connect, so a name cannot swap in another address after this check.
     const open = (endpoint: Endpoint | null, policy: EgressPolicy) =>
       connector.open({
         connection: c,
@@ -78,9 +79,9 @@ export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTa
         scrub: makeScrubber(target.secrets),
         ...(endpoint === null ? {} : { lookup: pinnedLookup(policy, endpoint) })
       })
-    if (tunnel === undefined || address === null) return yield* open(address, egress)
+    if (tunnel === undefined || sshServer === null || address === null) return yield* open(address, egress)
     const pinned = tunnel.host_key_fingerprint ?? target.hostKey?.pinned ?? null
-    const opened = yield* openTunnel({ tunnel, target: address, pinned, connectTimeoutMs })
+    const opened = yield* openTunnel({ tunnel, target: address, pinned, connectTimeoutMs, lookup: pinnedLookup(egress, sshServer) })
     if (pinned === null) yield* target.hostKey?.pin(opened.fingerprint) ?? Effect.void
     const pool = yield* open(opened.endpoint, allowAnyTarget)
     const explain = (error: ConnectorError) => opened.failure() ?? error

@@ -1,6 +1,6 @@
 import type { LookupAddress } from "node:dns"
 import { lookup } from "node:dns/promises"
-import { BlockList, isIP, type LookupFunction } from "node:net"
+import { BlockList, isIP, type LookupFunction, Socket } from "node:net"
 import { networkInterfaces } from "node:os"
 import { Effect } from "effect"
 import { ConnectorError, type Endpoint } from "./Connector"
@@ -84,6 +84,8 @@ export const guardedEgress = (options: {
     )
     const check = (endpoint: Endpoint) =>
       Effect.gen(function* () {
+        // A driver reads a host that is a path as a unix socket on this machine (pg: the store's own socket directory).
+        if (endpoint.host.includes("/")) return yield* refused(endpoint.host, "a socket path is not a network address")
         const found = yield* resolve(endpoint.host)
         const reserved = (yield* reservedByPort).get(endpoint.port)
         for (const { address } of found) {
@@ -119,3 +121,21 @@ export const pinnedLookup = (policy: EgressPolicy, endpoint: Endpoint): LookupFu
     }
   })
 }
+
+/**
+ * A TCP socket for a driver that dials what it is told (pg, mysql2, tedious): its name resolves
+ * through `lookup` when there is one, so the driver's own DNS lookup never picks the address.
+ */
+export const pinnedSocket = (lookup: LookupFunction | undefined): Socket => {
+  const socket = new Socket()
+  if (lookup === undefined) return socket
+  const connect = socket.connect.bind(socket) as (...args: Array<unknown>) => Socket
+  // pg calls connect(port, host), or connect(path) for a unix socket, which has no name to resolve.
+  socket.connect = ((...args: Array<unknown>) =>
+    typeof args[1] === "string" ? connect({ port: args[0], host: args[1], lookup }) : connect(...args)) as Socket["connect"]
+  return socket
+}
+
+/** A socket already dialling the endpoint through `lookup`. */
+export const dialPinned = (endpoint: Endpoint, lookup: LookupFunction | undefined): Socket =>
+  pinnedSocket(lookup).connect(endpoint.port, endpoint.host)

@@ -1,11 +1,12 @@
 import type { EventEmitter } from "node:events"
-import { isIP } from "node:net"
+import { isIP, type LookupFunction, type Socket } from "node:net"
 import { Effect, type Scope } from "effect"
 // @ts-expect-error mssql 12 ships no type declarations; the few members used are typed below.
 import mssqlModule from "mssql"
 import type { MssqlInput } from "../../src/domain/Connection"
-import type { Column, Connector, ConnectorError, ConnectorPool, Endpoint, OpenRequest, QueryOptions, QueryResult } from "./Connector"
+import { type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError } from "./DriverErrors"
+import { dialPinned } from "./EgressPolicy"
 
 type MssqlConnection = typeof MssqlInput.Type
 
@@ -31,6 +32,7 @@ export interface MssqlConfig {
     readonly readOnlyIntent: true
     readonly appName: string
     readonly useUTC: true
+    readonly connector?: (target: Endpoint, lookup: unknown, signal: AbortSignal) => Promise<Socket>
   }
 }
 
@@ -112,10 +114,39 @@ export const driverConfig = (c: MssqlConnection, endpoint: Endpoint, connectTime
   }
 }
 
+/**
+ * tedious's socket: the endpoint, dialled through the egress lookup. A server that routes the login
+ * elsewhere (an Azure SQL redirect) is refused: the route names an address no check has seen.
+ */
+const pinnedConnector = (endpoint: Endpoint, lookup: LookupFunction | undefined) => (target: Endpoint, _lookup: unknown, signal: AbortSignal) =>
+  new Promise<Socket>((resolve, reject) => {
+    if (target.host !== endpoint.host || target.port !== endpoint.port) {
+      return reject(new ConnectorError({ step: "config", message: "The SQL Server routed the connection to another server; the gateway only connects to the connection's own server" }))
+    }
+    const socket = dialPinned(endpoint, lookup)
+    const abort = () => {
+      socket.destroy()
+      reject(signal.reason)
+    }
+    const failed = (error: Error) => {
+      signal.removeEventListener("abort", abort)
+      reject(error)
+    }
+    signal.addEventListener("abort", abort, { once: true })
+    socket.once("error", failed)
+    socket.once("connect", () => {
+      signal.removeEventListener("abort", abort)
+      socket.off("error", failed)
+      resolve(socket)
+    })
+  })
+
 const open = (request: OpenRequest<MssqlConnection>): Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope> =>
   Effect.gen(function* () {
     const c = request.connection
-    const config = driverConfig(c, request.endpoint ?? address(c), request.connectTimeoutMs)
+    const endpoint = request.endpoint ?? address(c)
+    const base = driverConfig(c, endpoint, request.connectTimeoutMs)
+    const config = { ...base, options: { ...base.options, connector: pinnedConnector(endpoint, request.lookup) } }
     const pool = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {

@@ -18,6 +18,7 @@ import {
   takeFromPool
 } from "./Connector"
 import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
+import { dialPinned } from "./EgressPolicy"
 import { tlsOptions } from "./Tls"
 
 type MysqlConnection = typeof MysqlInput.Type
@@ -67,7 +68,9 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
       supportBigNumbers: true,
       bigNumberStrings: true,
       dateStrings: true,
-      rowsAsArray: true
+      rowsAsArray: true,
+      // Every connection (the pool's and the one that kills a statement) dials the addresses the egress policy checks as it opens.
+      stream: () => dialPinned(endpoint, request.lookup).setNoDelay(true).setKeepAlive(true)
     }
     const pool = yield* Effect.acquireRelease(
       Effect.sync(() => mysql.createPool({ ...session, connectionLimit: POOL_SIZE, maxIdle: POOL_SIZE, idleTimeout: IDLE_MS })),

@@ -1,4 +1,5 @@
 import * as net from "node:net"
+import type { LookupFunction } from "node:net"
 import * as path from "node:path"
 import { Effect, Exit, type Scope } from "effect"
 import pg from "pg"
@@ -18,6 +19,7 @@ import {
   takeFromPool
 } from "./Connector"
 import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
+import { dialPinned, pinnedSocket } from "./EgressPolicy"
 import { PostgresCappedRead } from "./PostgresCappedRead"
 import { tlsOptions } from "./Tls"
 
@@ -35,7 +37,7 @@ const CANCEL_REQUEST_CODE = 80877102
 const ignoreError = () => undefined
 
 /** The wire protocol's CancelRequest on a connection of its own, which the server answers by closing it. */
-const cancelRequest = (endpoint: Endpoint, pid: number, secretKey: number, timeoutMs: number) =>
+const cancelRequest = (endpoint: Endpoint, lookup: LookupFunction | undefined, pid: number, secretKey: number, timeoutMs: number) =>
   Effect.async<void>((resume) => {
     const packet = Buffer.alloc(16)
     packet.writeInt32BE(16, 0)
@@ -45,7 +47,7 @@ const cancelRequest = (endpoint: Endpoint, pid: number, secretKey: number, timeo
     // A host that is a directory is the server's unix socket directory, as libpq reads it.
     const socket = endpoint.host.startsWith("/")
       ? net.connect(path.join(endpoint.host, `.s.PGSQL.${endpoint.port}`))
-      : net.connect(endpoint.port, endpoint.host)
+      : dialPinned(endpoint, lookup)
     socket.once("connect", () => socket.end(packet))
     socket.setTimeout(timeoutMs, () => socket.destroy())
     socket.on("error", ignoreError)
@@ -85,7 +87,9 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
             idleTimeoutMillis: IDLE_MS,
             connectionTimeoutMillis: request.connectTimeoutMs,
             application_name: "sluice",
-            types: parsers
+            types: parsers,
+            // The socket dials the addresses the egress policy checks as it opens; the name stays the TLS server name.
+            stream: () => pinnedSocket(request.lookup)
           })
       ),
       (pool) => Effect.promise(() => pool.end())
@@ -127,7 +131,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     /** Cancels a backend's statement over the protocol's CancelRequest: it needs no session, so no pool slot and no extra backend. */
     const cancel = (client: pg.PoolClient) => {
       const key = client as unknown as { processID: number; secretKey: number }
-      return cancelRequest(endpoint, key.processID, key.secretKey, request.connectTimeoutMs)
+      return cancelRequest(endpoint, request.lookup, key.processID, key.secretKey, request.connectTimeoutMs)
     }
 
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.

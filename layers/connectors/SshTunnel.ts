@@ -29,6 +29,7 @@ export const hostKeyChanged = (pinned: string, offered: string) =>
   )
 
 const describe = (error: Error & { level?: string; code?: string }, hostKeyRejected: string | null, pinned: string | null) => {
+  if (error instanceof ConnectorError) return error
   if (hostKeyRejected !== null && pinned !== null) return hostKeyChanged(pinned, hostKeyRejected)
   if (error.level === "client-authentication") return sshError("The SSH server refused the login (check the tunnel username and key or password)")
   if (error.level === "client-timeout") return sshError("The SSH server did not complete the handshake in time")
@@ -48,6 +49,8 @@ export const openTunnel = (options: {
   readonly target: Endpoint
   readonly pinned: string | null
   readonly connectTimeoutMs: number
+  /** Resolves the SSH server's name through the egress policy at every (re)connect. */
+  readonly lookup?: net.LookupFunction
 }): Effect.Effect<OpenTunnel, ConnectorError, Scope.Scope> =>
   Effect.gen(function* () {
     const { tunnel, target } = options
@@ -56,12 +59,20 @@ export const openTunnel = (options: {
     let failure: ConnectorError | null = null
     const sockets = new Set<net.Socket>()
 
-    const connect = () =>
+    // ssh2 would resolve the name itself: it is given the address the policy has just checked (the host key, not the name, is verified).
+    const checkedAddress = () =>
+      new Promise<string>((resolve, reject) => {
+        const lookup = options.lookup
+        if (lookup === undefined) return resolve(tunnel.host)
+        lookup(tunnel.host, { all: false }, (error, address) => (error ? reject(error) : resolve(address as string)))
+      })
+
+    const dial = (host: string) =>
       new Promise<Client>((resolve, reject) => {
         const client = new Client()
         let rejectedKey: string | null = null
         const config: ConnectConfig = {
-          host: tunnel.host,
+          host,
           port: tunnel.port ?? 22,
           username: tunnel.username,
           readyTimeout: options.connectTimeoutMs,
@@ -86,6 +97,8 @@ export const openTunnel = (options: {
           reject(describe(error as Error, null, pinned))
         }
       })
+
+    const connect = () => checkedAddress().then(dial, (error: Error) => Promise.reject(describe(error, null, pinned)))
 
     // One SSH connection at a time; one that failed or dropped is replaced by the next socket that needs it.
     const ready = (): Promise<Client> => {

@@ -64,6 +64,17 @@ describe.skipIf(!hasPostgres)("egress of a cloud gateway with SP_EGRESS_ALLOW_LO
     }
   })
 
+  it("a host that is a socket path is refused: pg would dial the store's own unix socket", async () => {
+    const storePort = Number(new URL(database.url).port || 5432)
+    for (const host of ["/var/run/postgresql", "/tmp"]) {
+      const probe = await api("/api/connections/test-credentials", {
+        name: "probe", db_type: "postgresql", host, port: storePort, database: database.name, username: "root"
+      })
+      expect(probe.json, host).toMatchObject({ ok: false, step: "config" })
+      expect(probe.json.error, host).toContain("a socket path is not a network address")
+    }
+  })
+
   const trinoQuery = async (name: string, fake: TrinoFake, sql = "select 1") => {
     const created = await api("/api/connections", { name, db_type: "trino", host: "127.0.0.1", port: fake.port, username: "tenant" })
     expect(created.status, created.text).toBe(201)
