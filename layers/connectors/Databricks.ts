@@ -77,6 +77,13 @@ class VerifiedConnection extends connections.HttpConnection {
   override getAgent() {
     return Promise.resolve(this.verified)
   }
+  // node-fetch follows redirects to any address by default; a workspace that redirects fails instead.
+  override async getThriftConnection() {
+    const connection = await super.getThriftConnection()
+    const thrift = connection as unknown as { config: Record<string, unknown> }
+    thrift.config = { ...thrift.config, redirect: "error" }
+    return connection
+  }
 }
 
 const silent = { log: () => undefined }

@@ -55,7 +55,8 @@ interface FakeOperation {
  * sessions and asynchronous operations polled for their state and fetched in column-based pages.
  * `sleep` statements run until cancelled; `numbers` has 25 rows; an unknown table is an error.
  */
-const startFake = async (tls: { key: Buffer; cert: Buffer }, host = "127.0.0.1", port = 0) => {
+/** With `redirectTo`, a hostile workspace: every request is answered with a 307 to the same path on that origin. */
+const startFake = async (tls: { key: Buffer; cert: Buffer }, host = "127.0.0.1", port = 0, redirectTo?: string) => {
   const seen = { sessions: [] as Array<{ catalog?: string; schema?: string }>, closedSessions: 0, unauthorized: 0, requests: 0 }
   const operations = new Map<string, FakeOperation>()
   const ok = () => new T.TStatus({ statusCode: T.TStatusCode.SUCCESS_STATUS })
@@ -157,6 +158,7 @@ const startFake = async (tls: { key: Buffer; cert: Buffer }, host = "127.0.0.1",
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.on("end", () => {
       seen.requests++
+      if (redirectTo !== undefined) return res.writeHead(307, { location: `${redirectTo}${req.url}` }).end()
       if (req.method !== "POST" || req.url !== HTTP_PATH) return res.writeHead(404).end()
       if (req.headers.authorization !== `Bearer ${TOKEN}`) {
         seen.unauthorized++
@@ -235,9 +237,20 @@ const program = Effect.gen(function* () {
 process.stdout.write(JSON.stringify(await Effect.runPromise(program)))
 `
 
-const runScenarios = (ca: string, port: number) =>
+// A ping alone, in a child that trusts the test CA.
+const PING = `
+import { Effect, Either } from "effect"
+import { DatabricksConnector } from "./layers/connectors/Databricks.ts"
+import { makeScrubber } from "./layers/connectors/DriverErrors.ts"
+const { connection, endpoint, secrets } = JSON.parse(process.env.SLUICE_SCENARIO)
+const ping = Effect.scoped(Effect.flatMap(DatabricksConnector.open({ connection, endpoint, connectTimeoutMs: 5000, scrub: makeScrubber(secrets) }), (pool) => pool.ping))
+const result = await Effect.runPromise(Effect.either(ping))
+process.stdout.write(JSON.stringify(Either.isRight(result) ? { ok: true } : { error: { step: result.left.step, message: result.left.message } }))
+`
+
+const runScenarios = (ca: string, port: number, script = SCENARIOS) =>
   new Promise<Record<string, any>>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "--eval", SCENARIOS], {
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "--eval", script], {
       cwd: REPO_ROOT,
       env: {
         ...process.env,
@@ -303,6 +316,19 @@ describe("databricks through the real driver against a Thrift fake over HTTPS", 
     expect(error.step).toBe("tls")
     expect(error.message).not.toContain(TOKEN)
     expect(fake.seen.requests).toBe(before)
+  })
+
+  it("a redirect is not followed: the workspace it points to is never asked", async () => {
+    const hostile = await startFake(certs, "127.0.0.1", 0, `https://127.0.0.1:${fake.port}`)
+    try {
+      const before = fake.seen.requests
+      const out = await runScenarios(certs.ca, hostile.port, PING)
+      expect(out).toMatchObject({ error: { step: expect.any(String) } })
+      expect(hostile.seen.requests).toBeGreaterThanOrEqual(1)
+      expect(fake.seen.requests).toBe(before)
+    } finally {
+      await hostile.close()
+    }
   })
 
   it("a closed port is tcp and an unknown host dns", async () => {
