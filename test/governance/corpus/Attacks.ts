@@ -119,7 +119,26 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "merge into canary using (select 1 id) s on canary.id = s.id when matched then delete",
     "explain (analyze) select * from canary",
     "explain (analyze true, format json) select 1",
-    "select 1 /* ; delete from canary */ ; delete from canary"
+    "select 1 /* ; delete from canary */ ; delete from canary",
+    // the classes in more contexts: quoted, qualified, nested, in CTEs, LATERAL, partitions, unions (GuardFuzz.test.ts generates more)
+    "select \"pg_catalog\".\"pg_read_file\"('/etc/passwd')",
+    "select pg_catalog . pg_read_file ('/etc/passwd')",
+    "select U&\"pg\\005fread\\005ffile\"('/etc/passwd')",
+    "select PG_CATALOG.CURRENT_SETTING('data_directory')",
+    "select * from query_to_xml($q$select * from pg_authid$q$, true, true, '') t",
+    "select * from crosstab($$select 1, 2, 3$$) as t(a int, b int)",
+    "with recursive r (n) as (select 1 union all select n + 1 from r where current_setting('data_directory') is null) select n from r",
+    "with a as (select 1), c as (select * from dblink('dbname=postgres', 'delete from canary') as t(a text)) select * from a",
+    "select count(*) over (partition by pg_read_file('/etc/passwd')) from canary",
+    "select distinct on (brin_summarize_new_values('canary_idx'::regclass)) id from canary",
+    "select id from canary where exists (select 1 from pg_catalog.pg_stats)",
+    "select * from (select * from canary c, lateral (select * from pg_stat_activity) l) j",
+    "select 1 in (2, (select count(*) from pg_toast.pg_toast_1234))",
+    "select id, secret from canary union all select 1, query_to_xml('select 1', true, true, '')::text",
+    "select array[setseed(0.5)]",
+    "values (pg_ls_dir('.'))",
+    "select count(*) filter (where ts_rewrite('a'::tsquery, 'select ''a''::tsquery, ''b''::tsquery') is null) from canary",
+    "select * from pg_catalog.\"pg_shadow\""
   ],
   redshift: [
     "unload ('select * from canary') to 's3://bucket/x'",
@@ -171,7 +190,17 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "SHOW GRANTS; DELETE FROM canary",
     "PREPARE s FROM 'DELETE FROM canary'",
     "EXECUTE s",
-    "KILL 1"
+    "KILL 1",
+    // the classes in more contexts: quoted, qualified, nested, in CTEs, LATERAL, partitions, unions (GuardFuzz.test.ts generates more)
+    "select /*!50000 sleep(1)*/",
+    "select 1 /* /* */ , sleep(1) -- */",
+    "select `updatexml`(1, concat(0x7e, version()), 1)",
+    "select id from canary where exists (select 1 from MYSQL.USER)",
+    "select id, secret from canary union all select 1, (select count(*) from information_schema.innodb_trx)",
+    "with c as (select extractvalue(1, concat(0x7e, version())) as x) select * from c",
+    "select count(*) over (partition by load_file('/etc/passwd')) from canary",
+    "select * from `mysql` . `global_priv`",
+    "select * from (select master_gtid_wait('0-1-1', 1) as x) d"
   ],
   sqlite: [
     "select * from sqlite_stat4",
@@ -194,7 +223,15 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select * from canary; attach 'x' as y",
     "analyze canary",
     "create view v as select 1",
-    "select 1 from [canary]; delete from canary"
+    "select 1 from [canary]; delete from canary",
+    // the classes in more contexts: quoted, qualified, nested, in CTEs, LATERAL, partitions, unions (GuardFuzz.test.ts generates more)
+    "select 1 /* /* */ , load_extension('/tmp/evil.so') -- */",
+    "select * from [main].[sqlite_stat1]",
+    "select * from \"temp\".\"sqlite_stat1\"",
+    "with c as (select readfile('/etc/passwd') as x) select * from c",
+    "select id from canary where exists (select 1 from pragma_compile_options)",
+    "select count(*) over (partition by sqlite_compileoption_get(0)) from canary",
+    "select * from canary union all select 1, (select count(*) from sqlite_stat4)"
   ],
   duckdb: [
     "select * from pragma_storage_info('canary')",
@@ -233,7 +270,20 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "create secret s (type s3)",
     "checkpoint",
     "use memory",
-    "select * from duckdb_secrets()"
+    "select * from duckdb_secrets()",
+    // the classes in more contexts: quoted, qualified, nested, in CTEs, LATERAL, partitions, unions (GuardFuzz.test.ts generates more)
+    "select (secret).error() from canary",
+    "select list_transform([1], v -> error(v))",
+    "select * from canary c, lateral (select * from duckdb_settings()) l",
+    "with recursive r (n) as (select 1 union all select n + 1 from r where getenv('HOME') is null) select n from r",
+    "select * from query($q$select * from canary$q$) t",
+    "select * from \"main\".\"duckdb_secrets\"()",
+    "select * from main.pragma_storage_info('canary')",
+    "select count(*) filter (where current_setting('threads') is null) from canary",
+    "select id from canary where exists (select 1 from pg_catalog.pg_settings)",
+    "select [json_serialize_sql('select 1')]",
+    "select * from canary union all select 1, (select max(value) from duckdb_settings())",
+    "with a as (select 1), c as (select * from MAIN.DUCKDB_SETTINGS) select * from a"
   ],
   mssql: [
     "EXEC xp_cmdshell 'whoami'",
