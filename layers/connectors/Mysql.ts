@@ -93,8 +93,8 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
       (conn) => Effect.sync(() => conn.release())
     ).pipe(Effect.map(([rows]) => (String((rows as Array<Array<unknown>>)[0]?.[0]).includes("MariaDB") ? "mariadb" : "mysql")))
 
-    // The SQL guard reads backslashes in strings as escapes, so the session must too.
-    const BACKSLASH_ESCAPES = "sql_mode = REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', '')"
+    // The SQL guard reads backslashes in strings as escapes and "…" as a string, so the session must too.
+    const BACKSLASH_ESCAPES = "sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', ''), 'ANSI_QUOTES', '')"
     const guards = (options: QueryOptions) =>
       flavour === "mariadb"
         ? `SET SESSION max_statement_time = ${(options.timeoutMs / 1000).toFixed(3)}, sql_select_limit = ${options.maxRows + 1}, ${BACKSLASH_ESCAPES}`

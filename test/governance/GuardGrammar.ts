@@ -9,19 +9,6 @@ import { DANGEROUS, type DangerousFunction, type DangerousRelation } from "./cor
  * through random query shapes; and plain reads of allow-listed functions over ordinary columns.
  */
 
-/**
- * What these grammars found open and reported in issue 16 (to the owner of src/governance), each left out of its
- * property until it is fixed: delete the entry then, and the fuzzers cover it from that run on.
- * - lateralValues, valuesDerivedTable: a VALUES list used as a table carries a PII column out unmasked
- *   (`select v.x from customers c, lateral (values (c.email)) v(x)`, `select * from (values ((select email from customers limit 1))) v`);
- * - trim: DuckDB's trim(x) is refused (libpg_query reads it as pg_catalog.btrim, which DuckDB's list does not have).
- */
-export const REPORTED = {
-  lateralValues: ["duckdb"] as ReadonlyArray<string>,
-  valuesDerivedTable: ["duckdb", "mysql"] as ReadonlyArray<string>,
-  trim: ["duckdb"] as ReadonlyArray<string>
-}
-
 interface Traits {
   readonly quote: (name: string) => string
   /** A type every text value casts to. */
@@ -41,8 +28,7 @@ interface Traits {
   /**
    * DuckDB's lambdas, PostgreSQL's DISTINCT ON and aggregate FILTER, MySQL's executable comments, a bare VALUES statement,
    * U&"…" names; flatComments: the engine's block comments do not nest, so a comment opened inside one does not hide
-   * what follows its end (Trino's do not nest either, but the guard reads them nested: that bypass is reported in
-   * issue 16, and Trino is left out until it is fixed).
+   * what follows its end.
    */
   readonly extras: ReadonlyArray<"lambda" | "distinctOn" | "filter" | "executableComments" | "values" | "unicodeNames" | "flatComments">
 }
@@ -61,7 +47,7 @@ const TRAITS: Record<DbType, Traits> = {
   bigquery: { quote: backtick, text: "string", colonCast: false, lateral: false, valuesAlias: false, recursive: true, explain: false, limit: true, dollarQuotes: false, builtinSchema: undefined, harmlessTable: "orders as t", array: undefined, extras: ["flatComments"] },
   clickhouse: { quote: backtick, text: "String", colonCast: true, lateral: false, valuesAlias: false, recursive: false, explain: false, limit: true, dollarQuotes: false, builtinSchema: undefined, harmlessTable: "numbers(2) as t", array: undefined, extras: [] },
   databricks: { quote: backtick, text: "string", colonCast: true, lateral: true, valuesAlias: false, recursive: false, explain: false, limit: true, dollarQuotes: false, builtinSchema: undefined, harmlessTable: "orders as t", array: undefined, extras: [] },
-  trino: { quote: double, text: "varchar", colonCast: false, lateral: true, valuesAlias: false, recursive: true, explain: false, limit: true, dollarQuotes: false, builtinSchema: undefined, harmlessTable: "orders as t", array: undefined, extras: [] }
+  trino: { quote: double, text: "varchar", colonCast: false, lateral: true, valuesAlias: false, recursive: true, explain: false, limit: true, dollarQuotes: false, builtinSchema: undefined, harmlessTable: "orders as t", array: undefined, extras: ["flatComments"] }
 }
 
 type Kind = "expr" | "from"
@@ -442,12 +428,12 @@ const piiShapes = (dbType: PiiDialect, t: PiiTraits, wrap: (x: string) => string
   (q) => (t.aliasColumns ? `select d.a as p, d.b as id from (${q}) as d (a, b)` : undefined),
   (q) => (t.lateral ? `select l.p, d.id from (${q}) as d, lateral (select d.p as p) as l` : undefined),
   (q) => (t.lateral ? `select l.p, d.id from (${q}) as d cross join lateral (select upper(d.p) as p) as l` : undefined),
-  (q) => (t.values && !REPORTED.lateralValues.includes(dbType) ? `select v.p, d.id from (${q}) as d, lateral (values (d.p)) as v (p)` : undefined),
+  (q) => (t.values ? `select v.p, d.id from (${q}) as d, lateral (values (d.p)) as v (p)` : undefined),
   (q) => (dbType === "postgresql" ? `select array(select d.p from (${q}) as d) as p, 1 as id` : undefined),
   (q) => (dbType === "postgresql" ? `select u.p, d.id from (${q}) as d, unnest(array[d.p]) as u (p)` : undefined),
   (q) => (dbType === "duckdb" ? `select u.p, d.id from (${q}) as d, unnest([d.p]) as u (p)` : undefined),
   (q) => (dbType === "mysql" ? `select j.p, d.id from (${q}) as d, json_table(json_array(d.p), '$[*]' columns (p varchar(200) path '$')) as j` : undefined),
-  (q) => (REPORTED.valuesDerivedTable.includes(dbType) ? undefined : `select * from (values ((select d.p from (${q}) as d limit 1), 0)) as v`),
+  (q) => `select * from (values ((select d.p from (${q}) as d limit 1), 0)) as v`,
   (q) => (t.values ? `select v.p, v.id from (values ('a', 0)) as v (p, id) union all select p, id from (${q}) as d` : undefined)
 ]
 
@@ -456,9 +442,8 @@ export const renderPii = (plan: PiiPlan): string => {
   const t = PII_TRAITS[plan.dbType]
   const columnForm = t.columnForms[plan.columnForm % t.columnForms.length]!
   const ref = (c: string) => (plan.qualified ? `c.${columnForm(c)}` : columnForm(c))
-  const wrappers = REPORTED.trim.includes(plan.dbType) ? t.valueWrappers.filter((w) => !w("x").startsWith("trim(")) : t.valueWrappers
-  const wrap = wrappers[plan.value % wrappers.length]!
-  const outer = wrappers[plan.outerValue % wrappers.length]!
+  const wrap = t.valueWrappers[plan.value % t.valueWrappers.length]!
+  const outer = t.valueWrappers[plan.outerValue % t.valueWrappers.length]!
   let sql = `select ${wrap(ref(plan.column))} as p, ${ref("id")} as id from ${plan.table}${plan.qualified ? " as c" : ""}`
   const shapes = piiShapes(plan.dbType, t, outer)
   for (const s of plan.shapes) sql = shapes[s % shapes.length]!(sql) ?? sql
@@ -509,10 +494,9 @@ const numeric = (dbType: ReadDialect, depth: number): fc.Arbitrary<string> =>
       )
 
 const text = (dbType: ReadDialect, depth: number): fc.Arbitrary<string> => {
-  const functions = REPORTED.trim.includes(dbType) ? TEXT_FUNCTIONS.filter((f) => !f("x").startsWith("trim(")) : TEXT_FUNCTIONS
   return depth === 0
     ? fc.constantFrom("status", "'abc'")
-    : fc.oneof(text(dbType, depth - 1), fc.tuple(fc.constantFrom(...functions), text(dbType, depth - 1)).map(([f, x]) => f(x)))
+    : fc.oneof(text(dbType, depth - 1), fc.tuple(fc.constantFrom(...TEXT_FUNCTIONS), text(dbType, depth - 1)).map(([f, x]) => f(x)))
 }
 
 export const readOf = (dbType: ReadDialect): fc.Arbitrary<string> => {

@@ -256,6 +256,10 @@ describe("names resolve as the engine resolves them", () => {
       const failed = await query(name, cast)
       expect([name, failed.text.includes("ada@")]).toEqual([name, false])
     }
+    for (const sql of ["select v.x from customers c, lateral (values (c.email)) v(x)", "select * from (values ((select email from customers limit 1))) v"]) {
+      const values = await query("duck", sql)
+      expect([sql, values.status, values.text.includes("ada@")]).toEqual([sql, 200, false])
+    }
     const method = await query("duck", "select email.upper() as e from customers")
     expect([method.status, method.text.includes("ADA@")]).toEqual([200, false])
   })

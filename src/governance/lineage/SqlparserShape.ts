@@ -119,7 +119,12 @@ const bodyShape = (body: unknown, ctes: Array<Cte>): QueryShape => {
     return { kind: "set", ctes, arms: [bodyShape(body.SetOperation.left, []), bodyShape(body.SetOperation.right, [])] }
   }
   if (isQuery(body.Query)) return ctes.length === 0 ? sqlparserShape(body.Query) : { kind: "set", ctes, arms: [sqlparserShape(body.Query)] }
-  if (isNode(body.Values)) return { kind: "values", rows: list(body.Values.rows).map((row) => list(row).map((e) => expressionItem(e, undefined))) }
+  if (isNode(body.Values)) {
+    // A row is its expressions, or (newer sqlparser-rs) an object holding them under `content`; any other shape is not traced.
+    const rows = list(body.Values.rows).map((row) => (Array.isArray(row) ? row : isNode(row) && Array.isArray(row.content) ? row.content : undefined))
+    if (rows.some((row) => row === undefined)) return { kind: "opaque", why: "a VALUES row of an unknown shape" }
+    return { kind: "values", rows: rows.map((row) => row!.map((e) => expressionItem(e, undefined))) }
+  }
   return { kind: "opaque", why: `a ${Object.keys(body)[0]} body` }
 }
 

@@ -162,3 +162,19 @@ export const expandExecutableComments = (sql: string): string => {
   }
   return chars.join("")
 }
+
+/**
+ * The statement with its comments blanked (same length), read as `tokenize` reads them: block
+ * comments do not nest. A grammar whose own lexer reads comments otherwise (sqlparser-rs nests
+ * them, Trino does not) then parses the code a server runs, not less.
+ */
+export const blankComments = (sql: string, rules: LexicalRules): string => {
+  if (!/--|\/\*|#/.test(sql)) return sql
+  let text = ""
+  let at = 0
+  for (const token of tokenize(sql, rules)) {
+    text += sql.slice(at, token.start).replace(/[^\s]/g, " ") + sql.slice(token.start, token.end)
+    at = token.end
+  }
+  return text + sql.slice(at).replace(/[^\s]/g, " ")
+}

@@ -79,7 +79,8 @@ export const walkPostgres = (
       if (key.endsWith("Stmt")) findings.refuse(`${statementName(key)} is not a read`)
       if (key === "intoClause") findings.refuse("SELECT … INTO writes a table")
       if (key === "LockingClause") findings.refuse("a locking clause (FOR UPDATE / FOR SHARE)")
-      if (key === "FuncCall" && isNode(value)) checkFunction(nameParts(value.funcname))
+      // SQL-standard syntax (TRIM, SUBSTRING … FROM, COLLATION FOR, AT TIME ZONE, SIMILAR TO, SYSTEM_USER) becomes a call of a built-in the grammar chose.
+      if (key === "FuncCall" && isNode(value) && value.funcformat !== "COERCE_SQL_SYNTAX") checkFunction(nameParts(value.funcname))
       // OPERATOR(schema.op) calls whatever function that schema's operator names.
       if (key === "A_Expr" && isNode(value)) {
         const qualifier = nameParts(value.name).slice(0, -1)

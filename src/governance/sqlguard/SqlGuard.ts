@@ -5,7 +5,7 @@ import type { DbType } from "../../domain/Connection"
 import { type Analysis, Findings, Refusal } from "./Analysis"
 import { DIALECTS, type DialectProfile } from "./Dialects"
 import { pivotStandIn } from "./DuckdbPivot"
-import { expandExecutableComments } from "./Lexer"
+import { blankComments, expandExecutableComments } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
 import { parseTextOf } from "./ParseText"
 import { walkPostgres } from "./PostgresWalk"
@@ -73,7 +73,9 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: ReadonlySet<st
   const profile = DIALECTS[dbType]
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
   const pivot = pivotStandIn(text, profile)
-  const parseText = pivot ?? parseTextOf(text, profile)
+  const standIn = pivot ?? parseTextOf(text, profile)
+  // libpg_query reads comments as PostgreSQL does; sqlparser-rs nests them where some servers do not.
+  const parseText = profile.grammar === "sqlparser" ? blankComments(standIn, { ...profile.lexical, backslashEscapes: profile.lexical.backslashEscapes === true }) : standIn
   const findings = new Findings()
   let analysis: Analysis
   let tree: CheckedStatement["tree"]

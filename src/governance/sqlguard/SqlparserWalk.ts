@@ -25,6 +25,12 @@ const SHOW_ROOTS = new Set([
   "ShowCollation"
 ])
 
+/** `@@` variables that describe the session's values; the rest (@@datadir, @@secure_file_priv, @@servername…) is configuration. */
+const SERVER_VARIABLES = new Set(["@@version", "@@version_comment", "@@time_zone", "@@session.time_zone"])
+
+// DuckDB reads a table name ending in a file type as that file (`select * from package.json`).
+const FILE_TYPES = /^(csv|tsv|txt|json|jsonl|ndjson|parquet|arrow|avro|xlsx|gz|zst|db|duckdb|sqlite)$/i
+
 const upperWords = (key: string) => key.replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
 
 interface NamePart {
@@ -91,7 +97,7 @@ export const walkSqlparser = (
     if (table.args !== undefined && table.args !== null) return checkFunction(parts)
     if (parts.some((p) => p.computed)) findings.refuse("a table name computed at run time (IDENTIFIER) escapes the table policy")
     if (parts.length > profile.maxNameParts) findings.refuse(`a ${parts.length}-part table name reaches another server or catalog`)
-    if (profile.pathTables && parts.some((p) => p.quote === "'" || /[/\\:@~]|^\.|\.[A-Za-z0-9]+$/.test(p.value))) {
+    if (profile.pathTables && (parts.some((p) => p.quote === "'" || /[/\\:@~*?[]|^\.|\.[A-Za-z0-9]+$/.test(p.value)) || (parts.length > 1 && FILE_TYPES.test(parts.at(-1)!.value)))) {
       findings.refuse("a file, URL or stage cannot be read as a table")
     }
     const only = parts.length === 1 ? parts[0]!.value.toLowerCase() : undefined
@@ -132,6 +138,11 @@ export const walkSqlparser = (
       if (WRITE_NODES.has(key)) findings.refuse(`${upperWords(key)} is not a read`)
       if (key === "into" && value !== null && value !== undefined) findings.refuse("SELECT … INTO writes a table or variable")
       if (key === "op" && value === "Assignment") findings.refuse("assigning a session variable (:=) is not a read")
+      if ((key === "Identifier" && isNode(value)) || (key === "CompoundIdentifier" && Array.isArray(value))) {
+        const first = String((isNode(value) ? value : isNode(value[0]) ? value[0] : {}).value ?? "")
+        const variable = (isNode(value) ? first : value.map((p) => (isNode(p) ? String(p.value) : "")).join(".")).toLowerCase()
+        if (first.startsWith("@@") && !SERVER_VARIABLES.has(variable)) findings.refuse(`${variable} reads the server's configuration; only ${[...SERVER_VARIABLES].join(", ")} can be read`)
+      }
       // Snowflake's time travel `AT (OFFSET => …)` is written as a call but is a clause of the table.
       if (key === "version" && isNode(value) && isNode(value.Function) && isNode(value.Function.Function)) {
         visit(value.Function.Function.args, scope)

@@ -148,6 +148,12 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select top 5 * from canary; delete from canary"
   ],
   mysql: [
+    "select @@datadir",
+    "select @@global.secure_file_priv",
+    "show engine innodb status",
+    "show grants",
+    "show binlog events",
+    "show slave status",
     "select master_gtid_wait('0-1-1', 1)",
     "select * from mysql.user",
     "select * from mysql.column_stats",
@@ -234,6 +240,9 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select * from canary union all select 1, (select count(*) from sqlite_stat4)"
   ],
   duckdb: [
+    "select * from package.json",
+    "select * from \"**\".json",
+    "select * from x.y.csv",
     "select * from pragma_storage_info('canary')",
     "select * from json_execute_serialized_sql(json_serialize_sql('select * from canary'))",
     "select error(secret) from canary",
@@ -392,6 +401,9 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "ANALYZE TABLE canary COMPUTE STATISTICS"
   ],
   trino: [
+    // Trino's block comments do not nest: the guard must not read this as `select 1`.
+    "select 1 /* /* */ from system.runtime.queries -- */",
+    "select 1 /* /* */ , secret from canary, system.runtime.queries -- */",
     "SELECT * FROM TABLE(system.query(query => 'DELETE FROM canary'))",
     "SELECT * FROM TABLE(mysql.system.query(query => 'DELETE FROM canary'))",
     "SELECT * FROM TABLE(raw_query(query => 'x'))",
