@@ -251,7 +251,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     lexical: { ...plain, bracketIdentifiers: true },
     limitSyntax: "top",
     maxNameParts: 3,
-    ...allowList(MSSQL_FUNCTIONS, ["dbo", "sys"]),
+    ...allowList(MSSQL_FUNCTIONS, ["sys"]),
     relations: SYSTEM_RELATIONS.mssql,
     neverFunctions: [...EVERYWHERE, "xp_*", "sp_*", "openrowset", "openquery", "opendatasource", "openxml"],
     pathTables: false
