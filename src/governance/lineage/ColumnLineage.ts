@@ -69,6 +69,7 @@ const tablesOf = (relation: Relation): Array<ReadonlyArray<string>> =>
     ? [relation.table]
     : (relation.outputs ?? []).flatMap((o) => [...o.sources.map((s) => s.table), ...o.anyColumnOf, ...(o.starOver ?? [])])
 
+/** Whether a qualifier (`c`, `public.customers`) names this relation. */
 const named = (relation: Relation, qualifier: ReadonlyArray<string>) =>
   relation.alias !== undefined
     ? relation.alias === qualifier.at(-1) && qualifier.length === 1
@@ -88,8 +89,8 @@ const resolveColumn = (column: ColumnName, scopes: Scopes): OutputColumn => {
   const outputs = from.flatMap((relation): Array<OutputColumn> => {
     if (relation.renamed) return [{ name, sources: [], anyColumnOf: [relation.table!], direct: false, countOnly: false, starOver: undefined }]
     if (relation.outputs === undefined) return [baseColumn(relation.table!, name)]
-    const named = relation.outputs.filter((o) => o.name === name)
-    if (named.length > 0) return named
+    const byName = relation.outputs.filter((o) => o.name === name)
+    if (byName.length > 0) return byName
     const stars = relation.outputs.filter((o) => o.starOver !== undefined)
     if (stars.length > 0) return stars.flatMap((o) => o.starOver!.map((table) => baseColumn(table, name)))
     // A name the derived table does not show by name: it could be any of its columns.
