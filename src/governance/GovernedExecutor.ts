@@ -9,7 +9,7 @@ import type { PiiPolicy } from "../domain/Pii"
 import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, type QueryStreamPart, QueryTimeout, ResultTooLarge } from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
 import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
-import { maskPlan, maskResult, piiRulesTouched } from "./PiiMasking"
+import { EVERY_COLUMN, maskPlan, maskResult, piiRulesTouched } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
 import { SqlGuard } from "./sqlguard/SqlGuard"
@@ -138,7 +138,9 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         const policy = tablePolicyRefusal(checked.right.analysis.tables, connection, query.reached)
         if (policy !== undefined) return yield* refuse(policy, tables)
         const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
-        return { capped, tables, readsPii: piiRulesTouched(checked.right, query.pii.rules, connection).length > 0 }
+        // A relation no scan has traced yet is usually a mistyped name, whose error quotes no value: its message is kept.
+        const readsPii = piiRulesTouched(checked.right, query.pii.rules, connection).some((rule) => rule.column !== EVERY_COLUMN)
+        return { capped, tables, readsPii }
       })
 
     /** Runs SQL on the target's pool under the query's deadline, cancelled on the server when it passes. */

@@ -44,6 +44,11 @@ const maskValue = (action: PiiAction, value: unknown, hashKey: Buffer): unknown 
   }
 }
 
+/** A rule's column that stands for every column of its table (a relation no scan has traced yet). */
+export const EVERY_COLUMN = "*"
+
+const covers = (rule: { readonly column: string }, column: string) => rule.column === column || rule.column === EVERY_COLUMN
+
 /** The rules of the tables a statement reads, resolved to qualified names. */
 export const piiRulesTouched = (checked: CheckedStatement, rules: ReadonlyArray<PiiRule>, connection: ConnectionInput): Array<ResolvedRule> => {
   if (rules.length === 0) return []
@@ -74,7 +79,7 @@ export const maskPlan = (
     return relevant.filter((rule) => sameTable(rule.table, table))
   }
   const touchesPii = (output: OutputColumn) =>
-    output.sources.some((s) => rulesOfTable(s.table).some((r) => r.column === s.column || s.column === "*")) ||
+    output.sources.some((s) => rulesOfTable(s.table).some((r) => covers(r, s.column) || s.column === "*")) ||
     output.anyColumnOf.some((t) => rulesOfTable(t).length > 0)
 
   /** The rule for an output that is not a star. */
@@ -82,11 +87,11 @@ export const maskPlan = (
     if (output.countOnly || !touchesPii(output)) return undefined
     const direct = output.direct && output.anyColumnOf.length === 0
     if (!direct) return "redact"
-    return strongest(output.sources.flatMap((s) => rulesOfTable(s.table).filter((r) => r.column === s.column).map((r) => r.action))) ?? "redact"
+    return strongest(output.sources.flatMap((s) => rulesOfTable(s.table).filter((r) => covers(r, s.column)).map((r) => r.action))) ?? "redact"
   }
   /** The rule for a result column a star yields, by its name. */
   const decideStar = (output: OutputColumn, name: string): PiiAction | undefined => {
-    const byName = strongest((output.starOver ?? []).flatMap((t) => rulesOfTable(t).filter((r) => r.column === name.toLowerCase()).map((r) => r.action)))
+    const byName = strongest((output.starOver ?? []).flatMap((t) => rulesOfTable(t).filter((r) => covers(r, name.toLowerCase())).map((r) => r.action)))
     return byName ?? (!output.direct && touchesPii(output) ? "redact" : undefined)
   }
 

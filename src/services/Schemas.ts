@@ -5,7 +5,8 @@ import type { ConnectionInput } from "../domain/Connection"
 import { InvalidRequest, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
-import type { PiiPolicy } from "../domain/Pii"
+import type { PiiPolicy, PiiRule } from "../domain/Pii"
+import { EVERY_COLUMN } from "../governance/PiiMasking"
 import type { Principal } from "../domain/Principal"
 import { onQualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
@@ -243,10 +244,11 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         return row === null ? undefined : remember({ orgId: orgOf(target), connectionId: target.connectionId, header: row, tables: row.tables, checkedAt: 0, notes: [] })
       })
 
-    /** Whether the statement reads a relation the snapshot does not list (a view made since, say), outside the system catalogs. */
-    const readsUnknown = (entry: Cached, target: Target, sql: string) => {
-      const checked = guard.check(sql, target.connection.db_type)
-      if (Either.isLeft(checked)) return false
+    /** The relations the statement reads that the snapshot does not list (a view made since, say), outside the system catalogs. */
+    const unknownRelations = (entry: Cached, target: Target, sql: string): Array<string> => {
+      // Which relations it reads, whatever functions it calls: the query's own check comes after, with the connection's allowance.
+      const checked = guard.check(sql, target.connection.db_type, "any")
+      if (Either.isLeft(checked)) return []
       if (entry.names === undefined) {
         const relations = entry.tables.flatMap((t) => [{ schema: t.schema, name: t.name }, ...(t.descendants ?? []).map((d) => ({ schema: d.schema, name: d.table }))])
         entry.names = {
@@ -255,10 +257,11 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         }
       }
       const names = entry.names
-      return checked.right.analysis.tables.some((ref) => {
+      return checked.right.analysis.tables.flatMap((ref) => {
         const [, schema, table] = qualify(ref.parts, target.connection)
-        if (SYSTEM_SCHEMAS.has(schema ?? "")) return false
-        return schema === undefined ? !names.bare.has(table) : !names.qualified.has(`${schema}.${table}`)
+        if (SYSTEM_SCHEMAS.has(schema ?? "")) return []
+        const known = schema === undefined ? names.bare.has(table) : names.qualified.has(`${schema}.${table}`)
+        return known ? [] : [ref.parts.join(".")]
       })
     }
 
@@ -276,7 +279,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         if (!governed || catalogGap(target.connection) !== undefined) return plain
         let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
         if (entry?.orgId !== orgOf(target)) entry = undefined
-        const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > FRESH_MS && readsUnknown(entry, target, sql)
+        const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > FRESH_MS && unknownRelations(entry, target, sql).length > 0
         const failedAt = scanFailedAt.get(target.connectionId)
         if ((entry === undefined || stale) && (failedAt === undefined || Date.now() - failedAt > QUERY_SCAN_EVERY_MS)) {
           const scanned = yield* Effect.either(Effect.flatMap(scanning(target), Deferred.await))
@@ -286,7 +289,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         if (entry === undefined) return plain
         const key = `${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
         if (entry.throughRelations?.key !== key) {
-          const check = (sql: string) => guard.check(sql, target.connection.db_type)
+          // A view's definition is traced, never run: the functions it calls are its owner's business.
+          const check = (sql: string) => guard.check(sql, target.connection.db_type, "any")
           const derived = target.pii.rules.length === 0 ? [] : rulesThroughRelations(entry.tables, target.pii.rules, target.connection, check)
           entry.throughRelations = {
             key,
@@ -295,7 +299,11 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
             reached: blocksThroughRelations(entry.tables, target.connection, check)
           }
         }
-        return entry.throughRelations
+        const unknown = target.pii.rules.length === 0 ? [] : unknownRelations(entry, target, sql)
+        if (unknown.length === 0) return entry.throughRelations
+        // A relation no scan has traced (made within FRESH_MS of the last) may be a view over a PII table: every column of it is redacted until one does.
+        const untraced = unknown.map((table): PiiRule => ({ table, column: EVERY_COLUMN, action: "redact" }))
+        return { ...entry.throughRelations, pii: { ...entry.throughRelations.pii, rules: [...entry.throughRelations.pii.rules, ...untraced] } }
       })
 
     /** The connection's PII policy as `policyFor` derives it. */
@@ -303,7 +311,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
 
     /** Whether the connection's policy lets a caller see a table of these: not blocked, allowed, and reaching no blocked table. */
     const visibleAmong = (connection: ConnectionInput, tables: ReadonlyArray<TableInfo>) => {
-      const reached = blocksThroughRelations(tables, connection, (sql) => guard.check(sql, connection.db_type))
+      const reached = blocksThroughRelations(tables, connection, (sql) => guard.check(sql, connection.db_type, "any"))
       const allowed = tableVisible(connection)
       return (schema: string, table: string) => allowed(schema, table) && !reached.has(`${schema}.${table}`.toLowerCase())
     }

@@ -392,11 +392,19 @@ export const matchesFunction = (patterns: ReadonlyArray<string>, parts: Readonly
 }
 
 /**
+ * The functions a check allows beyond the dialect's list: a connection's allowed_functions
+ * (lower-cased), or "any" where nothing runs and only the statement's shape is wanted (the
+ * lineage of a view's definition).
+ */
+export type FunctionAllowance = ReadonlySet<string> | "any"
+
+/**
  * Why a call of the function named `parts` is refused, or undefined when it may run: a built-in
  * on the dialect's reviewed list (unqualified, or qualified with a built-in schema), or a name
  * the connection added with allowed_functions, unless it is one no connection can add.
  */
-export const functionRefusal = (profile: DialectProfile, parts: ReadonlyArray<string>, extra: ReadonlySet<string>): string | undefined => {
+export const functionRefusal = (profile: DialectProfile, parts: ReadonlyArray<string>, extra: FunctionAllowance): string | undefined => {
+  if (extra === "any") return undefined
   const lower = parts.map((p) => p.toLowerCase())
   const name = lower.at(-1) ?? ""
   const qualifier = lower.slice(0, -1).join(".")

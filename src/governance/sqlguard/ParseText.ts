@@ -5,7 +5,8 @@ import { tokenize } from "./Lexer"
  * Constructs the grammars do not know, rewritten for parsing only and to the same length, so every
  * offset the walk reports (the row cap's LIMIT) still indexes the statement that runs. Each
  * stand-in has the same shape for the guard: SQLite's `a GLOB b` is a comparison like `a LIKE b`;
- * DuckDB's ASOF JOIN is a join; MariaDB's `PREVIOUS VALUE FOR s` reads s as a value.
+ * DuckDB's ASOF JOIN is a join; MariaDB's `PREVIOUS VALUE FOR s` reads s as a value, and its
+ * `a SOUNDS LIKE b` compares like `a LIKE b`.
  */
 export const parseTextOf = (sql: string, profile: DialectProfile): string => {
   const rewrites = REWRITES[profile.dbType]
@@ -36,8 +37,12 @@ const REWRITES: Partial<Record<DialectProfile["dbType"], Rewrites>> = {
     at: (tokens, i) => (tokens[i]!.text === "ASOF" && tokens[i + 1]?.kind === "word" && /^(JOIN|LEFT|INNER)$/.test(tokens[i + 1]!.text) ? [tokens[i]!.end, ""] : undefined)
   },
   mysql: {
-    hint: /previous/i,
-    at: (tokens, i) =>
-      tokens[i]!.text === "PREVIOUS" && tokens[i + 1]?.text === "VALUE" && tokens[i + 2]?.text === "FOR" ? [tokens[i + 2]!.end, ""] : undefined
+    hint: /previous|sounds/i,
+    at: (tokens, i) => {
+      if (tokens[i]!.text === "PREVIOUS" && tokens[i + 1]?.text === "VALUE" && tokens[i + 2]?.text === "FOR") return [tokens[i + 2]!.end, ""]
+      // `a SOUNDS LIKE b` compares like `a LIKE b`.
+      if (tokens[i]!.text === "SOUNDS" && tokens[i + 1]?.text === "LIKE") return [tokens[i]!.end, ""]
+      return undefined
+    }
   }
 }

@@ -1,5 +1,5 @@
 import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
-import { type DialectProfile, functionRefusal } from "./Dialects"
+import { type DialectProfile, type FunctionAllowance, functionRefusal } from "./Dialects"
 import { systemRelationRefusal } from "./SystemRelations"
 import { type Node, isNode } from "./Tree"
 
@@ -33,7 +33,7 @@ export const walkPostgres = (
   sql: string,
   profile: DialectProfile,
   findings: Findings,
-  allowedFunctions: ReadonlySet<string>
+  allowedFunctions: FunctionAllowance
 ): Analysis => {
   const tables: Array<TableReference> = []
   const statements = parsed.stmts ?? []

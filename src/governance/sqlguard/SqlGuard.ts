@@ -3,7 +3,7 @@ import { Effect, Either } from "effect"
 import { loadModule as loadPgQuery, parseSync as parsePostgres } from "libpg-query"
 import type { DbType } from "../../domain/Connection"
 import { type Analysis, Findings, Refusal } from "./Analysis"
-import { DIALECTS, type DialectProfile } from "./Dialects"
+import { DIALECTS, type DialectProfile, type FunctionAllowance } from "./Dialects"
 import { pivotStandIn } from "./DuckdbPivot"
 import { blankComments, expandExecutableComments } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
@@ -69,7 +69,7 @@ const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
  * The read-only check at the SQL level. Fails closed: the dialect's grammar must parse exactly one
  * statement, the walk of the whole tree must find only reads, and the lexical guard must agree.
  */
-const checkWith = (sql: string, dbType: DbType, allowedFunctions: ReadonlySet<string>): Either.Either<CheckedStatement, Refusal> => {
+const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowance): Either.Either<CheckedStatement, Refusal> => {
   const profile = DIALECTS[dbType]
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
   const pivot = pivotStandIn(text, profile)
@@ -115,11 +115,14 @@ export class SqlGuard extends Effect.Service<SqlGuard>()("sluice/SqlGuard", {
     yield* Effect.promise(() => Promise.all([loadPgQuery(), loadSqlparser()]))
     const memo = new Map<string, Either.Either<CheckedStatement, Refusal>>()
 
-    /** `allowedFunctions`: the connection's own additions to the dialect's allow-list, lower-cased. */
-    const check = (sql: string, dbType: DbType, allowedFunctions: ReadonlyArray<string> = []): Either.Either<CheckedStatement, Refusal> => {
-      const extra = new Set(allowedFunctions.map((f) => f.toLowerCase()))
+    /**
+     * `allowedFunctions`: the connection's own additions to the dialect's allow-list; "any" only
+     * for a statement that is analysed and never run (a view's definition, for its lineage).
+     */
+    const check = (sql: string, dbType: DbType, allowedFunctions: ReadonlyArray<string> | "any" = []): Either.Either<CheckedStatement, Refusal> => {
+      const extra: FunctionAllowance = allowedFunctions === "any" ? "any" : new Set(allowedFunctions.map((f) => f.toLowerCase()))
       if (sql.length > MEMO_MAX_SQL) return checkWith(sql, dbType, extra)
-      const key = `${dbType}\u0000${[...extra].join(",")}\u0000${sql}`
+      const key = `${dbType}\u0000${extra === "any" ? "*" : [...extra].join(",")}\u0000${sql}`
       const known = memo.get(key)
       if (known !== undefined) {
         memo.delete(key)

@@ -1,5 +1,5 @@
 import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
-import { type DialectProfile, functionRefusal } from "./Dialects"
+import { type DialectProfile, type FunctionAllowance, functionRefusal } from "./Dialects"
 import { systemRelationRefusal } from "./SystemRelations"
 import { tokenize } from "./Lexer"
 import { type Node, isNode, isQuery } from "./Tree"
@@ -79,7 +79,7 @@ export const walkSqlparser = (
   sql: string,
   profile: DialectProfile,
   findings: Findings,
-  allowedFunctions: ReadonlySet<string>
+  allowedFunctions: FunctionAllowance
 ): Analysis => {
   const tables: Array<TableReference> = []
   if (statements.length !== 1) findings.refuse(statements.length === 0 ? "the statement is empty" : "more than one statement")
