@@ -75,6 +75,8 @@ export const READS: Record<DbType, ReadonlyArray<string>> = {
     "select json_extract_path_text(payload, 'channel') from orders"
   ],
   mysql: [
+    "select name from customers where name sounds like 'Ada'",
+    "select 'a' ||/**/'b'",
     "SELECT * FROM orders",
     "SELECT `id`, `total` FROM `orders` WHERE `status` = 'paid' ORDER BY `total` DESC LIMIT 5",
     "SELECT customer_id, SUM(total) AS revenue FROM orders GROUP BY customer_id HAVING revenue > 10",
