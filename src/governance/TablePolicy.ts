@@ -1,6 +1,5 @@
 import type { ConnectionInput } from "../domain/Connection"
 import { globRegex } from "../domain/Glob"
-import { onQualifiedName } from "../domain/SchemaSnapshot"
 import type { TableReference } from "./sqlguard/Analysis"
 
 /** catalog, schema, table; undefined where the connection does not say what the default is. */
@@ -129,5 +128,3 @@ export const tablePolicyRefusal = (
 export const tableVisible = (connection: ConnectionInput) => (schema: string, table: string) =>
   tablePolicyRefusal([{ parts: [schema, table] }], connection) === undefined
 
-/** The same for a `schema.table` name. */
-export const qualifiedVisible = (connection: ConnectionInput) => onQualifiedName(tableVisible(connection))

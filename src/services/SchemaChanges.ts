@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
-import { qualifiedVisible } from "../governance/TablePolicy"
 import { SchemaRepo } from "../repos/SchemaRepo"
 import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
 import { Connections } from "./Connections"
@@ -47,7 +46,7 @@ export class SchemaChanges extends Effect.Service<SchemaChanges>()("sluice/Schem
       const visible = new Map<string, (qualified: string) => boolean>()
       for (const connection of new Set(rows.map((r) => r.connection))) {
         const target = yield* Effect.option(connections.target(principal, connection))
-        visible.set(connection, target._tag === "Some" ? qualifiedVisible(target.value.connection) : () => false)
+        visible.set(connection, target._tag === "Some" ? yield* schemas.visibleNames(target.value) : () => false)
       }
       const page = pageOf(rows, limit, (last) => [last.id])
       return { ...page, items: page.items.map((row) => ({ ...row, diff: visiblePart(row.diff, visible.get(row.connection)!) })) }

@@ -316,6 +316,12 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return (schema: string, table: string) => allowed(schema, table) && !reached.has(`${schema}.${table}`.toLowerCase())
     }
 
+    /** Whether a caller may see a `schema.table` of the connection, relations that reach a blocked table included (by the stored snapshot). */
+    const visibleNames = (target: Target) =>
+      Effect.map(Effect.suspend(() => Effect.fromNullable(cache.get(target.connectionId))).pipe(Effect.orElse(() => storedIfAny(target))), (entry) =>
+        onQualifiedName(visibleAmong(target.connection, entry?.orgId === orgOf(target) ? entry.tables : []))
+      )
+
     /** After a note is written here, the next read on this replica sees it at once. */
     const notesChanged = (connectionId: string) =>
       Effect.sync(() => {
@@ -482,7 +488,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         })
       )
 
-    return { view, readLive, policyFor, piiFor, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    return { view, readLive, policyFor, piiFor, visibleNames, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
   dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default, SqlGuard.Default]
 }) {}
