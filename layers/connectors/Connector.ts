@@ -1,6 +1,7 @@
 import type { LookupFunction } from "node:net"
 import { Effect, Schema, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
+import type { EgressPolicy } from "./EgressPolicy"
 
 /** Where a connection attempt or statement failed; the diagnose route reports the same steps. */
 export const FailureStep = Schema.Literal("config", "dns", "tcp", "tls", "ssh", "auth", "privileges", "query", "timeout")
@@ -100,6 +101,8 @@ export interface OpenRequest<C extends ConnectionInput = ConnectionInput> {
   readonly scrub: (message: string) => string
   /** Resolves only the endpoint's host, to addresses the egress policy allows; every driver dials through it (agents, sockets). */
   readonly lookup?: LookupFunction
+  /** The egress policy itself, for drivers that also reach hosts other than the endpoint's (result chunks in cloud storage, token endpoints). */
+  readonly egress?: EgressPolicy
 }
 
 export interface Connector<C extends ConnectionInput = ConnectionInput> {

@@ -77,6 +77,7 @@ export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTa
         endpoint,
         connectTimeoutMs,
         scrub: makeScrubber(target.secrets),
+        egress: policy,
         ...(endpoint === null ? {} : { lookup: pinnedLookup(policy, endpoint) })
       })
     if (tunnel === undefined || sshServer === null || address === null) return yield* open(address, egress)

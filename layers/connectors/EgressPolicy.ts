@@ -1,8 +1,9 @@
 import type { LookupAddress } from "node:dns"
 import { lookup } from "node:dns/promises"
+import type { Agent } from "node:http"
 import { BlockList, isIP, type LookupFunction, Socket } from "node:net"
 import { networkInterfaces } from "node:os"
-import { Effect } from "effect"
+import { Deferred, Effect, type Exit } from "effect"
 import { ConnectorError, type Endpoint } from "./Connector"
 
 /** Decides whether the gateway may dial an address on a customer connection's behalf. */
@@ -47,6 +48,9 @@ const ownAddresses = () =>
 
 const refused = (host: string, why: string) =>
   new ConnectorError({ step: "config", message: `This gateway does not connect to ${host}: ${why}` })
+
+const refusalOf = (exit: Exit.Failure<unknown, ConnectorError>, host: string) =>
+  exit.cause._tag === "Fail" ? exit.cause.error : refused(host, "the address check failed")
 
 /**
  * Cloud egress: no loopback, link-local or metadata addresses (unless `allowLoopback`, for a gateway
@@ -113,13 +117,56 @@ export const pinnedLookup = (policy: EgressPolicy, endpoint: Endpoint): LookupFu
   }
   Effect.runCallback(policy.check(endpoint), {
     onExit: (exit) => {
-      if (exit._tag === "Failure") return answer(exit.cause._tag === "Fail" ? exit.cause.error : refused(hostname, "the address check failed"), [])
+      if (exit._tag === "Failure") return answer(refusalOf(exit, hostname), [])
       const family = options.family === "IPv4" ? 4 : options.family === "IPv6" ? 6 : (options.family ?? 0)
       const addresses = exit.value.filter((a) => family === 0 || a.family === family)
       if (addresses.length === 0) return answer(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" }), [])
       answer(null, addresses)
     }
   })
+}
+
+/**
+ * An HTTP(S) agent for a driver that reaches hosts besides the connection's own (Snowflake's result
+ * chunks in cloud storage, BigQuery's token endpoint): every socket dials an address the policy has
+ * just checked for that socket's host and port. A name resolves through the check; an address, which
+ * no lookup sees, is checked as it is before the socket opens.
+ */
+export const checkedAgent = <A extends Agent>(policy: EgressPolicy, agent: A): A => {
+  const connect = agent.createConnection.bind(agent)
+  agent.createConnection = (options, callback) => {
+    const endpoint = { host: bare(options.host ?? "localhost"), port: Number(options.port ?? options.defaultPort) }
+    if (isIP(endpoint.host) === 0) return connect({ ...options, lookup: pinnedLookup(policy, endpoint) }, callback)
+    Effect.runCallback(policy.check(endpoint), {
+      onExit: (exit) => {
+        if (exit._tag === "Failure") return callback?.(refusalOf(exit, endpoint.host), undefined as never)
+        const socket = connect(options)
+        if (socket) callback?.(null, socket)
+      }
+    })
+    return undefined
+  }
+  return agent
+}
+
+/**
+ * The policy's refusals told to what is under way: `guard` fails an effect with the refusal as soon as
+ * a socket it needs is refused, instead of with the driver's own error after the driver's retries.
+ */
+export const watchRefusals = (policy: EgressPolicy) => {
+  const watching = new Set<Deferred.Deferred<never, ConnectorError>>()
+  const reporting: EgressPolicy = {
+    check: (endpoint) =>
+      Effect.tapError(policy.check(endpoint), (error) => Effect.forEach([...watching], (refused) => Deferred.fail(refused, error), { discard: true }))
+  }
+  const guard = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ConnectorError, R> =>
+    Effect.acquireUseRelease(
+      Effect.tap(Deferred.make<never, ConnectorError>(), (refused) => Effect.sync(() => watching.add(refused))),
+      // The wait is interruptible even where the effect is not (a pool's acquire), so a finished effect does not wait on it.
+      (refused) => Effect.raceFirst(effect, Effect.interruptible(Deferred.await(refused))),
+      (refused) => Effect.sync(() => watching.delete(refused))
+    )
+  return { policy: reporting, guard }
 }
 
 /**

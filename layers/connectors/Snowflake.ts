@@ -1,8 +1,12 @@
+import * as http from "node:http"
+import * as https from "node:https"
+import { createRequire } from "node:module"
 import { Duration, Effect, Pool, type Scope } from "effect"
 import type { Column as DriverColumn, Connection, ConnectionOptions, RowStatement, SnowflakeLogger } from "snowflake-sdk"
 import type { SnowflakeInput } from "../../src/domain/Connection"
 import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
+import { allowAnyTarget, checkedAgent, watchRefusals } from "./EgressPolicy"
 
 type SnowflakeConnection = typeof SnowflakeInput.Type
 type Driver = typeof import("snowflake-sdk")
@@ -13,6 +17,13 @@ const POOL_SIZE = 4
 const IDLE = Duration.seconds(60)
 const CANCEL_MS = 5_000
 const LOGOUT_MS = 5_000
+
+interface Session {
+  readonly connection: Connection
+  readonly agents: ReadonlyArray<http.Agent>
+  /** Fails a statement at once when the egress policy refuses a socket it needs (a result chunk's host), instead of after the driver's retries. */
+  readonly guard: ReturnType<typeof watchRefusals>["guard"]
+}
 
 const quiet = () => undefined
 const silent: SnowflakeLogger = { error: quiet, warn: quiet, info: quiet, debug: quiet, trace: quiet }
@@ -30,6 +41,9 @@ const loadDriver = () =>
     // No log file or console output, and no OCSP calls to the CAs' responders (third-party hosts);
     // the certificate chain and host name are still verified by Node's TLS, as a test shows.
     snowflake.configure({ logLevel: "OFF", customLogger: silent, disableOCSPChecks: true })
+    // The driver's requests follow no redirect: one would leave the checked agent for another host (https to http), and a 307 resends the login's password.
+    const requests = createRequire(import.meta.url)("snowflake-sdk/dist/lib/http/axios_instance.js") as { default: { defaults: { maxRedirects?: number } } }
+    requests.default.defaults.maxRedirects = 0
     return snowflake
   })())
 
@@ -73,37 +87,52 @@ const open = (request: OpenRequest<SnowflakeConnection>): Effect.Effect<Connecto
       // One retry: the connect timeout, not the driver's five-minute login backoff, bounds a login.
       sfRetryMaxLoginRetries: 1
     }
+    const egress = request.egress ?? allowAnyTarget
     let total = 0
     let busy = 0
     let waiting = 0
 
-    const logout = (connection: Connection) =>
+    const logout = (session: Session) =>
       Effect.async<void>((resume) => {
-        connection.destroy(() => resume(Effect.void))
+        session.connection.destroy(() => resume(Effect.void))
       }).pipe(
         Effect.timeout(LOGOUT_MS),
         Effect.ignore,
-        Effect.ensuring(Effect.sync(() => total--))
+        Effect.ensuring(Effect.sync(() => {
+          total--
+          session.agents.forEach((agent) => agent.destroy())
+        }))
       )
 
     const login = Effect.acquireRelease(
-      Effect.async<Connection, ConnectorError>((resume) => {
-        let connection: Connection
-        try {
-          connection = snowflake.createConnection(options)
-        } catch (error) {
-          resume(Effect.fail(new ConnectorError({ step: "config", message: request.scrub(String((error as Error).message)) })))
-          return
-        }
-        connection.connect((error) => resume(error ? Effect.fail(driverError(error, request.scrub, "connect")) : Effect.succeed(connection)))
-        return Effect.sync(() => connection.destroy(() => undefined))
-      }).pipe(
-        Effect.timeoutFail({
-          duration: request.connectTimeoutMs,
-          onTimeout: () => fromDriverError({ code: "ETIMEDOUT" }, request.scrub, "connect")
-        }),
-        Effect.tap(() => Effect.sync(() => total++))
-      ),
+      Effect.suspend(() => {
+        // Every socket of the session, to the account or to the cloud storage holding its result chunks, dials an address the egress policy checked.
+        const refusals = watchRefusals(egress)
+        const agents = { http: checkedAgent(refusals.policy, new http.Agent({ keepAlive: true })), https: checkedAgent(refusals.policy, new https.Agent({ keepAlive: true })) }
+        // The driver asks for an agent with each request, and uses it only when its protocol is the request's.
+        const agentClass = (wanted: { readonly protocol?: string }) => (wanted.protocol === "http:" ? agents.http : agents.https)
+        const destroyAgents = Effect.sync(() => Object.values(agents).forEach((agent) => agent.destroy()))
+        return Effect.async<Connection, ConnectorError>((resume) => {
+          let connection: Connection
+          try {
+            connection = snowflake.createConnection({ ...options, agentClass } as ConnectionOptions)
+          } catch (error) {
+            resume(Effect.fail(new ConnectorError({ step: "config", message: request.scrub(String((error as Error).message)) })))
+            return
+          }
+          connection.connect((error) => resume(error ? Effect.fail(driverError(error, request.scrub, "connect")) : Effect.succeed(connection)))
+          return Effect.sync(() => connection.destroy(() => undefined))
+        }).pipe(
+          refusals.guard,
+          Effect.timeoutFail({
+            duration: request.connectTimeoutMs,
+            onTimeout: () => fromDriverError({ code: "ETIMEDOUT" }, request.scrub, "connect")
+          }),
+          Effect.onError(() => destroyAgents),
+          Effect.map((connection): Session => ({ connection, agents: Object.values(agents), guard: refusals.guard })),
+          Effect.tap(() => Effect.sync(() => total++))
+        )
+      }),
       logout
     )
 
@@ -116,7 +145,7 @@ const open = (request: OpenRequest<SnowflakeConnection>): Effect.Effect<Connecto
             statement.cancel(() => resume(Effect.void))
           }).pipe(Effect.timeout(CANCEL_MS), Effect.ignore)
 
-    const run = (connection: Connection, sql: string, options: QueryOptions) =>
+    const run = ({ connection, guard }: Session, sql: string, options: QueryOptions) =>
       Effect.suspend(() => {
         let statement: RowStatement | undefined
         return Effect.tryPromise({
@@ -147,6 +176,7 @@ const open = (request: OpenRequest<SnowflakeConnection>): Effect.Effect<Connecto
           catch: (error) => driverError(error, request.scrub, "query")
         }).pipe(
           Effect.onInterrupt(() => cancel(statement)),
+          guard,
           Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut })
         )
       })
@@ -157,11 +187,11 @@ const open = (request: OpenRequest<SnowflakeConnection>): Effect.Effect<Connecto
         : Effect.scoped(
             Effect.gen(function* () {
               waiting++
-              const connection = yield* Pool.get(sessions).pipe(Effect.ensuring(Effect.sync(() => waiting--)))
+              const session = yield* Pool.get(sessions).pipe(Effect.ensuring(Effect.sync(() => waiting--)))
               busy++
               yield* Effect.addFinalizer(() => Effect.sync(() => busy--))
-              return yield* run(connection, sql, options).pipe(
-                Effect.onExit((exit) => (sessionReusable(exit) ? Effect.void : Pool.invalidate(sessions, connection)))
+              return yield* run(session, sql, options).pipe(
+                Effect.onExit((exit) => (sessionReusable(exit) ? Effect.void : Pool.invalidate(sessions, session)))
               )
             })
           )

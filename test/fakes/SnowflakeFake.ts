@@ -10,8 +10,9 @@ import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { gunzipSync } from "node:zlib"
 import { Effect, Either, Exit, Scope } from "effect"
-import type { ConnectorError } from "../../layers/connectors/Connector"
+import { ConnectorError } from "../../layers/connectors/Connector"
 import { makeScrubber } from "../../layers/connectors/DriverErrors"
+import { allowAnyTarget } from "../../layers/connectors/EgressPolicy"
 import { SnowflakeConnector } from "../../layers/connectors/Snowflake"
 import { COLUMN_COLUMNS, informationSchemaColumns, informationSchemaRelations, RELATION_COLUMNS, snowflakeShowKeys } from "./FakeCatalog"
 
@@ -191,6 +192,8 @@ export const startSnowflakeFake = async (options: {
   readonly users: Record<string, string>
   readonly host?: string
   readonly port?: number
+  /** Where the result chunks' URLs point (this fake's own address by default), as cloud storage is another host. */
+  readonly chunkPort?: number
 }): Promise<SnowflakeFake> => {
   const host = options.host ?? "127.0.0.1"
   const sessions = new Map<string, Session>()
@@ -202,6 +205,7 @@ export const startSnowflakeFake = async (options: {
   const chunksServed = new Map<string, number>()
   let logouts = 0
   let base = ""
+  let chunkBase = ""
 
   const session = (req: IncomingMessage) => {
     const match = /Snowflake Token="([^"]+)"/.exec(req.headers.authorization ?? "")
@@ -221,7 +225,7 @@ export const startSnowflakeFake = async (options: {
         ...(chunkCount > 0
           ? {
               chunks: Array.from({ length: chunkCount }, (_, i) => ({
-                url: `${base}/chunks/${queryId}/${i}`,
+                url: `${chunkBase}/chunks/${queryId}/${i}`,
                 rowCount: Math.min(CHUNK_ROWS, rest.length - i * CHUNK_ROWS),
                 uncompressedSize: 1000,
                 compressedSize: 1000
@@ -418,6 +422,7 @@ export const startSnowflakeFake = async (options: {
   })
   const port = (server.address() as { port: number }).port
   base = `https://${host}:${port}`
+  chunkBase = `https://${host}:${options.chunkPort ?? port}`
 
   return {
     host,
@@ -452,6 +457,8 @@ export interface ChildJob {
   readonly connectTimeoutMs: number
   readonly secrets: ReadonlyArray<string>
   readonly steps: ReadonlyArray<ChildStep>
+  /** An egress policy that refuses this port on every host (none is refused without it). */
+  readonly refusePort?: number
 }
 
 export type ChildOutcome = { readonly ok: true; readonly value: any } | { readonly ok: false; readonly step: string; readonly message: string }
@@ -525,7 +532,13 @@ export const childMain = async () => {
           connection: job.connection as never,
           endpoint: job.endpoint,
           connectTimeoutMs: job.connectTimeoutMs,
-          scrub: makeScrubber(job.secrets)
+          scrub: makeScrubber(job.secrets),
+          egress: {
+            check: (endpoint) =>
+              endpoint.port === job.refusePort
+                ? Effect.fail(new ConnectorError({ step: "config", message: `This gateway does not connect to ${endpoint.host}: port ${endpoint.port} is refused` }))
+                : allowAnyTarget.check(endpoint)
+          }
         }),
         scope
       )

@@ -4,12 +4,15 @@ import * as net from "node:net"
 export class Relay {
   private server: net.Server | null = null
   private readonly sockets = new Set<net.Socket>()
+  /** Connections the relay has accepted. */
+  accepted = 0
   constructor(
     readonly port: number,
     private readonly upstream: { readonly host: string; readonly port: number } = { host: "127.0.0.1", port: 5432 }
   ) {}
   open() {
     this.server = net.createServer((client) => {
+      this.accepted++
       const upstream = net.connect(this.upstream.port, this.upstream.host)
       for (const s of [client, upstream]) {
         this.sockets.add(s)

@@ -16,6 +16,8 @@ import {
   type SnowflakeFake,
   startSnowflakeFake
 } from "../../fakes/SnowflakeFake"
+import { freePort } from "../../support/Gateway"
+import { Relay } from "../../support/Relay"
 
 const PASSWORD = "pw-snow-7f3a9c"
 const WRONG = "pw-wrong-51d2e8"
@@ -176,5 +178,61 @@ describe("snowflake connector: the real snowflake-sdk against a Snowflake REST f
       host: "acme.privatelink.snowflakecomputing.com",
       port: 443
     })
+  })
+})
+
+describe("snowflake connector: every socket of the driver goes through the egress policy", () => {
+  let certificate: Certificate
+  let fake: SnowflakeFake
+  let relay: Relay
+  let cwd: string
+  const CHUNKED = "select n from table(generator(rowcount => 1000))"
+
+  const job = (steps: ChildJob["steps"], refusePort?: number): ChildJob => ({
+    connection: connection(PASSWORD),
+    endpoint: { host: fake.host, port: fake.port },
+    connectTimeoutMs: 5_000,
+    secrets: [PASSWORD],
+    steps,
+    ...(refusePort !== undefined ? { refusePort } : {})
+  })
+
+  // The result chunks' URLs name another port, a relay to the fake, as cloud storage is another host than the account.
+  beforeAll(async () => {
+    certificate = makeCertificate(["127.0.0.1"])
+    const chunkPort = await freePort()
+    fake = await startSnowflakeFake({ certificate, users: { ALICE: PASSWORD }, chunkPort })
+    relay = new Relay(chunkPort, { host: fake.host, port: fake.port })
+    await relay.open()
+    cwd = fs.mkdtempSync(path.join(os.tmpdir(), "snowflake-child-"))
+  })
+  afterAll(async () => {
+    await relay?.cut()
+    await fake?.close()
+  })
+
+  it("a result chunk on a host the policy refuses is not fetched: the statement fails with the refusal, and the account is checked at every socket too", async () => {
+    const refused = await runConnectorInChild(
+      [job([q(CHUNKED, 150, 20_000), q("select 1")], relay.port), job(["ping"], fake.port)],
+      certificate.certPath,
+      cwd
+    )
+    const [chunked, after] = refused.pools[0]!.outcomes
+    expect(chunked).toEqual({ ok: false, step: "config", message: `This gateway does not connect to 127.0.0.1: port ${relay.port} is refused` })
+    expect(relay.accepted).toBe(0)
+    expect(refused.dialed).not.toContain(`127.0.0.1:${relay.port}`)
+    expect(fake.chunksServed.size).toBe(0)
+    // The session is dropped and the pool goes on.
+    expect(after).toMatchObject({ ok: true, value: { rows: [[1]] } })
+
+    // Refused when the login's socket opens: nothing reaches the account (the two logins are the first pool's sessions).
+    expect(refused.pools[1]!.outcomes).toEqual([{ ok: false, step: "config", message: `This gateway does not connect to 127.0.0.1: port ${fake.port} is refused` }])
+    expect(fake.logins).toHaveLength(2)
+
+    // The same statement under a policy that allows the chunks' host reads them through the relay.
+    const allowed = await runConnectorInChild([job([q(CHUNKED, 150)])], certificate.certPath, cwd)
+    expect(allowed.pools[0]!.outcomes[0]).toMatchObject({ ok: true, value: { truncated: true } })
+    expect(relay.accepted).toBeGreaterThan(0)
+    expect(fake.chunksServed.size).toBe(1)
   })
 })
