@@ -1,4 +1,5 @@
 import { createPrivateKey, randomUUID } from "node:crypto"
+import * as https from "node:https"
 import {
   BigQuery,
   BigQueryDate,
@@ -14,6 +15,7 @@ import { Effect, Either, Schema, type Scope } from "effect"
 import type { BigqueryInput } from "../../src/domain/Connection"
 import { attributedSql, type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
 import { fromDriverError, makeScrubber, statementTimedOut } from "./DriverErrors"
+import { allowAnyTarget, checkedAgent, watchRefusals } from "./EgressPolicy"
 
 type BigqueryConnection = typeof BigqueryInput.Type
 
@@ -38,10 +40,9 @@ const ServiceAccountKey = Schema.parseJson(
 
 const configError = (message: string) => new ConnectorError({ step: "config", message })
 
-const address = (c: BigqueryConnection): Endpoint => {
-  const url = new URL(c.api_endpoint ?? DEFAULT_ENDPOINT)
-  return { host: url.hostname.replace(/^\[|\]$/g, ""), port: url.port === "" ? 443 : Number(url.port) }
-}
+const endpointOf = (url: URL): Endpoint => ({ host: url.hostname.replace(/^\[|\]$/g, ""), port: url.port === "" ? 443 : Number(url.port) })
+
+const address = (c: BigqueryConnection): Endpoint => endpointOf(new URL(c.api_endpoint ?? DEFAULT_ENDPOINT))
 
 const apiEndpoint = (c: BigqueryConnection, endpoint: Endpoint | null) => {
   const url = new URL(c.api_endpoint ?? DEFAULT_ENDPOINT)
@@ -89,12 +90,22 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
       )
     )
     yield* Effect.try({ try: () => createPrivateKey(key.private_key), catch: () => configError("credentials_json: private_key is not a PEM private key") })
+    // The token endpoint is a host the pool's own check never saw: checked now, and again at every socket of the token requests.
+    const tokenUrl = new URL(key.token_uri ?? GOOGLE_TOKEN_URL)
+    const egress = request.egress ?? allowAnyTarget
+    yield* egress.check(endpointOf(tokenUrl))
+    const refusals = watchRefusals(egress)
+    const tokenAgent = yield* Effect.acquireRelease(
+      Effect.sync(() => checkedAgent(refusals.policy, new https.Agent({ keepAlive: true }))),
+      (agent) => Effect.sync(() => agent.destroy())
+    )
     const scrub = (message: string) => makeScrubber([key.private_key])(request.scrub(message))
     const failure = (error: unknown, during: "connect" | "query") => {
       const e = fromDriverError(classified(error), scrub, during)
       return e.step === "auth" ? new ConnectorError({ step: "auth", message: "Google refused the service-account key (check credentials_json and that the account is enabled)" }) : e
     }
-    const call = <A>(during: "connect" | "query", run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: (error) => failure(error, during) })
+    // A refused token socket fails the calls under way with the refusal, not after the auth library's retries.
+    const call = <A>(during: "connect" | "query", run: () => Promise<A>) => refusals.guard(Effect.tryPromise({ try: run, catch: (error) => failure(error, during) }))
 
     const submitted = new Map<string, Promise<unknown>>()
     /** Cancels a job on the server once its insert has settled, so the cancel cannot overtake the insert. */
@@ -123,14 +134,12 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
       ),
       () => Effect.forEach([...submitted.keys()], cancel, { concurrency: "unbounded", discard: true })
     )
-    const tokenUri = key.token_uri
-    if (tokenUri !== undefined && tokenUri !== GOOGLE_TOKEN_URL) {
-      // Google's Python and Go libraries post the key's grant to its token_uri; the Node one always posts to oauth2.googleapis.com.
-      const signer = yield* call("connect", () => bigquery.authClient.getClient())
-      signer.transporter.interceptors.request.add({
-        resolved: async (config) => (config.url.href === GOOGLE_TOKEN_URL ? { ...config, url: new URL(tokenUri) } : config)
-      })
-    }
+    // Google's Python and Go libraries post the key's grant to its token_uri; the Node one always posts to oauth2.googleapis.com.
+    // The token requests use the checked agent and follow no redirect, so each reaches only the host checked for it.
+    const signer = yield* call("connect", () => bigquery.authClient.getClient())
+    signer.transporter.interceptors.request.add({
+      resolved: async (config) => ({ ...config, ...(config.url.href === GOOGLE_TOKEN_URL ? { url: tokenUrl } : {}), agent: tokenAgent, redirect: "error" })
+    })
 
     const permits = yield* Effect.makeSemaphore(MAX_JOBS)
     let admitted = 0

@@ -322,8 +322,19 @@ export interface ConnectorRun {
   readonly dialled: Array<string>
 }
 
+/** An egress policy for the child's pool that refuses a port on every host once it has passed `afterChecks` checks. */
+export interface RefusedPort {
+  readonly port: number
+  readonly afterChecks: number
+}
+
 export interface ConnectorProcess {
-  readonly run: (connection: Record<string, unknown>, secrets: ReadonlyArray<string>, steps: ReadonlyArray<ConnectorStep>) => Promise<ConnectorRun>
+  readonly run: (
+    connection: Record<string, unknown>,
+    secrets: ReadonlyArray<string>,
+    steps: ReadonlyArray<ConnectorStep>,
+    refuse?: RefusedPort
+  ) => Promise<ConnectorRun>
   readonly stop: () => Promise<void>
 }
 
@@ -334,6 +345,18 @@ const CHILD_SOURCE = `
 import net from "node:net"
 const { Effect, Exit, Cause } = await import("effect")
 const { openTarget } = await import(${JSON.stringify(pathToFileURL(path.join(REPO_ROOT, "layers/connectors/ConnectorPools.ts")).href)})
+const { allowAnyTarget } = await import(${JSON.stringify(pathToFileURL(path.join(REPO_ROOT, "layers/connectors/EgressPolicy.ts")).href)})
+const { ConnectorError } = await import(${JSON.stringify(pathToFileURL(path.join(REPO_ROOT, "layers/connectors/Connector.ts")).href)})
+// Refuses one port on every host once it has passed afterChecks checks; allows the rest.
+const policy = (refuse) => {
+  let passed = 0
+  return {
+    check: (endpoint) =>
+      refuse !== undefined && endpoint.port === refuse.port && passed++ >= refuse.afterChecks
+        ? Effect.fail(new ConnectorError({ step: "config", message: "This gateway does not connect to " + endpoint.host + ": port " + endpoint.port + " is refused" }))
+        : allowAnyTarget.check(endpoint)
+  }
+}
 const dialled = new Set()
 // Every TCP and TLS socket, whatever library opens it, goes through Socket.prototype.connect.
 const connect = net.Socket.prototype.connect
@@ -344,10 +367,10 @@ net.Socket.prototype.connect = function (...args) {
 }
 const failed = (e) => ({ ok: false, step: e.step, message: e.message })
 const outcome = (effect) => Effect.match(effect, { onSuccess: (value) => ({ ok: true, value }), onFailure: failed })
-process.on("message", async ({ id, connection, secrets, steps }) => {
+process.on("message", async ({ id, connection, secrets, steps, refuse }) => {
   const results = []
   const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function* () {
-    const pool = yield* openTarget({ orgId: "o", connectionId: "c", version: 1, connection, secrets })
+    const pool = yield* openTarget({ orgId: "o", connectionId: "c", version: 1, connection, secrets }, policy(refuse))
     for (const s of steps) {
       if (s.op === "ping") results.push(yield* outcome(pool.ping))
       else if (s.op === "stats") results.push({ ok: true, value: pool.stats() })
@@ -395,11 +418,11 @@ export const startConnectorProcess = async (caPath: string): Promise<ConnectorPr
     })
   })
   return {
-    run: (connection, secrets, steps) =>
+    run: (connection, secrets, steps, refuse) =>
       new Promise((resolve) => {
         const id = next++
         waiting.set(id, resolve)
-        child.send({ id, connection, secrets, steps })
+        child.send({ id, connection, secrets, steps, refuse })
       }),
     stop: async () => {
       if (child.exitCode !== null) return

@@ -6,11 +6,14 @@ import {
   type BigqueryFake,
   type ConnectorProcess,
   type ConnectorStep,
+  type RefusedPort,
   type ServiceAccount,
   startBigqueryFake,
   startConnectorProcess,
   type StepOutcome
 } from "../../fakes/BigqueryFake"
+import { freePort } from "../../support/Gateway"
+import { Relay } from "../../support/Relay"
 
 const PROJECT = "sluice-test"
 const ORDERS = "select id, name from orders order by id"
@@ -77,9 +80,9 @@ describe("bigquery connector against a protocol fake, through the real driver", 
     maximum_bytes_billed: BYTE_CAP,
     ...extra
   })
-  const run = (steps: ReadonlyArray<ConnectorStep>, extra: Record<string, unknown> = {}) => {
+  const run = (steps: ReadonlyArray<ConnectorStep>, extra: Record<string, unknown> = {}, refuse?: RefusedPort) => {
     const c = connection(extra)
-    return host.run(c, [c.credentials_json as string], steps)
+    return host.run(c, [c.credentials_json as string], steps, refuse)
   }
   const value = (outcome: StepOutcome | undefined) => {
     if (outcome === undefined || !outcome.ok) throw new Error(`expected a success, got ${JSON.stringify(outcome)}`)
@@ -196,6 +199,32 @@ describe("bigquery connector against a protocol fake, through the real driver", 
     const { dialled } = await run([])
     expect(dialled.length).toBeGreaterThan(0)
     expect(dialled.filter((d) => d !== `127.0.0.1:${new URL(fake.url).port}`)).toEqual([])
+  })
+
+  it("the key's token_uri goes through the egress policy: refused when the pool opens, and at every socket of a token request", async () => {
+    // (After the test above: the child's record of what it dialled now includes the relay.)
+    // The token endpoint on a port of its own, a relay to the fake, while the API endpoint stays allowed.
+    const relay = new Relay(await freePort(), { host: "127.0.0.1", port: Number(new URL(fake.url).port) })
+    await relay.open()
+    try {
+      const credentials_json = JSON.stringify({ ...JSON.parse(account.json), token_uri: `https://127.0.0.1:${relay.port}/token` })
+      const refusal = { ok: false, step: "config", message: `This gateway does not connect to 127.0.0.1: port ${relay.port} is refused` }
+
+      const atOpen = await run([{ op: "ping" }], { credentials_json }, { port: relay.port, afterChecks: 0 })
+      expect(atOpen.open).toEqual(refusal)
+      // Allowed when the pool opens, refused when the token request's socket opens: the calls fail with the refusal.
+      const atSocket = await run([{ op: "ping" }, { op: "query", sql: ORDERS }], { credentials_json }, { port: relay.port, afterChecks: 1 })
+      expect(atSocket.open.ok).toBe(true)
+      expect(atSocket.results).toEqual([refusal, refusal])
+      expect(relay.accepted).toBe(0)
+
+      // Under a policy that allows it, the token is fetched there.
+      const allowed = await run([{ op: "ping" }], { credentials_json })
+      expect(allowed.results).toMatchObject([{ ok: true }])
+      expect(relay.accepted).toBeGreaterThan(0)
+    } finally {
+      await relay.cut()
+    }
   })
 
   it("an untrusted certificate is step tls (this test process does not trust the fake)", async () => {
