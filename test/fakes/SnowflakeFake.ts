@@ -194,6 +194,8 @@ export const startSnowflakeFake = async (options: {
   readonly port?: number
   /** Where the result chunks' URLs point (this fake's own address by default), as cloud storage is another host. */
   readonly chunkPort?: number
+  /** Answers each chunk download with a 307 to this origin, as a storage host sending the client elsewhere. */
+  readonly redirectChunksTo?: string
 }): Promise<SnowflakeFake> => {
   const host = options.host ?? "127.0.0.1"
   const sessions = new Map<string, Session>()
@@ -324,6 +326,10 @@ export const startSnowflakeFake = async (options: {
     // Result chunks live in cloud storage behind presigned URLs: no session token, only the result's key.
     const chunk = /^\/chunks\/([^/]+)\/(\d+)$/.exec(url.pathname)
     if (req.method === "GET" && chunk) {
+      if (options.redirectChunksTo !== undefined && url.searchParams.get("redirected") === null) {
+        res.writeHead(307, { location: `${options.redirectChunksTo}${url.pathname}?redirected=1` })
+        return res.end()
+      }
       const result = results.get(chunk[1]!)
       if (result === undefined || req.headers["x-amz-server-side-encryption-customer-key"] !== QRMK) return send(res, {}, 403)
       chunksServed.set(chunk[1]!, (chunksServed.get(chunk[1]!) ?? 0) + 1)

@@ -235,4 +235,23 @@ describe("snowflake connector: every socket of the driver goes through the egres
     expect(relay.accepted).toBeGreaterThan(0)
     expect(fake.chunksServed.size).toBe(1)
   })
+
+  it("follows no redirect: a chunk answered with a 307 elsewhere fails the statement, and the other host is not dialled", async () => {
+    const elsewhere = new Relay(await freePort(), { host: fake.host, port: fake.port })
+    await elsewhere.open()
+    const redirecting = await startSnowflakeFake({ certificate, users: { ALICE: PASSWORD }, redirectChunksTo: `https://127.0.0.1:${elsewhere.port}` })
+    try {
+      const report = await runConnectorInChild(
+        [{ connection: connection(PASSWORD), endpoint: { host: redirecting.host, port: redirecting.port }, connectTimeoutMs: 5_000, secrets: [PASSWORD], steps: [q(CHUNKED, 150)] }],
+        certificate.certPath,
+        cwd
+      )
+      expect(report.pools[0]!.outcomes[0]).toEqual({ ok: false, step: "query", message: "Request to S3/Blob failed." })
+      expect(elsewhere.accepted).toBe(0)
+      expect(report.dialed).not.toContain(`127.0.0.1:${elsewhere.port}`)
+    } finally {
+      await redirecting.close()
+      await elsewhere.cut()
+    }
+  })
 })
