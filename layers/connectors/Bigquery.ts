@@ -6,6 +6,7 @@ import {
   BigQueryDatetime,
   BigQueryTime,
   BigQueryTimestamp,
+  common,
   Geography,
   type Job,
   type Query,
@@ -21,8 +22,14 @@ type BigqueryConnection = typeof BigqueryInput.Type
 
 const DEFAULT_ENDPOINT = "https://bigquery.googleapis.com"
 const GOOGLE_TOKEN_URL = "https://oauth2.googleapis.com/token"
-// A pool here bounds concurrent jobs; the HTTPS sockets belong to the driver's shared keep-alive agent.
+// A pool here bounds concurrent jobs; the HTTPS sockets belong to the connection's keep-alive agent.
 const MAX_JOBS = 4
+// As the library's own transport: a minute per request, three retries of a rate limit or server error (job inserts carry their id).
+const API_REQUEST = {
+  timeout: 60_000,
+  retry: true,
+  retryConfig: { retry: 3, httpMethodsToRetry: ["GET", "POST", "PUT", "PATCH", "DELETE"] }
+}
 const PAGE_ROWS = 10_000
 const CANCEL_WAIT = "5 seconds"
 const LABELS = { client: "sluice" }
@@ -40,6 +47,21 @@ const ServiceAccountKey = Schema.parseJson(
 
 const configError = (message: string) => new ConnectorError({ step: "config", message })
 
+interface GaxiosResponse {
+  readonly status: number
+  readonly statusText: string
+  readonly headers: Headers
+  readonly data: unknown
+}
+
+/** A gaxios response in the terms of the `request` module, which the library's response handling reads. */
+const asRequestResponse = (response: GaxiosResponse) => ({
+  statusCode: response.status,
+  statusMessage: response.statusText,
+  headers: Object.fromEntries(response.headers),
+  body: response.data
+})
+
 const endpointOf = (url: URL): Endpoint => ({ host: url.hostname.replace(/^\[|\]$/g, ""), port: url.port === "" ? 443 : Number(url.port) })
 
 const address = (c: BigqueryConnection): Endpoint => endpointOf(new URL(c.api_endpoint ?? DEFAULT_ENDPOINT))
@@ -51,6 +73,13 @@ const apiEndpoint = (c: BigqueryConnection, endpoint: Endpoint | null) => {
     url.port = String(endpoint.port)
   }
   return `${url.origin}${url.pathname.replace(/\/+$/, "")}`
+}
+
+/** The status of a redirect answered to a request (gaxios names it `status`, the library's ApiError `code`), or null. */
+const redirectStatus = (error: unknown): number | null => {
+  const e = error as { status?: unknown; code?: unknown } | null
+  const status = e === null || typeof e !== "object" ? undefined : (e.status ?? e.code)
+  return typeof status === "number" && status >= 300 && status < 400 ? status : null
 }
 
 /** Google's errors in the shared classifier's terms: a grant the token endpoint refuses is a 401, a 403 accessDenied a missing right. */
@@ -90,21 +119,23 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
       )
     )
     yield* Effect.try({ try: () => createPrivateKey(key.private_key), catch: () => configError("credentials_json: private_key is not a PEM private key") })
-    // The token endpoint is a host the pool's own check never saw: checked now, and again at every socket of the token requests.
+    // The token endpoint is a host the pool's own check never saw: checked now. Every socket, to it or to the API, is checked again as it opens.
     const tokenUrl = new URL(key.token_uri ?? GOOGLE_TOKEN_URL)
     const egress = request.egress ?? allowAnyTarget
     yield* egress.check(endpointOf(tokenUrl))
     const refusals = watchRefusals(egress)
-    const tokenAgent = yield* Effect.acquireRelease(
+    const agent = yield* Effect.acquireRelease(
       Effect.sync(() => checkedAgent(refusals.policy, new https.Agent({ keepAlive: true }))),
       (agent) => Effect.sync(() => agent.destroy())
     )
     const scrub = (message: string) => makeScrubber([key.private_key])(request.scrub(message))
     const failure = (error: unknown, during: "connect" | "query") => {
+      const redirect = redirectStatus(error)
+      if (redirect !== null) return configError(`Google answered with a redirect (HTTP ${redirect}), which this gateway does not follow`)
       const e = fromDriverError(classified(error), scrub, during)
       return e.step === "auth" ? new ConnectorError({ step: "auth", message: "Google refused the service-account key (check credentials_json and that the account is enabled)" }) : e
     }
-    // A refused token socket fails the calls under way with the refusal, not after the auth library's retries.
+    // A refused socket fails the calls under way with the refusal, not after the auth library's retries.
     const call = <A>(during: "connect" | "query", run: () => Promise<A>) => refusals.guard(Effect.tryPromise({ try: run, catch: (error) => failure(error, during) }))
 
     const submitted = new Map<string, Promise<unknown>>()
@@ -121,7 +152,7 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
 
     // Only the signing fields: a universe_domain or other extras would change how the library authenticates.
     const credentials = { client_email: key.client_email, private_key: key.private_key, ...(key.private_key_id ? { private_key_id: key.private_key_id } : {}) }
-    // The client holds no connection of its own (sockets are the driver's shared agent's); closing cancels the jobs still running.
+    // The client's sockets are the agent's, destroyed with the pool; closing cancels the jobs still running.
     const bigquery = yield* Effect.acquireRelease(
       Effect.sync(
         () =>
@@ -135,11 +166,33 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
       () => Effect.forEach([...submitted.keys()], cancel, { concurrency: "unbounded", discard: true })
     )
     // Google's Python and Go libraries post the key's grant to its token_uri; the Node one always posts to oauth2.googleapis.com.
-    // The token requests use the checked agent and follow no redirect, so each reaches only the host checked for it.
+    // The signer's requests use the checked agent and follow no redirect, so each reaches only the host checked for it.
     const signer = yield* call("connect", () => bigquery.authClient.getClient())
     signer.transporter.interceptors.request.add({
-      resolved: async (config) => ({ ...config, ...(config.url.href === GOOGLE_TOKEN_URL ? { url: tokenUrl } : {}), agent: tokenAgent, redirect: "error" })
+      resolved: async (config) => ({ ...config, ...(config.url.href === GOOGLE_TOKEN_URL ? { url: tokenUrl } : {}), agent, redirect: "manual" })
     })
+    // The library sends its API requests through teeny-request, whose agent is shared by the whole process and which follows
+    // redirects: they are authorized as before, then sent through the signer's transporter, with its checked agent, instead.
+    const authenticate = bigquery.makeAuthenticatedRequest
+    const handled = (response: GaxiosResponse, respond: common.BodyResponseCallback) =>
+      common.util.handleResp(null, asRequestResponse(response) as never, response.data as common.ResponseBody, respond)
+    const send = (reqOpts: common.DecorateRequestOptions, respond: common.BodyResponseCallback) =>
+      authenticate(reqOpts, {
+        onAuthenticated: (error, authorized) => {
+          if (error !== null || authorized === undefined) return respond(error)
+          signer.transporter
+            .request({ url: authorized.uri, method: authorized.method ?? "GET", params: authorized.qs, data: authorized.json, headers: authorized.headers ?? {}, ...API_REQUEST })
+            .then(
+              (response) => handled(response, respond),
+              (failed: Error & { response?: GaxiosResponse }) => (failed.response === undefined ? respond(failed) : handled(failed.response, respond))
+            )
+        }
+      })
+    bigquery.makeAuthenticatedRequest = Object.assign((reqOpts: common.DecorateRequestOptions, respond?: unknown) => {
+      // Only callbacks here: the connector reads no result as a stream.
+      if (typeof respond !== "function") throw new Error("The BigQuery connector sends no streamed request")
+      send(reqOpts, respond as common.BodyResponseCallback)
+    }, authenticate) as typeof authenticate
 
     const permits = yield* Effect.makeSemaphore(MAX_JOBS)
     let admitted = 0

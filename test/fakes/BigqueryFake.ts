@@ -37,6 +37,8 @@ export interface FakeStatement {
   readonly rows?: ReadonlyArray<ReadonlyArray<string | null>>
   /** How long the job runs before its results are ready. */
   readonly runMs?: number
+  /** Answers the statement's jobs.insert with a 307 to this URL instead. */
+  readonly redirectTo?: string
 }
 
 export interface FakeJob {
@@ -158,6 +160,10 @@ export const startBigqueryFake = async (project: string): Promise<BigqueryFake> 
     const statement = statements.get(normalize(sql))
     if (statement === undefined) {
       return send(res, 400, googleError(400, "INVALID_ARGUMENT", "invalidQuery", `Syntax error: Unexpected identifier at [1:1]`))
+    }
+    if (statement.redirectTo !== undefined) {
+      res.writeHead(307, { location: statement.redirectTo })
+      return void res.end()
     }
     const bytes = String(statement.totalBytesProcessed ?? 0)
     if (configuration.dryRun === true) {

@@ -28,6 +28,7 @@ const WRITES = {
   script: ["select 1; select 2", "SCRIPT"]
 } as const
 const HUGE = "select * from huge"
+const REDIRECTED = "select * from elsewhere"
 const BYTE_CAP = 1_000_000
 
 // The driver runs in a child that trusts the fake's certificate (see startConnectorProcess).
@@ -220,6 +221,35 @@ describe("bigquery connector against a protocol fake, through the real driver", 
 
       // Under a policy that allows it, the token is fetched there.
       const allowed = await run([{ op: "ping" }], { credentials_json })
+      expect(allowed.results).toMatchObject([{ ok: true }])
+      expect(relay.accepted).toBeGreaterThan(0)
+    } finally {
+      await relay.cut()
+    }
+  })
+
+  it("every API request goes through the egress policy at its socket, and follows no redirect", async () => {
+    // The API endpoint on a port of its own, a relay to the fake; the token endpoint stays the fake's.
+    const relay = new Relay(await freePort(), { host: "127.0.0.1", port: Number(new URL(fake.url).port) })
+    await relay.open()
+    try {
+      const api_endpoint = `https://127.0.0.1:${relay.port}`
+      // Allowed when the pool opens, refused when an API request's socket opens: the calls fail with the refusal.
+      const refused = await run([{ op: "ping" }, { op: "query", sql: ORDERS }], { api_endpoint }, { port: relay.port, afterChecks: 1 })
+      expect(refused.open.ok).toBe(true)
+      const refusal = { ok: false, step: "config", message: `This gateway does not connect to 127.0.0.1: port ${relay.port} is refused` }
+      expect(refused.results).toEqual([refusal, refusal])
+      expect(relay.accepted).toBe(0)
+
+      // A 307 from the API to another port is not followed: the query fails, and the other port is never dialled.
+      fake.define(REDIRECTED, { statementType: "SELECT", redirectTo: `${api_endpoint}/bigquery/v2/projects/${PROJECT}/jobs` })
+      const redirected = await run([{ op: "query", sql: REDIRECTED }])
+      expect(redirected.results).toEqual([{ ok: false, step: "config", message: "Google answered with a redirect (HTTP 307), which this gateway does not follow" }])
+      expect(relay.accepted).toBe(0)
+      expect(redirected.dialled).not.toContain(`127.0.0.1:${relay.port}`)
+
+      // Under a policy that allows it, the API is reached there.
+      const allowed = await run([{ op: "ping" }], { api_endpoint })
       expect(allowed.results).toMatchObject([{ ok: true }])
       expect(relay.accepted).toBeGreaterThan(0)
     } finally {
