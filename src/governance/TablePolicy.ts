@@ -88,6 +88,8 @@ export const blockedBy = (table: TableReference, connection: ConnectionInput) =>
  */
 export type ReachedBlocks = ReadonlyMap<string, string>
 
+export const NOTHING_REACHED: ReachedBlocks = new Map()
+
 /** The blocked table a relation reaches; with the schema unknown, a relation of that name in any schema counts. */
 export const reachedBlock = (name: QualifiedName, reached: ReachedBlocks) =>
   name[1] !== undefined
@@ -101,7 +103,7 @@ export const reachedBlock = (name: QualifiedName, reached: ReachedBlocks) =>
 export const tablePolicyRefusal = (
   tables: ReadonlyArray<TableReference>,
   connection: ConnectionInput,
-  reached: ReachedBlocks = new Map()
+  reached: ReachedBlocks = NOTHING_REACHED
 ): string | undefined => {
   const defaults = defaultsOf(connection)
   const blocked = entriesOf(connection.blocked_tables, defaults, connection)

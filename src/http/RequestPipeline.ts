@@ -146,8 +146,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const dialectOf = (info: RequestInfo) =>
     Effect.gen(function* () {
       if (info.dialect === undefined && info.principal !== null && info.connection !== null && (info.sql !== null || info.childQueries.size > 0)) {
-        const target = yield* Effect.option(connections.targetIn(info.principal.orgId, info.connection))
-        info.dialect = Option.match(target, { onNone: () => null, onSome: (t) => t.connection.db_type })
+        info.dialect = yield* connections.dialectIn(info.principal.orgId, info.connection)
       }
       return info.dialect ?? null
     })

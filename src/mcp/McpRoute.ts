@@ -113,10 +113,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
             yield* limits.perPrincipal(principal).pipe(
               Effect.mapError((e): ToolFailure => ({ code: e.code, message: "retry_after_seconds" in e ? `${e.message}; retry in ${e.retry_after_seconds} s` : e.message }))
             )
-            if (info.connection !== null) {
-              const target = yield* Effect.option(connections.target(principal, info.connection))
-              info.dialect = Option.match(target, { onNone: () => null, onSome: (t) => t.connection.db_type })
-            }
+            if (info.connection !== null) info.dialect = yield* connections.dialectIn(principal.orgId, info.connection)
             info.details = { tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, info.dialect ?? null, true) }
             return yield* tool.run(decoded, {
               principal,

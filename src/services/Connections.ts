@@ -277,6 +277,10 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     /** The same for background work, which runs for an org rather than a caller. */
     const targetIn = (orgId: OrgId, name: string) => targets.get(targetKey(orgId, name))
 
+    /** A connection's db_type (which decides how its SQL is redacted in audit rows), or null when it does not resolve. */
+    const dialectIn = (orgId: OrgId, name: string) =>
+      Effect.map(Effect.option(targetIn(orgId, name)), Option.match({ onNone: () => null, onSome: (t) => t.connection.db_type }))
+
     /** Every connection of every org with its target, for the health loop; one whose secrets do not open is left out. */
     const everyTarget = repo.listAll.pipe(
       storeDown,
@@ -339,7 +343,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       return { rules: updated.pii_rules as ReadonlyArray<PiiRule>, version: updated.pii_version } satisfies PiiPolicy
     })
 
-    return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
+    return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetIn, dialectIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
   }),
   dependencies: [ConnectionsRepo.Default]
 }) {}

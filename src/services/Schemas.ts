@@ -6,14 +6,14 @@ import { InvalidRequest, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
 import type { PiiPolicy, PiiRule } from "../domain/Pii"
-import { EVERY_COLUMN } from "../governance/PiiMasking"
 import type { Principal } from "../domain/Principal"
 import { onQualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { fromConnector } from "../governance/GovernedExecutor"
+import { EVERY_COLUMN } from "../governance/PiiMasking"
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
 import { blocksThroughRelations, rulesThroughRelations } from "../governance/ViewLineage"
-import { qualify, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
+import { NOTHING_REACHED, qualify, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
@@ -84,8 +84,6 @@ export interface RelationPolicy {
   readonly pii: PiiPolicy
   readonly reached: ReachedBlocks
 }
-
-const NOTHING_REACHED: ReachedBlocks = new Map()
 
 /** Changes when any note of the connection does: how many, and the latest write. */
 const notesKey = (notes: ReadonlyArray<NoteRow>) => `${notes.length}:${Math.max(0, ...notes.map((n) => n.updated_at.getTime()))}`
