@@ -1,9 +1,20 @@
 import type { SqlError } from "@effect/sql/SqlError"
-import { Chunk, Deferred, Effect, Exit, Queue } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, FiberId, Option, Queue } from "effect"
 import { type AuditInsert, AuditRepo, storableAuditRow } from "../src/repos/AuditRepo"
 
 const MAX_BATCH = 500
 const RETRY_CONCURRENCY = 4
+
+// SQLSTATE classes about the connection or the server, not the rows: connection exception, insufficient resources, operator intervention, system error.
+const SERVER_CLASSES = new Set(["08", "53", "57", "58"])
+
+/** Whether the store answered and refused the rows themselves (a SQLSTATE about data), rather than failing to answer. */
+const refusedByStore = (exit: Exit.Exit<void, SqlError>) =>
+  Exit.isFailure(exit) &&
+  Option.exists(Cause.failureOption(exit.cause), (error) => {
+    const code = (error.cause as { code?: unknown } | undefined)?.code
+    return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !SERVER_CLASSES.has(code.slice(0, 2))
+  })
 
 interface Pending {
   readonly row: AuditInsert
@@ -26,11 +37,11 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
         Effect.forEach(batch, (pending) => Deferred.done(pending.committed, exit), { discard: true })
       )
 
-    // A failed batch is retried row by row: one row the store refuses fails only its own caller.
+    // A batch the store refused is retried row by row: one bad row fails only its own caller. A store that did not answer fails the whole batch at once.
     const commit = (batch: ReadonlyArray<Pending>) =>
       insert(batch).pipe(
         Effect.flatMap((exit) =>
-          Exit.isSuccess(exit) || batch.length === 1
+          Exit.isSuccess(exit) || batch.length === 1 || !refusedByStore(exit)
             ? settle(batch, exit)
             : Effect.logWarning("audit batch failed; retrying its rows one by one", exit.cause).pipe(
                 Effect.zipRight(
@@ -58,15 +69,16 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
      * Resolves once every row is committed (queued together, so they share a commit); fails if the
      * store refused them. Each row is made storable before it is queued.
      */
+    // A request writes one row, sometimes a few: built in place rather than through forEach, which costs a dozen steps per call.
     const write = (rows: ReadonlyArray<AuditInsert>) =>
-      Effect.gen(function* () {
-        const pending = yield* Effect.forEach(rows, (row) =>
-          Effect.map(Deferred.make<void, SqlError>(), (committed) => ({ row: storableAuditRow(row), committed }))
-        )
-        yield* Queue.offerAll(queue, pending)
+      Effect.suspend(() => {
+        const pending = rows.map((row) => ({ row: storableAuditRow(row), committed: Deferred.unsafeMake<void, SqlError>(FiberId.none) }))
         // Settled row by row before failing, so a refused row never leaves its neighbours' commits in flight.
-        const settled = yield* Effect.forEach(pending, (p) => Effect.exit(Deferred.await(p.committed)))
-        yield* Effect.forEach(settled, (exit) => exit, { discard: true })
+        const committed =
+          pending.length === 1
+            ? Deferred.await(pending[0]!.committed)
+            : Effect.flatMap(Effect.all(pending.map((p) => Effect.exit(Deferred.await(p.committed)))), (settled) => Effect.all(settled, { discard: true }))
+        return Effect.zipRight(Queue.offerAll(queue, pending), committed)
       })
 
     return { write } as const

@@ -1,5 +1,6 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as v8 from "node:v8"
 import { Config, ConfigError, Effect, Either, Option, Redacted, Schema } from "effect"
 import { ConnectionInput } from "../src/domain/Connection"
 import { parseConnectionUrl } from "../src/domain/ConnectionUrl"
@@ -46,16 +47,38 @@ const raw = Config.all({
   egressIps: list("SP_EGRESS_IPS"),
   egressAllowLoopback: Config.boolean("SP_EGRESS_ALLOW_LOOPBACK").pipe(Config.withDefault(false)),
   allowedHosts: list("SP_ALLOWED_HOSTS"),
-  storePoolSize: positiveInt("SP_STORE_POOL_SIZE", 4),
+  // One of them holds the job runner's shard locks for the process's life.
+  storePoolSize: boundedInt("SP_STORE_POOL_SIZE", "must be an integer of at least 2", (n) => n >= 2).pipe(Config.withDefault(4)),
+  storeTimeoutSeconds: positiveInt("SP_STORE_TIMEOUT_SECONDS", 5),
   leaseTtlSeconds: positiveInt("SP_LEASE_TTL_SECONDS", 30),
+  // How long a runner that died holds its jobs before another takes them over.
+  jobLockSeconds: boundedInt("SP_JOB_LOCK_SECONDS", "must be between 2 and 600 seconds", (n) => n >= 2 && n <= 600).pipe(Config.withDefault(15)),
+  jobPollMillis: boundedInt("SP_JOB_POLL_MS", "must be between 50 and 60000 milliseconds", (n) => n >= 50 && n <= 60_000).pipe(Config.withDefault(500)),
   healthIntervalSeconds: positiveInt("SP_HEALTH_INTERVAL_SECONDS", 30),
   schemaLoopSeconds: positiveInt("SP_SCHEMA_LOOP_SECONDS", 30),
   auditRetentionDays: Config.option(positive("SP_AUDIT_RETENTION_DAYS")),
+  resultMemoryMb: Config.option(boundedInt("SP_RESULT_MEMORY_MB", "must be an integer of at least 16 (MiB)", (n) => n >= 16)),
+  // Inside the 10 s a container runtime (docker stop) gives before SIGKILL.
+  shutdownTimeoutSeconds: boundedInt("SP_SHUTDOWN_TIMEOUT_SECONDS", "must be between 1 and 600 seconds", (n) => n >= 1 && n <= 600).pipe(
+    Config.withDefault(8)
+  ),
   localDbDirs: list("SP_LOCAL_DB_DIRS"),
+  llmProvider: Config.literal("anthropic", "openai", "openai-compatible")("SP_LLM_PROVIDER").pipe(Config.withDefault("anthropic" as const)),
+  llmBaseUrl: Config.option(Config.url("SP_LLM_BASE_URL")),
+  llmModel: Config.option(Config.string("SP_LLM_MODEL")),
+  llmApiKey: Config.option(Config.redacted("SP_LLM_API_KEY")),
+  llmMaxTokens: positiveInt("SP_LLM_MAX_TOKENS", 4096),
+  // USD per million input and output tokens, "3,15"; unset: the price list's figure for known models, else 0.
+  llmPrice: Config.option(Config.string("SP_LLM_PRICE_PER_MTOK")),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
   encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))
 })
+
+const MIB = 1024 * 1024
+
+// A result's bytes are held several times over while it is answered (rows as objects, JSON text, the encoded body).
+const defaultResultMemoryBytes = () => Math.max(16 * MIB, Math.floor(v8.getHeapStatistics().heap_size_limit / 8))
 
 const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
 
@@ -116,6 +139,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
     yield* privateDataDir(dataDir)
     return {
       ...c,
+      resultMemoryBytes: Option.match(c.resultMemoryMb, { onNone: defaultResultMemoryBytes, onSome: (mb) => mb * MIB }),
       envConnections: yield* envConnections(selfHosted),
       dataDir,
       selfHosted,

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, scryptSync } from "node:crypto"
 import * as path from "node:path"
 import { ConfigError, Effect, Option, Redacted, Schema } from "effect"
-import { readOrCreateSecretFile } from "../src/services/SecretFile"
+import { readOrCreateSecretFile, replaceSecretFile } from "../src/services/SecretFile"
 import { AppConfig } from "./AppConfig"
 
 const VERSION = "v1"
@@ -100,6 +100,17 @@ export class CredentialCipher extends Effect.Service<CredentialCipher>()("sluice
     /** A per-org secret derived from the current key, for values that must be stable within an org and unguessable outside it. */
     const orgSecret = (label: string, orgId: string) => createHmac("sha256", current.key).update(`sluice:${label}:${orgId}`).digest()
 
-    return { encrypt, decrypt, orgSecret } as const
+    /**
+     * Self-hosted, after every secret was re-encrypted under SP_ENCRYPTION_KEY: the data dir's key
+     * file takes that key, so a later start without the variable opens them (it would read the old
+     * key from the file). True when the file changed.
+     */
+    const adoptCurrentKey = Effect.sync(() =>
+      config.selfHosted && Option.isSome(config.encryptionKey)
+        ? replaceSecretFile(path.join(config.dataDir, KEY_FILE), Redacted.value(config.encryptionKey.value))
+        : false
+    )
+
+    return { encrypt, decrypt, orgSecret, adoptCurrentKey } as const
   })
 }) {}

@@ -1,33 +1,61 @@
 import { RateLimiter } from "@effect/experimental"
-import * as RedisStore from "@effect/experimental/RateLimiter/Redis"
 import { Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { RateLimited, Unavailable } from "../src/domain/Errors"
 import type { Principal } from "../src/domain/Principal"
 import { AppConfig } from "./AppConfig"
+import { layerRedisRateLimitStore } from "./RedisRateLimitStore"
 
 export type RateClass = "auth" | "general" | "expensive"
 
-const redisOptions = (url: URL) => ({
+// Every call is answered or refused within the deadline: a Redis that accepts and never replies is dropped and dialled again.
+const redisOptions = (url: URL, deadlineMillis: number) => ({
   host: url.hostname,
   port: url.port ? Number(url.port) : 6379,
   ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
   ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
   ...(url.pathname.length > 1 ? { db: Number(url.pathname.slice(1)) } : {}),
   ...(url.protocol === "rediss:" ? { tls: {} } : {}),
-  prefix: "sluice:ratelimit:",
   maxRetriesPerRequest: 1,
-  enableOfflineQueue: false
+  enableOfflineQueue: false,
+  connectTimeout: deadlineMillis,
+  commandTimeout: deadlineMillis,
+  socketTimeout: deadlineMillis
 })
 
-/** Counters live in Redis when REDIS_URL is set (shared by replicas), in this process otherwise. */
+/** Counters live in Redis when REDIS_URL is set (shared by replicas); without it, RateLimits counts in this process and the limiter is idle. */
 const StoreLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     Option.match(config.redisUrl, {
       onNone: () => RateLimiter.layerStoreMemory,
-      onSome: (url) => RedisStore.layerStore(redisOptions(new URL(Redacted.value(url))))
+      onSome: (url) => layerRedisRateLimitStore(redisOptions(new URL(Redacted.value(url)), config.storeTimeoutSeconds * 1000), "sluice:rate-window:")
     })
   )
 )
+
+// A minute, the window of every limit.
+const WINDOW_MS = 60_000
+// Passed windows are swept this often (in calls), so keys seen once do not pile up.
+const SWEEP_EVERY = 1_024
+
+/**
+ * Fixed one-minute windows in this process: a counter per key, started by its first call.
+ * Returns how long until the key's window ends when this call is over its limit.
+ */
+const memoryWindows = () => {
+  const windows = new Map<string, { resetAt: number; count: number }>()
+  let calls = 0
+  return (key: string, limit: number): number | undefined => {
+    const now = Date.now()
+    if (++calls % SWEEP_EVERY === 0) for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)
+    let window = windows.get(key)
+    if (window === undefined || window.resetAt <= now) {
+      window = { resetAt: now + WINDOW_MS, count: 0 }
+      windows.set(key, window)
+    }
+    window.count++
+    return window.count > limit ? window.resetAt - now : undefined
+  }
+}
 
 export class RateLimits extends Effect.Service<RateLimits>()("sluice/RateLimits", {
   effect: Effect.gen(function* () {
@@ -39,28 +67,40 @@ export class RateLimits extends Effect.Service<RateLimits>()("sluice/RateLimits"
       expensive: config.expensiveRpmPerIp
     }
 
-    const consume = (key: string, limit: number, what: string) =>
-      limiter.consume({ key, limit, window: "1 minute", algorithm: "fixed-window", onExceeded: "fail" }).pipe(
+    const exceeded = (limit: number, what: string, retryAfterMs: number) =>
+      new RateLimited({
+        message: `Rate limit of ${limit} requests per minute ${what} exceeded`,
+        retry_after_seconds: Math.max(1, Math.ceil(retryAfterMs / 1000))
+      })
+
+    // In this process a counter is a map entry: one step per call (the limiter's own store costs dozens on every request).
+    const inProcess = (take: ReturnType<typeof memoryWindows>) => (key: string, limit: number, what: string) =>
+      Effect.suspend(() => {
+        const wait = take(key, limit)
+        return wait === undefined ? Effect.void : Effect.fail(exceeded(limit, what, wait))
+      })
+
+    const shared = (key: string, limit: number, what: string) =>
+      limiter.consume({ key, limit, window: WINDOW_MS, algorithm: "fixed-window", onExceeded: "fail" }).pipe(
         Effect.asVoid,
         Effect.catchTags({
           RateLimiterError: (error) =>
             error.reason === "Exceeded"
-              ? Effect.fail(
-                  new RateLimited({
-                    message: `Rate limit of ${limit} requests per minute ${what} exceeded`,
-                    retry_after_seconds: Math.max(1, Math.ceil(Duration.toSeconds(error.retryAfter)))
-                  })
-                )
+              ? Effect.fail(exceeded(limit, what, Duration.toMillis(error.retryAfter)))
               : Effect.fail(new Unavailable({ message: "The rate-limit store is unavailable; try again shortly" }))
         })
       )
 
+    const consume = Option.isNone(config.redisUrl) ? inProcess(memoryWindows()) : shared
+
     // Serve the first request only once a shared store answers; if it never does, start anyway and refuse with 503.
-    yield* consume("startup-probe", Number.MAX_SAFE_INTEGER, "at start").pipe(
-      Effect.retry(Schedule.spaced("100 millis")),
-      Effect.timeout("3 seconds"),
-      Effect.catchAll(() => Effect.logWarning("the rate-limit store does not answer; limited requests get 503 until it does"))
-    )
+    if (Option.isSome(config.redisUrl)) {
+      yield* shared("startup-probe", Number.MAX_SAFE_INTEGER, "at start").pipe(
+        Effect.retry(Schedule.spaced("100 millis")),
+        Effect.timeout("3 seconds"),
+        Effect.catchAll(() => Effect.logWarning("the rate-limit store does not answer; limited requests get 503 until it does"))
+      )
+    }
 
     const perIp = (rateClass: RateClass, ip: string) => consume(`ip:${rateClass}:${ip}`, perIpLimit[rateClass], "from this address")
 

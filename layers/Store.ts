@@ -1,37 +1,13 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { migrations } from "../src/migrations"
 import { AppConfig } from "./AppConfig"
 import { startEmbeddedStore } from "./EmbeddedStore"
+import { acquireStorePool, type StatementDeadline } from "./StorePool"
 
 const MIGRATIONS_TABLE = "effect_sql_migrations"
 const MIGRATION_LOCK_KEY = 0x5_1ce_0001
-
-/** DATABASE_URL → that PostgreSQL; unset → PGlite in this process behind a private unix socket. */
-const ClientLive = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const config = yield* AppConfig
-    if (Option.isSome(config.databaseUrl)) {
-      return PgClient.layer({
-        url: config.databaseUrl.value,
-        maxConnections: config.storePoolSize,
-        idleTimeout: "60 seconds",
-        applicationName: "sluice"
-      })
-    }
-    const store = yield* startEmbeddedStore(config.dataDir)
-    // PGlite runs one statement at a time; one client connection keeps protocol messages from interleaving.
-    return PgClient.layer({
-      host: store.socketDir,
-      port: store.port,
-      username: "postgres",
-      database: "postgres",
-      maxConnections: 1,
-      applicationName: "sluice"
-    })
-  })
-)
 
 /** Forward-only; an advisory lock serialises replicas that start together. */
 export const runMigrations = Effect.gen(function* () {
@@ -50,4 +26,39 @@ export const runMigrations = Effect.gen(function* () {
   )
 })
 
-export const StoreLive = Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(ClientLive))
+/**
+ * DATABASE_URL → that PostgreSQL, where every wait for a connection, connect and statement ends
+ * within SP_STORE_TIMEOUT_SECONDS once migrations are done; unset → PGlite in this process behind a
+ * private unix socket (it cannot stall apart from the process, so no deadline cuts its statements).
+ */
+export const StoreLive = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    if (Option.isSome(config.databaseUrl)) {
+      const deadline: StatementDeadline = { millis: undefined }
+      const client = PgClient.layerFromPool({
+        acquire: acquireStorePool({
+          url: Redacted.value(config.databaseUrl.value),
+          maxConnections: config.storePoolSize,
+          applicationName: "sluice",
+          deadline,
+          connectMillis: config.storeTimeoutSeconds * 1000
+        }),
+        applicationName: "sluice"
+      })
+      const migrated = Effect.zipRight(runMigrations, Effect.sync(() => (deadline.millis = config.storeTimeoutSeconds * 1000)))
+      return Layer.effectDiscard(migrated).pipe(Layer.provideMerge(client))
+    }
+    const store = yield* startEmbeddedStore(config.dataDir)
+    // PGlite runs one statement at a time; one client connection keeps protocol messages from interleaving.
+    const client = PgClient.layer({
+      host: store.socketDir,
+      port: store.port,
+      username: "postgres",
+      database: "postgres",
+      maxConnections: 1,
+      applicationName: "sluice"
+    })
+    return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(client))
+  })
+)

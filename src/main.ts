@@ -6,7 +6,7 @@ import { exitWithStartupError } from "./cli/StartupError"
 // Settings are checked before the drivers and services load, so a bad variable fails at once.
 const main = Effect.gen(function* () {
   yield* AppConfig
-  const { AppLive } = yield* Effect.promise(() => import("../layers/App"))
+  const { AppLive } = yield* Effect.promise(() => import("../app/App"))
   return yield* Layer.launch(AppLive)
 }).pipe(Effect.provide(AppConfig.Default))
 

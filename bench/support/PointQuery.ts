@@ -22,14 +22,27 @@ export const addBenchConnection = async (gateway: Gateway, key: string, database
 }
 
 /** `POST /api/query` with the point query over keep-alive sockets; `close` ends them. */
-export const restPointQuery = (gateway: Gateway, key: string) => {
+export const restPointQuery = (gateway: Gateway, key: string) =>
+  pointQueryAt(gateway, key, "/api/query", { connection_name: "bench", sql: POINT_QUERY })
+
+/** The same as an MCP `query_database` tool call, one stateless JSON-RPC message per POST. */
+export const mcpPointQuery = (gateway: Gateway, key: string) =>
+  pointQueryAt(gateway, key, "/mcp", {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "query_database", arguments: { connection_name: "bench", sql: POINT_QUERY } }
+  })
+
+const pointQueryAt = (gateway: Gateway, key: string, path: string, message: unknown) => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
-  const url = new URL(`${gateway.url}/api/query`)
-  const body = JSON.stringify({ connection_name: "bench", sql: POINT_QUERY })
+  const url = new URL(`${gateway.url}${path}`)
+  const body = JSON.stringify(message)
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "x-api-key": key }
   const call = () =>
     new Promise<void>((resolve, reject) => {
       const req = http.request(
-        { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", "x-api-key": key } },
+        { agent, host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers },
         (res) => {
           const chunks: Array<Buffer> = []
           res.on("data", (c: Buffer) => chunks.push(c))

@@ -14,7 +14,7 @@ import {
 } from "@google-cloud/bigquery"
 import { Effect, Either, Schema, type Scope } from "effect"
 import type { BigqueryInput } from "../../src/domain/Connection"
-import { attributedSql, type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult, RowCollector } from "./Connector"
 import { fromDriverError, makeScrubber, statementTimedOut } from "./DriverErrors"
 import { allowAnyTarget, checkedAgent, watchRefusals } from "./EgressPolicy"
 
@@ -226,13 +226,13 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
         }
       })
 
-    const readRows = (job: Job, maxRows: number) =>
+    const readRows = (job: Job, options: QueryOptions) =>
       Effect.gen(function* () {
         let columns: ReadonlyArray<Column> = []
         let bytesScanned = 0
-        const rows: Array<ReadonlyArray<unknown>> = []
-        let page: QueryResultsOptions | null = { maxResults: Math.min(maxRows + 1, PAGE_ROWS), autoPaginate: false, wrapIntegers: INTEGERS }
-        while (page !== null && rows.length <= maxRows) {
+        const rows = new RowCollector(options)
+        let page: QueryResultsOptions | null = { maxResults: Math.min(rows.room, PAGE_ROWS), autoPaginate: false, wrapIntegers: INTEGERS }
+        while (page !== null && rows.room > 0) {
           const current: QueryResultsOptions = page
           const [pageRows, next, response] = yield* call("query", () => job.getQueryResults(current))
           // Until the job ends the server holds each call for a while and answers jobComplete: false.
@@ -240,10 +240,10 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
           const fields = response?.schema?.fields ?? []
           bytesScanned = Number(response?.totalBytesProcessed ?? bytesScanned)
           columns = fields.map((f) => ({ name: f.name ?? "", type: (f.mode === "REPEATED" ? `array<${f.type}>` : f.type ?? "").toLowerCase() }))
-          for (const row of pageRows as Array<Record<string, unknown>>) rows.push(fields.map((f) => plain(row[f.name ?? ""])))
-          page = next === null || next === undefined ? null : { ...next, maxResults: Math.min(maxRows + 1 - rows.length, PAGE_ROWS) }
+          for (const row of pageRows as Array<Record<string, unknown>>) if (!rows.add(fields.map((f) => plain(row[f.name ?? ""])))) break
+          page = next === null || next === undefined ? null : { ...next, maxResults: Math.min(rows.room, PAGE_ROWS) }
         }
-        return { columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows, bytesScanned } satisfies QueryResult
+        return { ...rows.result(columns), bytesScanned } satisfies QueryResult
       })
 
     const run = (sql: string, options: QueryOptions) =>
@@ -260,7 +260,7 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
           })
           submitted.set(jobId, insert)
           const [job] = yield* call("query", () => insert)
-          return yield* readRows(job, options.maxRows)
+          return yield* readRows(job, options)
         }).pipe(
           Effect.onInterrupt(() => cancel(jobId)),
           Effect.ensuring(Effect.sync(() => submitted.delete(jobId))),

@@ -4,7 +4,7 @@ import * as https from "node:https"
 import { ClickHouseLogLevel, type ClickHouseSettings, createClient } from "@clickhouse/client"
 import { Effect, type Scope } from "effect"
 import type { ClickhouseInput } from "../../src/domain/Connection"
-import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult, RowCollector } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
@@ -60,7 +60,7 @@ const open = (request: OpenRequest<ClickhouseConnection>): Effect.Effect<Connect
       readonly: "1"
     })
 
-    // Rows are streamed and the response closed after maxRows + 1: max_result_rows would also cut subqueries short.
+    // Rows are streamed and the response closed after maxRows + 1 (or once the meter refuses one): max_result_rows would also cut subqueries short.
     const read = (sql: string, options: QueryOptions, queryId: string, signal: AbortSignal): Promise<QueryResult> =>
       pool
         .query({
@@ -72,19 +72,15 @@ const open = (request: OpenRequest<ClickhouseConnection>): Effect.Effect<Connect
         })
         .then(async (result) => {
           const header: Array<Array<unknown>> = []
-          const rows: Array<Array<unknown>> = []
+          const rows = new RowCollector(options)
           reading: for await (const batch of result.stream<Array<unknown>>()) {
             for (const row of batch) {
               if (header.length < 2) header.push(row.json())
-              else if (rows.push(row.json()) > options.maxRows) break reading
+              else if (!rows.add(row.json())) break reading
             }
           }
           const [names = [], types = []] = header
-          return {
-            columns: names.map((name, i) => ({ name: String(name), type: String(types[i]) })),
-            rows: rows.slice(0, options.maxRows),
-            truncated: rows.length > options.maxRows
-          }
+          return rows.result(names.map((name, i) => ({ name: String(name), type: String(types[i]) })))
         })
 
     const kill = (queryId: string) =>

@@ -13,14 +13,28 @@ export class ConnectorError extends Schema.TaggedError<ConnectorError>()("Connec
   message: Schema.String
 }) {}
 
+/**
+ * How long past its timeout a statement's answer may take at the latest, for the cancel on the server
+ * to land: a database that never answers (a stalled host) still fails the call by then.
+ */
+export const DEADLINE_GRACE_MS = 500
+
 export interface QueryOptions {
   readonly timeoutMs: number
   /** Rows kept; one more is read to tell a complete result from a truncated one. */
   readonly maxRows: number
   /** A comment naming who runs the statement, for the database's own logs. */
   readonly attribution?: string
-  /** Reading stops (and the statement is cancelled) once the values read pass this many bytes; the result is then `oversized`. */
-  readonly maxBytes?: number
+  /** Counts the result's bytes as its rows are read; once it refuses, reading stops (the statement is cancelled) and the result is `oversized`. */
+  readonly meter?: ByteMeter
+}
+
+/** The gateway's count of a result's bytes while it is read. */
+export interface ByteMeter {
+  /** Counts bytes about to be held; false when they may not be (the result passed its cap, or the gateway's result memory is spent). */
+  readonly take: (bytes: number) => boolean
+  /** The most one result may hold, for a reader that counts on its own (in another process) and is metered when its rows arrive. */
+  readonly cap: number
 }
 
 export interface Column {
@@ -36,7 +50,7 @@ export interface QueryResult {
   readonly truncated: boolean
   /** Bytes the warehouse says it processed (BigQuery), where it says. */
   readonly bytesScanned?: number
-  /** Reading stopped at `maxBytes`: the rows are incomplete and must not be served. */
+  /** The meter stopped the reading: the rows are incomplete and must not be served. */
   readonly oversized?: boolean
 }
 
@@ -63,6 +77,8 @@ export interface PoolStats {
 export interface ConnectorPool {
   /** Runs one read-only statement under the dialect's session guards; a timeout cancels it on the server. */
   readonly query: (sql: string, options: QueryOptions) => Effect.Effect<QueryResult, ConnectorError>
+  /** `query` answers within its timeout plus DEADLINE_GRACE_MS itself, even from a database that never answers; otherwise the caller bounds it. */
+  readonly answersByDeadline?: true
   /** Opens one read-only statement as a cursor, for results streamed without holding them in memory. */
   readonly stream?: (sql: string, options: QueryOptions) => Effect.Effect<RowBatches, ConnectorError, Scope.Scope>
   /** A cheap round trip that proves the credentials still work. */
@@ -113,6 +129,8 @@ export interface Connector<C extends ConnectionInput = ConnectionInput> {
   readonly alwaysTls?: (connection: C) => boolean
   /** A query that lists readable tables, for the diagnose route's privileges step. */
   readonly privilegesProbe: string
+  /** Its pool keeps a session open on the server per pooled connection (counted against the server's connection limit). */
+  readonly holdsServerSessions?: boolean
   readonly open: (request: OpenRequest<C>) => Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope>
 }
 
@@ -176,4 +194,43 @@ export const rowBytes = (row: Row): number => {
     else bytes += String(value).length
   }
   return bytes
+}
+
+/**
+ * A buffered read's rows: each counted by the query's meter before it is kept, at most
+ * `maxRows + 1` (to tell a truncated result), none once the meter refused one.
+ */
+export class RowCollector {
+  private rows: Array<Row> = []
+  private refused = false
+
+  constructor(private readonly options: Pick<QueryOptions, "maxRows" | "meter">) {}
+
+  /** How many more rows the read wants (0 once it should stop). */
+  get room(): number {
+    return this.refused ? 0 : this.options.maxRows + 1 - this.rows.length
+  }
+
+  /** The meter refused a row: the read must stop and its rows are gone. */
+  get oversized(): boolean {
+    return this.refused
+  }
+
+  /** Keeps the row if the meter allows it; false once the read should stop. */
+  add(row: Row): boolean {
+    if (this.room <= 0) return false
+    if (this.options.meter !== undefined && !this.options.meter.take(rowBytes(row))) {
+      this.refused = true
+      this.rows = []
+      return false
+    }
+    this.rows.push(row)
+    return this.room > 0
+  }
+
+  result(columns: ReadonlyArray<Column>): QueryResult {
+    if (this.refused) return { columns, rows: [], truncated: false, oversized: true }
+    const { maxRows } = this.options
+    return { columns, rows: this.rows.length > maxRows ? this.rows.slice(0, maxRows) : this.rows, truncated: this.rows.length > maxRows }
+  }
 }

@@ -55,6 +55,16 @@ export interface PoolInfo {
   readonly pool: ConnectorPool
 }
 
+/** Where a target's database runs (behind its SSH server, when tunnelled), to bound the work sent to one server; null for a local file. */
+export const serverOf = (target: PoolTarget): string | null => {
+  const c = target.connection
+  const address = CONNECTORS[c.db_type]?.address(c as never) ?? null
+  if (address === null) return null
+  const tunnel = "ssh_tunnel" in c ? c.ssh_tunnel : undefined
+  const server = `${address.host}:${address.port}`
+  return tunnel === undefined ? server : `${tunnel.host}:${tunnel.port ?? 22}>${server}`
+}
+
 /** Open a connector (and its SSH tunnel, when it has one) for a target; fails with the step that failed. */
 export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTarget): Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope> =>
   Effect.gen(function* () {
@@ -107,7 +117,8 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
           reserved: [config.databaseUrl, config.redisUrl].flatMap((url) => Option.toArray(Option.flatMap(url, endpointOf)))
         })
     const open = new Map<string, PoolInfo>()
-    const pools = yield* RcMap.make({
+    const pools: RcMap.RcMap<PoolKey, ConnectorPool, ConnectorError> = yield* RcMap.make({
+      // RcMap would hand a failed open to every request for its idle time; forgotten, the next request opens again.
       lookup: (key: PoolKey) =>
         Effect.gen(function* () {
           const pool = yield* openTarget(key.target, egress)
@@ -124,7 +135,7 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
           })
           yield* Effect.addFinalizer(() => Effect.sync(() => open.delete(key.id)))
           return pool
-        }),
+        }).pipe(Effect.tapErrorCause(() => RcMap.invalidate(pools, key))),
       idleTimeToLive: IDLE_TTL
     })
 
@@ -140,6 +151,9 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
         )
       )
     }
+
+    /** Whether the target's pool is open already (opening one may wait on the network). */
+    const isOpen = (target: PoolTarget) => open.has(new PoolKey(target).id)
 
     /** Runs `use` with the target's pool. */
     const withPool = <A, E>(target: PoolTarget, use: (pool: ConnectorPool) => Effect.Effect<A, E>) =>
@@ -165,6 +179,24 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
     /** Opens a pool outside the map (test-credentials, diagnose), under the same egress policy. */
     const openOnce = (target: PoolTarget) => openTarget(target, egress)
 
-    return { poolIn, withPool, openOnce, retire, stats } as const
+    /**
+     * Runs `use` for a check (the health loop's ping): with the target's pool when one is open for
+     * requests, without keeping it open any longer; else, where a pool keeps a session per connection
+     * on the server, with a pool of its own closed right after (checks must not hold a backend per
+     * defined connection); else with the shared pool.
+     */
+    const withCheckPool = <A>(target: PoolTarget, use: (pool: ConnectorPool) => Effect.Effect<A, ConnectorError>) =>
+      Effect.suspend(() => {
+        const id = new PoolKey(target).id
+        const opened = open.get(id)
+        const ownPool = Effect.scoped(Effect.flatMap(openOnce(target), use))
+        if (opened !== undefined) {
+          // A pool that idled out under the check says nothing about the database.
+          return Effect.catchAll(use(opened.pool), (error) => (open.get(id) === opened ? Effect.fail(error) : ownPool))
+        }
+        return CONNECTORS[target.connection.db_type]?.holdsServerSessions === true ? ownPool : withPool(target, use)
+      })
+
+    return { poolIn, isOpen, withPool, openOnce, withCheckPool, retire, stats } as const
   })
 }) {}

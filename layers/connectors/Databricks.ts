@@ -4,7 +4,7 @@ import { checkServerIdentity } from "node:tls"
 import { connections, DBSQLClient, thrift } from "@databricks/sql"
 import { Effect, Exit, type Scope } from "effect"
 import type { DatabricksInput } from "../../src/domain/Connection"
-import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult, RowCollector } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 
 type DatabricksConnection = typeof DatabricksInput.Type
@@ -149,20 +149,16 @@ const open = (request: OpenRequest<DatabricksConnection>): Effect.Effect<Connect
             name: col.columnName,
             type: typeName(col.typeDesc.types[0]?.primitiveEntry?.type)
           }))
-          const rows: Array<object> = []
-          while (schema !== null && rows.length <= options.maxRows && (await operation.hasMoreRows())) {
-            rows.push(...(await operation.fetchChunk({ maxRows: Math.min(FETCH_ROWS, options.maxRows + 1 - rows.length) })))
+          const rows = new RowCollector(options)
+          const valuesOf = (row: object) =>
+            described.map(({ name }) => {
+              const value = (row as Record<string, unknown>)[name]
+              return typeof value === "bigint" ? value.toString() : value
+            })
+          reading: while (schema !== null && rows.room > 0 && (await operation.hasMoreRows())) {
+            for (const row of await operation.fetchChunk({ maxRows: Math.min(FETCH_ROWS, rows.room) })) if (!rows.add(valuesOf(row))) break reading
           }
-          return {
-            columns: described,
-            rows: rows.slice(0, options.maxRows).map((row) =>
-              described.map(({ name }) => {
-                const value = (row as Record<string, unknown>)[name]
-                return typeof value === "bigint" ? value.toString() : value
-              })
-            ),
-            truncated: rows.length > options.maxRows
-          }
+          return rows.result(described)
         },
         catch: failed(request.scrub)
       })

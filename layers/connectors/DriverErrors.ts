@@ -12,6 +12,8 @@ const AUTH_STATES = new Set([
   "AUTHENTICATION_FAILED", "UNKNOWN_USER", "WRONG_PASSWORD", "REQUIRED_PASSWORD", "UNKNOWN_DATABASE", "ELOGIN"
 ])
 const PRIVILEGE_STATES = new Set(["42501", "ER_TABLEACCESS_DENIED_ERROR", "ER_COLUMNACCESS_DENIED_ERROR", "ACCESS_DENIED", "PERMISSION_DENIED"])
+// The server ended the session under the statement (a DBA's kill, a restart or failover), or the driver lost it: the database's fault, not the statement's.
+const SESSION_ENDED = new Set(["57P01", "57P02", "57P03", "ER_CONNECTION_KILLED", "ER_SERVER_SHUTDOWN", "PROTOCOL_CONNECTION_LOST"])
 const TIMEOUT_STATES = new Set(["57014", "ER_QUERY_TIMEOUT", "ER_STATEMENT_TIMEOUT", "ER_QUERY_INTERRUPTED", "TIMEOUT_EXCEEDED", "EXCEEDED_TIME_LIMIT", "ETIMEOUT"])
 
 const FIXED: Partial<Record<FailureStep, string>> = {
@@ -22,9 +24,16 @@ const FIXED: Partial<Record<FailureStep, string>> = {
   timeout: "The statement was cancelled because it ran past its timeout"
 }
 
+// A session that was open and went away under the statement: the database was reached, so "could not be reached" would mislead.
+const LOST_CODES = new Set([...SESSION_ENDED, "ECONNRESET", "EPIPE", "ECONNABORTED"])
+const LOST = "The connection to the database was lost during the statement (the server ended the session, or the network reset it)"
+const lostSession = (codes: ReadonlyArray<string>, message: string) =>
+  codes.some((c) => LOST_CODES.has(c)) || /Connection terminated unexpectedly/i.test(message)
+
 const stepOf = (codes: ReadonlyArray<string>, message: string, httpStatus: unknown): FailureStep => {
   const code = codes[0] ?? ""
   if (DNS_CODES.has(code)) return "dns"
+  if (codes.some((c) => SESSION_ENDED.has(c))) return "tcp"
   if (TCP_CODES.has(code) || /timeout expired|connection timeout|Connection terminated unexpectedly|^Failed to connect to .+ in \d+ms$/i.test(message)) return "tcp"
   if (TLS_CODE.test(code) || /does not support SSL|SSL connection|self[- ]signed certificate|certificate/i.test(message)) return "tls"
   if (codes.some((c) => AUTH_STATES.has(c)) || httpStatus === 401) return "auth"
@@ -61,7 +70,7 @@ export const fromDriverError = (error: unknown, scrub: (message: string) => stri
   const codes = [...wrappedCodes(error), raw?.type, raw?.errorName].filter((c): c is string => typeof c === "string")
   const message = typeof raw?.message === "string" ? raw.message : String(error)
   const step = stepOf(codes, message, raw?.response?.status)
-  const fixed = FIXED[step]
+  const fixed = step === "tcp" && during === "query" && lostSession(codes, message) ? LOST : FIXED[step]
   if (fixed !== undefined) return new ConnectorError({ step, message: fixed })
   const prefix = during === "connect" && step === "query" ? "Connecting failed: " : ""
   return new ConnectorError({ step: during === "connect" && step === "query" ? "auth" : step, message: prefix + scrub(message).slice(0, MAX_MESSAGE) })
@@ -71,7 +80,10 @@ export const statementTimedOut = () => new ConnectorError({ step: "timeout", mes
 
 /** Whether a session can go back to its pool: yes after a success or a statement the database refused; not after an interrupt, timeout or socket error. */
 export const sessionReusable = (exit: Exit.Exit<unknown, ConnectorError>) =>
-  exit._tag === "Success" || (exit.cause._tag === "Fail" && (exit.cause.error.step === "query" || exit.cause.error.step === "privileges"))
+  exit._tag === "Success" || (exit.cause._tag === "Fail" && reusableAfter(exit.cause.error))
+
+/** Whether a session can go back to its pool after this failure: the database refused the statement, and the session is fine. */
+export const reusableAfter = (error: ConnectorError) => error.step === "query" || error.step === "privileges"
 
 /** Replaces each secret (and its URL-encoded form) with ***. */
 export const makeScrubber = (secrets: ReadonlyArray<string>) => {

@@ -11,7 +11,7 @@ import {
   type QueryResult,
   type Row,
   type RowBatches,
-  rowBytes
+  RowCollector
 } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 
@@ -54,25 +54,20 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
       }).pipe(Effect.tap(() => Effect.sync(() => total++)))
     })
 
-    /** Reads chunk by chunk up to maxRows + 1 rows, stopping once their values pass maxBytes (a result left unread ends with the connection's next statement). */
+    /** Reads chunk by chunk up to maxRows + 1 rows, stopping once the meter refuses one (a result left unread ends with the connection's next statement). */
     const run = (connection: DuckDBConnection, sql: string, options: QueryOptions) =>
       Effect.tryPromise({
         try: async (): Promise<QueryResult> => {
           const result = await connection.stream(attributedSql(sql, options))
           const types = result.columnTypes()
           const columns = result.columnNames().map((name, i) => ({ name, type: String(types[i]).toLowerCase() }))
-          const rows: Array<Row> = []
-          let bytes = 0
-          while (rows.length <= options.maxRows) {
+          const rows = new RowCollector(options)
+          reading: while (rows.room > 0) {
             const chunk = await result.fetchChunk()
             if (chunk === null || chunk.rowCount === 0) break
-            for (const row of chunk.convertRows(JsonDuckDBValueConverter)) {
-              rows.push(row)
-              bytes += rowBytes(row)
-            }
-            if (options.maxBytes !== undefined && bytes > options.maxBytes) return { columns, rows: [], truncated: false, oversized: true }
+            for (const row of chunk.convertRows(JsonDuckDBValueConverter)) if (!rows.add(row)) break reading
           }
-          return { columns, rows: rows.slice(0, options.maxRows), truncated: rows.length > options.maxRows }
+          return rows.result(columns)
         },
         catch: (error) => fromDriverError(error, request.scrub, "query")
       }).pipe(Effect.onInterrupt(() => Effect.sync(() => connection.interrupt())))

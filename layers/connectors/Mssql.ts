@@ -4,7 +4,7 @@ import { Effect, type Scope } from "effect"
 // @ts-expect-error mssql 12 ships no type declarations; the few members used are typed below.
 import mssqlModule from "mssql"
 import type { MssqlInput } from "../../src/domain/Connection"
-import { type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { type Column, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult, RowCollector } from "./Connector"
 import { fromDriverError } from "./DriverErrors"
 import { dialPinned } from "./EgressPolicy"
 
@@ -173,7 +173,7 @@ const open = (request: OpenRequest<MssqlConnection>): Effect.Effect<ConnectorPoo
     // Also when the transaction is gone already (the server aborted it): the connection then went back to the pool.
     const rollback = (transaction: MssqlTransaction) => Effect.promise(() => transaction.rollback().catch(() => undefined))
 
-    /** Streams the first result set, stopping with a TDS attention (a cancel on the server) once a row past the cap arrives. */
+    /** Streams the first result set, stopping with a TDS attention (a cancel on the server) once a row past the cap arrives or the meter refuses one. */
     const stream = (transaction: MssqlTransaction, sql: string, options: QueryOptions) =>
       Effect.async<QueryResult, ConnectorError>((resume) => {
         const timeout = Math.max(1, Math.ceil(options.timeoutMs))
@@ -181,7 +181,7 @@ const open = (request: OpenRequest<MssqlConnection>): Effect.Effect<ConnectorPoo
         statement.stream = true
         statement.arrayRowMode = true
         let columns: Array<Column> | null = null
-        const rows: Array<ReadonlyArray<unknown>> = []
+        const rows = new RowCollector(options)
         let failure: unknown = null
         let stopped = false
         let settle: () => void = () => undefined
@@ -196,9 +196,7 @@ const open = (request: OpenRequest<MssqlConnection>): Effect.Effect<ConnectorPoo
           columns = meta.map((m) => ({ name: m.name, type: m.type?.declaration ?? "unknown" }))
         })
         statement.on("row", (row: ReadonlyArray<unknown>) => {
-          if (stopped) return
-          rows.push(row)
-          if (rows.length > options.maxRows) stop()
+          if (!stopped && !rows.add(row)) stop()
         })
         statement.on("error", (error: { code?: unknown }) => {
           // The cancel this connector sent itself to stop reading is not a failure.
@@ -207,7 +205,7 @@ const open = (request: OpenRequest<MssqlConnection>): Effect.Effect<ConnectorPoo
         statement.once("done", () => {
           settle()
           if (failure !== null) return resume(Effect.fail(fromDriverError(failure, request.scrub, "query")))
-          resume(Effect.succeed({ columns: columns ?? [], rows: rows.slice(0, options.maxRows), truncated: rows.length > options.maxRows }))
+          resume(Effect.succeed(rows.result(columns ?? [])))
         })
         // In the statement's own batch (no extra round trip); a statement blocked on another session's locks
         // fails with error 1222 at half its budget instead of waiting out the whole of it.
@@ -253,5 +251,6 @@ export const MssqlConnector: Connector<MssqlConnection> = {
   },
   address,
   privilegesProbe: "select count(*) as readable_tables from information_schema.tables",
+  holdsServerSessions: true,
   open
 }

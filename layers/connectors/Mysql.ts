@@ -12,8 +12,8 @@ import {
   type QueryOptions,
   type QueryResult,
   type Row,
+  RowCollector,
   type RowBatches,
-  rowBytes,
   STREAM_BATCH_ROWS,
   takeFromPool
 } from "./Connector"
@@ -41,8 +41,30 @@ interface CoreQuery {
   on(event: "end", listener: () => void): CoreQuery
   stream(options: object): Readable
 }
-const core = (conn: mysql.PoolConnection) =>
-  (conn as unknown as { connection: { query: (options: object) => CoreQuery; pause: () => void; stream?: { destroy: () => void } } }).connection
+interface CoreConnection {
+  query(options: object): CoreQuery
+  pause(): void
+  stream?: { destroy: () => void }
+  on(event: "error", listener: (error: unknown) => void): void
+  off(event: "error", listener: (error: unknown) => void): void
+}
+const core = (conn: mysql.PoolConnection) => (conn as unknown as { connection: CoreConnection }).connection
+
+const ignoreError = () => undefined
+
+/**
+ * A promise read through the driver's events, which also fails when the connection does: a statement
+ * read that way has no callback, so a reset or a killed session reaches only the connection.
+ */
+const failingWithConnection = <A>(conn: mysql.PoolConnection, read: (resolve: (value: A) => void, reject: (error: unknown) => void) => void) => {
+  const connection = core(conn)
+  let lost: (error: unknown) => void = ignoreError
+  return new Promise<A>((resolve, reject) => {
+    lost = reject
+    connection.on("error", lost)
+    read(resolve, reject)
+  }).finally(() => connection.off("error", lost))
+}
 
 /** What a leased connection is doing: whether it was interrupted, and whether its session can still be reused. */
 interface LeaseState {
@@ -78,6 +100,10 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
       (pool) => Effect.promise(() => pool.end().catch(() => undefined)).pipe(Effect.timeout(request.connectTimeoutMs), Effect.ignore)
     )
 
+    // A pooled connection emits each socket failure (idle, mid-statement, in its reset), and the pool's own listener
+    // hears only the first: a later one, or one on a connection between uses, would end the process.
+    pool.on("connection", (connection) => (connection as unknown as CoreConnection).on("error", ignoreError))
+
     const take = Effect.interruptible(
       takeFromPool(
         () => pool.getConnection(),
@@ -103,30 +129,25 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
     const columnsOf = (fields: ReadonlyArray<mysql.FieldPacket>) =>
       fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.type ?? -1) ?? String(f.type) }))
 
-    /** The statement's rows one at a time, stopping (connection paused, left to be discarded) once their values pass maxBytes. */
+    /** The statement's rows one at a time, stopping (connection paused, left to be discarded) once the meter refuses one. */
     const read = (conn: mysql.PoolConnection, sql: string, options: QueryOptions) =>
-      new Promise<QueryResult>((resolve, reject) => {
-        const rows: Array<Row> = []
+      failingWithConnection<QueryResult>(conn, (resolve, reject) => {
+        const rows = new RowCollector(options)
         let fields: ReadonlyArray<mysql.FieldPacket> = []
-        let bytes = 0
-        let oversized = false
         const connection = core(conn)
         connection
           .query({ sql: attributedSql(sql, options), rowsAsArray: true })
           .on("fields", (f) => (fields = f))
           .on("result", (row) => {
-            if (oversized) return
-            rows.push(row)
-            bytes += rowBytes(row)
-            if (options.maxBytes === undefined || bytes <= options.maxBytes) return
-            oversized = true
+            if (rows.oversized) return
+            rows.add(row)
+            // sql_select_limit ends the statement after the row cap; only the meter stops it early.
+            if (!rows.oversized) return
             connection.pause()
-            resolve({ columns: columnsOf(fields), rows: [], truncated: false, oversized: true })
+            resolve(rows.result(columnsOf(fields)))
           })
           .on("error", reject)
-          .on("end", () =>
-            resolve({ columns: columnsOf(fields), rows: rows.slice(0, options.maxRows), truncated: rows.length > options.maxRows })
-          )
+          .on("end", () => resolve(rows.result(columnsOf(fields))))
       })
 
     const run = (conn: mysql.PoolConnection, sql: string, options: QueryOptions, state: LeaseState) =>
@@ -156,6 +177,7 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
     const kill = (threadId: number) =>
       Effect.tryPromise(async () => {
         const killer = await mysql.createConnection(session)
+        killer.on("error", ignoreError)
         try {
           await killer.query(`KILL QUERY ${Number(threadId)}`)
         } finally {
@@ -218,7 +240,9 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
           const leased = yield* lease(options)
           const result = yield* run(leased.conn, sql, leased.options, leased.state).pipe(
             Effect.mapError((error) => fromDriverError(error.error, request.scrub, "query")),
-            Effect.onInterrupt(() => leased.interrupted)
+            Effect.onInterrupt(() => leased.interrupted),
+            // A session lost under its statement (a network reset) leaves the statement running on the server until its timeout; the answer does not wait for the kill.
+            Effect.tapError((error) => (error.step === "tcp" ? Effect.forkDaemon(kill(leased.conn.threadId)) : Effect.void))
           )
           if (result.oversized) yield* kill(leased.conn.threadId)
           return result
@@ -250,6 +274,10 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
         const rows = core(conn)
           .query({ sql: attributedSql(sql, options), rowsAsArray: true })
           .stream({ highWaterMark: STREAM_BATCH_ROWS })
+        // As for a buffered read, a lost connection fails the rows the reader waits for.
+        const lost = (error: unknown) => rows.destroy(error as Error)
+        core(conn).on("error", lost)
+        yield* Effect.addFinalizer(() => Effect.sync(() => core(conn).off("error", lost)))
         const fields = yield* Effect.async<ReadonlyArray<mysql.FieldPacket>, ConnectorError>((resume) => {
           const onFields = (f: ReadonlyArray<mysql.FieldPacket>) => resume(Effect.succeed(f))
           rows.once("fields", onFields)
@@ -316,5 +344,6 @@ export const MysqlConnector: Connector<MysqlConnection> = {
   address,
   privilegesProbe: `select count(*) as readable_tables from information_schema.tables
     where table_schema not in ('mysql', 'information_schema', 'performance_schema', 'sys')`,
+  holdsServerSessions: true,
   open
 }

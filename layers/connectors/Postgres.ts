@@ -7,6 +7,8 @@ import Cursor from "pg-cursor"
 import type { PostgresqlInput, RedshiftInput } from "../../src/domain/Connection"
 import {
   attributedSql,
+  type ConnectorError,
+  DEADLINE_GRACE_MS,
   type Connector,
   type ConnectorPool,
   type Endpoint,
@@ -18,7 +20,7 @@ import {
   STREAM_BATCH_ROWS,
   takeFromPool
 } from "./Connector"
-import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
+import { fromDriverError, reusableAfter, sessionReusable, statementTimedOut } from "./DriverErrors"
 import { dialPinned, pinnedSocket } from "./EgressPolicy"
 import { PostgresCappedRead } from "./PostgresCappedRead"
 import { tlsOptions } from "./Tls"
@@ -64,9 +66,27 @@ const parsers: pg.CustomTypesConfig = {
     oid === 1082 || oid === 1114 || oid === 1184 ? (value: string) => value : pg.types.getTypeParser(oid, format as "text")) as pg.CustomTypesConfig["getTypeParser"]
 }
 
-// DISCARD ALL cannot follow ROLLBACK in one query string; PostgreSQL documents it as these statements, which can, so the reset is one round trip.
-const RESET_SESSION =
-  "ROLLBACK; CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; DEALLOCATE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES"
+// DISCARD ALL cannot follow ROLLBACK in one transaction; PostgreSQL documents it as these statements, which can, so the reset is one round trip.
+const RESET_STEPS = [
+  "ROLLBACK",
+  "CLOSE ALL",
+  "SET SESSION AUTHORIZATION DEFAULT",
+  "RESET ALL",
+  "DEALLOCATE ALL",
+  "UNLISTEN *",
+  "SELECT pg_advisory_unlock_all()",
+  "DISCARD PLANS",
+  "DISCARD TEMP",
+  "DISCARD SEQUENCES"
+]
+const RESET_SESSION = RESET_STEPS.join("; ")
+
+const dialingClient = (connectTimeoutMs: number) =>
+  class extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, connectionTimeoutMillis: connectTimeoutMs })
+    }
+  }
 
 const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPool, never, Scope.Scope> =>
   Effect.gen(function* () {
@@ -85,7 +105,9 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
             ssl: tls ?? false,
             max: POOL_SIZE,
             idleTimeoutMillis: IDLE_MS,
-            connectionTimeoutMillis: request.connectTimeoutMs,
+            // The connect timeout bounds each dial; pg-pool would also apply it to a wait for a busy pool, which
+            // the request's own deadline bounds instead (a busy pool is not an unreachable database).
+            Client: dialingClient(request.connectTimeoutMs),
             application_name: "sluice",
             types: parsers,
             // The socket dials the addresses the egress policy checks as it opens; the name stays the TLS server name.
@@ -94,8 +116,10 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       ),
       (pool) => Effect.promise(() => pool.end())
     )
-    // An idle client's socket error would otherwise crash the process.
-    pool.on("error", () => undefined)
+    // A client's socket can fail at any stage of its life (idle, leased, mid-statement, in its reset, in a ping): its
+    // pending queries get the error, and the client also emits it, which without a listener would end the process.
+    pool.on("error", ignoreError)
+    pool.on("connect", (client) => client.on("error", ignoreError))
 
     const take = Effect.interruptible(
       takeFromPool(
@@ -117,7 +141,6 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         if (released) return
         released = true
         clearTimeout(bound)
-        if (error === undefined) client.off("error", ignoreError)
         client.release(error)
       }
       const bound = setTimeout(() => release(true), boundMs)
@@ -138,6 +161,9 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const pinStrings = c.db_type === "postgresql" ? ["SET LOCAL standard_conforming_strings = on"] : []
     // Unqualified names resolve where the table policy and PII rules expect them, whatever the role's own search_path.
     const pinSearchPath = `SET LOCAL search_path = "${(c.schema_name ?? "public").replaceAll('"', '""')}"`
+
+    // Redshift's reset is ROLLBACK then DISCARD ALL, two round trips: it runs when the client is released.
+    const epilogue = c.db_type === "postgresql" ? RESET_STEPS : []
 
     /** The statements that open a query's session: a READ ONLY transaction with the statement's limits. */
     const preambleOf = (options: QueryOptions) => {
@@ -165,12 +191,12 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
           Effect.interruptible(take.pipe(Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }))),
           (client) => Effect.sync(() => recycle(client, state.broken, options.timeoutMs + RESET_GRACE_MS))
         )
-        // A leased client has no error listener of the pool's: a socket closing under a statement must not end the process.
-        client.on("error", ignoreError)
         const guarded = <A>(step: () => Promise<A>) =>
           Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
             Effect.onExit((exit) => Effect.sync(() => (state.broken ||= !Exit.isInterrupted(exit) && !sessionReusable(exit)))),
-            Effect.onInterrupt(() => cancel(client))
+            Effect.onInterrupt(() => cancel(client)),
+            // A session lost under its statement (a network reset) leaves the statement running on the server until its timeout; the answer does not wait for the cancel.
+            Effect.tapError((error) => (error.step === "tcp" ? Effect.forkDaemon(cancel(client)) : Effect.void))
           )
         const remaining = { ...options, timeoutMs: Math.max(1, options.timeoutMs - (Date.now() - started)) }
         return { client, guarded, state, options: remaining }
@@ -179,37 +205,87 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const columnsOf = (fields: ReadonlyArray<pg.FieldDef>) =>
       fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) }))
 
+    /**
+     * One statement, as plain callbacks under one Effect (the per-query path runs no fibers of its own):
+     * a pooled client waited for within the timeout, the preamble and the statement in one round trip,
+     * the client reset when released. Interrupted, the statement is cancelled on the server and its
+     * client stays out of the pool until the statement has ended; a client that arrives after the wait
+     * gave up goes straight back. It answers by its deadline even when the database does not.
+     */
     const query = (sql: string, options: QueryOptions) =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const { client, guarded, state, options: timed } = yield* lease(options)
-          const read = yield* guarded(
-            () =>
-              new Promise<PostgresCappedRead>((resolve, reject) => {
-                client.query(
-                  new PostgresCappedRead(
-                    preambleOf(timed),
-                    attributedSql(sql, options),
-                    options.maxRows + 1,
-                    parsers,
-                    (error, read) => (error ? reject(error) : resolve(read)),
-                    options.maxBytes
-                  )
-                )
-              })
-          )
-          if (read.oversized) {
-            state.broken = true
-            yield* cancel(client)
-            return { columns: columnsOf(read.fields), rows: [], truncated: false, oversized: true } satisfies QueryResult
+      Effect.async<QueryResult, ConnectorError>((resume) => {
+        const started = Date.now()
+        const bound = options.timeoutMs + RESET_GRACE_MS
+        let leased: pg.PoolClient | undefined
+        let settled = false
+        const settle = (outcome: Effect.Effect<QueryResult, ConnectorError>) => {
+          if (settled) return
+          settled = true
+          clearTimeout(backstop)
+          resume(outcome)
+        }
+        // Given up on (timed out or interrupted): the statement is cancelled in the background, and its session reset once it has ended.
+        const abandon = (client: pg.PoolClient) => {
+          recycle(client, false, bound)
+          Effect.runFork(cancel(client))
+        }
+        const waiting = setTimeout(() => settle(Effect.fail(statementTimedOut())), options.timeoutMs)
+        // statement_timeout ends the statement on a server that answers; this ends the call on one that does not.
+        const backstop = setTimeout(() => {
+          if (settled) return
+          settle(Effect.fail(statementTimedOut()))
+          if (leased !== undefined) abandon(leased)
+        }, options.timeoutMs + DEADLINE_GRACE_MS)
+        const read = (client: pg.PoolClient) => (error: unknown, result: PostgresCappedRead) => {
+          if (settled) return
+          if (error) {
+            const failure = fromDriverError(error, request.scrub, "query")
+            recycle(client, !reusableAfter(failure), bound)
+            // A session lost under its statement (a network reset) leaves the statement running on the server until its timeout; the answer does not wait for the cancel.
+            if (failure.step === "tcp") Effect.runFork(cancel(client))
+            return settle(Effect.fail(failure))
           }
-          return {
-            columns: columnsOf(read.fields),
-            rows: read.rows.slice(0, options.maxRows),
-            truncated: read.more || read.rows.length > options.maxRows
-          } satisfies QueryResult
+          const columns = columnsOf(result.fields)
+          if (result.oversized) {
+            return settle(
+              cancel(client).pipe(
+                Effect.ensuring(Effect.sync(() => recycle(client, true, bound))),
+                Effect.as({ columns, rows: [], truncated: false, oversized: true } satisfies QueryResult)
+              )
+            )
+          }
+          // A statement that succeeded was followed by the reset in its own round trip.
+          if (result.epilogueDone) client.release()
+          else recycle(client, false, bound)
+          settle(
+            Effect.succeed({
+              columns,
+              rows: result.rows.length > options.maxRows ? result.rows.slice(0, options.maxRows) : result.rows,
+              truncated: result.more || result.rows.length > options.maxRows
+            })
+          )
+        }
+        pool.connect().then(
+          (client) => {
+            clearTimeout(waiting)
+            if (settled) return client.release()
+            leased = client
+            const timed = { ...options, timeoutMs: Math.max(1, options.timeoutMs - (Date.now() - started)) }
+            client.query(new PostgresCappedRead(preambleOf(timed), epilogue, attributedSql(sql, options), options.maxRows + 1, parsers, read(client), options.meter))
+          },
+          (error: unknown) => {
+            clearTimeout(waiting)
+            settle(Effect.fail(fromDriverError(error, request.scrub, "connect")))
+          }
+        )
+        return Effect.sync(() => {
+          clearTimeout(waiting)
+          clearTimeout(backstop)
+          if (settled) return
+          settled = true
+          if (leased !== undefined) abandon(leased)
         })
-      )
+      })
 
     /** The statement through a server cursor, read `STREAM_BATCH_ROWS` at a time, at most maxRows + 1 rows in all. */
     const stream = (sql: string, options: QueryOptions) =>
@@ -264,6 +340,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
 
     return {
       query,
+      answersByDeadline: true,
       stream,
       ping,
       stats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })
@@ -291,6 +368,7 @@ export const PostgresConnector: Connector<typeof PostgresqlInput.Type> = {
   capabilities: capabilities("postgresql"),
   address,
   privilegesProbe: PRIVILEGES_PROBE,
+  holdsServerSessions: true,
   open: openPool
 }
 
@@ -298,5 +376,6 @@ export const RedshiftConnector: Connector<typeof RedshiftInput.Type> = {
   capabilities: capabilities("redshift"),
   address,
   privilegesProbe: PRIVILEGES_PROBE,
+  holdsServerSessions: true,
   open: openPool
 }

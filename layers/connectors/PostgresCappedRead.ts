@@ -1,4 +1,5 @@
 import type pg from "pg"
+import type { ByteMeter } from "./Connector"
 
 interface Wire {
   readonly stream: {
@@ -22,24 +23,29 @@ interface Wire {
  * Execute of at most `limit` rows, and one Sync. After an error the server skips every message up to
  * the Sync, so the statement never runs unless each preamble step (BEGIN READ ONLY, its limits)
  * succeeded. The row count caps what is read whatever the SQL says; a PortalSuspended answer says
- * rows were left over. (pg-cursor takes two round trips and a setImmediate for the same small
+ * rows were left over. The `epilogue` (the session reset) follows the statement in the same round
+ * trip; it too runs only if everything before it succeeded, and `epilogueDone` says it did. (pg-cursor takes two round trips and a setImmediate for the same small
  * result; it is kept for streaming.)
  *
- * Past `maxBytes` of values the read stops: the driver buffers a whole message before it parses it,
- * so the size of each DataRow is taken from its header as the bytes arrive, and the socket is closed
- * (`oversized`; the caller cancels the statement and discards the client) before a huge row is held.
+ * Once the meter refuses a row the read stops: the driver buffers a whole message before it parses
+ * it, so the size of each DataRow is taken from its header as the bytes arrive and metered, and the
+ * socket is closed (`oversized`; the caller cancels the statement and discards the client) before a
+ * huge row is held.
  */
 export class PostgresCappedRead implements pg.Submittable {
   fields: ReadonlyArray<pg.FieldDef> = []
   readonly rows: Array<Array<unknown>> = []
   /** The statement had more rows than `limit`. */
   more = false
-  /** Reading stopped at maxBytes; the client's socket is closed. */
+  /** The meter stopped the reading; the client's socket is closed. */
   oversized = false
+  /** Every epilogue step completed: the session is back in its default state. */
+  epilogueDone = false
+  // Preamble steps, the statement and epilogue steps each end with one completion, in order.
+  private completions = 0
   private parsers: ReadonlyArray<(value: string) => unknown> = []
   private finished = false
   private wire: Wire | undefined
-  private bytes = 0
   // Where the byte meter is in the message stream: header bytes seen so far, body bytes still to skip.
   private header = Buffer.alloc(5)
   private headerSeen = 0
@@ -47,17 +53,18 @@ export class PostgresCappedRead implements pg.Submittable {
 
   constructor(
     private readonly preamble: ReadonlyArray<string>,
+    private readonly epilogue: ReadonlyArray<string>,
     private readonly text: string,
     private readonly limit: number,
     private readonly types: pg.CustomTypesConfig,
     private readonly done: (error: unknown, read: PostgresCappedRead) => void,
-    private readonly maxBytes = Infinity
+    private readonly byteMeter?: ByteMeter
   ) {}
 
   submit(connection: pg.Connection) {
     const wire = connection as unknown as Wire
     // Attached after the driver's own listener: a RowDescription in a chunk is parsed before its DataRows are counted here.
-    if (Number.isFinite(this.maxBytes)) {
+    if (this.byteMeter !== undefined) {
       this.wire = wire
       wire.stream.on("data", this.meter)
     }
@@ -71,6 +78,11 @@ export class PostgresCappedRead implements pg.Submittable {
     wire.bind({ values: [] })
     wire.describe({ type: "P", name: "" })
     wire.execute({ portal: "", rows: this.limit })
+    for (const step of this.epilogue) {
+      wire.parse({ text: step })
+      wire.bind({ values: [] })
+      wire.execute({ portal: "", rows: 0 })
+    }
     wire.sync()
     wire.stream.uncork?.()
   }
@@ -81,20 +93,34 @@ export class PostgresCappedRead implements pg.Submittable {
   }
 
   handleDataRow(message: { fields: ReadonlyArray<string | null> }) {
+    // An epilogue step's row (pg_advisory_unlock_all's) is not the statement's.
+    if (this.completions > this.preamble.length) return
     const parsers = this.parsers
     this.rows.push(message.fields.map((value, i) => (value === null ? null : parsers[i]!(value))))
   }
 
   handlePortalSuspended() {
     this.more = true
+    this.completed()
   }
 
-  handleCommandComplete() {}
-  handleEmptyQuery() {}
+  handleCommandComplete() {
+    this.completed()
+  }
+
+  handleEmptyQuery() {
+    this.completed()
+  }
+
+  private completed() {
+    this.completions++
+    if (this.completions === this.preamble.length + 1 + this.epilogue.length && this.epilogue.length > 0) this.epilogueDone = true
+  }
 
   // The client forgets a query once it has failed: no ReadyForQuery reaches it after an error.
   handleError(error: unknown) {
-    this.finish(error)
+    // A failed epilogue leaves the statement's result whole; without epilogueDone the session is reset again on release.
+    this.finish(this.completions > this.preamble.length ? undefined : error)
   }
 
   handleReadyForQuery() {
@@ -123,8 +149,7 @@ export class PostgresCappedRead implements pg.Submittable {
       this.skip = length - 4
       // 'D': a DataRow's length covers its own 4 bytes, the column count and each value's 4-byte length.
       if (this.header[0] !== 0x44) continue
-      this.bytes += Math.max(0, length - 6 - 4 * this.fields.length)
-      if (this.bytes > this.maxBytes) return this.stop()
+      if (!this.byteMeter!.take(Math.max(0, length - 6 - 4 * this.fields.length))) return this.stop()
     }
   }
 

@@ -4,7 +4,7 @@ import { createRequire } from "node:module"
 import { Duration, Effect, Pool, type Scope } from "effect"
 import type { Column as DriverColumn, Connection, ConnectionOptions, RowStatement, SnowflakeLogger } from "snowflake-sdk"
 import type { SnowflakeInput } from "../../src/domain/Connection"
-import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult, RowCollector } from "./Connector"
 import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErrors"
 import { allowAnyTarget, checkedAgent, watchRefusals } from "./EgressPolicy"
 
@@ -161,17 +161,12 @@ const open = (request: OpenRequest<SnowflakeConnection>): Effect.Effect<Connecto
               })
             })
             const columns = done.getColumns() ?? []
-            const rows: Array<Array<unknown>> = []
-            // Leaving the loop destroys the stream, so chunks past the cap are not downloaded.
+            const rows = new RowCollector(options)
+            // Leaving the loop destroys the stream, so chunks past the cap (or past what the meter allows) are not downloaded.
             for await (const row of done.streamRows() as AsyncIterable<Array<unknown>>) {
-              rows.push(row.map((value, i) => exact(value, columns[i])))
-              if (rows.length > options.maxRows) break
+              if (!rows.add(row.map((value, i) => exact(value, columns[i])))) break
             }
-            return {
-              columns: columns.map((column) => ({ name: column.getName(), type: column.getType() })),
-              rows: rows.slice(0, options.maxRows),
-              truncated: rows.length > options.maxRows
-            }
+            return rows.result(columns.map((column) => ({ name: column.getName(), type: column.getType() })))
           },
           catch: (error) => driverError(error, request.scrub, "query")
         }).pipe(

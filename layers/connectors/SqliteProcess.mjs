@@ -25,9 +25,9 @@ const run = ({ id, sql, maxRows, maxBytes }) => {
     rows.push(values)
     bytes += rowBytes(values)
     // Stopping here ends the statement: iterate() resets it when the loop is left.
-    if (maxBytes !== undefined && bytes > maxBytes) return { id, ok: true, columns, rows: [], truncated: false, oversized: true }
+    if (maxBytes !== undefined && bytes > maxBytes) return { id, ok: true, columns, rows: [], truncated: false, oversized: true, bytes }
   }
-  return { id, ok: true, columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows }
+  return { id, ok: true, columns, rows: rows.slice(0, maxRows), truncated: rows.length > maxRows, bytes }
 }
 
 process.on("message", (message) => {

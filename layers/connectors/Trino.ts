@@ -3,7 +3,7 @@ import * as https from "node:https"
 import { Effect, type Scope } from "effect"
 import { BasicAuth, type Iterator as Pages, type QueryResult as Page, Trino } from "trino-client"
 import type { TrinoInput } from "../../src/domain/Connection"
-import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult } from "./Connector"
+import { attributedSql, type Connector, ConnectorError, type ConnectorPool, type Endpoint, type OpenRequest, type QueryOptions, type QueryResult, RowCollector } from "./Connector"
 import { fromDriverError, statementTimedOut } from "./DriverErrors"
 import { tlsOptions } from "./Tls"
 
@@ -34,23 +34,19 @@ interface PagesInternals {
 
 const origin = (scheme: string, e: Endpoint) => `${scheme}://${e.host.includes(":") ? `[${e.host}]` : e.host}:${e.port}`
 
-/** Follows pages until the statement finishes or maxRows + 1 rows are in; stops early once the caller is gone. */
-const collect = async (pages: Pages<Page>, maxRows: number, signal: AbortSignal): Promise<QueryResult> => {
+/** Follows pages until the statement finishes, maxRows + 1 rows are in or the meter refuses one; stops early once the caller is gone. */
+const collect = async (pages: Pages<Page>, options: QueryOptions, signal: AbortSignal): Promise<QueryResult> => {
   let columns: NonNullable<Page["columns"]> = []
-  const rows: Array<Array<unknown>> = []
-  while (!signal.aborted && rows.length <= maxRows) {
+  const rows = new RowCollector(options)
+  reading: while (!signal.aborted && rows.room > 0) {
     const { value: page, done } = await pages.next()
     if (page.error !== undefined) throw page.error
     if (page.columns !== undefined) columns = page.columns
     // The driver hands the last page back again once it is done.
     if (done) break
-    for (const row of page.data ?? []) if (rows.push(row) > maxRows) break
+    for (const row of page.data ?? []) if (!rows.add(row)) break reading
   }
-  return {
-    columns: columns.map((c) => ({ name: c.name, type: c.type })),
-    rows: rows.slice(0, maxRows),
-    truncated: rows.length > maxRows
-  }
+  return rows.result(columns.map((c) => ({ name: c.name, type: c.type })))
 }
 
 const open = (request: OpenRequest<TrinoConnection>): Effect.Effect<ConnectorPool, ConnectorError, Scope.Scope> =>
@@ -102,11 +98,11 @@ const open = (request: OpenRequest<TrinoConnection>): Effect.Effect<ConnectorPoo
           catch: (error) => fromDriverError(error, request.scrub, during)
         })
         const result = yield* Effect.tryPromise({
-          try: (signal) => collect(pages, options.maxRows, signal),
+          try: (signal) => collect(pages, options, signal),
           catch: (error) => fromDriverError(error, request.scrub, during)
         }).pipe(Effect.onInterrupt(() => cancel(pages)))
-        // A truncated result leaves the statement running: stop it.
-        if (result.truncated) yield* cancel(pages)
+        // A truncated or oversized result leaves the statement running: stop it.
+        if (result.truncated || result.oversized) yield* cancel(pages)
         return result
       }).pipe(Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }))
 

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { PayloadTooLarge } from "../domain/Errors"
+import { AgentRunsApi } from "./AgentRunsApi"
 import { AuditApi } from "./AuditApi"
 import { BudgetsApi } from "./BudgetsApi"
 import { ConnectionHealthApi } from "./ConnectionHealthApi"
@@ -11,10 +12,11 @@ import { KeysApi } from "./KeysApi"
 import { McpApi } from "./McpApi"
 import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
-import { QueryApi } from "./QueryApi"
+import { QueryApi, QueryStreamLine } from "./QueryApi"
 import { SchemaApi } from "./SchemaApi"
 import { SchemaCurationApi } from "./SchemaCurationApi"
 import { SchemaWatchesApi } from "./SchemaWatchesApi"
+import { SecretsApi } from "./SecretsApi"
 import { SystemApi } from "./SystemApi"
 
 export class SluiceApi extends HttpApi.make("sluice")
@@ -31,15 +33,21 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(SchemaApi)
   .add(SchemaCurationApi)
   .add(SchemaWatchesApi)
+  .add(AgentRunsApi)
+  .add(SecretsApi)
   .add(SystemApi)
   .add(McpApi)
   .addError(PayloadTooLarge)
+  // Schemas the generator cannot reach from an endpoint: the NDJSON result lines that QueryApi's transform declares.
+  .annotate(HttpApi.AdditionalSchemas, [QueryStreamLine])
   .annotateContext(
     OpenApi.annotations({
       title: "Sluice",
       version: "0.1.0",
-      description: "Governed data gateway. Send an API key as `x-api-key: sp_…` or `Authorization: Bearer sp_…`.",
-      transform: (spec) => declareSecurity(spec)
+      description:
+        "Governed data gateway. Send an API key as `x-api-key: sp_…` or `Authorization: Bearer sp_…`; each operation names the scope it needs in `x-required-scope`. Errors are JSON objects with a `code` and a `message`.",
+      servers: [{ url: "/", description: "The gateway serving this document" }],
+      transform: (spec) => errorsAsSent(declareSecurity(spec))
     })
   ) {}
 
@@ -58,4 +66,45 @@ const declareSecurity = (spec: Record<string, any>) => {
     operation["x-required-scope"] = policy.scope
   }
   return { ...spec, components: { ...spec.components, securitySchemes: SECURITY_SCHEMES } }
+}
+
+// What the request pipeline sends for a body that does not decode (src/http/RequestPipeline.ts, normalizeError).
+const INVALID_BODY = {
+  type: "object",
+  required: ["code", "message", "issues"],
+  properties: {
+    code: { type: "string", enum: ["invalid_request"] },
+    message: { type: "string", description: "Every issue, as `path: message`, joined by `; `" },
+    issues: { type: "array", items: { $ref: "#/components/schemas/Issue" } }
+  },
+  additionalProperties: false
+}
+const ISSUE = {
+  type: "object",
+  required: ["path", "message"],
+  properties: {
+    path: { type: "array", items: { $ref: "#/components/schemas/PropertyKey" }, description: "Where in the body the issue is" },
+    message: { type: "string" }
+  },
+  additionalProperties: false,
+  description: "One thing wrong with a request body"
+}
+
+/**
+ * Errors leave as `{code, message, …}`: the request pipeline drops the class tag the error schemas
+ * carry, and answers a body that does not decode as invalid_request with its issues. The document
+ * describes those bodies, not the classes.
+ */
+const errorsAsSent = (spec: Record<string, any>) => {
+  const schemas: Record<string, Record<string, any>> = { ...spec.components?.schemas }
+  for (const [name, schema] of Object.entries(schemas)) {
+    if (schema.properties?._tag === undefined || schema.properties?.code === undefined) continue
+    const { _tag, ...properties } = schema.properties
+    schemas[name] = { ...schema, properties, required: (schema.required ?? []).filter((field: string) => field !== "_tag") }
+  }
+  if (schemas["HttpApiDecodeError"] !== undefined) {
+    schemas["HttpApiDecodeError"] = INVALID_BODY
+    schemas["Issue"] = ISSUE
+  }
+  return { ...spec, components: { ...spec.components, schemas } }
 }

@@ -1,9 +1,9 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Capabilities, CloneConnection, Connection, ConnectionInput, ConnectionName, ConnectionTestResult, DbType } from "../domain/Connection"
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
-import { RateClass, RequiredScope } from "./Annotations"
+import { docs, RateClass, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 const ByName = Schema.Struct({ name: ConnectionName })
@@ -35,6 +35,8 @@ export const PoolStats = Schema.Struct({
   )
 })
 
+const READ_ONLY = "Connections configured by the environment (SP_CONNECTION_…) are read-only here (403)."
+
 export class ConnectionsApi extends HttpApiGroup.make("connections")
   .add(
     HttpApiEndpoint.get("list", "/connections")
@@ -42,6 +44,12 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addSuccess(Page(Connection))
       .addError(InvalidRequest)
       .annotate(RequiredScope, "read")
+      .annotateContext(
+        docs(
+          "List connections",
+          "The organization's connections by name, without their secrets. Paginated: pass `next_cursor` back as `cursor` for the next page (`limit` 1–500, default 100)."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.post("create", "/connections")
@@ -50,6 +58,12 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addError(InvalidRequest)
       .addError(Conflict)
       .annotate(RequiredScope, "write")
+      .annotateContext(
+        docs(
+          "Create a connection",
+          "Stores a database connection; its secrets are encrypted at rest and never returned. A name already used in the organization is a 409."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.post("testCredentials", "/connections/test-credentials")
@@ -58,8 +72,21 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addError(InvalidRequest)
       .annotate(RequiredScope, "write")
       .annotate(RateClass, "expensive")
+      .annotateContext(
+        docs(
+          "Test unsaved connection settings",
+          "Connects once with the given settings, stores nothing and closes. A failed connection is a 200 with `ok: false`, the failing step and its error."
+        )
+      )
   )
-  .add(HttpApiEndpoint.get("get", "/connections/:name").setPath(ByName).addSuccess(Connection).addError(NotFound).annotate(RequiredScope, "read"))
+  .add(
+    HttpApiEndpoint.get("get", "/connections/:name")
+      .setPath(ByName)
+      .addSuccess(Connection)
+      .addError(NotFound)
+      .annotate(RequiredScope, "read")
+      .annotateContext(docs("Get a connection", "One connection's settings, without its secrets. 404 when the organization has no connection of that name."))
+  )
   .add(
     HttpApiEndpoint.put("update", "/connections/:name")
       .setPath(ByName)
@@ -70,6 +97,12 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addError(Conflict)
       .addError(Forbidden)
       .annotate(RequiredScope, "write")
+      .annotateContext(
+        docs(
+          "Replace a connection",
+          `Replaces the connection's settings; secrets left out keep their stored values while the database type stays the same, and open pools are closed. 404 for an unknown name, 409 when a rename takes a name in use. ${READ_ONLY}`
+        )
+      )
   )
   .add(
     HttpApiEndpoint.del("remove", "/connections/:name")
@@ -78,6 +111,7 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addError(NotFound)
       .addError(Forbidden)
       .annotate(RequiredScope, "write")
+      .annotateContext(docs("Delete a connection", `Deletes the connection and closes its pools. 404 for an unknown name. ${READ_ONLY}`))
   )
   .add(
     HttpApiEndpoint.post("clone", "/connections/:name/clone")
@@ -88,6 +122,12 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addError(NotFound)
       .addError(Conflict)
       .annotate(RequiredScope, "write")
+      .annotateContext(
+        docs(
+          "Clone a connection",
+          "Copies the connection, secrets and PII rules included, under a new name. 404 when the source does not exist, 409 when the new name is taken."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.post("test", "/connections/:name/test")
@@ -97,6 +137,12 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addError(Conflict)
       .annotate(RequiredScope, "read")
       .annotate(RateClass, "expensive")
+      .annotateContext(
+        docs(
+          "Test a connection",
+          "Pings the database through the connection's pool, as queries would, and records the result in its health history. A failed ping is a 200 with `ok: false`; 404 for an unknown name, 409 when the stored credentials cannot be decrypted."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.post("diagnose", "/connections/:name/diagnose")
@@ -106,11 +152,20 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addError(Conflict)
       .annotate(RequiredScope, "read")
       .annotate(RateClass, "expensive")
+      .annotateContext(
+        docs(
+          "Diagnose a connection",
+          "Runs each step of connecting on its own (DNS, TCP, TLS, login, privileges, or the file for local types), stopping at the first failure, and reports each step's outcome and timing. 404 for an unknown name."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.get("capabilitiesAll", "/connectors/capabilities")
       .addSuccess(Schema.Struct({ connectors: Schema.Array(Capabilities) }))
       .annotate(RequiredScope, "read")
+      .annotateContext(
+        docs("List connector capabilities", "What this build's connector for each database type can do: whether it is available, its driver and transport, how it keeps queries read-only, and more.")
+      )
   )
   .add(
     HttpApiEndpoint.get("capabilities", "/connections/:name/capabilities")
@@ -118,7 +173,14 @@ export class ConnectionsApi extends HttpApiGroup.make("connections")
       .addSuccess(Capabilities)
       .addError(NotFound)
       .annotate(RequiredScope, "read")
+      .annotateContext(docs("Get a connection's capabilities", "The capabilities of the connector a connection uses. 404 for an unknown name."))
   )
-  .add(HttpApiEndpoint.get("poolStats", "/pool/stats").addSuccess(PoolStats).annotate(RequiredScope, "read"))
+  .add(
+    HttpApiEndpoint.get("poolStats", "/pool/stats")
+      .addSuccess(PoolStats)
+      .annotate(RequiredScope, "read")
+      .annotateContext(docs("List connection pools", "The organization's open connection pools on this replica: when each opened and was last used, and how many connections are busy, idle and waited for."))
+  )
   .middleware(Authentication)
-  .prefix("/api") {}
+  .prefix("/api")
+  .annotate(OpenApi.Description, "Database connections: create, read, change, delete, clone and test them. Secrets are write-only.") {}

@@ -1,14 +1,12 @@
 import { parseArgs } from "node:util"
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Schema } from "effect"
+import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Foundation } from "../../app/Foundation"
 import { AppConfig } from "../../layers/AppConfig"
-import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
-import { StoreLive } from "../../layers/Store"
 import { CreateApiKey } from "../domain/ApiKey"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
 import { issueMessages } from "../domain/ParseIssues"
-import { ResultCache } from "../governance/ResultCache"
 import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
@@ -20,12 +18,15 @@ const USAGE = `usage:
   sluice keys create --name NAME --scopes SCOPE[,SCOPE…] [--org ORG] [--expires-at ISO-8601]
   sluice credentials reencrypt     (after rotating SP_ENCRYPTION_KEY, with the old key in SP_ENCRYPTION_KEY_OLD)
   sluice migrate
+  sluice worker                    (a job runner without the HTTP server; needs DATABASE_URL, the store the gateways use)
+  sluice --help
 
-Scopes: ${ALL_SCOPES.join(", ")}. The raw key is printed once, on stdout.`
+Scopes: ${ALL_SCOPES.join(", ")}. The raw key is printed once, on stdout.
+The commands use the store the gateway uses (DATABASE_URL, or the embedded one in SP_DATA_DIR).
+To run the gateway itself: npm start (it builds, then serves on SP_PORT, default 3300).`
 
 class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
 
-const Foundation = StoreLive.pipe(Layer.provideMerge(AppConfig.Default))
 
 const createKey = (options: { name?: string | undefined; scopes?: string | undefined; org?: string | undefined; "expires-at"?: string | undefined }) =>
   Effect.gen(function* () {
@@ -59,16 +60,29 @@ const reencrypt = Effect.gen(function* () {
     `checked ${outcome.checked} connections with secrets; re-encrypted ${outcome.reencrypted} under the current key` +
       (outcome.unreadable.length === 0 ? "" : `; ${outcome.unreadable.length} decrypt under no configured key: ${outcome.unreadable.join(", ")}`)
   )
-  if (outcome.unreadable.length > 0) process.exitCode = 1
+  if (outcome.unreadable.length > 0) return void (process.exitCode = 1)
+  // Only once nothing is left under the old key: the file's old key is then no longer needed.
+  if (yield* (yield* CredentialCipher).adoptCurrentKey) {
+    yield* Console.error("the data dir's key file now holds the current key: a start without SP_ENCRYPTION_KEY opens these secrets")
+  }
 }).pipe(
-  Effect.provide(
-    Connections.Default.pipe(Layer.provideMerge(Layer.mergeAll(CredentialCipher.Default, ConnectorPools.Default, ResultCache.Default)), Layer.provideMerge(Foundation))
-  )
+  Effect.provide(Layer.mergeAll(Connections.Default, CredentialCipher.Default).pipe(Layer.provideMerge(Foundation)))
 )
 
 const migrate = Effect.gen(function* () {
   yield* Console.error("migrations are up to date")
 }).pipe(Effect.provide(Foundation))
+
+/** Runs jobs until stopped: the runner a gateway process also is, without the HTTP server and loops. */
+const worker = Effect.gen(function* () {
+  const config = yield* AppConfig
+  if (Option.isNone(config.databaseUrl)) {
+    return yield* new UsageError({ message: "a worker needs DATABASE_URL: the embedded store serves the one gateway process, which runs jobs itself" })
+  }
+  const { WorkerLive } = yield* Effect.promise(() => import("../../app/App"))
+  yield* Console.error("sluice worker: running jobs")
+  return yield* Layer.launch(WorkerLive)
+}).pipe(Effect.provide(AppConfig.Default))
 
 const main = Effect.gen(function* () {
   const { positionals, values } = yield* Effect.try({
@@ -76,14 +90,22 @@ const main = Effect.gen(function* () {
       parseArgs({
         args: process.argv.slice(2),
         allowPositionals: true,
-        options: { name: { type: "string" }, scopes: { type: "string" }, org: { type: "string" }, "expires-at": { type: "string" } }
+        options: {
+          name: { type: "string" },
+          scopes: { type: "string" },
+          org: { type: "string" },
+          "expires-at": { type: "string" },
+          help: { type: "boolean", short: "h" }
+        }
       }),
     catch: (error) => new UsageError({ message: (error as Error).message })
   })
   const command = positionals.join(" ")
+  if (values.help === true || command === "help") return yield* Console.log(USAGE)
   if (command === "keys create") return yield* createKey(values)
   if (command === "migrate") return yield* migrate
   if (command === "credentials reencrypt") return yield* reencrypt
+  if (command === "worker") return yield* worker
   return yield* new UsageError({ message: command ? `unknown command: ${command}` : "no command given" })
 }).pipe(
   Effect.catchTags({

@@ -20,7 +20,12 @@ export const AuditFilterParams = Schema.Struct({
   event_type: Schema.optional(Schema.String.pipe(Schema.maxLength(64))),
   connection: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/))),
   key_id: Schema.optional(Schema.String.pipe(Schema.maxLength(64))),
-  outcome: Schema.optional(Outcome)
+  outcome: Schema.optional(Outcome),
+  exclude_reads: Schema.optional(
+    Schema.BooleanFromString.annotations({
+      description: "true leaves out plain GET requests to /api (page loads and listings, such as the web app's own); reads of rows and queries stay"
+    })
+  )
 })
 
 export const AuditEntry = Schema.Struct({
@@ -28,6 +33,8 @@ export const AuditEntry = Schema.Struct({
   timestamp: Schema.Number,
   principal: Schema.NullOr(Schema.String),
   key_id: Schema.NullOr(Schema.String),
+  /** The key's name while it exists; null for a deleted key or a request without one. */
+  key_name: Schema.NullOr(Schema.String),
   user_id: Schema.NullOr(Schema.String),
   event_type: Schema.String,
   method: Schema.NullOr(Schema.String),

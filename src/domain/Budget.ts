@@ -4,7 +4,7 @@ import { code } from "./Errors"
 
 export const SessionName = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9_.:-]{1,128}$/, { message: () => "session must be 1 to 128 letters, digits, '_', '.', ':' or '-'" })
-)
+).annotations({ description: "The session budget this call draws from, besides any budget of the key" })
 
 const limit = (name: string) =>
   Schema.optionalWith(

@@ -248,6 +248,7 @@ export class Connection extends Schema.Class<Connection>("Connection")({
   schema_refresh_interval: Schema.optional(Schema.Int),
   blocked_tables: Schema.optional(Schema.Array(Schema.String)),
   allowed_tables: Schema.optional(Schema.Array(Schema.String)),
+  allowed_functions: Schema.optional(Schema.Array(Schema.String)),
   result_cache_ttl: Schema.optional(Schema.Int),
   ...SecretFlags,
   /** "env" for connections configured by SP_CONNECTION_<NAME>: read-only through the API. */

@@ -9,5 +9,10 @@ export type UserId = typeof UserId.Type
 export const KeyId = Schema.String.pipe(Schema.brand("KeyId"))
 export type KeyId = typeof KeyId.Type
 
+// Each self-hosted data dir's local key is registered under an id made from its hash.
+const LOCAL_KEY_ID = "key_local_"
+export const localKeyId = (hash: string) => KeyId.make(`${LOCAL_KEY_ID}${hash.slice(0, 16)}`)
+export const isLocalKeyId = (id: string) => id.startsWith(LOCAL_KEY_ID)
+
 export const LOCAL_ORG = OrgId.make("local")
 export const LOCAL_USER = UserId.make("local")

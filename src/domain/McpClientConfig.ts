@@ -27,13 +27,16 @@ export type McpClientConfig = typeof McpClientConfig.Type
 
 export const KEY_PLACEHOLDER = "sp_YOUR_KEY"
 
+// Single-quoted for any shell: a URL's "?" is a glob to zsh ("no matches found").
+const shellQuoted = (text: string) => `'${text.replaceAll("'", `'\\''`)}'`
+
 /** The snippet that points a client at this gateway's MCP endpoint, with a placeholder where the key goes. */
 export const mcpClientConfig = (client: McpClient, url: string): McpClientConfig => {
   const note = `Replace ${KEY_PLACEHOLDER} with an API key that has the read and query scopes (keys are shown once, when made).`
   const headers = { "x-api-key": KEY_PLACEHOLDER }
   switch (client) {
     case "claude-code":
-      return { client, url, file: null, config: null, command: `claude mcp add --transport http sluice ${url} --header "x-api-key: ${KEY_PLACEHOLDER}"`, note }
+      return { client, url, file: null, config: null, command: `claude mcp add --transport http sluice ${shellQuoted(url)} --header "x-api-key: ${KEY_PLACEHOLDER}"`, note }
     case "cursor":
       return { client, url, file: "~/.cursor/mcp.json", config: { mcpServers: { sluice: { url, headers } } }, command: null, note }
     case "vscode":

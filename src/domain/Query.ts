@@ -34,7 +34,9 @@ export const QueryRequest = Schema.Struct({
     { exact: true }
   ),
   timeout_seconds: Schema.optionalWith(
-    Schema.Int.pipe(Schema.between(1, 300, { message: () => "timeout_seconds must be an integer between 1 and 300" })),
+    Schema.Int.pipe(Schema.between(1, 300, { message: () => "timeout_seconds must be an integer between 1 and 300" })).annotations({
+      description: "Cancel the statement after this many seconds (default: the connection's query timeout)"
+    }),
     { exact: true }
   ),
   /** Names the session budget this query draws from (besides any budget of the key). */
@@ -111,6 +113,13 @@ export class ResultTooLarge extends Schema.TaggedError<ResultTooLarge>()(
   HttpApiSchema.annotations({ status: 422 })
 ) {}
 
+/** The memory the gateway gives buffered results is in use; `retry_after_seconds` says when to try again. */
+export class ResultMemoryExhausted extends Schema.TaggedError<ResultMemoryExhausted>()(
+  "ResultMemoryExhausted",
+  { code: code("result_memory_exhausted"), message: Schema.String, retry_after_seconds: Schema.Int },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
 export const CacheStats = Schema.Struct({
   entries: Schema.Int,
   bytes: Schema.Int,
@@ -158,5 +167,6 @@ export const GovernedQueryErrors = Schema.Union(
   QueryFailed,
   QueryTimeout,
   DatabaseUnavailable,
-  ResultTooLarge
+  ResultTooLarge,
+  ResultMemoryExhausted
 )

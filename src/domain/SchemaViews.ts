@@ -191,7 +191,7 @@ const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
 export const ExploreRequest = Schema.Struct({
   table: TableField,
-  column: TableParam("column"),
+  column: TableParam("column").annotations({ description: "The column whose values to count" }),
   limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "limit must be an integer between 1 and 100" })), { exact: true }),
   filter_pattern: Schema.optionalWith(
     Schema.String.pipe(Schema.maxLength(200, { message: () => "filter_pattern must be at most 200 characters" })),
@@ -213,9 +213,12 @@ export const ColumnExploration = Schema.Struct({
 export const ExploreColumnsRequest = Schema.Struct({
   table: TableField,
   columns: Schema.optionalWith(Schema.Array(TableParam("column")).pipe(Schema.maxItems(100, { message: () => "at most 100 columns" })), { exact: true }),
-  include_stats: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  include_values: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  value_limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 20, { message: () => "value_limit must be an integer between 1 and 20" })), { exact: true }),
+  include_stats: Schema.optionalWith(Schema.Boolean.annotations({ description: "Row, distinct and null counts per column (default true)" }), { exact: true }),
+  include_values: Schema.optionalWith(Schema.Boolean.annotations({ description: "The most frequent values per column (default true)" }), { exact: true }),
+  value_limit: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(1, 20, { message: () => "value_limit must be an integer between 1 and 20" })).annotations({ description: "Top values per column (default 5)" }),
+    { exact: true }
+  ),
   session: Schema.optionalWith(SessionName, { exact: true })
 }).annotations(strict)
 

@@ -1,12 +1,23 @@
 import { randomUUID } from "node:crypto"
-import { Duration, Effect, Either, Option, Stream } from "effect"
-import { batchesOf, type ConnectorError, onceThenEmpty, type QueryResult, type Row } from "../../layers/connectors/Connector"
+import { Effect, Either, Option, Stream } from "effect"
+import { batchesOf, type ConnectorError, DEADLINE_GRACE_MS, onceThenEmpty, type QueryResult, type Row } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
+import { type Refusal, type ResultHold, ResultMemory } from "../../layers/ResultMemory"
 import type { Usage } from "../domain/Budget"
 import { InvalidRequest } from "../domain/Errors"
 import type { PiiPolicy } from "../domain/Pii"
-import { DatabaseUnavailable, QueryBlocked, QueryFailed, type QueryResponse, type QueryStreamPart, QueryTimeout, ResultTooLarge } from "../domain/Query"
+import {
+  DatabaseUnavailable,
+  NDJSON,
+  QueryBlocked,
+  QueryFailed,
+  type QueryResponse,
+  type QueryStreamPart,
+  QueryTimeout,
+  ResultMemoryExhausted,
+  ResultTooLarge
+} from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
 import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
 import { EVERY_COLUMN, maskPlan, maskResult, piiRulesTouched } from "./PiiMasking"
@@ -16,8 +27,9 @@ import { SqlGuard } from "./sqlguard/SqlGuard"
 import { type ReachedBlocks, tablePolicyRefusal } from "./TablePolicy"
 
 const MAX_RESULT_BYTES = 10 * 1024 * 1024
-// The connector cancels at the deadline on the server; this is the backstop if a driver never answers.
-const DEADLINE_GRACE = Duration.seconds(2)
+// How long a result waits in line for result memory before it is refused, and when to try again.
+const MEMORY_WAIT_MS = 2_000
+const MEMORY_RETRY_AFTER_SECONDS = 1
 
 export interface GovernedQuery {
   readonly target: PoolTarget
@@ -41,6 +53,8 @@ export interface QueryFacts {
   readonly rows?: number
   readonly columns?: number
   readonly execution_ms?: number
+  /** Only the statement's plan was read, and it was: nothing ran, so there is no completeness to report. */
+  readonly planned?: boolean
   /** The rows were streamed to the caller as they were read (no size cap, not cached). */
   readonly streamed?: boolean
   /** The budget charged and by how much. */
@@ -58,7 +72,7 @@ export interface StreamedQuery {
   readonly tail: () => StreamedTail
 }
 
-export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge | InvalidRequest
+export type GovernedQueryError = QueryBlocked | QueryFailed | QueryTimeout | DatabaseUnavailable | ResultTooLarge | ResultMemoryExhausted | InvalidRequest
 
 /** A connector failure as the caller sees it: a timeout, a failed statement, or an unreachable database. */
 export const fromConnector = (error: ConnectorError): QueryTimeout | QueryFailed | DatabaseUnavailable => {
@@ -74,7 +88,7 @@ export const fromConnector = (error: ConnectorError): QueryTimeout | QueryFailed
 }
 
 /** When a query's last connector step must have answered: its timeout, plus the grace the server-side cancel gets. */
-const deadlineOf = (query: GovernedQuery) => Date.now() + query.timeoutMs + Duration.toMillis(DEADLINE_GRACE)
+const deadlineOf = (query: GovernedQuery) => Date.now() + query.timeoutMs + DEADLINE_GRACE_MS
 
 // A database's message can quote the value it failed on (`invalid input syntax for type integer: "ada@…"`).
 const WITHHELD = "The database refused the statement; its message is withheld because the statement reads a table with PII rules"
@@ -92,6 +106,8 @@ const beforeDeadline =
     Effect.suspend(() =>
       effect.pipe(
         Effect.mapError((error) => failureOf(error, readsPii)),
+        // What an interrupted step still does (a cancel dialling a stalled host, a session reset, a pool that was opening) goes on in the background.
+        Effect.disconnect,
         Effect.timeoutFail({
           duration: Math.max(0, deadline - Date.now()),
           onTimeout: () => new QueryTimeout({ message: "The statement was cancelled because it ran past its timeout" })
@@ -100,7 +116,7 @@ const beforeDeadline =
     )
 
 /** UTF-8 size of the rows as JSON, or undefined as soon as it passes the cap. */
-const resultBytes = (result: QueryResult) => {
+const resultBytes = (result: Pick<QueryResult, "rows">) => {
   let bytes = 0
   for (const row of result.rows) {
     bytes += Buffer.byteLength(JSON.stringify(row))
@@ -108,6 +124,19 @@ const resultBytes = (result: QueryResult) => {
   }
   return bytes
 }
+
+const mib = (bytes: number) => Math.round(bytes / 1024 / 1024)
+
+/** Why a result was refused: over its cap (asking for less helps), or no result memory free (waiting helps). */
+const refusalOf = (refusal: Refusal | undefined, cap: number) =>
+  refusal === "memory"
+    ? new ResultMemoryExhausted({
+        message: `The gateway's memory for results is in use by other queries; retry shortly${cap === MAX_RESULT_BYTES ? `, or stream the result (Accept: ${NDJSON})` : ""}`,
+        retry_after_seconds: MEMORY_RETRY_AFTER_SECONDS
+      })
+    : new ResultTooLarge({ message: `The result is larger than ${mib(cap)} MiB; select fewer columns or lower row_limit` })
+
+const refused = (hold: ResultHold) => refusalOf(hold.refusedBy(), hold.cap)
 
 /**
  * The one governed executor: every path that returns customer data runs through `run`. Read-only
@@ -122,6 +151,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const pools = yield* ConnectorPools
     const cache = yield* ResultCache
     const cipher = yield* CredentialCipher
+    const memory = yield* ResultMemory
 
     /** Check, table policy and row cap: what every use of customer SQL passes before it reaches a database. */
     const admit = (query: GovernedQuery, queryId: string, report: (facts: QueryFacts) => Effect.Effect<void>) =>
@@ -143,13 +173,35 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         return { capped, tables, readsPii }
       })
 
-    /** Runs SQL on the target's pool under the query's deadline, cancelled on the server when it passes. */
-    const execute = (query: GovernedQuery, sql: string, maxRows: number, readsPii: boolean) =>
-      pools
-        .withPool(query.target, (pool) =>
-          pool.query(sql, { timeoutMs: query.timeoutMs, maxRows, maxBytes: MAX_RESULT_BYTES, attribution: attributionComment(query.attribution) })
-        )
-        .pipe(beforeDeadline(deadlineOf(query), readsPii))
+    /**
+     * A share of the result memory for one result of at most `cap` bytes, held until the caller's
+     * scope closes (for a response, once it is written); refused when none is free for a moment.
+     */
+    const holdFor = (cap: number, deadline: number) =>
+      Effect.flatMap(memory.hold(cap, Math.max(0, Math.min(MEMORY_WAIT_MS, deadline - Date.now()))), (hold) =>
+        Option.isSome(hold) ? Effect.succeed(hold.value) : Effect.fail(refusalOf("memory", cap))
+      )
+
+    /**
+     * Runs SQL on the target's pool under the query's deadline, cancelled on the server when it passes; its rows are metered by `hold`.
+     * A pool that is open and answers by the deadline itself is not raced against it (a race forks fibers on every query).
+     * The pool's reference is held in the caller's scope, with the result's hold.
+     */
+    const execute = (query: GovernedQuery, sql: string, maxRows: number, readsPii: boolean, hold: ResultHold, deadline: number) => {
+      const withinDeadline = beforeDeadline(deadline, readsPii)
+      const asFailure = (error: ConnectorError) => failureOf(error, readsPii)
+      const opened = pools.poolIn(query.target)
+      return Effect.flatMap(pools.isOpen(query.target) ? Effect.mapError(opened, asFailure) : withinDeadline(opened), (pool) => {
+        const run = pool.query(sql, {
+          // What the wait for result memory left of the timeout.
+          timeoutMs: Math.max(1, deadline - DEADLINE_GRACE_MS - Date.now()),
+          maxRows,
+          meter: hold,
+          attribution: attributionComment(query.attribution)
+        })
+        return pool.answersByDeadline ? Effect.mapError(run, asFailure) : withinDeadline(run)
+      })
+    }
 
     const cacheKeyOf = (query: GovernedQuery, sql: string) => ({
       orgId: query.target.orgId,
@@ -171,28 +223,33 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       report: (facts: QueryFacts) => Effect.Effect<void>
     ) {
       const queryId = randomUUID()
+      const deadline = deadlineOf(query)
       const connection = query.target.connection
       const { capped, tables, readsPii } = yield* admit(query, queryId, report)
       const ttlSeconds = connection.result_cache_ttl ?? 0
       const started = performance.now()
+      const hold = yield* holdFor(MAX_RESULT_BYTES, deadline).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
       const hit = cachedResult(query, capped.sql)
       let result: CachedResult
-      // The connector stops reading (and cancels) once the values pass the cap, so an oversized result is never held whole.
+      // The connector stops reading (and cancels) once the meter refuses a row, so a result over the cap or the memory left is never held whole.
       let oversized = false
-      if (hit !== undefined) result = hit
-      else {
-        const raw = yield* execute(query, capped.sql, query.rowLimit, readsPii).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
+      if (hit !== undefined) {
+        result = hit.value
+        oversized = !hold.take(hit.bytes)
+      } else {
+        const raw = yield* execute(query, capped.sql, query.rowLimit, readsPii, hold, deadline).pipe(
+          Effect.tapError(() => report({ query_id: queryId, tables }))
+        )
         oversized = raw.oversized === true
         const masked = maskResult(raw, capped, query.pii.rules, connection, hashKeyOf(query))
         result = { ...masked.result, masked: masked.masked }
       }
       const executionMs = Number((performance.now() - started).toFixed(3))
-      const bytes = oversized ? undefined : resultBytes(result)
-      if (bytes === undefined) {
+      // Metered while read as the values' length; held from here at its size as JSON.
+      const bytes = oversized ? undefined : (hit?.bytes ?? resultBytes(result))
+      if (bytes === undefined || !hold.settle(bytes)) {
         yield* report({ query_id: queryId, tables, rows: result.rows.length })
-        return yield* new ResultTooLarge({
-          message: `The result is larger than ${MAX_RESULT_BYTES / 1024 / 1024} MiB; select fewer columns or lower row_limit`
-        })
+        return yield* refused(hold)
       }
       if (ttlSeconds > 0 && hit === undefined) cache.set(cacheKeyOf(query, capped.sql), result, bytes, ttlSeconds * 1000)
       const cached = hit !== undefined
@@ -226,22 +283,37 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
      * `run` for results too big to hold: the statement is opened (so a refusal or a failing statement
      * is still an error before any row), then its rows are read, masked and passed on a batch at a
      * time. The row cap applies; the size cap does not, and nothing is cached (a cached result is
-     * served). The audit facts are reported when the rows end, however they end.
+     * served). A connector without a cursor reads the whole result first: it is held in the result
+     * memory like a buffered one, its cap the whole of that memory. The audit facts are reported
+     * when the rows end, however they end.
      */
     const stream = Effect.fnUntraced(function* (query: GovernedQuery, report: (facts: QueryFacts) => Effect.Effect<void>) {
       const queryId = randomUUID()
+      const deadline = deadlineOf(query)
       const { capped, tables, readsPii } = yield* admit(query, queryId, report)
       const started = performance.now()
-      const withinDeadline = beforeDeadline(deadlineOf(query), readsPii)
+      const withinDeadline = beforeDeadline(deadline, readsPii)
       const hit = cachedResult(query, capped.sql)
+      const held = holdFor(memory.limit, deadline)
       const source =
         hit !== undefined
-          ? { columns: hit.columns, masked: hit.masked, next: onceThenEmpty(hit.rows) }
+          ? yield* Effect.gen(function* () {
+              const hold = yield* held
+              if (!hold.take(hit.bytes)) return yield* refused(hold)
+              return { columns: hit.value.columns, masked: hit.value.masked, next: onceThenEmpty(hit.value.rows) }
+            }).pipe(Effect.tapError(() => report({ query_id: queryId, tables, streamed: true })))
           : yield* Effect.gen(function* () {
               const pool = yield* withinDeadline(pools.poolIn(query.target))
+              const hold = pool.stream === undefined ? yield* held : undefined
               const opened = yield* withinDeadline(
-                batchesOf(pool, capped.sql, { timeoutMs: query.timeoutMs, maxRows: query.rowLimit, attribution: attributionComment(query.attribution) })
+                batchesOf(pool, capped.sql, {
+                  timeoutMs: query.timeoutMs,
+                  maxRows: query.rowLimit,
+                  attribution: attributionComment(query.attribution),
+                  ...(hold !== undefined ? { meter: hold } : {})
+                })
               )
+              if (hold?.refusedBy() !== undefined) return yield* refused(hold)
               const plan = maskPlan(opened.columns, capped, query.pii.rules, query.target.connection, hashKeyOf(query))
               const next = withinDeadline(opened.next)
               return {
@@ -251,7 +323,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
               }
             }).pipe(Effect.tapError(() => report({ query_id: queryId, tables, streamed: true })))
       let rowCount = 0
-      let truncated = hit?.truncated ?? false
+      let truncated = hit?.value.truncated ?? false
       let ended = false
       const rows = Stream.repeatEffectOption(
         Effect.suspend(() => (ended ? Effect.fail(Option.none()) : Effect.mapError(source.next, Option.some))).pipe(
@@ -291,6 +363,17 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       } satisfies StreamedQuery
     })
 
+    /** The engine's plan of a statement, metered as a result is, and given back as soon as it is summarized. */
+    const explained = (query: GovernedQuery, statement: string, readsPii: boolean) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const deadline = deadlineOf(query)
+          const hold = yield* holdFor(MAX_RESULT_BYTES, deadline)
+          const plan = yield* execute(query, statement, 10_000, readsPii, hold, deadline)
+          return plan.oversized === true ? yield* refused(hold) : plan
+        })
+      )
+
     /** The plan of what `run` would execute, from the engine's own EXPLAIN; nothing runs. */
     const explain = Effect.fnUntraced(function* (
       query: GovernedQuery,
@@ -307,7 +390,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       }
       const summary =
         statement !== undefined
-          ? summarizePlan(dbType, yield* execute(query, statement, 10_000, readsPii).pipe(Effect.tapError(failed)))
+          ? summarizePlan(dbType, yield* explained(query, statement, readsPii).pipe(Effect.tapError(failed)))
           : yield* pools
               .withPool(query.target, (pool): Effect.Effect<PlanSummary, InvalidRequest | ConnectorError> =>
                 pool.dryRun === undefined
@@ -318,11 +401,11 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
                 Effect.catchTag("ConnectorError", (error) => Effect.fail(failureOf(error, readsPii))),
                 Effect.tapError(failed)
               )
-      yield* report({ query_id: queryId, tables })
+      yield* report({ query_id: queryId, tables, planned: true })
       return { query_id: queryId, ...summary, tables, sql: capped.sql }
     })
 
     return { run, stream, explain } as const
   }),
-  dependencies: [SqlGuard.Default, ResultCache.Default]
+  dependencies: [SqlGuard.Default, ResultCache.Default, ResultMemory.Default, ConnectorPools.Default, CredentialCipher.Default]
 }) {}

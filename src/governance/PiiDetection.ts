@@ -52,6 +52,12 @@ const ibanValid = (value: string) => {
   return remainder === 1
 }
 
+// Dates and times written as text (2024-01-05, 30.11.2023, 2024-01-05 10:00): digits and separators that look like a phone number.
+const DATE_SHAPE = /^(\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4})([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?$/
+
+/** Types whose values are never free text: what a date, number or flag column holds only looks like a phone number or a card. */
+const NOT_TEXT = /date|time|interval|int|serial|numeric|decimal|number|float|double|real|money|bool|bit|uuid|json|bytea|blob|binary/i
+
 const BY_VALUE: ReadonlyArray<[PiiKind, (value: string) => boolean]> = [
   ["email", (v) => /^[^\s@]+@[^\s@]+\.[A-Za-z]{2,}$/.test(v)],
   ["ssn", (v) => /^\d{3}-\d{2}-\d{4}$/.test(v)],
@@ -59,7 +65,7 @@ const BY_VALUE: ReadonlyArray<[PiiKind, (value: string) => boolean]> = [
   ["iban", ibanValid],
   ["ip", (v) => /^(\d{1,3})(\.\d{1,3}){3}$/.test(v) || (/^[0-9a-f:]+$/i.test(v) && v.split(":").length >= 3)],
   // A separator or a leading + tells a phone number from any long number.
-  ["phone", (v) => /^\+?[\d\s().-]{7,20}$/.test(v) && /[+\s().-]/.test(v) && v.replace(/\D/g, "").length >= 7 && v.replace(/\D/g, "").length <= 15]
+  ["phone", (v) => /^\+?[\d\s().-]{7,20}$/.test(v) && /[+\s().-]/.test(v) && !DATE_SHAPE.test(v) && v.replace(/\D/g, "").length >= 7 && v.replace(/\D/g, "").length <= 15]
 ]
 
 export interface PiiFinding {
@@ -70,12 +76,13 @@ export interface PiiFinding {
   readonly confidence: number
 }
 
-/** What a column's name says, or what at least half of its sampled values look like. */
-export const detectColumn = (table: string, column: string, samples: ReadonlyArray<unknown>): PiiFinding | undefined => {
+/** What a column's name says, or what at least half of its sampled values look like (for a column whose `type` can hold text). */
+export const detectColumn = (table: string, column: string, samples: ReadonlyArray<unknown>, type = "text"): PiiFinding | undefined => {
   const name = column.toLowerCase()
   const byName = BY_NAME.find(([, pattern]) => pattern.test(name))?.[0] ?? (name === "name" && PEOPLE_TABLE.test(table.toLowerCase()) ? "person_name" : undefined)
   if (byName !== undefined) return { kind: byName, action: ACTION[byName], reason: "column_name", confidence: 1 }
   // Only text is sampled for patterns: numbers (ids, amounts, timestamps) would look like phones and cards.
+  if (NOT_TEXT.test(type)) return undefined
   const values = samples.filter((v): v is string => typeof v === "string" && v.trim() !== "").map((v) => v.trim())
   if (values.length === 0) return undefined
   for (const [kind, test] of BY_VALUE) {

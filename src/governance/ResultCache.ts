@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import type { Column } from "../../layers/connectors/Connector"
+import { ResultMemory } from "../../layers/ResultMemory"
 import type { PiiAction } from "../domain/Pii"
 
 /** What a cached query returns again: the rows as the executor left them, before any per-call field. */
@@ -30,6 +31,14 @@ interface Entry {
   readonly value: CachedResult
   readonly bytes: number
   readonly expiresAt: number
+  /** Its share of the result memory. */
+  readonly kept: { readonly release: () => void }
+}
+
+/** A cache hit: the result and its size as JSON. */
+export interface CacheHit {
+  readonly value: CachedResult
+  readonly bytes: number
 }
 
 interface OrgCounters {
@@ -38,7 +47,7 @@ interface OrgCounters {
   evictions: number
 }
 
-// Per replica; the least recently used entries go first once results fill this.
+// Per replica, and at most a quarter of the result memory; the least recently used entries go first once results fill it.
 const MAX_BYTES = 64 * 1024 * 1024
 
 const keyOf = (k: ResultCacheKey) => [k.orgId, k.connectionId, k.connectionVersion, k.piiVersion, k.rowLimit, k.sql].join("\u0000")
@@ -46,10 +55,13 @@ const keyOf = (k: ResultCacheKey) => [k.orgId, k.connectionId, k.connectionVersi
 /**
  * Query results kept in memory for a connection's `result_cache_ttl`. Keyed by org, connection and
  * its version, PII rules version, row cap and the exact statement that runs, so no entry crosses an
- * org, a policy or a cap. Nothing is written to disk.
+ * org, a policy or a cap. Nothing is written to disk. Entries hold their bytes in the result
+ * memory the results in flight share, so a full cache leaves them three quarters of it.
  */
 export class ResultCache extends Effect.Service<ResultCache>()("sluice/ResultCache", {
-  sync: () => {
+  effect: Effect.gen(function* () {
+    const memory = yield* ResultMemory
+    const maxBytes = Math.min(MAX_BYTES, Math.floor(memory.limit / 4))
     const entries = new Map<string, Entry>()
     const counters = new Map<string, OrgCounters>()
     let totalBytes = 0
@@ -62,9 +74,10 @@ export class ResultCache extends Effect.Service<ResultCache>()("sluice/ResultCac
     const drop = (key: string, entry: Entry) => {
       entries.delete(key)
       totalBytes -= entry.bytes
+      entry.kept.release()
     }
 
-    const get = (key: ResultCacheKey): CachedResult | undefined => {
+    const get = (key: ResultCacheKey): CacheHit | undefined => {
       const k = keyOf(key)
       const entry = entries.get(k)
       if (entry !== undefined && entry.expiresAt <= Date.now()) drop(k, entry)
@@ -78,18 +91,21 @@ export class ResultCache extends Effect.Service<ResultCache>()("sluice/ResultCac
       // Map order is recency order: move the entry to the end.
       entries.delete(k)
       entries.set(k, live)
-      return live.value
+      return live
     }
 
     const set = (key: ResultCacheKey, value: CachedResult, bytes: number, ttlMs: number) => {
-      if (bytes > MAX_BYTES / 8) return
+      if (bytes > maxBytes / 8) return
       const k = keyOf(key)
       const previous = entries.get(k)
       if (previous !== undefined) drop(k, previous)
-      entries.set(k, { orgId: key.orgId, connectionId: key.connectionId, value, bytes, expiresAt: Date.now() + ttlMs })
+      // When results in flight fill the memory, this one is not kept.
+      const kept = memory.keep(bytes)
+      if (kept === undefined) return
+      entries.set(k, { orgId: key.orgId, connectionId: key.connectionId, value, bytes, expiresAt: Date.now() + ttlMs, kept })
       totalBytes += bytes
       for (const [oldest, entry] of entries) {
-        if (totalBytes <= MAX_BYTES) break
+        if (totalBytes <= maxBytes) break
         drop(oldest, entry)
         countersOf(entry.orgId).evictions++
       }
@@ -127,10 +143,11 @@ export class ResultCache extends Effect.Service<ResultCache>()("sluice/ResultCac
           misses: c.misses,
           evictions: c.evictions,
           hit_rate: lookups === 0 ? 0 : Number((c.hits / lookups).toFixed(4)),
-          max_bytes_per_replica: MAX_BYTES
+          max_bytes_per_replica: maxBytes
         }
       })
 
     return { get, set, invalidate, stats } as const
-  }
+  }),
+  dependencies: [ResultMemory.Default]
 }) {}

@@ -31,6 +31,9 @@ const capEdit = (checked: CheckedStatement, cap: number): string | undefined => 
 
 const cappedAt = (analysis: Analysis, cap: number) => analysis.limit.kind === "literal" && analysis.limit.value === cap
 
+// A checked statement is the guard's memoized verdict, so a repeated statement's capped form is known by the same object.
+const cappedForms = new WeakMap<CheckedStatement, Map<number, CheckedStatement>>()
+
 /**
  * Rewrites the outer query's limit to `rowLimit + 1` (the extra row tells a complete result from a
  * truncated one), keeping a smaller limit the caller wrote and its OFFSET. The edit is located by
@@ -43,8 +46,13 @@ export const capRows = (
   recheck: (sql: string) => Either.Either<CheckedStatement, unknown>
 ): CheckedStatement => {
   const cap = rowLimit + 1
+  let forms = cappedForms.get(checked)
+  const known = forms?.get(cap)
+  if (known !== undefined) return known
   const edited = capEdit(checked, cap)
-  if (edited === undefined) return checked
-  const rechecked = recheck(edited)
-  return Either.isRight(rechecked) && cappedAt(rechecked.right.analysis, cap) ? rechecked.right : checked
+  const rechecked = edited === undefined ? undefined : recheck(edited)
+  const capped = rechecked !== undefined && Either.isRight(rechecked) && cappedAt(rechecked.right.analysis, cap) ? rechecked.right : checked
+  if (forms === undefined) cappedForms.set(checked, (forms = new Map()))
+  forms.set(cap, capped)
+  return capped
 }

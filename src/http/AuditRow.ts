@@ -1,12 +1,13 @@
 import type { HttpServerRequest } from "@effect/platform"
 import { principalLabel } from "../domain/Principal"
-import type { RequestInfo } from "./RequestState"
+import type { AuditInsert } from "../repos/AuditRepo"
+import type { ChildQuery, RequestInfo } from "./RequestState"
 
 /** The audit row of a request, from what the request learned on its way through. */
 export const auditRow = (
   request: HttpServerRequest.HttpServerRequest,
   info: RequestInfo,
-  status: number,
+  status: number | null,
   outcome: "success" | "refused" | "error",
   blockReason: string | null,
   durationMs: number
@@ -32,19 +33,18 @@ export const auditRow = (
   details: info.details
 })
 
+/** The audit row of a governed query run besides a request's (or a run's step's) own statement, on the row of what ran it. */
+export const childQueryRow = (base: AuditInsert, { facts, sql, parent }: ChildQuery): AuditInsert => ({
+  ...base,
+  event_type: "query",
+  sql,
+  outcome: facts.reason !== undefined ? "refused" : facts.completeness !== undefined || facts.planned === true ? "success" : "error",
+  block_reason: facts.reason !== undefined ? "query_blocked" : null,
+  rows: facts.rows ?? null,
+  duration_ms: Number((facts.execution_ms ?? 0).toFixed(3)),
+  details: { ...facts, parent }
+})
+
 /** The rows of the governed queries a request ran besides its own, under its request id. */
 export const childQueryRows = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) =>
-  [...info.childQueries.values()].map(({ facts, sql, parent }) => ({
-    ...auditRow(
-      request,
-      info,
-      200,
-      facts.reason !== undefined ? "refused" : facts.completeness !== undefined ? "success" : "error",
-      facts.reason !== undefined ? "query_blocked" : null,
-      facts.execution_ms ?? 0
-    ),
-    event_type: "query",
-    sql,
-    rows: facts.rows ?? null,
-    details: { ...facts, parent }
-  }))
+  [...info.childQueries.values()].map((child) => childQueryRow(auditRow(request, info, 200, "success", null, 0), child))

@@ -1,6 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
 import { capabilitiesOf } from "../../layers/connectors/Connectors"
 import { SluiceApi } from "../api/Api"
 import { DB_TYPES } from "../domain/Connection"
@@ -13,7 +12,6 @@ export const ConnectionsHttp = HttpApiBuilder.group(SluiceApi, "connections", (h
   Effect.gen(function* () {
     const connections = yield* Connections
     const checks = yield* ConnectionChecks
-    const pools = yield* ConnectorPools
     const as = <A>(f: (p: Principal) => A) => Effect.map(CurrentPrincipal, f)
     const named = <A, E, R>(name: string, f: (p: Principal) => Effect.Effect<A, E, R>) =>
       onConnection(name).pipe(Effect.zipRight(Effect.flatMap(CurrentPrincipal, f)))
@@ -32,6 +30,6 @@ export const ConnectionsHttp = HttpApiBuilder.group(SluiceApi, "connections", (h
       .handle("capabilities", ({ path }) =>
         named(path.name, (p) => Effect.map(connections.get(p, path.name), (c) => capabilitiesOf(c.db_type)))
       )
-      .handle("poolStats", () => as((p) => ({ pools: pools.stats(p.orgId) })))
+      .handle("poolStats", () => as(checks.poolStats))
   })
 )

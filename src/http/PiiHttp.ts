@@ -4,7 +4,7 @@ import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { Connections } from "../services/Connections"
 import { PiiDetector } from "../services/PiiDetector"
-import { onConnection, onQuery } from "./RequestState"
+import { onChildQueries, onConnection } from "./RequestState"
 
 export const PiiHttp = HttpApiBuilder.group(SluiceApi, "pii", (handlers) =>
   Effect.gen(function* () {
@@ -19,14 +19,14 @@ export const PiiHttp = HttpApiBuilder.group(SluiceApi, "pii", (handlers) =>
       )
       .handle("detect", ({ path }) =>
         Effect.gen(function* () {
-          const { requestId } = yield* onQuery(path.name, null, "pii_detect")
-          return yield* detector.detect(yield* CurrentPrincipal, path.name, requestId)
+          const sink = yield* onChildQueries(path.name, "pii_detect")
+          return yield* detector.detect(yield* CurrentPrincipal, path.name, { surface: "rest", ...sink })
         })
       )
       .handle("detectAndSave", ({ path }) =>
         Effect.gen(function* () {
-          const { requestId } = yield* onQuery(path.name, null, "pii_detect")
-          return yield* detector.detectAndSave(yield* CurrentPrincipal, path.name, requestId)
+          const sink = yield* onChildQueries(path.name, "pii_detect")
+          return yield* detector.detectAndSave(yield* CurrentPrincipal, path.name, { surface: "rest", ...sink })
         })
       )
   })

@@ -3,23 +3,23 @@ import { Effect, Stream } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { NDJSON, type QueryStreamPart } from "../domain/Query"
-import { Authenticator } from "../services/Authenticator"
 import { Queries } from "../services/Queries"
-import { reauthenticate } from "./AuthenticationLive"
+import { Gate } from "./Gate"
 import { onQuery, onStreamedRows } from "./RequestState"
 
 export const QueryHttp = HttpApiBuilder.group(SluiceApi, "query", (handlers) =>
   Effect.gen(function* () {
     const queries = yield* Queries
-    const authenticator = yield* Authenticator
+    const gate = yield* Gate
     return handlers
       .handle("run", ({ payload }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
           const { requestId, report } = yield* onQuery(payload.connection_name, payload.sql)
           const request = yield* HttpServerRequest.HttpServerRequest
-          if (!(request.headers["accept"] ?? "").includes(NDJSON)) return yield* queries.run(principal, payload, { surface: "rest", requestId, report })
-          const recheck = yield* reauthenticate(authenticator)
+          // Written as it is: every field is JSON already, and encoding the rows through the schema walks every value.
+          if (!(request.headers["accept"] ?? "").includes(NDJSON)) return HttpServerResponse.unsafeJson(yield* queries.run(principal, payload, { surface: "rest", requestId, report }))
+          const recheck = yield* gate.recheck
           const parts = yield* queries.stream(principal, payload, { surface: "rest", requestId, report, recheck })
           yield* onStreamedRows
           return HttpServerResponse.stream(Stream.map(parts, ndjsonLines), { contentType: NDJSON })

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto"
-import { HttpApp, HttpBody, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { FileSystem, HttpApp, HttpBody, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Effect, Option, Stream } from "effect"
+import { Cause, Chunk, Context, Effect, Option, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG } from "../domain/Ids"
-import { Audit } from "../services/Audit"
+import { Audit, changeRecord, withChangeRecord } from "../services/Audit"
+import type { ChangeRecord } from "../services/Audit"
 import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
 import { MAX_BODY_BYTES } from "../services/Posture"
@@ -13,6 +14,8 @@ import { auditRow, childQueryRows } from "./AuditRow"
 import { type RequestInfo, RequestState } from "./RequestState"
 
 const REFUSALS = new Set([401, 403, 429])
+
+const MAX_BODY_SIZE = Option.some(FileSystem.Size(MAX_BODY_BYTES))
 
 const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> = {
   400: ["invalid_request", "The request is not valid"],
@@ -37,11 +40,14 @@ const tooLarge = () => errorResponse(413, "payload_too_large", `Request bodies a
 
 /**
  * A chunked body has no length to check up front; the body reader stops at the cap and destroys the
- * socket, which would lose the 413. Draining instead lets the client read the refusal.
+ * socket, which would lose the 413. Draining instead lets the client read the refusal. The reader
+ * also destroys a body it read to the end, which is no refusal.
  */
 const drainInsteadOfReset = (request: HttpServerRequest.HttpServerRequest, info: RequestInfo) => {
   const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-  incoming.destroy = function (this: typeof incoming) {
+  const destroy = incoming.destroy
+  incoming.destroy = function (this: typeof incoming, error?: Error) {
+    if (this.readableEnded) return destroy.call(this, error)
     info.bodyTooLarge = true
     this.removeAllListeners("data")
     this.resume()
@@ -87,7 +93,7 @@ const normalizeError = (response: HttpServerResponse.HttpServerResponse) => {
   return HttpServerResponse.setHeaders(normalized, {
     ...response.headers,
     "content-type": "application/json",
-    ...(response.status === 429 && typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {})
+    ...(typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {})
   })
 }
 
@@ -119,6 +125,9 @@ const allowedHostGuard = (config: AppConfig) => {
     return hostOk && originOk
   }
 }
+
+/** A defect that is a response is the app's answer (the router's 404 for a path nothing serves, such as an OAuth discovery probe), not a failure. */
+const diedUnanswered = (cause: Cause.Cause<unknown>) => Chunk.some(Cause.defects(cause), (defect) => !HttpServerResponse.isServerResponse(defect))
 
 const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
@@ -156,9 +165,16 @@ export const makeRequestPipeline = Effect.gen(function* () {
     request: HttpServerRequest.HttpServerRequest,
     info: RequestInfo,
     started: number,
-    raw: HttpServerResponse.HttpServerResponse
+    raw: HttpServerResponse.HttpServerResponse,
+    change: ChangeRecord | null = null
   ) =>
     Effect.gen(function* () {
+      // The server calls this again with an error response when writing the first one fails (a client that left mid-stream): that request is already on record.
+      if (info.answered) return raw
+      info.answered = true
+      // From here the request's own row is written here; a change committed from now on (work it forked) is already on record.
+      const written = change?.state
+      if (change !== null) change.state = { _tag: "closed" }
       const headers = {
         ...SECURITY_HEADERS,
         "x-request-id": info.requestId,
@@ -173,12 +189,12 @@ export const makeRequestPipeline = Effect.gen(function* () {
       if (info.principal !== null) metrics.record(info.principal.orgId, outcome, durationMs)
       if (info.principal === null && !REFUSALS.has(status)) return response
       const body = outcome === "refused" ? readJson(response) : null
+      const dialect = yield* dialectOf(info)
+      const row = auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs)
       const recorded = yield* Effect.either(
-        audit.record(
-          yield* dialectOf(info),
-          auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs),
-          ...childQueryRows(request, info)
-        )
+        written?._tag === "written"
+          ? audit.complete(written.id, dialect, row, ...childQueryRows(request, info))
+          : audit.record(dialect, row, ...childQueryRows(request, info))
       )
       if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
       return response.body._tag === "Stream" && info.streamedRows ? auditStreamEnd(request, info, started, response, response.body) : response
@@ -223,7 +239,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
         outcome: null,
         childQueries: new Map(),
         streamedRows: false,
-        bodyTooLarge: false
+        bodyTooLarge: false,
+        answered: false
       }
       if (!hostAllowed(request.headers)) {
         const refused = errorResponse(403, "forbidden", "The Host or Origin of this request is not allowed (set SP_ALLOWED_HOSTS)")
@@ -235,11 +252,17 @@ export const makeRequestPipeline = Effect.gen(function* () {
         return yield* finish(request, info, started, refused)
       }
       if (request.headers["transfer-encoding"] !== undefined) drainInsteadOfReset(request, info)
+      const change = STATE_CHANGING.has(request.method)
+        ? changeRecord(() => auditRow(request, info, null, "success", null, performance.now() - started))
+        : null
       return yield* app.pipe(
-        HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response)),
-        Effect.provideService(RequestState, info),
-        HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-        Effect.tapErrorCause((cause) => (Cause.isDie(cause) ? Effect.logError("request failed", cause) : Effect.void))
+        HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response, change)),
+        // One context change for the request's state, body cap and change record (each provideService is a region of its own).
+        Effect.mapInputContext((context: Context.Context<HttpServerRequest.HttpServerRequest>) => {
+          const withState = Context.add(Context.add(context, RequestState, info), HttpIncomingMessage.MaxBodySize, MAX_BODY_SIZE)
+          return change === null ? withState : withChangeRecord(withState, change)
+        }),
+        Effect.tapErrorCause((cause) => (diedUnanswered(cause) ? Effect.logError("request failed", cause) : Effect.void))
       )
     })
 })

@@ -30,6 +30,8 @@ export interface RequestInfo {
   /** Set when a request answered 200 but failed in its own terms (an MCP tool call that returned an error). */
   outcome: "refused" | "error" | null
   bodyTooLarge: boolean
+  /** The response has been handed to the server: its audit row is written or being written. */
+  answered: boolean
 }
 
 export interface ChildQuery {

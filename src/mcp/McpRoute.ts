@@ -3,23 +3,20 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Cause, Effect, Exit, Option, ParseResult, Schema } from "effect"
-import { AppConfig } from "../../layers/AppConfig"
-import { RateLimits } from "../../layers/RateLimits"
-import type { DbType } from "../domain/Connection"
+import { Effect, Either, Option, Scope } from "effect"
 import type { Principal } from "../domain/Principal"
-import { redactSqlLiterals } from "../governance/RedactSql"
-import { attributeRefusal, readToken } from "../http/AuthenticationLive"
+import { Gate } from "../http/Gate"
 import { errorResponse } from "../http/RequestPipeline"
 import { type RequestInfo, RequestState } from "../http/RequestState"
-import { ApiKeys } from "../services/ApiKeys"
-import { Authenticator } from "../services/Authenticator"
-import { Connections } from "../services/Connections"
 import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "./McpTool"
 import { CORE_TOOLS, McpTools } from "./McpTools"
+import { ToolCalls } from "./ToolCalls"
 
 const SERVER_INFO = { name: "sluice", version: "0.1.0" }
-const MAX_AUDITED_ARGUMENTS = 2000
+// Says what a refused client should send, so it does not take the 401 for OAuth and go looking for an authorization server.
+const KEY_EXPECTED = {
+  "www-authenticate": 'Bearer realm="sluice", error_description="An API key is expected: send it in an x-api-key header or as Authorization: Bearer <key>"'
+}
 
 const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers })
@@ -31,37 +28,6 @@ const toolResult = (output: ToolOutput): CallToolResult => ({
   ...(output.structured !== undefined ? { structuredContent: output.structured } : {})
 })
 
-// Names and settings a tool takes; any other text (a LIKE pattern, a search, a question) may carry customer values.
-const AUDITED_AS_GIVEN: ReadonlySet<string> = new Set([
-  "connection_name", "table_name", "column", "columns", "from_table", "to_table", "schema", "session", "format"
-])
-
-/**
- * A tool call's arguments as its audit row keeps them (readable by any read key): SQL with its
- * literals redacted as for query rows, numbers and (once decoded) names as given, other text
- * reduced to its length.
- */
-const auditedArguments = (args: Record<string, unknown>, dialect: DbType | null, decoded: boolean) =>
-  JSON.stringify(
-    Object.fromEntries(
-      Object.entries(args).map(([key, value]) => [
-        key,
-        key === "sql" && typeof value === "string"
-          ? redactSqlLiterals(value, dialect)
-          : (decoded && AUDITED_AS_GIVEN.has(key)) || typeof value === "number" || typeof value === "boolean" || value === null
-            ? value
-            : `[${typeof value === "string" ? `${value.length} characters` : typeof value} not kept]`
-      ])
-    )
-  ).slice(0, MAX_AUDITED_ARGUMENTS)
-
-const decodeFailure = (error: ParseResult.ParseError): ToolFailure => ({
-  code: "invalid_arguments",
-  message: ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((i) => (i.path.length > 0 ? `${i.path.join(".")}: ${i.message}` : i.message))
-    .join("; ")
-})
-
 /**
  * `/mcp`: MCP over Streamable HTTP, stateless (every POST carries its key, so a deleted key's next
  * call is refused and any replica can answer), with JSON replies. The key is checked before the
@@ -71,66 +37,17 @@ const decodeFailure = (error: ParseResult.ParseError): ToolFailure => ({
  */
 export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
-    const config = yield* AppConfig
     const { tools, byName } = yield* McpTools
-    const authenticator = yield* Authenticator
-    const keys = yield* ApiKeys
-    const limits = yield* RateLimits
-    const connections = yield* Connections
+    const gate = yield* Gate
+    const toolCalls = yield* ToolCalls
     const described = new Map(tools.map((tool) => [tool.name, describeTool(tool)]))
     // A Server per message is cheap, but each would build its own Ajv (it is only for elicitation, which these tools never use).
     const jsonSchemaValidator = new AjvJsonSchemaValidator()
 
-    /** The caller: its key, or (self-hosted, from this machine, before any key has been made) the local admin. */
-    const principalOf = (token: string | null, localPeer: boolean) =>
-      token === null && config.selfHosted && localPeer
-        ? Effect.flatMap(keys.userKeysExist, (exist) =>
-            exist ? authenticator.authenticate({ token, localPeer: false, keysOnly: true }) : Effect.succeed(authenticator.local)
-          )
-        : authenticator.authenticate({ token, localPeer: false, keysOnly: true })
-
-    const call = (
-      info: RequestInfo,
-      principal: Principal,
-      tool: McpTool,
-      args: unknown
-    ): Effect.Effect<CallToolResult> =>
-      Effect.gen(function* () {
+    const call = (info: RequestInfo, principal: Principal, tool: McpTool, args: unknown): Effect.Effect<CallToolResult, never, Scope.Scope> =>
+      Effect.suspend(() => {
         info.eventType = "mcp_tool_call"
-        const input = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
-        // Until the arguments decode, nothing of them is trusted: the row gets them redacted under every dialect's rules.
-        info.details = { tool: tool.name, arguments: auditedArguments(input, null, false) }
-        const outcome = yield* Effect.exit(
-          Effect.gen(function* () {
-            if (!principal.scopes.includes(tool.scope)) {
-              return yield* Effect.fail<ToolFailure>({ code: "insufficient_scope", message: `The ${tool.name} tool needs the ${tool.scope} scope` })
-            }
-            // The same schemas as REST decode the arguments before anything runs or is taken from them.
-            const decoded = yield* Effect.mapError(Schema.decodeUnknown(tool.input)(args ?? {}), decodeFailure)
-            const named = decoded as { readonly connection_name?: unknown; readonly sql?: unknown }
-            if (typeof named.connection_name === "string") info.connection = named.connection_name
-            if (typeof named.sql === "string") info.sql = named.sql
-            yield* limits.perPrincipal(principal).pipe(
-              Effect.mapError((e): ToolFailure => ({ code: e.code, message: "retry_after_seconds" in e ? `${e.message}; retry in ${e.retry_after_seconds} s` : e.message }))
-            )
-            if (info.connection !== null) info.dialect = yield* connections.dialectIn(principal.orgId, info.connection)
-            info.details = { tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, info.dialect ?? null, true) }
-            return yield* tool.run(decoded, {
-              principal,
-              requestId: info.requestId,
-              // The last facts each governed query reported (a tool may run several), each for its own audit row.
-              report: (facts, sql) =>
-                Effect.sync(() => info.childQueries.set(facts.query_id, { facts, sql: sql ?? info.sql, parent: { tool: tool.name, request_id: info.requestId } }))
-            })
-          })
-        )
-        if (Exit.isSuccess(outcome)) return toolResult(outcome.value)
-        const failure = Cause.failureOption(outcome.cause)
-        const reported = Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" }))
-        if (Option.isNone(failure)) yield* Effect.logError("MCP tool failed", outcome.cause)
-        info.outcome = reported.code === "query_blocked" || reported.code === "insufficient_scope" || reported.code === "rate_limited" || reported.code === "budget_exhausted" ? "refused" : "error"
-        info.details = { ...info.details, error_code: reported.code }
-        return toolError(reported)
+        return Effect.map(toolCalls.call(info, principal, tool, args), Either.match({ onLeft: toolError, onRight: toolResult }))
       })
 
     const handle = Effect.gen(function* () {
@@ -143,19 +60,16 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       if (request.method !== "POST") return jsonRpcError(405, -32000, "Method not allowed: this server is stateless; POST each message", { allow: "POST" })
       const toolSet = new URL(request.url, "http://localhost").searchParams.get("tools") ?? "all"
       if (toolSet !== "all" && toolSet !== "core") return jsonRpcError(400, -32602, "tools must be core or all")
-      const refused = yield* Effect.gen(function* () {
-        yield* limits.perIp("general", info.client.ip ?? "unknown")
-        const token = yield* readToken(request.headers)
-        const principal = yield* principalOf(token, info.client.local).pipe(Effect.tapError(() => attributeRefusal(authenticator, info, token)))
-        info.principal = principal
-        return principal
-      }).pipe(Effect.either)
+      const refused = yield* Effect.either(gate.admit(info, request.headers, "general", "mcp"))
       if (refused._tag === "Left") {
         const error = refused.left
         const status = error._tag === "RateLimited" ? 429 : error._tag === "Unavailable" ? 503 : 401
-        return errorResponse(status, error.code, error.message, error._tag === "RateLimited" ? { retry_after_seconds: error.retry_after_seconds } : {})
+        const response = errorResponse(status, error.code, error.message, error._tag === "RateLimited" ? { retry_after_seconds: error.retry_after_seconds } : {})
+        return status === 401 ? HttpServerResponse.setHeaders(response, KEY_EXPECTED) : response
       }
       const principal = refused.right
+      // Results a tool holds are given back when this request's scope closes, once its reply is written.
+      const requestScope = yield* Effect.scope
       const body = yield* Effect.either(request.json)
       if (body._tag === "Left") return jsonRpcError(400, -32700, "Parse error: the body is not JSON")
       // One message per POST (MCP 2025-06-18 dropped batches), so each tool call is one audit row.
@@ -174,28 +88,28 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       server.setRequestHandler(CallToolRequestSchema, (message) => {
         const tool = offered(message.params.name) ? byName.get(message.params.name) : undefined
         if (tool === undefined) return toolError({ code: "unknown_tool", message: `There is no tool named ${message.params.name}` })
-        return Effect.runPromise(call(info, principal, tool, message.params.arguments))
+        return Effect.runPromise(Scope.extend(call(info, principal, tool, message.params.arguments), requestScope))
       })
       const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
       const web = new Request(new URL(request.url, "http://localhost"), {
         method: "POST",
         headers: Object.entries(request.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, value] as [string, string]]))
       })
-      // Replies are whole JSON documents (enableJsonResponse), so they are read here rather than streamed through.
+      // Replies are whole JSON documents (enableJsonResponse), so they are read here rather than streamed through, as bytes: a large result is not decoded and encoded again.
       const answered = yield* Effect.tryPromise(async () => {
         await server.connect(transport)
         try {
           const response = await transport.handleRequest(web, { parsedBody: body.right })
-          return { status: response.status, headers: Object.fromEntries(response.headers), text: await response.text() }
+          return { status: response.status, headers: Object.fromEntries(response.headers), body: new Uint8Array(await response.arrayBuffer()) }
         } finally {
           await server.close()
         }
       }).pipe(Effect.tapError((error) => Effect.logError("MCP message failed", error.cause)), Effect.either)
       if (answered._tag === "Left") return jsonRpcError(500, -32603, "Internal error; the gateway's log has the details")
       const reply = answered.right
-      return reply.text.length === 0
+      return reply.body.length === 0
         ? HttpServerResponse.empty({ status: reply.status, headers: reply.headers })
-        : HttpServerResponse.text(reply.text, { status: reply.status, headers: reply.headers, contentType: reply.headers["content-type"] ?? "application/json" })
+        : HttpServerResponse.uint8Array(reply.body, { status: reply.status, headers: reply.headers, contentType: reply.headers["content-type"] ?? "application/json" })
     })
 
     yield* router.all("/mcp", handle)

@@ -1,5 +1,5 @@
-import type { Effect } from "effect"
-import { JSONSchema, type Schema } from "effect"
+import type { Effect, Scope as EffectScope } from "effect"
+import { JSONSchema, Option, type Schema, SchemaAST } from "effect"
 import type { Principal } from "../domain/Principal"
 import type { Scope } from "../domain/Scope"
 import type { QueryFacts } from "../governance/GovernedExecutor"
@@ -41,21 +41,47 @@ export interface McpTool<I = any> {
   readonly input: Schema.Schema<I, any>
   readonly output?: Schema.Schema<any, any>
   readonly annotations: ToolAnnotations
-  readonly run: (args: I, call: ToolCall) => Effect.Effect<ToolOutput, ToolFailure>
+  /** Runs in the request's scope: results it holds are given back once the reply is written. */
+  readonly run: (args: I, call: ToolCall) => Effect.Effect<ToolOutput, ToolFailure, EffectScope.Scope>
 }
 
 /** A read-only tool that returns customer data or metadata: it never changes anything and may be retried. */
 export const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }
 
+type JsonObject = { [key: string]: unknown }
 type ObjectJsonSchema = { type: "object"; [key: string]: unknown }
 const objectJsonSchema = (schema: Schema.Schema<any, any>) => JSONSchema.make(schema) as unknown as ObjectJsonSchema
+
+/** The description written on an argument itself (its property or its schema's outermost annotation), not one a refinement derived. */
+const ownDescription = (property: SchemaAST.PropertySignature) =>
+  Option.orElse(SchemaAST.getDescriptionAnnotation(property), () => SchemaAST.getDescriptionAnnotation(property.type))
+
+/**
+ * A tool's arguments as clients label them: each argument under its own name (no title a refinement
+ * derived, such as "maxLength(100000)") with the description written for it, and no $refs to follow.
+ */
+const argumentsSchema = (input: Schema.Schema<any, any>): ObjectJsonSchema => {
+  const { $defs = {}, properties = {}, ...schema } = objectJsonSchema(input) as ObjectJsonSchema & { $defs?: Record<string, JsonObject>; properties?: Record<string, JsonObject> }
+  const inline = ({ $ref, ...rest }: JsonObject): JsonObject =>
+    typeof $ref === "string" ? { ...$defs[$ref.slice("#/$defs/".length)], ...rest } : rest
+  const described = new Map(
+    SchemaAST.isTypeLiteral(input.ast) ? input.ast.propertySignatures.map((p) => [String(p.name), Option.getOrUndefined(ownDescription(p))]) : []
+  )
+  const args = Object.fromEntries(
+    Object.entries(properties).map(([name, property]) => {
+      const { title: _title, description, ...constraints } = inline(property)
+      return [name, { ...constraints, description: described.get(name) ?? description }]
+    })
+  )
+  return { ...schema, properties: args }
+}
 
 /** The tool as `tools/list` shows it, JSON Schemas derived from the same Effect schemas that decode the call. */
 export const describeTool = (tool: McpTool) => ({
   name: tool.name,
   title: tool.title,
   description: tool.description,
-  inputSchema: objectJsonSchema(tool.input),
+  inputSchema: argumentsSchema(tool.input),
   ...(tool.output !== undefined ? { outputSchema: objectJsonSchema(tool.output) } : {}),
   annotations: { title: tool.title, ...tool.annotations }
 })

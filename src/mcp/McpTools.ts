@@ -1,10 +1,22 @@
 import { Effect } from "effect"
 import type { McpTool } from "./McpTool"
+import { agentTools } from "./tools/AgentTools"
 import { connectionTools } from "./tools/ConnectionTools"
 import { exploreTools } from "./tools/ExploreTools"
 import { governanceTools } from "./tools/GovernanceTools"
 import { queryTools } from "./tools/QueryTools"
 import { schemaTools } from "./tools/SchemaTools"
+import { AgentRuns } from "../services/AgentRuns"
+import { Audit } from "../services/Audit"
+import { Budgets } from "../services/Budgets"
+import { ConnectionHealth } from "../services/ConnectionHealth"
+import { Connections } from "../services/Connections"
+import { Queries } from "../services/Queries"
+import { SchemaChanges } from "../services/SchemaChanges"
+import { SchemaContext } from "../services/SchemaContext"
+import { SchemaExplorer } from "../services/SchemaExplorer"
+import { SchemaRelations } from "../services/SchemaRelations"
+import { Schemas } from "../services/Schemas"
 
 /** The lean set (`/mcp?tools=core`), for clients that pay for every tool description in their context. */
 export const CORE_TOOLS: ReadonlySet<string> = new Set(["list_connections", "schema_search", "describe_table", "query_database"])
@@ -20,8 +32,10 @@ export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
       ...(yield* schemaTools),
       ...(yield* exploreTools),
       ...(yield* queryTools),
-      ...(yield* governanceTools).tools
+      ...(yield* governanceTools).tools,
+      ...(yield* agentTools)
     ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
-  })
+  }),
+  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Queries.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
 }) {}

@@ -11,6 +11,10 @@ import m0010 from "./0010_schema_snapshots"
 import m0011 from "./0011_schema_curation"
 import m0012 from "./0012_schema_watches"
 import m0013 from "./0013_api_key_tombstones"
+import m0014 from "./0014_audit_in_change_transactions"
+import m0015 from "./0015_audit_rollups"
+import m0016 from "./0016_agent_runs"
+import m0017 from "./0017_secrets"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -25,5 +29,9 @@ export const migrations = {
   "0010_schema_snapshots": m0010,
   "0011_schema_curation": m0011,
   "0012_schema_watches": m0012,
-  "0013_api_key_tombstones": m0013
+  "0013_api_key_tombstones": m0013,
+  "0014_audit_in_change_transactions": m0014,
+  "0015_audit_rollups": m0015,
+  "0016_agent_runs": m0016,
+  "0017_secrets": m0017
 }

@@ -57,6 +57,12 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
         left join memberships m on m.org_id = k.org_id and m.user_id = k.user_id
         where k.key_hash = ${keyHash}`.pipe(Effect.map((rows) => rows[0] ?? null))
 
+    /** System lookup by id, for work that acts with a key long after its request (an agent run's next step). */
+    const findById = (id: KeyId) =>
+      sql<KeyCredentialRow>`select ${columns}, k.key_hash, m.role from api_keys k
+        left join memberships m on m.org_id = k.org_id and m.user_id = k.user_id
+        where k.id = ${id}`.pipe(Effect.map((rows) => rows[0] ?? null))
+
     /** System lookup: the org of a key that exists or was deleted, whether or not it still opens anything. */
     const orgOfHash = (keyHash: string) =>
       sql<{ org_id: OrgId }>`select org_id from api_keys where key_hash = ${keyHash}
@@ -69,9 +75,20 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
       Effect.map((rows) => rows[0]?.exists === true)
     )
 
-    /** Registers the local key once; idempotent across restarts. */
-    const ensureLocalKey = (row: Omit<ApiKeyRow, "created_at" | "last_used_at" | "expires_at"> & { readonly key_hash: string }) =>
-      sql`insert into api_keys ${sql.insert({ ...row, kind: "local" })} on conflict (key_hash) do nothing`
+    /**
+     * Registers a local key once, idempotent across restarts and race-free across replicas: named
+     * `name`, or `name prefix` when another replica's key (each data dir has its own) holds that name.
+     * Whether the key is registered now.
+     */
+    const ensureLocalKey = (row: Omit<ApiKeyRow, "created_at" | "last_used_at" | "expires_at"> & { readonly key_hash: string }) => {
+      const register = (name: string) =>
+        sql`insert into api_keys ${sql.insert({ ...row, name, kind: "local" })} on conflict do nothing returning id`
+      return register(row.name).pipe(
+        Effect.flatMap((rows) => (rows.length > 0 ? Effect.void : register(`${row.name} ${row.prefix}`))),
+        Effect.zipRight(sql`select 1 from api_keys where key_hash = ${row.key_hash}`),
+        Effect.map((rows) => rows.length > 0)
+      )
+    }
 
     const summary = (orgId: OrgId) =>
       sql<{ total: number; admin: number; expiring_7d: number; never_used: number }>`select
@@ -81,6 +98,6 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
         count(*) filter (where last_used_at is null)::int as never_used
         from api_keys where org_id = ${orgId}`.pipe(Effect.map((rows) => rows[0]!), withOrg(orgId))
 
-    return { insert, list, remove, findByHash, orgOfHash, touch, userKeysExist, ensureLocalKey, summary } as const
+    return { insert, list, remove, findByHash, findById, orgOfHash, touch, userKeysExist, ensureLocalKey, summary } as const
   })
 }) {}

@@ -26,6 +26,10 @@ export class OrgsRepo extends Effect.Service<OrgsRepo>()("sluice/OrgsRepo", {
         withOrg(orgId)
       )
 
-    return { ensureMember, plan } as const
+    /** The user's role in the org, or null when they are not (or no longer) a member. */
+    const roleOf = (orgId: OrgId, userId: UserId) =>
+      sql<{ role: Role }>`select role from memberships where org_id = ${orgId} and user_id = ${userId}`.pipe(Effect.map((rows) => rows[0]?.role ?? null))
+
+    return { ensureMember, plan, roleOf } as const
   })
 }) {}

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto"
 import { Cache, Duration, Effect, Exit, FiberSet, Schema } from "effect"
 import { ApiKey, type CreateApiKey, CreatedApiKey, KEY_PATTERN } from "../domain/ApiKey"
-import { Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
-import { KeyId } from "../domain/Ids"
+import { Conflict, Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
+import { isLocalKeyId, KeyId } from "../domain/Ids"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
-import { ApiKeysRepo, type ApiKeyRow } from "../repos/ApiKeysRepo"
+import { ApiKeysRepo, type ApiKeyRow, type KeyCredentialRow } from "../repos/ApiKeysRepo"
 import { generateRawKey, hashesEqual, hashKey, keyPrefix } from "./KeyMaterial"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
@@ -82,28 +82,39 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     )
 
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
+      if (isLocalKeyId(id)) {
+        return yield* new Conflict({
+          message:
+            "The local key cannot be deleted: this machine's web app and CLI sign in with it, and the gateway would make it again at its next start. To stop local access, start the gateway with SP_LOCAL_ACCESS=false and use keys you make"
+        })
+      }
       const removed = yield* repo.remove(principal.orgId, id).pipe(storeDown)
       yield* forgetVerified
       if (!removed) return yield* new NotFound({ message: `No API key with id ${id}` })
     })
 
+    /** A key's record if it still opens anything: known, not expired, its owner still a member. */
+    const usable = (row: KeyCredentialRow | null) => {
+      if (row === null) return Effect.fail(new InvalidApiKey({ message: "The API key is not valid (unknown or deleted)" }))
+      if (row.expires_at !== null && row.expires_at.getTime() <= Date.now()) return Effect.fail(new InvalidApiKey({ message: "The API key has expired" }))
+      if (row.role === null) return Effect.fail(new InvalidApiKey({ message: "The API key's owner is no longer a member of its organization" }))
+      return Effect.succeed(row as KeyCredentialRow & { readonly role: NonNullable<KeyCredentialRow["role"]> })
+    }
+
+    /** A key's record by id, checked as `verify` checks a raw key: for work that acts with it after its request ended. */
+    const current = (id: KeyId) => repo.findById(id).pipe(storeDown, Effect.flatMap(usable))
+
+    // Untraced: it runs on every request, and a span per call is measurable CPU (bench/README.md).
     /** Raw key → its record; every refusal says why without echoing the key. */
-    const verify = Effect.fn("ApiKeys.verify")(function* (raw: string) {
+    const verify = Effect.fnUntraced(function* (raw: string) {
       if (!KEY_PATTERN.test(raw)) {
         return yield* new InvalidApiKey({ message: "The API key is malformed: expected sp_ followed by 32 hexadecimal characters" })
       }
       const hash = hashKey(raw)
-      const row = yield* byHash.get(hash).pipe(storeDown)
-      if (row === null || !hashesEqual(row.key_hash, hash)) {
-        return yield* new InvalidApiKey({ message: "The API key is not valid (unknown or deleted)" })
-      }
+      // Callers with the same key share one lookup: interrupting its starter (a client gone) must not interrupt the others.
+      const found = yield* byHash.get(hash).pipe(Effect.uninterruptible, Effect.disconnect, storeDown)
+      const row = yield* usable(found !== null && hashesEqual(found.key_hash, hash) ? found : null)
       const now = Date.now()
-      if (row.expires_at !== null && row.expires_at.getTime() <= now) {
-        return yield* new InvalidApiKey({ message: "The API key has expired" })
-      }
-      if (row.role === null) {
-        return yield* new InvalidApiKey({ message: "The API key's owner is no longer a member of its organization" })
-      }
       const lastUsed = Math.max(row.last_used_at?.getTime() ?? 0, lastTouched.get(row.id) ?? 0)
       if (now - lastUsed > LAST_USED_RESOLUTION_MS) {
         lastTouched.set(row.id, now)
@@ -116,7 +127,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     const orgOf = (raw: string) =>
       KEY_PATTERN.test(raw) ? repo.orgOfHash(hashKey(raw)).pipe(Effect.orElseSucceed(() => null)) : Effect.succeed(null)
 
-    return { create, list, remove, verify, orgOf, forgetVerified, userKeysExist } as const
+    return { create, list, remove, verify, current, orgOf, forgetVerified, userKeysExist } as const
   }),
   dependencies: [ApiKeysRepo.Default]
 }) {}

@@ -1,10 +1,11 @@
-import { Effect, Schema, Stream } from "effect"
+import { Context, Effect, Schema, Stream } from "effect"
 import { AuditWriter } from "../../actors/AuditWriter"
 import type { DbType } from "../domain/Connection"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
-import { type AuditFilter, type AuditInsert, AuditRepo, type AuditRow } from "../repos/AuditRepo"
+import { type ChangeRecord, PendingChange } from "../repos/ChangeRecord"
+import { type AuditFilter, type AuditInsert, AuditRepo, type AuditRow, storableAuditRow } from "../repos/AuditRepo"
 import { storeUnavailable } from "./StoreUnavailable"
 
 const MAX_BIGINT = 9223372036854775807n
@@ -13,7 +14,7 @@ const Cursor = Schema.Tuple(AuditId)
 const storeDown = storeUnavailable("audit log")
 
 const CSV_COLUMNS = [
-  "id", "timestamp", "principal", "key_id", "user_id", "event_type", "method", "route", "status", "connection",
+  "id", "timestamp", "principal", "key_id", "key_name", "user_id", "event_type", "method", "route", "status", "connection",
   "sql", "outcome", "block_reason", "rows", "duration_ms", "client_ip", "user_agent", "request_id", "details"
 ] as const
 
@@ -25,6 +26,20 @@ export const csvCell = (value: unknown): string => {
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
 
+export type { ChangeRecord }
+
+const redacted = (dialect: DbType | null, row: AuditInsert): AuditInsert =>
+  row.sql === null ? row : { ...row, sql: redactSqlLiterals(row.sql, dialect) }
+
+/**
+ * For a request that may change state: its row (as known so far) is committed with the first change
+ * it makes, redacted every dialect's way, and completed by `complete` when it answers.
+ */
+export const changeRecord = (row: () => AuditInsert): ChangeRecord => ({ row: () => storableAuditRow(redacted(null, row())), state: { _tag: "open" } })
+
+/** `context` with the request's change record, which the store's writes find and commit with their change. */
+export const withChangeRecord = <R>(context: Context.Context<R>, record: ChangeRecord) => Context.add(context, PendingChange, record)
+
 const toEntry = ({ org_id: _org, ...entry }: AuditRow) => entry
 
 export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
@@ -33,8 +48,15 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
     const repo = yield* AuditRepo
 
     /** Durably records events in one commit; SQL is stored with its string literals redacted as the dialect reads them (every dialect's way when unknown). */
-    const record = (dialect: DbType | null, ...rows: ReadonlyArray<AuditInsert>) =>
-      writer.write(rows.map((row) => (row.sql === null ? row : { ...row, sql: redactSqlLiterals(row.sql, dialect) }))).pipe(storeDown)
+    const record = (dialect: DbType | null, ...rows: ReadonlyArray<AuditInsert>) => writer.write(rows.map((row) => redacted(dialect, row))).pipe(storeDown)
+
+    /** Completes a request's row that was committed with its change (final status, duration, what it learned) and records its other rows. */
+    const complete = (id: string, dialect: DbType | null, row: AuditInsert, ...others: ReadonlyArray<AuditInsert>) =>
+      repo.complete(id, storableAuditRow(redacted(dialect, row))).pipe(
+        storeDown,
+        // The change's transaction did not commit after all: the row is written as any other.
+        Effect.flatMap((completed) => (completed ? record(dialect, ...others) : record(dialect, row, ...others)))
+      )
 
     const list = Effect.fn("Audit.list")(function* (
       principal: Principal,
@@ -70,7 +92,7 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
       return text.pipe(Stream.map((chunk) => encoder.encode(chunk)))
     }
 
-    return { record, list, stats, exportRows } as const
+    return { record, complete, list, stats, exportRows } as const
   }),
   dependencies: [AuditWriter.Default, AuditRepo.Default]
 }) {}

@@ -14,8 +14,11 @@ export interface Credential {
   readonly token: string | null
   /** The direct peer is loopback and no proxy header claims another origin. */
   readonly localPeer: boolean
-  /** Only API keys are accepted (MCP): a session token is refused. */
-  readonly keysOnly?: boolean
+  /**
+   * MCP: only API keys are accepted (a session token is refused), and a keyless client on this
+   * machine is the local admin only until someone makes the first key.
+   */
+  readonly surface?: "mcp"
 }
 
 const MEMBER_SESSION_SCOPES: ReadonlyArray<Scope> = ["read", "query", "write", "execute", "agent:run"]
@@ -95,14 +98,19 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
       role: "admin"
     }
 
+    const keyRequired = Effect.fail(new Unauthenticated({ message: "An API key is required: send it as x-api-key or Authorization: Bearer" }))
+
+    /** Local access, decided here for every surface: keyless, from this machine, when SP_LOCAL_ACCESS allows it. */
+    const localAdmin = (credential: Credential) => {
+      if (!config.localAccess || !credential.localPeer) return keyRequired
+      if (credential.surface !== "mcp") return Effect.succeed(local)
+      return Effect.flatMap(keys.userKeysExist, (exist) => (exist ? keyRequired : Effect.succeed(local)))
+    }
+
     const authenticate = (credential: Credential): Effect.Effect<Principal, Unauthenticated | InvalidApiKey | Unavailable> => {
       const token = credential.token
-      if (token === null || token.length === 0) {
-        return config.localAccess && credential.localPeer
-          ? Effect.succeed(local)
-          : Effect.fail(new Unauthenticated({ message: "An API key is required: send it as x-api-key or Authorization: Bearer" }))
-      }
-      if (credential.keysOnly && !token.startsWith("sp_") && looksLikeJwt(token)) {
+      if (token === null || token.length === 0) return localAdmin(credential)
+      if (credential.surface === "mcp" && !token.startsWith("sp_") && looksLikeJwt(token)) {
         return Effect.fail(new Unauthenticated({ message: "MCP takes API keys only (x-api-key or Authorization: Bearer sp_…); session tokens are for the web app" }))
       }
       if (token.startsWith("sp_") || Option.isNone(jwks) || !looksLikeJwt(token)) return fromKey(token)
@@ -112,7 +120,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
     /** Where a refused credential belongs, when the store knows: only a key's own record says (a token's claims are unverified). */
     const orgOfRefused = (token: string | null) => (token === null ? Effect.succeed(null) : keys.orgOf(token))
 
-    return { authenticate, orgOfRefused, local } as const
+    return { authenticate, orgOfRefused } as const
   }),
   dependencies: [ApiKeys.Default, OrgsRepo.Default]
 }) {}

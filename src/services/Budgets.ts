@@ -105,46 +105,70 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
       yield* forgetAll
     })
 
-    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
     /**
-     * Holds one query and up to `rowLimit` rows of every budget the query draws from, atomically in
-     * the store, until the scope ends; refuses with budget_exhausted when one of them is spent. What
-     * is not settled by then (a query that failed or never ran) is given back.
+     * Holds one query and up to `rowLimit` rows of every budget in `ids`, atomically in the store;
+     * refuses with budget_exhausted when one of them is spent. `giveBack` returns what was not settled.
      */
-    const reserve = Effect.fnUntraced(function* (
+    const hold = (principal: Principal, ids: ReadonlyArray<string>, rowLimit: number) =>
+      Effect.gen(function* () {
+        const rows = yield* repo.reserve(principal.orgId, ids, rowLimit).pipe(storeDown)
+        if (rows.length === 0) return { reservation: unbudgeted(rowLimit), giveBack: Effect.void }
+        if (!rows[0]!.granted) {
+          const row = rows.find((r) => spent(r) !== undefined) ?? rows[0]!
+          const owner = row.session !== null ? `session "${row.session}"` : "this API key"
+          return yield* new BudgetExhausted({ message: `The budget of ${owner} is spent (${spent(row) ?? "a limit"})`, budget_id: row.id })
+        }
+        const held = rows.map((r) => r.id)
+        const heldRows = rows[0]!.held_rows
+        let settled = false
+        const settle = (usage: Usage) =>
+          Effect.suspend(() => {
+            settled = true
+            return repo.settle(principal.orgId, held, heldRows, usage).pipe(storeDown)
+          }).pipe(Effect.uninterruptible)
+        const reservation: Reservation = {
+          rowCap: heldRows,
+          settle: (usage: Usage) =>
+            Effect.map(settle(usage), (charged) => {
+              const first = charged.find((c) => c.id === held[0]) ?? charged[0]
+              return first === undefined ? null : toBudget(first)
+            })
+        }
+        return { reservation, giveBack: Effect.suspend(() => (settled ? Effect.void : Effect.ignoreLogged(settle(NOTHING)))) }
+      })
+
+    const applicable = (principal: Principal, session: string | undefined) => applicableCache.get(applicableKey(principal.orgId, principal.keyId, session ?? null))
+
+    // No span, and no region at all for a query no budget applies to: this runs on every query (bench/README.md).
+    /** Runs `use` under a reservation of the query and its rows (see `hold`); what `use` did not settle is given back when it ends. */
+    const withReservation = <A, E, R>(
       principal: Principal,
       session: string | undefined,
-      rowLimit: number
-    ): Effect.fn.Return<Reservation, BudgetExhausted | Unavailable, Scope.Scope> {
-      const ids = yield* applicableCache.get(applicableKey(principal.orgId, principal.keyId, session ?? null))
-      if (ids.length === 0) return unbudgeted(rowLimit)
-      const rows = yield* repo.reserve(principal.orgId, ids, rowLimit).pipe(storeDown)
-      if (rows.length === 0) return unbudgeted(rowLimit)
-      if (!rows[0]!.granted) {
-        const row = rows.find((r) => spent(r) !== undefined) ?? rows[0]!
-        const owner = row.session !== null ? `session "${row.session}"` : "this API key"
-        return yield* new BudgetExhausted({ message: `The budget of ${owner} is spent (${spent(row) ?? "a limit"})`, budget_id: row.id })
-      }
-      const held = rows.map((r) => r.id)
-      const heldRows = rows[0]!.held_rows
-      let settled = false
-      const settle = (usage: Usage) =>
-        Effect.suspend(() => {
-          settled = true
-          return repo.settle(principal.orgId, held, heldRows, usage).pipe(storeDown)
-        }).pipe(Effect.uninterruptible)
-      yield* Effect.addFinalizer(() => (settled ? Effect.void : Effect.ignoreLogged(settle(NOTHING))))
-      return {
-        rowCap: heldRows,
-        settle: (usage: Usage) =>
-          Effect.map(settle(usage), (charged) => {
-            const first = charged.find((c) => c.id === held[0]) ?? charged[0]
-            return first === undefined ? null : toBudget(first)
-          })
-      }
-    }, Effect.uninterruptible)
+      rowLimit: number,
+      use: (reservation: Reservation) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | BudgetExhausted | Unavailable, R> =>
+      Effect.flatMap(applicable(principal, session), (ids) =>
+        ids.length === 0
+          ? use(unbudgeted(rowLimit))
+          : Effect.acquireUseRelease(
+              hold(principal, ids, rowLimit),
+              (held) => use(held.reservation),
+              (held) => held.giveBack
+            )
+      )
 
-    return { create, list, get, remove, reserve } as const
+    /** The same reservation held until the caller's scope ends: for a stream, whose rows are charged when they end. */
+    const reserve = (principal: Principal, session: string | undefined, rowLimit: number): Effect.Effect<Reservation, BudgetExhausted | Unavailable, Scope.Scope> =>
+      Effect.flatMap(applicable(principal, session), (ids) =>
+        ids.length === 0
+          ? Effect.succeed(unbudgeted(rowLimit))
+          : Effect.map(
+              Effect.acquireRelease(hold(principal, ids, rowLimit), (held) => held.giveBack),
+              (held) => held.reservation
+            )
+      )
+
+    return { create, list, get, remove, withReservation, reserve } as const
   }),
   dependencies: [BudgetsRepo.Default]
 }) {}

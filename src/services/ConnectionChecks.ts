@@ -68,16 +68,21 @@ export class ConnectionChecks extends Effect.Service<ConnectionChecks>()("sluice
         onTimeout: () => new ConnectorError({ step: "timeout", message: "The database did not answer in time" })
       })
 
-    /** Pings through the connection's shared pool, as queries will; the health loop checks the same way. */
-    const ping = (target: PoolTarget) =>
+    const pingWith = (target: PoolTarget, within: typeof pools.withCheckPool) =>
       Effect.suspend(() => {
         const started = performance.now()
-        return pools.withPool(target, (pool) => pool.ping).pipe(
+        return within(target, (pool) => pool.ping).pipe(
           withDeadline(target),
           Effect.either,
           Effect.map((result) => outcome(started, result))
         )
       })
+
+    /** A person's Test pings through the connection's shared pool, as the queries that follow will. */
+    const ping = (target: PoolTarget) => pingWith(target, pools.withPool)
+
+    /** The health loop's ping: through the pool open for requests, or a connection of its own closed after it (ConnectorPools.withCheckPool). */
+    const check = (target: PoolTarget) => pingWith(target, pools.withCheckPool)
 
     /** A person's Test also counts as a health check, so a new connection's health is known now rather than at the next round. */
     const test = Effect.fn("ConnectionChecks.test")(function* (principal: Principal, name: string) {
@@ -172,7 +177,10 @@ export class ConnectionChecks extends Effect.Service<ConnectionChecks>()("sluice
       return finish()
     })
 
-    return { ping, test, testCredentials, diagnose } as const
+    /** The org's open pools and how busy each is. */
+    const poolStats = (principal: Principal) => ({ pools: pools.stats(principal.orgId) })
+
+    return { ping, check, test, testCredentials, diagnose, poolStats } as const
   }),
-  dependencies: [ConnectionHealthRepo.Default]
+  dependencies: [ConnectionHealthRepo.Default, Connections.Default, ConnectorPools.Default]
 }) {}

@@ -1,5 +1,5 @@
 import { Effect, Option, Schema } from "effect"
-import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
+import { ConnectorPools, type PoolTarget, serverOf } from "../../layers/connectors/ConnectorPools"
 import type { DbType } from "../domain/Connection"
 import { type ConnectionHealth as Health, HEALTH_STATUSES, type HealthStatus } from "../domain/ConnectionHealth"
 import type { Principal } from "../domain/Principal"
@@ -10,6 +10,8 @@ import { Connections } from "./Connections"
 import { storeUnavailable } from "./StoreUnavailable"
 
 const CONCURRENCY = 8
+// Pings sent to one database server at once, however many connections name it.
+const PINGS_PER_SERVER = 2
 const DEFAULT_WINDOW_MINUTES = 60
 const SLOW_P95_MS = 1_000
 const Cursor = Schema.Tuple(Schema.String)
@@ -49,16 +51,24 @@ export class ConnectionHealth extends Effect.Service<ConnectionHealth>()("sluice
     const pools = yield* ConnectorPools
     const repo = yield* ConnectionHealthRepo
 
-    /** One round: pings every connection of every org, a few at a time, and records all results in one write. */
+    /** One round: pings every connection of every org, a few at a time (at most two per server), and records all results in one write. */
     const checkAll = Effect.gen(function* () {
       const all = yield* connections.everyTarget
+      const lanes = new Map<string, Effect.Semaphore>()
+      const inLane = (target: PoolTarget) => <A, E>(ping: Effect.Effect<A, E>) => {
+        const server = serverOf(target)
+        if (server === null) return ping
+        let lane = lanes.get(server)
+        if (lane === undefined) lanes.set(server, (lane = Effect.unsafeMakeSemaphore(PINGS_PER_SERVER)))
+        return lane.withPermits(1)(ping)
+      }
       const results = yield* Effect.forEach(
         all,
         ({ row, target }): Effect.Effect<HealthCheck> => {
           return Option.match(target, {
             onNone: () =>
               Effect.succeed(asHealthCheck(row.org_id, row.id, { ok: false, latency_ms: 0, step: "config", error: "The stored credentials could not be decrypted" })),
-            onSome: (t) => Effect.map(checks.ping(t), (outcome) => asHealthCheck(row.org_id, row.id, outcome))
+            onSome: (t) => Effect.map(inLane(t)(checks.check(t)), (outcome) => asHealthCheck(row.org_id, row.id, outcome))
           })
         },
         { concurrency: CONCURRENCY }
@@ -114,5 +124,5 @@ export class ConnectionHealth extends Effect.Service<ConnectionHealth>()("sluice
 
     return { checkAll, list, of, history, stats, pruneBefore: repo.pruneBefore } as const
   }),
-  dependencies: [ConnectionHealthRepo.Default]
+  dependencies: [ConnectionHealthRepo.Default, ConnectionChecks.Default, Connections.Default, ConnectorPools.Default]
 }) {}

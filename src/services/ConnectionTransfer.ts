@@ -103,5 +103,6 @@ export class ConnectionTransfer extends Effect.Service<ConnectionTransfer>()("sl
     })
 
     return { exportAll, importAll } as const
-  })
+  }),
+  dependencies: [Connections.Default]
 }) {}

@@ -318,7 +318,10 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
           const input = yield* placeLocalFile(body)
           const secrets = splitSecrets(input).secrets
           const existing = rows.find((row) => row.name === input.name)
-          if (existing === undefined) yield* insert(LOCAL_ORG, input, secrets, "env")
+          if (existing === undefined) {
+            // Replicas starting together mirror the same variables: the one that inserted it first has done this one's work.
+            yield* insert(LOCAL_ORG, input, secrets, "env").pipe(Effect.catchTag("Conflict", () => Effect.void))
+          }
           else if (existing.source === "api") {
             yield* Effect.logWarning(`SP_CONNECTION_${input.name.toUpperCase()} is ignored: a connection named "${input.name}" was created through the API`)
           } else {
@@ -345,5 +348,5 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
 
     return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetIn, dialectIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
   }),
-  dependencies: [ConnectionsRepo.Default]
+  dependencies: [ConnectionsRepo.Default, ConnectorPools.Default, CredentialCipher.Default, ResultCache.Default]
 }) {}

@@ -1,8 +1,8 @@
 import * as path from "node:path"
-import { Effect, Option } from "effect"
+import { Data, Effect, Option } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { KEY_PATTERN } from "../domain/ApiKey"
-import { KeyId, LOCAL_ORG, LOCAL_USER } from "../domain/Ids"
+import { LOCAL_ORG, LOCAL_USER, localKeyId } from "../domain/Ids"
 import { ALL_SCOPES } from "../domain/Scope"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo"
 import { OrgsRepo } from "../repos/OrgsRepo"
@@ -10,6 +10,9 @@ import { generateRawKey, hashKey, keyPrefix } from "./KeyMaterial"
 import { readOrCreateSecretFile } from "./SecretFile"
 
 const LOCAL_KEY_FILE = ".local_api_key"
+const LOCAL_KEY_NAME = "local"
+
+export class LocalKeyUnregistered extends Data.TaggedError("LocalKeyUnregistered")<{ readonly message: string }> {}
 
 /** Reads the local key from the data dir, creating it (mode 600) on first start. */
 const readOrCreateLocalKey = (dataDir: string) =>
@@ -26,15 +29,21 @@ export class LocalAccess extends Effect.Service<LocalAccess>()("sluice/LocalAcce
     const keys = yield* ApiKeysRepo
     const raw = yield* readOrCreateLocalKey(config.dataDir)
     const hash = hashKey(raw)
-    yield* keys.ensureLocalKey({
-      id: KeyId.make(`key_local_${hash.slice(0, 16)}`),
+    const prefix = keyPrefix(raw)
+    const registered = yield* keys.ensureLocalKey({
+      id: localKeyId(hash),
       org_id: LOCAL_ORG,
       user_id: LOCAL_USER,
-      name: "local",
-      prefix: keyPrefix(raw),
+      name: LOCAL_KEY_NAME,
+      prefix,
       scopes: ALL_SCOPES,
       key_hash: hash
     })
+    if (!registered) {
+      return yield* new LocalKeyUnregistered({
+        message: `the local key cannot be registered: keys named "${LOCAL_KEY_NAME}" and "${LOCAL_KEY_NAME} ${prefix}" exist; delete one of them`
+      })
+    }
     return { localKey: Option.some(raw) }
   }),
   dependencies: [OrgsRepo.Default, ApiKeysRepo.Default]

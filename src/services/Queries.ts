@@ -20,11 +20,19 @@ interface QueryContext {
   readonly recheck?: Effect.Effect<unknown, { readonly code: string; readonly message: string }>
 }
 
+/** A governed query that is one of several a request runs (samples, explorations, PII detection): each reports its facts with its own SQL. */
+export interface ChildQueryContext {
+  readonly surface: Surface
+  readonly requestId: string
+  readonly report: (facts: QueryFacts, sql: string) => Effect.Effect<void>
+  readonly session?: string | undefined
+}
+
 // Keys are cached for 500 ms, so a key deleted anywhere stops its streams within 1.5 s.
 const RECHECK_INTERVAL = Duration.seconds(1)
 
-/** Fails when `recheck` does, checking once a `RECHECK_INTERVAL`. */
-const credentialLost = (recheck: NonNullable<QueryContext["recheck"]>) =>
+/** Fails when `recheck` does, checking once a `RECHECK_INTERVAL`: a stream interrupted by it ends when its credential does. */
+export const credentialLost = (recheck: NonNullable<QueryContext["recheck"]>) =>
   Effect.forever(Effect.delay(recheck, RECHECK_INTERVAL)).pipe(
     Effect.mapError((error) => ({ code: error.code, message: `The stream stopped: ${error.message}` }))
   )
@@ -91,17 +99,32 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       }
     }
 
-    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
-    const run = Effect.fnUntraced(function* (principal: Principal, request: QueryRequest, context: QueryContext) {
-      const query = yield* prepare(principal, request, context)
-      const reservation = yield* budgets.reserve(principal, request.session, query.rowLimit)
-      const facts = factsOf(context)
-      const outcome = yield* executor.run({ ...query, rowLimit: reservation.rowCap }, facts.report)
-      const usage = usageOf(outcome, outcome.columns.length)
-      const budget = yield* reservation.settle(usage)
-      yield* facts.charged(budget, usage)
-      return { ...outcome, budget }
-    }, Effect.scoped)
+    /**
+     * Runs the statement under the caller's budgets (what it did not spend is given back when it
+     * ends). The result's share of the result memory and the pool's reference are held in the
+     * caller's scope: for a request, until its response has been written.
+     */
+    const run = (principal: Principal, request: QueryRequest, context: QueryContext) =>
+      Effect.flatMap(prepare(principal, request, context), (query) =>
+        budgets.withReservation(principal, request.session, query.rowLimit, (reservation) =>
+          Effect.gen(function* () {
+            const facts = factsOf(context)
+            const outcome = yield* executor.run({ ...query, rowLimit: reservation.rowCap }, facts.report)
+            const usage = usageOf(outcome, outcome.columns.length)
+            const budget = yield* reservation.settle(usage)
+            yield* facts.charged(budget, usage)
+            return { ...outcome, budget }
+          })
+        )
+      )
+
+    /** `run` for one of a request's several queries, at most `rowLimit` rows, audited under the request with its own SQL. */
+    const runChild = (principal: Principal, connectionName: string, sql: string, rowLimit: number, context: ChildQueryContext) =>
+      run(
+        principal,
+        { connection_name: connectionName, sql, row_limit: rowLimit, ...(context.session === undefined ? {} : { session: context.session }) },
+        { surface: context.surface, requestId: context.requestId, report: (facts) => context.report(facts, sql) }
+      )
 
     /**
      * `run` with the rows sent as they are read. Refusals and a statement that fails before its
@@ -147,7 +170,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       return { invalidated: yield* cache.invalidate(principal.orgId, connectionId) }
     })
 
-    return { run, stream, explain, cacheStats, invalidateCache } as const
+    return { run, runChild, stream, explain, cacheStats, invalidateCache } as const
   }),
-  dependencies: [GovernedExecutor.Default, ResultCache.Default, Budgets.Default]
+  dependencies: [GovernedExecutor.Default, ResultCache.Default, Budgets.Default, Connections.Default, Schemas.Default, Settings.Default]
 }) {}

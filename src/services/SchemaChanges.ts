@@ -54,5 +54,5 @@ export class SchemaChanges extends Effect.Service<SchemaChanges>()("sluice/Schem
 
     return { liveDiff, compare, history } as const
   }),
-  dependencies: [SchemaRepo.Default]
+  dependencies: [SchemaRepo.Default, Connections.Default, Schemas.Default]
 }) {}

@@ -62,5 +62,6 @@ export class SchemaContext extends Effect.Service<SchemaContext>()("sluice/Schem
     })
 
     return { link, forAgent } as const
-  })
+  }),
+  dependencies: [Schemas.Default]
 }) {}

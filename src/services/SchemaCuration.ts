@@ -218,5 +218,5 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
 
     return { endorsements, putEndorsements, annotations, generateAnnotations, refine, correctColumns, enriched, semanticModel, putSemanticModel, generateSemanticModel } as const
   }),
-  dependencies: [SchemaNotesRepo.Default]
+  dependencies: [SchemaNotesRepo.Default, Connections.Default, Schemas.Default]
 }) {}

@@ -2,22 +2,14 @@ import { Effect } from "effect"
 import { InvalidRequest } from "../domain/Errors"
 import { rulesForTable } from "../domain/Pii"
 import type { Principal } from "../domain/Principal"
-import type { Surface } from "../domain/Query"
 import { type ColumnInfo, qualifiedName, type TableInfo } from "../domain/SchemaSnapshot"
 import { asText, quoteIdentifier, quoteString } from "../governance/Catalog"
-import type { QueryFacts } from "../governance/GovernedExecutor"
 import { findColumn, findTable } from "../schema/SchemaFilter"
 import { Connections } from "./Connections"
-import { Queries } from "./Queries"
+import { type ChildQueryContext, Queries } from "./Queries"
 import { Schemas, type SchemaView } from "./Schemas"
 
 /** Where the explorer's governed queries report, each to be audited as its own row. */
-export interface ExploreContext {
-  readonly surface: Surface
-  readonly requestId: string
-  readonly report: (facts: QueryFacts, sql: string) => Effect.Effect<void>
-  readonly session?: string | undefined
-}
 
 const VALUE_ROWS = 200
 const DEFAULT_VALUE_LIMIT = 5
@@ -48,12 +40,8 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
     const queries = yield* Queries
     const connections = yield* Connections
 
-    const governed = (principal: Principal, view: SchemaView, sql: string, rowLimit: number, context: ExploreContext) =>
-      queries.run(
-        principal,
-        { connection_name: view.snapshot.connection, sql, row_limit: rowLimit, ...(context.session === undefined ? {} : { session: context.session }) },
-        { surface: context.surface, requestId: context.requestId, report: (facts) => context.report(facts, sql) }
-      )
+    const governed = (principal: Principal, view: SchemaView, sql: string, rowLimit: number, context: ChildQueryContext) =>
+      queries.runChild(principal, view.snapshot.connection, sql, rowLimit, context)
 
     const from = (view: SchemaView, table: TableInfo) => {
       const q = (id: string) => quoteIdentifier(view.connection.db_type, id)
@@ -75,14 +63,14 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
       })
 
     /** A few whole rows of the table. */
-    const samples = Effect.fn("SchemaExplorer.samples")(function* (principal: Principal, connection: string, tableName: string, limit: number, context: ExploreContext) {
+    const samples = Effect.fn("SchemaExplorer.samples")(function* (principal: Principal, connection: string, tableName: string, limit: number, context: ChildQueryContext) {
       const { view, table } = yield* open(principal, connection, tableName)
       const result = yield* governed(principal, view, `select * from ${from(view, table)}`, limit, context)
       return { connection, table: qualifiedName(table), columns: result.columns, rows: result.rows, row_count: result.row_count, pii_masked: result.pii_masked }
     })
 
     /** Up to `limit` distinct values of each column, from the first rows read. */
-    const sampleValues = Effect.fn("SchemaExplorer.sampleValues")(function* (principal: Principal, connection: string, tableName: string, limit: number, context: ExploreContext) {
+    const sampleValues = Effect.fn("SchemaExplorer.sampleValues")(function* (principal: Principal, connection: string, tableName: string, limit: number, context: ChildQueryContext) {
       const { view, table } = yield* open(principal, connection, tableName)
       const result = yield* governed(principal, view, `select * from ${from(view, table)}`, VALUE_ROWS, context)
       return {
@@ -97,7 +85,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
     const explore = Effect.fn("SchemaExplorer.explore")(function* (
       principal: Principal,
       request: { readonly connection: string; readonly table: string; readonly column: string; readonly limit: number; readonly filter_pattern?: string | undefined },
-      context: ExploreContext
+      context: ChildQueryContext
     ) {
       const { view, table } = yield* open(principal, request.connection, request.table)
       const column = yield* findColumn(table, request.column)
@@ -151,7 +139,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
         readonly include_values?: boolean | undefined
         readonly value_limit?: number | undefined
       },
-      context: ExploreContext
+      context: ChildQueryContext
     ) {
       const { view, table } = yield* open(principal, request.connection, request.table)
       const chosen: ReadonlyArray<ColumnInfo> =
@@ -212,5 +200,6 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
     })
 
     return { samples, sampleValues, explore, exploreColumns } as const
-  })
+  }),
+  dependencies: [Connections.Default, Queries.Default, Schemas.Default]
 }) {}

@@ -36,5 +36,6 @@ export class SchemaRelations extends Effect.Service<SchemaRelations>()("sluice/S
     })
 
     return { relationships, joinPaths: paths } as const
-  })
+  }),
+  dependencies: [Schemas.Default]
 }) {}

@@ -90,5 +90,5 @@ export class SchemaWatches extends Effect.Service<SchemaWatches>()("sluice/Schem
 
     return { list, create, get, remove, run, runIn, due: (limit: number) => repo.due(limit).pipe(storeDown) } as const
   }),
-  dependencies: [SchemaWatchesRepo.Default]
+  dependencies: [SchemaWatchesRepo.Default, Connections.Default, Schemas.Default]
 }) {}

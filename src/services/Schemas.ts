@@ -1,6 +1,5 @@
 import { Deferred, Effect, Either, FiberId, type Scope } from "effect"
-import type { ConnectorError } from "../../layers/connectors/Connector"
-import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
+import type { PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
 import { InvalidRequest, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
@@ -8,7 +7,7 @@ import type { OrgId } from "../domain/Ids"
 import type { PiiPolicy, PiiRule } from "../domain/Pii"
 import type { Principal } from "../domain/Principal"
 import { onQualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
-import { fromConnector } from "../governance/GovernedExecutor"
+import { CatalogReader } from "../governance/CatalogReader"
 import { EVERY_COLUMN } from "../governance/PiiMasking"
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
@@ -16,8 +15,8 @@ import { blocksThroughRelations, rulesThroughRelations } from "../governance/Vie
 import { NOTHING_REACHED, qualify, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
-import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
-import { type CatalogScan, fingerprintOf, scanCatalog } from "../schema/CatalogScan"
+import { catalogGap } from "../schema/catalog/Catalogs"
+import { type CatalogScan, fingerprintOf } from "../schema/CatalogScan"
 import { diffSchemas, visiblePart } from "../schema/SchemaDiff"
 import { searchNotes, withNotes } from "../schema/SchemaNotes"
 import { SchemaSearch } from "../schema/SchemaSearch"
@@ -26,8 +25,6 @@ import { storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("schema store")
 // Catalog reads are metadata, not results: a generous cap, and a scan that would pass it says so.
-const MAX_CATALOG_ROWS = 2_000_000
-const CATALOG_TIMEOUT_MS = 300_000
 // Another replica's newer scan is picked up within this.
 const RECHECK_MS = 2_000
 const CACHE_CAPACITY = 1_000
@@ -91,7 +88,6 @@ const notesKey = (notes: ReadonlyArray<NoteRow>) => `${notes.length}:${Math.max(
 const filtersOf = (connection: ConnectionInput) => JSON.stringify([connection.schema_include ?? [], connection.schema_exclude ?? []])
 
 type ScanError = InvalidRequest | Unavailable | QueryFailed | QueryTimeout | DatabaseUnavailable
-const scanFailure = (error: ConnectorError | InvalidRequest | Unavailable): ScanError => (error._tag === "ConnectorError" ? fromConnector(error) : error)
 
 /**
  * Schema scans, their stored snapshots and this replica's cache of them. A read of a connection
@@ -102,7 +98,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const repo = yield* SchemaRepo
     const notesRepo = yield* SchemaNotesRepo
     const connections = yield* Connections
-    const pools = yield* ConnectorPools
+    const catalog = yield* CatalogReader
     const results = yield* ResultCache
     const guard = yield* SqlGuard
     const scope: Scope.Scope = yield* Effect.scope
@@ -127,27 +123,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       return repo.load(orgId, connectionId).pipe(storeDown, Effect.map((row) => row?.tables ?? []))
     }
 
-    /** Reads the connection's catalog now, through its pool, reporting each phase. */
-    const readTables = (target: Target, progress: CatalogScan<unknown>["progress"]) =>
-      Effect.gen(function* () {
-        const queries = catalogFor(target.connection)
-        if ("needs" in queries) return yield* new InvalidRequest({ message: catalogGap(target.connection)! })
-        return yield* pools.withPool(target, (pool) =>
-          scanCatalog(queries, {
-            read: (sql) =>
-              pool.query(sql, { timeoutMs: CATALOG_TIMEOUT_MS, maxRows: MAX_CATALOG_ROWS }).pipe(
-                Effect.filterOrFail(
-                  (result) => !result.truncated,
-                  () => new InvalidRequest({ message: `The catalog lists more than ${MAX_CATALOG_ROWS} entries; narrow the scan with schema_include` })
-                ),
-                Effect.map((result) => ({ columns: result.columns.map((c) => c.name), rows: result.rows }))
-              ),
-            progress,
-            include: target.connection.schema_include,
-            exclude: target.connection.schema_exclude
-          })
-        )
-      })
+    /** Reads the connection's catalog now, reporting each phase. */
+    const readTables = (target: Target, progress: CatalogScan<unknown>["progress"]) => catalog.tables(target, progress)
 
     /** Reads the catalog and stores what it found over the previous snapshot; the change, if any, goes to the history. */
     const scan = (target: Target) =>
@@ -183,7 +160,6 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         // Checked at 0: the next read confirms it and loads its notes.
         return remember({ orgId, connectionId, header, tables, checkedAt: 0, notes: [] })
       }).pipe(
-        Effect.mapError(scanFailure),
         Effect.tapError((error) => repo.scanFinished(orgOf(target), target.connectionId, { error: error.message }).pipe(Effect.ignore))
       )
 
@@ -479,7 +455,6 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     /** The visible tables as the catalog lists them now, storing nothing (for a live diff). */
     const readLive = (target: Target) =>
       readTables(target, () => Effect.void).pipe(
-        Effect.mapError(scanFailure),
         Effect.map((tables) => {
           const shows = visibleAmong(target.connection, tables)
           return tables.filter((t) => shows(t.schema, t.name))
@@ -488,5 +463,5 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
 
     return { view, readLive, policyFor, piiFor, visibleNames, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
-  dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default, SqlGuard.Default]
+  dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default, SqlGuard.Default, CatalogReader.Default, Connections.Default, ResultCache.Default]
 }) {}

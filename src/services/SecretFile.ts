@@ -9,9 +9,7 @@ import * as path from "node:path"
 export const readOrCreateSecretFile = (file: string, make: () => string, isValid = (text: string) => text.length > 0) => {
   const existing = fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim() : null
   if (existing !== null && isValid(existing)) return existing
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`
-  fs.writeFileSync(temp, make(), { mode: 0o600 })
+  const temp = writeBeside(file, make())
   try {
     if (existing !== null) fs.renameSync(temp, file)
     else fs.linkSync(temp, file)
@@ -21,4 +19,19 @@ export const readOrCreateSecretFile = (file: string, make: () => string, isValid
     fs.rmSync(temp, { force: true })
   }
   return fs.readFileSync(file, "utf8").trim()
+}
+
+/** Puts `value` in the secret file (mode 600), replacing what it held in one rename; false when it held that already. */
+export const replaceSecretFile = (file: string, value: string) => {
+  if (fs.existsSync(file) && fs.readFileSync(file, "utf8").trim() === value) return false
+  fs.renameSync(writeBeside(file, value), file)
+  return true
+}
+
+/** `value` in a new private file next to `file` (directory 700, file 600), to be moved into place; its path. */
+const writeBeside = (file: string, value: string) => {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`
+  fs.writeFileSync(temp, value, { mode: 0o600 })
+  return temp
 }

@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { defineConfig } from "vite"
 
-// Built into dist/web, which the gateway serves on SP_WEB_PORT (layers/WebServer.ts).
+// Built into dist/web, which the gateway serves on SP_WEB_PORT (app/WebServer.ts).
 export default defineConfig({
   root: import.meta.dirname,
   base: "/",

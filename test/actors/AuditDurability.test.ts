@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto"
+import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
@@ -7,7 +8,7 @@ import { createTestDatabase, postgresAvailable, type TestDatabase } from "../sup
 const hasPostgres = await postgresAvailable()
 
 /** Load tests must not trip the per-IP limit: every request here should be a plain 200. */
-const LOAD_ENV = { SP_RATE_LIMIT_GENERAL_RPM: "1000000", SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000" }
+const LOAD_ENV = { SP_RATE_LIMIT_GENERAL_RPM: "1000000", SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000", SP_RATE_LIMIT_AUTH_RPM: "1000000", SP_PER_KEY_RPM: "1000000", SP_PER_ORG_RPM: "1000000" }
 const CONCURRENCY = 8
 const LOAD_MS = 1500
 /** On a slow machine the load keeps going (up to MAX_LOAD_MS) until enough requests were acknowledged. */
@@ -26,8 +27,15 @@ interface LoadResult {
   readonly otherStatuses: Array<number>
 }
 
+type Send = (seq: number, userAgent: string) => Promise<{ status: number; headers: Record<string, unknown> }>
+
 /** Keeps CONCURRENCY requests in flight for ~LOAD_MS, then SIGKILLs the gateway without draining. */
-const loadThenKill = async (gateway: Gateway, key: string, tag: string): Promise<LoadResult> => {
+const loadThenKill = async (
+  gateway: Gateway,
+  key: string,
+  tag: string,
+  send: Send = (_, userAgent) => request(gateway.url, "/api/plan", { key, headers: { "user-agent": userAgent } })
+): Promise<LoadResult> => {
   const acknowledged: Array<string> = []
   const otherStatuses: Array<number> = []
   let failed = 0
@@ -38,7 +46,8 @@ const loadThenKill = async (gateway: Gateway, key: string, tag: string): Promise
     while (!stop) {
       pending++
       try {
-        const res = await request(gateway.url, "/api/plan", { key, headers: { "user-agent": `${tag}-${seq++}` } })
+        const n = seq++
+        const res = await send(n, `${tag}-${n}`)
         if (res.status >= 200 && res.status < 300) acknowledged.push(requestId(res.headers))
         else otherStatuses.push(res.status)
       } catch {
@@ -175,5 +184,138 @@ describe("audit durability on the embedded store", () => {
     const stored = new Set(rows.filter((r) => r.user_agent?.startsWith(`${tag}-`)).map((r) => r.request_id))
     const missing = result.acknowledged.filter((id) => !stored.has(id))
     expect(missing, `${missing.length} of ${result.acknowledged.length} acknowledged requests have no audit row`).toEqual([])
+  })
+})
+
+/** Mixed load: reads, audit reads, and key and connection creations, each named after its request's user agent. */
+const mixed =
+  (gateway: Gateway, key: string): Send =>
+  (seq, userAgent) => {
+    const headers = { "user-agent": userAgent }
+    switch (seq % 4) {
+      case 0:
+        return request(gateway.url, "/api/plan", { key, headers })
+      case 1:
+        return request(gateway.url, "/api/keys", { key, headers, body: { name: userAgent, scopes: ["read"] } })
+      case 2:
+        return request(gateway.url, "/api/connections", { key, headers, body: { name: userAgent, db_type: "sqlite", database: `${userAgent}.db` } })
+      default:
+        return request(gateway.url, "/api/audit?limit=5", { key, headers })
+    }
+  }
+
+interface Stored {
+  readonly auditAgents: ReadonlySet<string>
+  readonly auditRequestIds: ReadonlySet<string>
+  readonly keys: ReadonlyArray<string>
+  readonly connections: ReadonlyArray<string>
+}
+
+/** Every acknowledged request has its row, and every key and connection that exists has the row of the request that made it. */
+const expectEverythingOnRecord = (result: LoadResult, stored: Stored) => {
+  const missing = result.acknowledged.filter((id) => !stored.auditRequestIds.has(id))
+  expect(missing, `${missing.length} of ${result.acknowledged.length} acknowledged requests have no audit row`).toEqual([])
+  const unrecorded = [...stored.keys, ...stored.connections].filter((name) => !stored.auditAgents.has(name))
+  expect(unrecorded, `${unrecorded.length} changes exist without an audit row`).toEqual([])
+  expect(stored.keys.length + stored.connections.length).toBeGreaterThan(10)
+}
+
+describe.skipIf(!hasPostgres)("changes and their audit rows on PostgreSQL", () => {
+  const databases: Array<TestDatabase> = []
+  const gateways: Array<Gateway> = []
+  afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.kill()))
+    await Promise.all(databases.map((d) => d.drop()))
+  })
+
+  const start = async () => {
+    const database = await createTestDatabase()
+    databases.push(database)
+    const gateway = await startGateway({ databaseUrl: database.url, env: LOAD_ENV })
+    gateways.push(gateway)
+    return { database, gateway, key: await localKey(gateway) }
+  }
+
+  it("a change commits with its audit row: while audit writes stall, a created key does not exist yet, and a kill leaves neither", async () => {
+    const { database, gateway, key } = await start()
+    const name = `stalled-${randomBytes(4).toString("hex")}`
+    const admin = new pg.Client({ connectionString: database.url })
+    await admin.connect()
+    try {
+      await admin.query("begin")
+      await admin.query("lock table gateway_audit_logs in exclusive mode")
+      const creating = request(gateway.url, "/api/keys", { key, headers: { "user-agent": name }, body: { name, scopes: ["read"] } }).catch(() => null)
+      await sleep(700)
+      const keys = await database.query("select name from api_keys where name = $1", [name])
+      await gateway.kill()
+      await admin.query("rollback")
+      await creating
+      const rows = await database.query("select id from gateway_audit_logs where user_agent = $1", [name])
+      const after = await database.query("select name from api_keys where name = $1", [name])
+      expect({ keyWhileStalled: keys.length, keyAfterKill: after.length, rows: rows.length }).toEqual({ keyWhileStalled: 0, keyAfterKill: 0, rows: 0 })
+    } finally {
+      await admin.end()
+    }
+  })
+
+  it("the row committed with a change is completed with the answer's status and duration", async () => {
+    const { database, gateway, key } = await start()
+    const name = `completed-${randomBytes(4).toString("hex")}`
+    const created = await request(gateway.url, "/api/keys", { key, headers: { "user-agent": name }, body: { name, scopes: ["read"] } })
+    expect(created.status).toBe(201)
+    const rows = await database.query("select status, outcome, event_type, method, route, request_id, duration_ms from gateway_audit_logs where user_agent = $1", [name])
+    expect(rows).toEqual([
+      { status: 201, outcome: "success", event_type: "api", method: "POST", route: "/api/keys", request_id: created.headers["x-request-id"], duration_ms: expect.any(Number) }
+    ])
+    expect(rows[0].duration_ms).toBeGreaterThan(0)
+    // A refused change leaves one row with the refusal, and nothing else.
+    const twin = await request(gateway.url, "/api/keys", { key, headers: { "user-agent": name }, body: { name, scopes: ["read"] } })
+    expect(twin.status).toBe(409)
+    const all = await database.query("select status from gateway_audit_logs where user_agent = $1 order by id", [name])
+    expect(all.map((r) => r.status)).toEqual([201, 409])
+  })
+
+  it("kill -9 under mixed load: every acknowledged request and every committed change has its audit row", async () => {
+    const { database, gateway, key } = await start()
+    const tag = `mixed-pg-${randomBytes(4).toString("hex")}`
+    const result = await loadThenKill(gateway, key, tag, mixed(gateway, key))
+    expectLoadMeaningful(result)
+    const rows = await database.query<{ request_id: string; user_agent: string }>("select request_id, user_agent from gateway_audit_logs where user_agent like $1", [`${tag}-%`])
+    const names = async (table: string) => (await database.query<{ name: string }>(`select name from ${table} where name like $1`, [`${tag}-%`])).map((r) => r.name)
+    expectEverythingOnRecord(result, {
+      auditAgents: new Set(rows.map((r) => r.user_agent)),
+      auditRequestIds: new Set(rows.map((r) => r.request_id)),
+      keys: await names("api_keys"),
+      connections: await names("connections")
+    })
+  })
+})
+
+describe("changes and their audit rows on the embedded store", () => {
+  const gateways: Array<Gateway> = []
+  afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.kill()))
+  })
+
+  it("kill -9 under mixed load: every acknowledged request and every committed change has its audit row", async () => {
+    const first = await startGateway({ env: LOAD_ENV })
+    gateways.push(first)
+    const key = await localKey(first)
+    const tag = `mixed-embedded-${randomBytes(4).toString("hex")}`
+    const result = await loadThenKill(first, key, tag, mixed(first, key))
+    expectLoadMeaningful(result)
+
+    const second = await startGateway({ dataDir: first.dataDir, env: LOAD_ENV })
+    gateways.push(second)
+    const exported = await request(second.url, "/api/audit/export?format=json", { key })
+    const rows = (exported.json as Array<{ request_id: string; user_agent: string | null }>).filter((r) => r.user_agent?.startsWith(`${tag}-`))
+    const keys = (await request(second.url, "/api/keys?limit=500", { key })).json.items.map((k: { name: string }) => k.name)
+    const connectionNames = (await request(second.url, "/api/connections?limit=500", { key })).json.items.map((c: { name: string }) => c.name)
+    expectEverythingOnRecord(result, {
+      auditAgents: new Set(rows.map((r) => r.user_agent!)),
+      auditRequestIds: new Set(rows.map((r) => r.request_id)),
+      keys: keys.filter((n: string) => n.startsWith(`${tag}-`)),
+      connections: connectionNames.filter((n: string) => n.startsWith(`${tag}-`))
+    })
   })
 })

@@ -91,7 +91,19 @@ const SPEC_SCOPES: Record<string, string> = {
   "POST /api/schema-cache/invalidate": "write",
   "GET /api/budget": "read",
   "GET /api/budget/:id": "read",
-  "DELETE /api/budget/:id": "write"
+  "DELETE /api/budget/:id": "write",
+  // The specification says write for starting and driving runs; issue 19 gives that to agent:run, the scope made for it
+  // (a run spends model tokens as its key), so a write key cannot spend and an agent:run key can do nothing else.
+  "POST /api/agent-runs": "agent:run",
+  "GET /api/agent-runs": "read",
+  "GET /api/agent-runs/:id": "read",
+  "PATCH /api/agent-runs/:id": "agent:run",
+  "GET /api/agent-runs/:id/events": "read",
+  "GET /api/org/secrets": "read",
+  "PUT /api/org/secrets": "write",
+  "GET /api/org/secrets/llm-key": "execute",
+  "GET /api/user/secrets": "read",
+  "PUT /api/user/secrets": "write"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

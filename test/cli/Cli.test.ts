@@ -34,6 +34,21 @@ afterAll(() => {
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
 })
 
+describe("sluice --help", () => {
+  it("prints the commands on stdout and exits 0, with -h and help too, without opening a store", async () => {
+    const dir = dataDir()
+    for (const args of [["--help"], ["-h"], ["help"]]) {
+      const help = await runCli(args, { SP_DATA_DIR: dir })
+      expect(help.code, `${args}: ${help.stderr}`).toBe(0)
+      expect(help.stdout).toContain("usage:")
+      expect(help.stdout).toContain("sluice keys create")
+      expect(help.stdout).toContain("npm start")
+      expect(stderrLines(help.stderr)).toEqual([])
+    }
+    expect(fs.readdirSync(dir)).not.toContain("store.lock")
+  })
+})
+
 describe("sluice keys create on the embedded store", () => {
   // Seven CLI runs and a gateway, each a cold process start: minutes when the suite shares two cores.
   it("prints only the raw key on stdout; the key works on a gateway on that data dir, and the CLI is locked out while it runs", { timeout: 180_000 }, async () => {

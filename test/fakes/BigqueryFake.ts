@@ -311,6 +311,8 @@ export interface ConnectorStep {
   readonly sql?: string
   readonly timeoutMs?: number
   readonly maxRows?: number
+  /** Gives the query a meter that refuses past this many bytes. */
+  readonly maxBytes?: number
   /** Interrupts the query from outside (as a caller going away would) after this long. */
   readonly interruptAfterMs?: number
 }
@@ -386,7 +388,9 @@ process.on("message", async ({ id, connection, secrets, steps, refuse }) => {
         results.push({ ok: true, value: null })
       }
       else {
-        const query = pool.query(s.sql, { timeoutMs: s.timeoutMs ?? 10000, maxRows: s.maxRows ?? 100 })
+        let taken = 0
+        const meter = s.maxBytes === undefined ? {} : { meter: { cap: s.maxBytes, take: (bytes) => (taken += bytes) <= s.maxBytes } }
+        const query = pool.query(s.sql, { timeoutMs: s.timeoutMs ?? 10000, maxRows: s.maxRows ?? 100, ...meter })
         results.push(yield* s.interruptAfterMs === undefined
           ? outcome(query)
           : Effect.match(Effect.timeout(query, s.interruptAfterMs), {

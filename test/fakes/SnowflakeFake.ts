@@ -452,6 +452,8 @@ export interface ChildQuery {
   readonly timeoutMs: number
   readonly maxRows: number
   readonly attribution?: string
+  /** Gives the statement a meter that refuses past this many bytes. */
+  readonly maxBytes?: number
 }
 
 /** One step for the connector in the child process: a statement, a ping, the pool's counters, or statements at once (counters read meanwhile). */
@@ -558,7 +560,11 @@ export const childMain = async () => {
         await new Promise((r) => setTimeout(r, step.statsAfterMs))
         const stats = pool.stats()
         outcomes.push({ ok: true, value: { stats, outcomes: await all } })
-      } else outcomes.push(await attempt(pool.query(step.sql, step)))
+      } else {
+        let taken = 0
+        const meter = step.maxBytes === undefined ? {} : { meter: { cap: step.maxBytes, take: (bytes: number) => (taken += bytes) <= step.maxBytes! } }
+        outcomes.push(await attempt(pool.query(step.sql, { ...step, ...meter })))
+      }
     }
     await Effect.runPromise(Scope.close(scope, Exit.void))
     pools.push({ outcomes, afterClose: pool.stats() })

@@ -32,4 +32,13 @@ describe("PII detection", () => {
     expect(kindOf("t", "c", [15551234567, 4111111111111111])).toBeUndefined()
     expect(kindOf("t", "c", ["1700000000", "1700000123"])).toBeUndefined()
   })
+
+  it("never reads dates as phone numbers: not in a date, time or number column, nor written as text", () => {
+    for (const type of ["date", "timestamptz", "timestamp without time zone", "int8", "numeric", "DATETIME", "uuid"]) {
+      expect(detectColumn("t", "c", ["+1 (555) 010-9999", "+44 20 7946 0958"], type), type).toBeUndefined()
+    }
+    expect(detectColumn("t", "c", ["+1 (555) 010-9999", "+44 20 7946 0958"], "varchar")?.kind).toBe("phone")
+    expect(kindOf("t", "c", ["2024-01-05", "2023-11-30", "30.11.2023", "01-05-2024", "2024-01-05 10:00:00"])).toBeUndefined()
+    expect(kindOf("t", "c", ["555-010-9999", "020 7946 0958"])).toBe("phone")
+  })
 })

@@ -6,7 +6,7 @@ import { type HttpResult, request } from "../support/Http"
 type Entry = typeof AuditEntry.Encoded
 
 const ENTRY_FIELDS = [
-  "id", "timestamp", "principal", "key_id", "user_id", "event_type", "method", "route", "status", "connection",
+  "id", "timestamp", "principal", "key_id", "key_name", "user_id", "event_type", "method", "route", "status", "connection",
   "sql", "outcome", "block_reason", "rows", "duration_ms", "client_ip", "user_agent", "request_id", "details"
 ]
 const CSV_HEADER = ENTRY_FIELDS.join(",")
@@ -191,12 +191,25 @@ describe("audit log over HTTP (embedded store)", () => {
     expect([bad.status, bad.json.code]).toEqual([400, "invalid_request"])
   })
 
+  it("exclude_reads=true leaves out plain GET requests to /api and keeps everything else; a value that is not a boolean is a 400", async () => {
+    const all = await list()
+    const kept = await list("exclude_reads=true")
+    expect(kept.items.length).toBeGreaterThan(0)
+    for (const item of kept.items) expect(item.event_type === "api" && item.method === "GET").toBe(false)
+    const keptIds = new Set(kept.items.map((i) => i.id))
+    for (const item of all.items) if (!(item.event_type === "api" && item.method === "GET")) expect(keptIds.has(item.id), item.route).toBe(true)
+    expect(all.items.some((i) => i.event_type === "api" && i.method === "GET")).toBe(true)
+    const bad = await api("/api/audit?exclude_reads=maybe", { key: admin })
+    expect([bad.status, bad.json.code]).toEqual([400, "invalid_request"])
+  })
+
   it("key_id filter returns exactly that key's rows; event_type filter narrows by type", async () => {
     const { items } = await list(`key_id=${reader.id}`)
     expect(new Set(items.map((i) => i.request_id))).toEqual(
       new Set([...readerOk, ...readerRefused.map((r) => r.requestId)])
     )
-    for (const item of items) expect(item).toMatchObject({ key_id: reader.id, principal: `key:${reader.prefix}` })
+    // Rows name the key while it exists (the local key's are "local"), beside its prefix.
+    for (const item of items) expect(item).toMatchObject({ key_id: reader.id, key_name: "audit-reader", principal: `key:${reader.prefix}` })
     expect((await list("key_id=key_nobody_has_this")).items).toEqual([])
 
     const apiRows = await list(`key_id=${reader.id}&event_type=api`)

@@ -78,6 +78,9 @@ describe("connection health on a PostgreSQL store", () => {
     const second = await api(`/api/connections/steady/health/history?limit=2&cursor=${first.json.next_cursor}`)
     expect(Date.parse(second.json.items[0].checked_at)).toBeLessThan(Date.parse(first.json.items[1].checked_at))
 
+    // The loop's pings hold no pool open; a person's Test opens the pool the queries that follow will use.
+    expect((await api("/api/connections/stats")).json.open_pools).toBe(0)
+    expect((await api("/api/connections/steady/test", { method: "POST" })).json).toMatchObject({ ok: true })
     const stats = await api("/api/connections/stats")
     expect(stats.status).toBe(200)
     expect(stats.json).toMatchObject({
@@ -87,7 +90,7 @@ describe("connection health on a PostgreSQL store", () => {
     })
     expect(stats.json.checks).toBeGreaterThan(5)
     expect(stats.json.error_rate).toBeGreaterThan(0)
-    expect(stats.json.open_pools).toBeGreaterThanOrEqual(2)
+    expect(stats.json.open_pools).toBe(1)
   })
 
   it.skipIf(skip)("bad input is refused; deleting a connection removes its history; checks past 7 days are pruned", async () => {
@@ -150,5 +153,51 @@ describe("a person's Test counts as a health check", () => {
     const closed = (await api("/api/connections/closed/health")).json
     expect(closed).toMatchObject({ status: "unhealthy", checks: 1 })
     expect(closed.last_error).toMatchObject({ step: "tcp" })
+  })
+})
+
+describe("the health loop holds no database session per connection", () => {
+  let target: TestDatabase
+  let gateway: Gateway
+  const CONNECTIONS = 30
+
+  beforeAll(async () => {
+    if (skip) return
+    target = await createTestDatabase()
+    gateway = await startGateway({ env: { SP_HEALTH_INTERVAL_SECONDS: "1" } })
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+    await target?.drop()
+  })
+
+  const backends = async () =>
+    (await target.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where application_name = 'sluice' and datname = $1", [target.name]))[0]!.n
+
+  it.skipIf(skip)(`${CONNECTIONS} connections to one server: a round pings them a couple at a time and leaves no backend open`, async () => {
+    const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, options)
+    for (let i = 0; i < CONNECTIONS; i++) {
+      const body = { name: `db${i}`, db_type: "postgresql", host: "127.0.0.1", port: 5432, database: target.name, username: "root" }
+      expect((await api("/api/connections", { body })).status).toBe(201)
+    }
+    let most = 0
+    let watching = true
+    const watch = (async () => {
+      while (watching) {
+        most = Math.max(most, await backends())
+        await new Promise((r) => setTimeout(r, 10))
+      }
+    })()
+    // Two full rounds: every connection checked twice.
+    await eventually(() => api("/api/connections/stats"), (stats) => stats.json.checks >= 2 * CONNECTIONS, "two rounds of checks", 60_000)
+    watching = false
+    await watch
+    const stats = (await api("/api/connections/stats")).json
+    expect(stats.by_status).toMatchObject({ healthy: CONNECTIONS })
+    expect(stats.open_pools).toBe(0)
+    // At most two pings at once per server, each on a connection of its own that is closed after it (a backend may outlive its client by a moment).
+    expect(most).toBeGreaterThan(0)
+    expect(most).toBeLessThanOrEqual(3)
+    await eventually(backends, (n) => n === 0, "no backend left open after the round", 2_000)
   })
 })

@@ -107,6 +107,11 @@ describe("connection secrets on a PostgreSQL store", () => {
     const reencrypted = await start({ SP_ENCRYPTION_KEY: KEY_B })
     expect((await call(reencrypted, "/api/connections/secretive_2/test", { method: "POST" })).json).toMatchObject({ ok: true })
     await reencrypted.stop()
+    // Once every secret is under B, the data dir's key file holds B: a start without SP_ENCRYPTION_KEY opens them.
+    expect(withA.stderr).toContain("the data dir's key file now holds the current key")
+    const plain = await start({})
+    expect((await call(plain, "/api/connections/secretive_2/test", { method: "POST" })).json).toMatchObject({ ok: true })
+    await plain.stop()
 
     // A row copied to another connection does not decrypt there: the ciphertext is bound to its owner.
     await store.query("update connections set secrets = (select secrets from connections where name = 'secretive') where name = 'with_tls'")

@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { freePort, type Gateway, localKey, REPO_ROOT, startGateway, tempDataDir } from "../support/Gateway"
+import { freePort, type Gateway, GATEWAY_ENTRY, localKey, REPO_ROOT, startGateway, tempDataDir } from "../support/Gateway"
 import { request } from "../support/Http"
 
 const made: Array<string> = []
@@ -22,7 +22,7 @@ const refusedStart = async (env: Record<string, string>) => {
   const port = await freePort()
   return new Promise<{ code: number | null; stderr: string }>((resolve) => {
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL"))
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, [GATEWAY_ENTRY], {
       cwd: REPO_ROOT,
       env: { ...inherited, SP_PORT: String(port), SP_WEB_PORT: "0", ...env },
       stdio: ["ignore", "ignore", "pipe"]

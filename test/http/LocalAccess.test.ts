@@ -7,6 +7,22 @@ import { createTestDatabase, postgresAvailable, type TestDatabase } from "../sup
 const MCP_ACCEPT = "application/json, text/event-stream"
 const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }
 
+describe("with local access turned off (SP_LOCAL_ACCESS=false)", () => {
+  let gateway: Gateway
+  beforeAll(async () => {
+    gateway = await startGateway({ env: { SP_LOCAL_ACCESS: "false" } })
+  })
+  afterAll(() => gateway?.stop())
+
+  it("a keyless request from this machine is a 401 on REST and on MCP alike, before any key exists", async () => {
+    const rest = await request(gateway.url, "/api/keys")
+    expect(rest.status).toBe(401)
+    const mcp = await request(gateway.url, "/mcp", { key: null, body: listTools, headers: { accept: MCP_ACCEPT } })
+    expect(mcp.status, mcp.text).toBe(401)
+    expect(mcp.json).toMatchObject({ code: "unauthenticated" })
+  })
+})
+
 describe("local access over HTTP (self-hosted, no key)", () => {
   let gateway: Gateway
   let key: string
@@ -53,6 +69,17 @@ describe("local access over HTTP (self-hosted, no key)", () => {
     // A DELETE without a body needs no content type.
     const made = await request(gateway.url, "/api/keys", { key, body: { name: "to-delete", scopes: ["read"] } })
     expect((await request(gateway.url, `/api/keys/${made.json.id}`, { key, method: "DELETE" })).status).toBe(204)
+  })
+
+  it("the local key cannot be deleted: the refusal says why and how to turn local access off, and the key keeps working", async () => {
+    const keys = (await request(gateway.url, "/api/keys", { key })).json.items as Array<{ id: string; name: string }>
+    const local = keys.find((k) => k.name === "local")!
+    const refused = await request(gateway.url, `/api/keys/${local.id}`, { key, method: "DELETE" })
+    expect(refused.status, refused.text).toBe(409)
+    expect(refused.json).toMatchObject({ code: "conflict", message: expect.stringContaining("SP_LOCAL_ACCESS=false") })
+    expect((await request(gateway.url, "/api/keys", { key })).status).toBe(200)
+    expect((await request(gateway.url, "/local-api-key")).json.key).toBe(key)
+    expect(await keyNames()).toContain("local")
   })
 
   it("any proxy header from loopback, even empty, means the request is not local", async () => {

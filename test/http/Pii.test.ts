@@ -114,11 +114,12 @@ describe("PII rules and masking over HTTP", () => {
   })
 
   it.skipIf(skip)("detect-pii proposes rules from column names and sampled values; detect-and-save adds them", async () => {
-    await database.query(`create table people (id int, work_email text, contact text, card text, payout text, seen_from text, notes text, total bigint);
+    // Dates (a date column, and dates kept as text) are not phone numbers, though their digits and dashes look like one.
+    await database.query(`create table people (id int, work_email text, contact text, card text, payout text, seen_from text, notes text, total bigint, joined date, shipped text);
       insert into people values
-        (1, 'a@x.io', 'ada@example.com', '4111 1111 1111 1111', 'DE89370400440532013000', '10.0.0.1', 'likes tea', 15551234567),
-        (2, 'b@x.io', 'bo@example.org', '5500-0000-0000-0004', 'GB82WEST12345698765432', '192.168.1.20', 'n/a', 15559876543),
-        (3, 'c@x.io', 'cy@example.net', '4012888888881881', 'FR1420041010050500013M02606', '2001:db8::1', 'vip', 15550001111);
+        (1, 'a@x.io', 'ada@example.com', '4111 1111 1111 1111', 'DE89370400440532013000', '10.0.0.1', 'likes tea', 15551234567, '2024-01-05', '2024-01-07'),
+        (2, 'b@x.io', 'bo@example.org', '5500-0000-0000-0004', 'GB82WEST12345698765432', '192.168.1.20', 'n/a', 15559876543, '2023-11-30', '30.11.2023'),
+        (3, 'c@x.io', 'cy@example.net', '4012888888881881', 'FR1420041010050500013M02606', '2001:db8::1', 'vip', 15550001111, '2022-02-28', '2022-03-01');
       create table secret_stuff (email text)`)
     const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await api("/api/connections", { body: { name: "scan", ...base, blocked_tables: ["secret_stuff"] } })).status).toBe(201)
@@ -137,6 +138,23 @@ describe("PII rules and masking over HTTP", () => {
     })
     expect(detected.json.skipped).toEqual([{ table: "public.secret_stuff", reason: expect.stringMatching(/secret_stuff is blocked/) }])
     expect(JSON.stringify(detected.json)).not.toContain("ada@example.com")
+
+    // Every sample is a governed query with its own audit row under the request: the refused one too.
+    const requestId = detected.headers["x-request-id"]
+    const rows = (await api("/api/audit?event_type=query&limit=100")).json.items.filter(
+      (row: { request_id: string }) => row.request_id === requestId
+    ) as Array<{ sql: string; outcome: string; details: { parent: { event_type: string } } }>
+    const sampled = rows.map((row) => [row.sql.split(" from ")[1], row.outcome])
+    expect(sampled).toHaveLength(detected.json.scanned_tables + detected.json.skipped.length)
+    expect(sampled).toContainEqual(['"public"."people"', "success"])
+    expect(sampled).toContainEqual(['"public"."secret_stuff"', "refused"])
+    expect(rows.every((row) => row.details.parent.event_type === "pii_detect")).toBe(true)
+
+    // The samples are charged to the caller's budgets: a key whose budget is spent gets no scan.
+    const scanner = (await api("/api/keys", { body: { name: "scanner", scopes: ["read", "query", "write"] } })).json
+    expect((await api("/api/budget", { body: { key_id: scanner.id, max_queries: 1 } })).status).toBe(201)
+    const spent = await api("/api/connections/scan/detect-pii", { key: scanner.key, method: "POST" })
+    expect([spent.status, spent.json.code]).toEqual([429, "budget_exhausted"])
     expect((await api("/api/connections/scan/pii")).json.rules).toEqual([])
 
     const saved = await api("/api/connections/scan/detect-and-save-pii", { method: "POST" })

@@ -3,11 +3,10 @@ import * as http from "node:http"
 import * as path from "node:path"
 import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
-import mysql from "mysql2/promise"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
-import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
+import { createMariaDatabase, createTestDatabase, type MariaDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable()) || !(await mysqlAvailable())
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -42,16 +41,12 @@ describe("pool waits inside the deadline, interrupted statements cancelled, resu
   let gateway: Gateway
   let querier: string
   let database: TestDatabase
-  let maria: mysql.Connection
-  const mariaDb = `sluice_pool_${process.pid}`
+  let maria: MariaDatabase
 
   beforeAll(async () => {
     if (skip) return
     database = await createTestDatabase()
-    maria = await mysql.createConnection({ uri: TEST_MYSQL_URL })
-    await maria.query(`create database if not exists ${mariaDb}`)
-    await maria.query(`create table if not exists ${mariaDb}.big (id int)`)
-    await maria.query(`insert into ${mariaDb}.big with recursive s(n) as (select 1 union all select n + 1 from s where n < 900) select n from s`)
+    maria = await createMariaDatabase("sluice_pool")
     gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
     const admin = await localKey(gateway)
     querier = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "querier", scopes: ["query"] } })).json.key
@@ -67,7 +62,10 @@ describe("pool waits inside the deadline, interrupted statements cancelled, resu
     lite.close()
     const connections = [
       { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" },
-      mysqlConnection("maria", mariaDb),
+      mysqlConnection("maria", maria.name),
+      // A short connect timeout, shorter than the wait for a busy pool below.
+      { name: "pg_quick", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", connection_timeout: 1 },
+      { ...mysqlConnection("maria_quick", maria.name), connection_timeout: 1 },
       { name: "duck", db_type: "duckdb", database: duckFile },
       { name: "lite", db_type: "sqlite", database: liteFile }
     ]
@@ -76,8 +74,7 @@ describe("pool waits inside the deadline, interrupted statements cancelled, resu
   afterAll(async () => {
     await gateway?.kill()
     await database?.drop()
-    await maria?.query(`drop database if exists ${mariaDb}`)
-    await maria?.end()
+    await maria?.drop()
   })
 
   const query = (body: Record<string, unknown>) => request(gateway.url, "/api/query", { key: querier, body })
@@ -89,7 +86,7 @@ describe("pool waits inside the deadline, interrupted statements cancelled, resu
     expect(after.value.status, after.value.text).toBe(200)
     expect(after.ms).toBeLessThan(3_000 + 2_500)
     const running = async () =>
-      ((await maria.query("select count(*) as n from information_schema.processlist where info like '%cross join big%' and id <> connection_id()")) as any)[0][0].n
+      ((await maria.admin.query("select count(*) as n from information_schema.processlist where info like '%cross join big%' and id <> connection_id()")) as any)[0][0].n
     const deadline = Date.now() + 5_000
     while ((await running()) > 0 && Date.now() < deadline) await sleep(100)
     expect(await running()).toBe(0)
@@ -120,6 +117,18 @@ describe("pool waits inside the deadline, interrupted statements cancelled, resu
     expect(ok.value.status, ok.value.text).toBe(200)
     expect(most).toBeGreaterThan(0)
     expect(most).toBeLessThanOrEqual(4)
+  })
+
+  it.skipIf(skip)("PostgreSQL and MariaDB: waiting for a busy pool is bounded by timeout_seconds, not by the connect timeout", async () => {
+    // The sleeps sit in views: the gate never lets a statement call them itself.
+    await database.query("create view slow as select pg_sleep(2.5)::text as slept")
+    await maria.admin.query(`create view ${maria.name}.slow as select sleep(2.5) as slept`)
+    for (const name of ["pg_quick", "maria_quick"]) {
+      const sql = "select slept from slow"
+      // Twice the pool's size: half of them wait for a session about 2.5 s, past the connection's 1 s connect timeout.
+      const answers = await Promise.all(Array.from({ length: 8 }, () => query({ connection_name: name, sql, timeout_seconds: 20 })))
+      expect(answers.map((a) => (a.status === 200 ? 200 : `${a.status} ${a.json?.code}: ${a.json?.message}`)), name).toEqual(Array(8).fill(200))
+    }
   })
 
   it.skipIf(skip)("DuckDB and SQLite: the wait for a connection counts against timeout_seconds", async () => {

@@ -207,6 +207,9 @@ describe("POST /api/query with Accept: application/x-ndjson: rows streamed as th
     await expect
       .poll(async () => (await auditRows(gone.requestId)).find((r: { event_type: string }) => r.event_type === "query_stream_end"), { timeout: 5000 })
       .toMatchObject({ outcome: "error" })
+    // One row for the request and one for how its stream ended, nothing more.
+    const rows = await auditRows(gone.requestId)
+    expect(rows.map((r: { event_type: string; outcome: string }) => [r.event_type, r.outcome]).sort()).toEqual([["query", "success"], ["query_stream_end", "error"]])
     await expect
       .poll(async () => (await request(gateway.url, `/api/budget/${budget.id}`, { key: admin })).json.used.rows, { timeout: 5000 })
       .toBeGreaterThanOrEqual(10_000)

@@ -71,6 +71,32 @@ describe.skipIf(!hasRedis)("rate limits shared through Redis", () => {
     expect((await hit(b)).status).toBe(429)
   })
 
+  it("limits that do not divide a minute evenly (7 and 700 per minute) are served and enforced, and the start-up probe answers", async () => {
+    const env = { SP_TRUSTED_PROXIES: "127.0.0.1", SP_RATE_LIMIT_GENERAL_RPM: "700", SP_PER_KEY_RPM: "7", REDIS_URL: TEST_REDIS_URL }
+    const gateway = await startGateway({ env })
+    gateways.push(gateway)
+    const key = await localKey(gateway)
+
+    const exports = []
+    for (let i = 0; i < 8; i++) exports.push((await request(gateway.url, "/api/audit/export", { key, headers: from(someIp()) })).status)
+    expect(exports).toEqual([200, 200, 200, 200, 200, 200, 200, 429])
+
+    const ip = someIp()
+    const statuses = new Map<number, number>()
+    const worker = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const { status } = await request(gateway.url, "/api/plan", { key, headers: from(ip) })
+        statuses.set(status, (statuses.get(status) ?? 0) + 1)
+      }
+    }
+    await Promise.all(Array.from({ length: 20 }, () => worker(35)))
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 700 })
+    const refused = await request(gateway.url, "/api/plan", { key, headers: from(ip) })
+    expect([refused.status, refused.json.code]).toEqual([429, "rate_limited"])
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(30)
+    expect(gateway.logs()).not.toContain("does not answer")
+  })
+
   it("an unreachable rate-limit store fails closed with 503, and /health stays up", async () => {
     const port = await freePort()
     const gateway = await startGateway({ env: { REDIS_URL: `redis://127.0.0.1:${port}` } })

@@ -134,6 +134,18 @@ describe.each([
     expect((await api("/health")).status).toBe(200)
   })
 
+  it.skipIf(skip)("a chunked body within the cap is served as any other; one over it is refused and has no effect", async () => {
+    const small = await api("/api/keys", { key: admin, rawBody: JSON.stringify({ name: "chunked-small", scopes: ["read"] }), chunked: true, headers: { "content-type": "application/json" } })
+    expect([small.status, small.json.name]).toEqual([201, "chunked-small"])
+
+    const padded = JSON.stringify({ name: "chunked-big", scopes: ["read"], pad: " ".repeat(TWO_MIB) })
+    const big = await api("/api/keys", { key: admin, rawBody: padded, chunked: true, headers: { "content-type": "application/json" } })
+    expect([big.status, big.json.code]).toEqual([413, "payload_too_large"])
+    const names = (await api("/api/keys", { key: admin })).json.items.map((k: { name: string }) => k.name)
+    expect(names).toContain("chunked-small")
+    expect(names).not.toContain("chunked-big")
+  })
+
   it.skipIf(skip)("415 unsupported_media_type for a multipart or form body on a JSON route, never a 500, and nothing is created", async () => {
     const form = new FormData()
     form.append("name", "from-a-form")

@@ -263,6 +263,27 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     }
   })
 
+  it.skipIf(skip)("agent runs and their events stay within their org; a session user's run acts as that user", async () => {
+    const adminA = await token({ sub: "user_ivy", orgId: "org_ra", admin: true })
+    const adminB = await token({ sub: "user_jon", orgId: "org_rb", admin: true })
+    const started = await withJwt("/api/agent-runs", adminA, { body: { prompt: "secret question of A" } })
+    expect(started.status, started.text).toBe(202)
+    const id = started.json.id
+    // No model is configured here: the run ends at once, as a failure its owner can read.
+    const deadline = Date.now() + 15_000
+    while ((await withJwt(`/api/agent-runs/${id}`, adminA)).json.status !== "failed" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+    expect((await withJwt(`/api/agent-runs/${id}`, adminA)).json).toMatchObject({ status: "failed", error: { code: "model_not_configured" } })
+    expect((await withJwt(`/api/agent-runs/${id}/events`, adminA)).json.items.map((e: any) => e.type)).toEqual(["failed"])
+    expect((await withJwt("/api/agent-runs", adminB)).json.items).toEqual([])
+    for (const [path, method] of [[`/api/agent-runs/${id}`, "GET"], [`/api/agent-runs/${id}/events`, "GET"], [`/api/agent-runs/${id}`, "PATCH"]] as const) {
+      const probe = await withJwt(path, adminB, { method, ...(method === "PATCH" ? { body: { action: "cancel" } } : {}) })
+      expect([path, method, probe.status]).toEqual([path, method, 404])
+    }
+    const streamed = await withJwt(`/api/agent-runs/${id}/events`, adminB, { headers: { accept: "text/event-stream" } })
+    expect(streamed.status).toBe(404)
+    expect(streamed.text).not.toContain("secret question")
+  })
+
   it.skipIf(skip)("a tenant's connection never reaches the gateway's store, loopback or metadata addresses", async () => {
     const admin = await token({ sub: "user_erin", orgId: "org_egress", admin: true })
     const probe = (gw: Gateway, fields: Record<string, unknown>) =>

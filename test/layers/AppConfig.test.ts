@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, it } from "vitest"
-import { freePort, REPO_ROOT } from "../support/Gateway"
+import { freePort, GATEWAY_ENTRY, REPO_ROOT } from "../support/Gateway"
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-cfg-"))
 afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }))
@@ -15,7 +15,7 @@ const startWith = async (env: Record<string, string>) => {
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL" && k !== "REDIS_URL")
     )
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, [GATEWAY_ENTRY], {
       cwd: REPO_ROOT,
       env: { ...inherited, SP_PORT: String(port), SP_WEB_PORT: "0", SP_DATA_DIR: dataDir, ...env },
       stdio: ["ignore", "pipe", "pipe"]

@@ -124,6 +124,20 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(JSON.stringify(query.inputSchema)).toContain('"maximum":10000')
   })
 
+  it.skipIf(skip)("every argument of every tool has its own title-free label and a human description, not one derived from its schema", async () => {
+    const client = await connect(gateway, admin)
+    const derived = /a string matching the pattern|maxLength\(|minLength\(|pattern\(|between\(|greaterThan|lessThan|^an integer|^a number|^a string|^Int$|^NonEmpty|^Trimmed/i
+    const labels = (await client.listTools()).tools.flatMap((tool) =>
+      Object.entries(tool.inputSchema.properties ?? {}).map(([name, property]) => {
+        const { title, description } = property as { title?: string; description?: string }
+        return { at: `${tool.name}.${name}`, title: title ?? null, description: description ?? "" }
+      })
+    )
+    expect(labels.length).toBeGreaterThan(40)
+    const unlabelled = labels.filter(({ title, description }) => description.length < 10 || derived.test(description) || (title !== null && derived.test(title)))
+    expect(unlabelled).toEqual([])
+  })
+
   it.skipIf(skip)("query_database runs governed SQL: rows as untrusted data in the text, all of them in structured content, PII masked, audited under the tool call", async () => {
     const client = await connect(gateway, keys["querier"]!)
     const listed = await client.callTool({ name: "list_connections", arguments: {} })
@@ -167,6 +181,13 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     expect(estimate.structuredContent).toMatchObject({ budgets: [] })
     const plan = await client.callTool({ name: "explain_query", arguments: { connection_name: "pg", sql: "select * from customers where id = 7" } })
     expect(plan.structuredContent).toMatchObject({ tables: ["customers"] })
+    // A plan read is a governed query that succeeded: its row, and query_history, say so.
+    const planned = (await auditRows("mcp_tool_call")).filter((row: { details: { tool: string } }) => ["explain_query", "estimate_query_cost"].includes(row.details.tool))
+    expect(planned.map((row: { outcome: string }) => row.outcome)).toEqual(["success", "success"])
+    const plannedQueries = (await auditRows("query")).filter((row: { request_id: string }) => planned.some((call: { request_id: string }) => call.request_id === row.request_id))
+    expect(plannedQueries.map((row: { outcome: string }) => row.outcome)).toEqual(["success", "success"])
+    const recent = await client.callTool({ name: "query_history", arguments: { connection_name: "pg", limit: 1 } })
+    expect(recent.structuredContent).toMatchObject({ queries: [{ sql: expect.stringMatching(/from customers where id = /i), outcome: "success" }] })
 
     const history = await client.callTool({ name: "query_history", arguments: { connection_name: "pg", limit: 5 } })
     const queries = (history.structuredContent as { queries: Array<{ sql: string; outcome: string }> }).queries
@@ -348,7 +369,7 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
       config: { mcpServers: { sluice: { url: `${gateway.url}/mcp`, headers: { "x-api-key": "sp_YOUR_KEY" } } } }
     })
     const code = await request(gateway.url, "/api/mcp/client-config?client=claude-code&tools=core", { key: keys["reader"]! })
-    expect(code.json.command).toBe(`claude mcp add --transport http sluice ${gateway.url}/mcp?tools=core --header "x-api-key: sp_YOUR_KEY"`)
+    expect(code.json.command).toBe(`claude mcp add --transport http sluice '${gateway.url}/mcp?tools=core' --header "x-api-key: sp_YOUR_KEY"`)
     for (const client of ["vscode", "claude-desktop"]) {
       const answer = await request(gateway.url, `/api/mcp/client-config?client=${client}`, { key: keys["reader"]! })
       expect(JSON.stringify(answer.json.config)).toContain(`${gateway.url}/mcp`)
@@ -356,6 +377,25 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const unknown = await request(gateway.url, "/api/mcp/client-config?client=emacs", { key: keys["reader"]! })
     expect(unknown.status).toBe(400)
     expect(unknown.json.message).toContain("client must be one of: claude-code, claude-desktop, cursor, vscode")
+  })
+
+  it.skipIf(skip)("a 401 says Bearer and which key is expected, and OAuth discovery probes get quiet JSON 404s", async () => {
+    const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } }
+    for (const key of [null, "sp_00000000000000000000000000000000"]) {
+      const refused = await request(gateway.url, "/mcp", { key, body: initialize, headers: { accept: "application/json, text/event-stream" } })
+      expect(refused.status).toBe(401)
+      expect(refused.headers["www-authenticate"]).toMatch(/^Bearer realm="sluice", error_description=".*x-api-key header.*Bearer.*"$/)
+    }
+    const logged = gateway.logs().length
+    const probes = ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server/mcp", "/.well-known/oauth-protected-resource/mcp", "/.well-known/openid-configuration", "/register"]
+    for (const probe of probes) {
+      for (const method of ["GET", "POST"]) {
+        const answer = await request(gateway.url, probe, { method, ...(method === "POST" ? { body: { client_name: "x", redirect_uris: ["http://localhost/cb"] } } : {}) })
+        expect([probe, method, answer.status, answer.headers["content-type"]]).toEqual([probe, method, 404, "application/json"])
+        expect(answer.json).toEqual({ code: "not_found", message: expect.any(String) })
+      }
+    }
+    expect(gateway.logs().slice(logged).split("\n").filter((line) => line.trim() !== "")).toHaveLength(0)
   })
 
   it.skipIf(skip)("GET and DELETE get 405 (stateless server), and Host/Origin are checked", async () => {

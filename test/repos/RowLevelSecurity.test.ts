@@ -51,7 +51,7 @@ const seed = Effect.gen(function* () {
       timestamp: 1,
       org_id: org,
       principal: null,
-      key_id: null,
+      key_id: `key_${org}`,
       user_id: null,
       event_type: "api",
       method: "GET",
@@ -60,7 +60,7 @@ const seed = Effect.gen(function* () {
       connection: null,
       sql: null,
       outcome: "success" as const,
-      block_reason: null,
+      block_reason: "seeded",
       rows: null,
       duration_ms: 1,
       client_ip: null,
@@ -76,6 +76,9 @@ const TENANT_TABLES = [
   ["memberships", "org_id"],
   ["api_keys", "org_id"],
   ["gateway_audit_logs", "org_id"],
+  ["gateway_audit_hourly", "org_id"],
+  ["gateway_audit_hourly_keys", "org_id"],
+  ["gateway_audit_hourly_block_reasons", "org_id"],
   ["org_settings", "org_id"]
 ] as const
 

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -7,6 +7,13 @@ import { request } from "./Http"
 import { templateDataDir } from "./template"
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..")
+
+/** The gateway and the CLI as `npm start` runs them: the bundles `npm run build:server` writes. */
+export const GATEWAY_ENTRY = "dist/main.js"
+export const CLI_ENTRY = "dist/cli.js"
+
+/** Builds the bundles from the current source (the test run's global setup does, first; each bench:* script runs build:server itself). */
+export const buildServer = () => execFileSync("npm", ["run", "--silent", "build:server"], { cwd: REPO_ROOT, stdio: "inherit" })
 
 export interface Gateway {
   readonly url: string
@@ -24,15 +31,28 @@ export interface Gateway {
 
 export const CLOUD_ENCRYPTION = { SP_ENCRYPTION_KEY: "test-encryption-key-for-cloud-gateways", SP_ENCRYPTION_SALT: "test-salt-0123456789" }
 
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
+// Ports the kernel hands out for listen(0) and outgoing connections come from its ephemeral range
+// (32768-60999 here). A port found free there can be taken by another worker's fake server or a
+// client socket before the gateway binds it, and the health check then reaches the wrong process.
+// Each test worker takes its ports from its own block below that range instead.
+const PORTS_PER_WORKER = 1_000
+const workerBlock = 20_000 + (Number(process.env["VITEST_POOL_ID"] ?? 0) % 12) * PORTS_PER_WORKER
+let nextPort = 0
+
+const bindable = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
     const server = net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-    server.on("error", reject)
+    server.once("error", () => resolve(false))
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
   })
+
+export const freePort = async (): Promise<number> => {
+  for (let tries = 0; tries < PORTS_PER_WORKER; tries++) {
+    const port = workerBlock + (nextPort++ % PORTS_PER_WORKER)
+    if (await bindable(port)) return port
+  }
+  throw new Error(`no free port in ${workerBlock}-${workerBlock + PORTS_PER_WORKER - 1}`)
+}
 
 export const tempDataDir = (): string => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-"))
@@ -47,9 +67,9 @@ const exited = (child: ChildProcess) =>
     else child.once("exit", () => resolve())
   })
 
-/** Runs `src/main.ts` as a real process with the given settings and waits until /health answers. */
+/** Runs the built gateway as a real process with the given settings and waits until /health answers. */
 export const startGateway = async (
-  options: { env?: Record<string, string>; dataDir?: string; databaseUrl?: string; web?: boolean } = {}
+  options: { env?: Record<string, string>; dataDir?: string; databaseUrl?: string; web?: boolean; nodeArgs?: ReadonlyArray<string> } = {}
 ): Promise<Gateway> => {
   const port = await freePort()
   const webPort = options.web === true ? await freePort() : 0
@@ -57,7 +77,7 @@ export const startGateway = async (
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL" && k !== "REDIS_URL")
   )
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), GATEWAY_ENTRY], {
     cwd: REPO_ROOT,
     env: {
       ...inherited,
@@ -78,7 +98,8 @@ export const startGateway = async (
   const deadline = Date.now() + 45_000
   while (true) {
     if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode} before it was healthy:\n${output}`)
-    const ok = await request(url, "/health").then((r) => r.status === 200, () => false)
+    // Its own "Listening" line, so a health answer from another process on the port does not count.
+    const ok = new RegExp(`Listening on http://\\S+:${port}\\b`).test(output) && (await request(url, "/health").then((r) => r.status === 200, () => false))
     if (ok) break
     if (Date.now() > deadline) {
       child.kill("SIGKILL")
@@ -107,7 +128,7 @@ export const startGateway = async (
 /** Runs the `sluice` CLI to completion. */
 export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    const child = spawn(process.execPath, [CLI_ENTRY, ...args], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"]

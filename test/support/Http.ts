@@ -16,7 +16,9 @@ export interface RequestOptions {
   readonly chunked?: boolean
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+// An idle socket is closed before the server's 5 s keep-alive timeout closes it: a request sent on a
+// socket the server is closing at that instant fails with "socket hang up". Busy sockets are unaffected.
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 })
 
 /** One request over node:http, so tests control every header (Host, Origin, X-Forwarded-For). */
 export const request = (baseUrl: string, path: string, options: RequestOptions = {}): Promise<HttpResult> =>

@@ -85,6 +85,35 @@ export const mysqlConnection = (name: string, database?: string) => {
   }
 }
 
+/**
+ * A fresh database on the test MariaDB holding `big` (ids 1 to 900: its cross joins make statements
+ * as long as a test needs), with an admin connection to it; `drop` removes it.
+ */
+export const createMariaDatabase = async (prefix: string) => {
+  const mysql = await import("mysql2/promise")
+  const name = `${prefix}_${randomBytes(4).toString("hex")}`
+  const admin = await mysql.createConnection({ uri: TEST_MYSQL_URL })
+  await admin.query(`create database ${name}`)
+  await admin.query(`create table ${name}.big (id int)`)
+  await admin.query(`insert into ${name}.big with recursive s(n) as (select 1 union all select n + 1 from s where n < 900) select n from s`)
+  return {
+    name,
+    admin,
+    /** KILL CONNECTION on every session using the database, as a DBA would. */
+    killSessions: async () => {
+      const [rows] = (await admin.query("select id from information_schema.processlist where db = ? and id <> connection_id()", [name])) as unknown as [
+        Array<{ id: number }>
+      ]
+      for (const row of rows) await admin.query(`kill connection ${Number(row.id)}`).catch(() => undefined)
+    },
+    drop: async () => {
+      await admin.query(`drop database if exists ${name}`)
+      await admin.end()
+    }
+  }
+}
+export type MariaDatabase = Awaited<ReturnType<typeof createMariaDatabase>>
+
 export const mysqlAvailable = () =>
   available("MariaDB/MySQL", async () => {
     const mysql = await import("mysql2/promise")

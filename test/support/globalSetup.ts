@@ -1,8 +1,10 @@
 import * as fs from "node:fs"
 import { PGlite } from "@electric-sql/pglite"
+import { buildServer } from "./Gateway"
 import { templateDataDir } from "./template"
 
 export default async function setup() {
+  buildServer()
   const dir = templateDataDir()
   if (fs.existsSync(`${dir}/PG_VERSION`)) return
   const building = `${dir}.${process.pid}`

@@ -126,7 +126,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       const form = page.getByRole("form", { name: "Add a connection" })
       await form.getByLabel("Name", { exact: true }).fill("shop")
       await form.getByLabel("Type").selectOption("sqlite")
-      expect(await form.getByLabel("Host").count()).toBe(0)
+      expect(await form.getByLabel("Host", { exact: true }).count()).toBe(0)
       await form.getByLabel("Database").fill(shopFile)
       await form.getByRole("button", { name: "Save connection" }).click()
       const row = page.getByRole("row", { name: /shop/ })
@@ -215,6 +215,10 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       await row.getByRole("button", { name: "Delete" }).click()
       await row.getByRole("button", { name: "Yes, delete" }).click()
       await expect.poll(() => page.getByRole("row", { name: /e2e-reader/ }).count()).toBe(0)
+      // The local key has no Delete: this page signs in with it.
+      const local = page.getByRole("row").filter({ hasText: "Local key" })
+      expect(await local.count()).toBe(1)
+      expect(await local.getByRole("button", { name: "Delete" }).count()).toBe(0)
     })
     await step(page, "09 an MCP client configured with a key made for it", async () => {
       await page.getByRole("link", { name: "MCP connect" }).click()
@@ -234,6 +238,11 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       })
       expect(listed.status, listed.text).toBe(200)
       expect(listed.json.result.tools.map((t: { name: string }) => t.name)).toContain("query_database")
+      // A second key for the same client is another key, not a name conflict beside a success banner.
+      await page.getByRole("button", { name: "Make a key for Cursor" }).click()
+      await expect.poll(async () => JSON.parse((await page.getByLabel("Configuration").textContent())!).mcpServers.sluice.headers["x-api-key"]).not.toBe(key)
+      expect(await page.getByRole("alert").count()).toBe(0)
+      await page.getByText("Copy it now: it is shown once").waitFor()
     })
 
     // The refused write is a 4xx the browser logs as a failed load; anything else is the app's own error.
@@ -254,7 +263,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
         const form = page.getByRole("form", { name: "Add a connection" })
         await form.getByLabel("Paste a URL").fill(db.url)
         await form.getByRole("button", { name: "Fill from URL" }).click()
-        await expect.poll(() => form.getByLabel("Host").inputValue()).toBe("127.0.0.1")
+        await expect.poll(() => form.getByLabel("Host", { exact: true }).inputValue()).toBe("127.0.0.1")
         expect(await form.getByLabel("Type").inputValue()).toBe("postgresql")
         expect(await form.getByLabel("Database").inputValue()).toBe(db.name)
         await form.getByLabel("Name", { exact: true }).fill("pg")
@@ -272,8 +281,8 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
         const row = page.getByRole("row", { name: /^health: \w+ pg postgresql/ })
         await row.getByRole("button", { name: "Edit" }).click()
         const form = page.getByRole("form", { name: "Edit pg" })
-        expect(await form.getByLabel("Host").inputValue()).toBe("127.0.0.1")
-        await form.getByLabel("Port").fill("5432")
+        expect(await form.getByLabel("Host", { exact: true }).inputValue()).toBe("127.0.0.1")
+        await form.getByLabel("Port", { exact: true }).fill("5432")
         await form.getByRole("button", { name: "Save connection" }).click()
         await form.waitFor({ state: "detached" })
         await row.getByRole("button", { name: "Test" }).click()
@@ -399,8 +408,8 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       await page.getByRole("button", { name: "Add connection" }).click()
       const form = page.getByRole("form", { name: "Add a connection" })
       await form.getByLabel("Name", { exact: true }).fill("bad_port")
-      await form.getByLabel("Host").fill("db.example.com")
-      await form.getByLabel("Port").fill("99999")
+      await form.getByLabel("Host", { exact: true }).fill("db.example.com")
+      await form.getByLabel("Port", { exact: true }).fill("99999")
       await form.getByLabel("Database").fill("app")
       await form.getByLabel("Username").fill("reader")
       await form.getByRole("button", { name: "Save connection" }).click()
@@ -430,10 +439,10 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
   it("has no console errors on any page, at 1280×800 (light) and at 390 px (dark), with named controls, no sideways scroll and a keyboard path", async () => {
     // The narrow window also asks for the dark theme, as a phone at night would.
     const layouts = [
-      { viewport: { width: 1280, height: 800 }, colorScheme: "light", background: "rgb(247, 248, 250)" },
-      { viewport: { width: 390, height: 844 }, colorScheme: "dark", background: "rgb(15, 19, 23)" }
+      { viewport: { width: 1280, height: 800 }, colorScheme: "light", background: "rgb(247, 248, 250)", gutter: "rgb(238, 241, 244)" },
+      { viewport: { width: 390, height: 844 }, colorScheme: "dark", background: "rgb(15, 19, 23)", gutter: "rgb(34, 42, 49)" }
     ] as const
-    for (const { viewport, colorScheme, background } of layouts) {
+    for (const { viewport, colorScheme, background, gutter } of layouts) {
       const context = await browser.newContext({ viewport, colorScheme })
       const fresh = await context.newPage()
       const errors = collectErrors(fresh)
@@ -445,6 +454,11 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
           expect(await fresh.evaluate(UNNAMED_CONTROLS), `controls without an accessible name on ${route}`).toEqual([])
           expect(await fresh.evaluate(OVERFLOWING), `wider than the window on ${route}`).toEqual([])
           expect(await fresh.evaluate("getComputedStyle(document.body).backgroundColor")).toBe(background)
+          // The SQL editor follows the scheme too: its gutter is the page's code colour, not CodeMirror's light grey.
+          if (route === "/query") {
+            await fresh.locator(".cm-gutters").waitFor()
+            expect(await fresh.evaluate("getComputedStyle(document.querySelector('.cm-gutters')).backgroundColor")).toBe(gutter)
+          }
         })
       }
       // Keyboard: the first Tab offers the skip link, which lands on the page, whose first control is next.

@@ -1,24 +1,120 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { ConnectionInput } from "../../src/domain/Connection"
+import { Connection, ConnectionInput, SECRET_FIELDS } from "../../src/domain/Connection"
 import { hourlySeries, niceMax } from "../../src/web/charts"
-import { fieldsFor, inputOf } from "../../src/web/connectionFields"
+import { fieldsFor, formInput, formValuesOf, inputOf, secretStored } from "../../src/web/connectionFields"
 import { changedDescriptions, type CuratedTable, sourceLabel } from "../../src/web/curation"
 import { formatCell } from "../../src/web/format"
 import { globsOf, usageOf, withRule } from "../../src/web/governance"
 import { sqlConfigFor } from "../../src/web/sqlCompletion"
 
 describe("the web app's own logic", () => {
-  it("shows each db_type only its own fields, with secrets marked and choices listed", () => {
-    const sqlite = fieldsFor("sqlite").map((f) => f.name)
+  it("edits only what the gateway returns: every setting a connection accepts but its secrets comes back on GET", () => {
+    const secrets: ReadonlySet<string> = new Set(SECRET_FIELDS)
+    const accepted = new Set(ConnectionInput.members.flatMap((member) => Object.keys(member.fields)))
+    expect([...accepted].filter((field) => !secrets.has(field) && !(field in Connection.fields))).toEqual([])
+  })
+
+  it("shows each db_type only its own fields, with secrets marked, choices the gateway accepts and a group for each", () => {
+    const sqlite = fieldsFor("sqlite").map((f) => f.path)
     expect(sqlite).toContain("database")
+    expect(sqlite).toContain("max_rows")
     expect(sqlite).not.toContain("host")
-    const postgres = new Map(fieldsFor("postgresql").map((f) => [f.name, f]))
-    expect(postgres.get("host")).toMatchObject({ required: true, kind: "text" })
+    expect(sqlite.filter((p) => p.startsWith("tls.") || p.startsWith("ssh_tunnel."))).toEqual([])
+    const postgres = new Map(fieldsFor("postgresql").map((f) => [f.path, f]))
+    expect(postgres.get("host")).toMatchObject({ required: true, kind: "text", group: "Connection" })
     expect(postgres.get("port")).toMatchObject({ required: false, kind: "number" })
     expect(postgres.get("password")).toMatchObject({ kind: "secret" })
-    expect(fieldsFor("bigquery").find((f) => f.name === "credentials_json")?.kind).toBe("secret-text")
+    expect(postgres.get("tls.mode")).toMatchObject({ required: true, kind: "choice", group: "TLS", choices: ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"] })
+    expect(postgres.get("ssh_tunnel.private_key")).toMatchObject({ kind: "secret-text", group: "SSH tunnel" })
+    expect(postgres.get("tags")).toMatchObject({ kind: "tags", group: "Description and tags" })
+    expect(postgres.get("blocked_tables")).toMatchObject({ kind: "list", group: "Schema and tables" })
+    expect(postgres.get("allowed_functions")).toMatchObject({ kind: "list", group: "Schema and tables" })
+    expect(postgres.has("name")).toBe(false)
+    expect(fieldsFor("clickhouse").find((f) => f.path === "protocol")?.choices).toEqual(["http"])
+    expect(fieldsFor("bigquery").find((f) => f.path === "credentials_json")?.kind).toBe("secret-text")
     expect(fieldsFor("no-such-type")).toEqual([])
+  })
+
+  it("offers every field the gateway accepts, for every db_type", () => {
+    for (const member of ConnectionInput.members) {
+      const dbType = member.fields.db_type.literals[0]
+      const paths = new Set(fieldsFor(dbType).map((f) => f.path))
+      for (const [name, field] of Object.entries(member.fields)) {
+        if (name === "db_type" || name === "name") continue
+        // tls and ssh_tunnel are optional Structs: the form asks for each of their fields.
+        const struct = (field as { from?: { fields?: object } }).from?.fields
+        const expected = struct === undefined ? [name] : Object.keys(struct).map((leaf) => `${name}.${leaf}`)
+        for (const path of expected) expect(paths.has(path), `${dbType} ${path}`).toBe(true)
+      }
+    }
+  })
+
+  it("turns the form's text into the body the gateway takes: numbers, arrays, nested groups only when used, empty secrets left out", () => {
+    const values = {
+      host: " db.internal ",
+      port: "6432",
+      database: "app",
+      username: "reader",
+      password: " spaced ",
+      "tls.mode": "require",
+      "ssh_tunnel.username": "",
+      query_timeout: "30",
+      max_rows: "500",
+      tags: "prod, finance,,",
+      blocked_tables: "secret_*\nhr.salaries",
+      description: "   "
+    }
+    const body = formInput("postgresql", values)
+    expect(body).toEqual({
+      db_type: "postgresql",
+      host: "db.internal",
+      port: 6432,
+      database: "app",
+      username: "reader",
+      password: " spaced ",
+      tls: { mode: "require" },
+      query_timeout: 30,
+      max_rows: 500,
+      tags: ["prod", "finance"],
+      blocked_tables: ["secret_*", "hr.salaries"]
+    })
+    expect(Schema.decodeUnknownSync(ConnectionInput)({ ...body, name: "pg" })).toMatchObject({ tls: { mode: "require" } })
+    // An edit that types no secret sends none, and the tunnel travels without its stored key.
+    const edit = formInput("postgresql", { ...values, password: "", "ssh_tunnel.host": "bastion", "ssh_tunnel.username": "ops", "ssh_tunnel.private_key": "" })
+    expect(edit["password"]).toBeUndefined()
+    expect(edit["ssh_tunnel"]).toEqual({ host: "bastion", username: "ops" })
+  })
+
+  it("shows a stored connection in the form as text, secrets empty and flagged as stored", () => {
+    const stored = {
+      db_type: "postgresql",
+      name: "warehouse",
+      description: null,
+      host: "db.internal",
+      port: 5432,
+      tags: ["prod", "finance"],
+      max_rows: 500,
+      blocked_tables: ["a", "b"],
+      password_set: true,
+      tls: { mode: "verify-ca", ca_pem: "-----BEGIN CERTIFICATE-----", client_key_pem_set: true },
+      ssh_tunnel: { host: "bastion", port: 22, username: "ops", private_key_set: false, passphrase_set: false, password_set: true, host_key_fingerprint: null }
+    }
+    expect(formValuesOf("postgresql", stored)).toEqual({
+      host: "db.internal",
+      port: "5432",
+      tags: "prod, finance",
+      max_rows: "500",
+      blocked_tables: "a\nb",
+      "tls.mode": "verify-ca",
+      "tls.ca_pem": "-----BEGIN CERTIFICATE-----",
+      "ssh_tunnel.host": "bastion",
+      "ssh_tunnel.port": "22",
+      "ssh_tunnel.username": "ops"
+    })
+    const fields = new Map(fieldsFor("postgresql").map((f) => [f.path, f]))
+    const kept = (path: string) => secretStored(stored, fields.get(path)!)
+    expect(["password", "tls.client_key_pem", "ssh_tunnel.password", "ssh_tunnel.private_key"].map(kept)).toEqual([true, true, true, false])
   })
 
   it("turns a stored connection back into an input the gateway accepts, without secret flags, timestamps or nulls", () => {

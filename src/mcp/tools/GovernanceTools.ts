@@ -41,7 +41,10 @@ export const governanceTools = Effect.gen(function* () {
 
   const HistoryInput = Schema.Struct({
     connection_name: OneConnection.fields.connection_name,
-    limit: Schema.optionalWith(Schema.Int.pipe(Schema.between(1, 100, { message: () => "limit must be an integer between 1 and 100" })), { exact: true })
+    limit: Schema.optionalWith(
+      Schema.Int.pipe(Schema.between(1, 100, { message: () => "limit must be an integer between 1 and 100" })).annotations({ description: "The most recent queries to list (default 20)" }),
+      { exact: true }
+    )
   }).annotations({ parseOptions: { onExcessProperty: "error" } })
   const queryHistory: McpTool<typeof HistoryInput.Type> = {
     name: "query_history",

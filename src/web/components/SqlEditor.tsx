@@ -2,9 +2,30 @@ import { useEffect, useRef } from "react"
 import { autocompletion, closeBrackets, closeBracketsKeymap, closeCompletion, completionKeymap } from "@codemirror/autocomplete"
 import { defaultKeymap, history, historyKeymap } from "@codemirror/commands"
 import { type SQLConfig, sql } from "@codemirror/lang-sql"
-import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from "@codemirror/language"
+import { bracketMatching, HighlightStyle, indentOnInput, syntaxHighlighting } from "@codemirror/language"
 import { Compartment, Prec } from "@codemirror/state"
 import { drawSelection, EditorView, highlightActiveLine, keymap, lineNumbers } from "@codemirror/view"
+import { tags } from "@lezer/highlight"
+
+// Colours from the page's variables (styles.css), so the editor follows the light and dark schemes with the rest of the app.
+const sqlHighlight = HighlightStyle.define([
+  { tag: tags.keyword, color: "var(--sql-keyword)", fontWeight: "600" },
+  { tag: [tags.string, tags.special(tags.string)], color: "var(--sql-string)" },
+  { tag: [tags.number, tags.bool, tags.null], color: "var(--sql-number)" },
+  { tag: [tags.comment, tags.lineComment, tags.blockComment], color: "var(--muted)", fontStyle: "italic" },
+  { tag: [tags.operator, tags.punctuation], color: "var(--text)" },
+  { tag: [tags.typeName, tags.standard(tags.name)], color: "var(--sql-type)" }
+])
+
+const theme = EditorView.theme({
+  "&": { color: "var(--text)", backgroundColor: "var(--panel)" },
+  ".cm-content": { caretColor: "var(--text)" },
+  ".cm-gutters": { backgroundColor: "var(--code)", color: "var(--muted)", borderRight: "1px solid var(--border)" },
+  ".cm-activeLine": { backgroundColor: "var(--sql-active-line)" },
+  ".cm-activeLineGutter": { backgroundColor: "var(--sql-active-line)" },
+  "&.cm-focused .cm-selectionBackground, .cm-selectionBackground": { backgroundColor: "var(--sql-selection)" },
+  ".cm-tooltip": { backgroundColor: "var(--panel)", color: "var(--text)", border: "1px solid var(--border)" }
+})
 
 const editing = [
   lineNumbers(),
@@ -15,7 +36,8 @@ const editing = [
   closeBrackets(),
   autocompletion(),
   highlightActiveLine(),
-  syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+  syntaxHighlighting(sqlHighlight),
+  theme,
   keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap])
 ]
 

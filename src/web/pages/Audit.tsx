@@ -15,8 +15,10 @@ interface Filters {
   readonly key_id: string
   readonly from: string
   readonly to: string
+  readonly hideReads: boolean
 }
-const NO_FILTERS: Filters = { event_type: "", connection: "", outcome: "", key_id: "", from: "", to: "" }
+// The log opens without page loads (this console's own among them), so what changed and what was queried comes first.
+const DEFAULT_FILTERS: Filters = { event_type: "", connection: "", outcome: "", key_id: "", from: "", to: "", hideReads: true }
 
 const paramsOf = (filters: Filters) => ({
   ...(filters.event_type !== "" ? { event_type: filters.event_type } : {}),
@@ -24,11 +26,12 @@ const paramsOf = (filters: Filters) => ({
   ...(filters.outcome !== "" ? { outcome: filters.outcome } : {}),
   ...(filters.key_id !== "" ? { key_id: filters.key_id } : {}),
   ...(filters.from !== "" ? { from: Math.floor(new Date(filters.from).getTime() / 1000) } : {}),
-  ...(filters.to !== "" ? { to: Math.floor(new Date(filters.to).getTime() / 1000) } : {})
+  ...(filters.to !== "" ? { to: Math.floor(new Date(filters.to).getTime() / 1000) } : {}),
+  ...(filters.hideReads ? { exclude_reads: true } : {})
 })
 
 export const AuditPage = () => {
-  const [typed, setFilters] = useState<Filters>(NO_FILTERS)
+  const [typed, setFilters] = useState<Filters>(DEFAULT_FILTERS)
   const filters = useDebounced(typed, 250)
   const [keys] = useApi((client) => client.keys.list({ urlParams: { limit: 200 } }))
   const [entries, setEntries] = useState<ReadonlyArray<Entry>>([])
@@ -95,6 +98,9 @@ export const AuditPage = () => {
             <option value="error">error</option>
           </select>
         </label>
+        <label className="check">
+          <input type="checkbox" checked={typed.hideReads} onChange={(e) => setFilters({ ...typed, hideReads: e.target.checked })} /> Hide page loads (GET)
+        </label>
         {keys.state === "ready" && <KeySelect keys={keys.value.items} value={typed.key_id} onChange={(key_id) => setFilters({ ...typed, key_id })} none="any" />}
         <label>
           From
@@ -135,7 +141,7 @@ const AuditRow = ({ entry, open, onToggle }: { readonly entry: Entry; readonly o
         </button>
       </td>
       <td>{entry.event_type}</td>
-      <td>{entry.principal ?? "—"}</td>
+      <td title={entry.principal ?? undefined}>{entry.key_name ?? entry.principal ?? "—"}</td>
       <td>{entry.connection ?? "—"}</td>
       <td>
         {entry.outcome}

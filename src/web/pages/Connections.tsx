@@ -1,4 +1,4 @@
-import { type FormEvent, Fragment, useState } from "react"
+import { type FormEvent, Fragment, useId, useState } from "react"
 import { Effect, Schema } from "effect"
 import type { DiagnoseResult } from "../../api/ConnectionsApi"
 import { type Connection, ConnectionInput } from "../../domain/Connection"
@@ -6,7 +6,7 @@ import { ConfirmButton } from "../components/ConfirmButton"
 import { TableHead } from "../components/TableHead"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { useAction, useApi } from "../client/useApi"
-import { DB_TYPES, fieldsFor, inputOf, labelOf } from "../connectionFields"
+import { DB_TYPES, FIELD_GROUPS, type FormField, GROUP_NOTES, fieldsFor, formInput, formValuesOf, isSecret, secretStored } from "../connectionFields"
 
 type TestOutcome = { readonly ok: boolean; readonly latency_ms: number; readonly error?: string | undefined; readonly step?: string | undefined }
 
@@ -153,39 +153,32 @@ const CloneButton = ({ from, onClone }: { readonly from: string; readonly onClon
   )
 }
 
-/** Fields shown in the form, as text, from a stored connection (secrets are never returned, so they start empty). */
-const formValuesOf = (connection: Connection | null): Record<string, string> =>
-  connection === null
-    ? {}
-    : Object.fromEntries(fieldsFor(connection.db_type).flatMap((f) => {
-        const value = ({ ...connection } as Record<string, unknown>)[f.name]
-        return value === undefined || value === null || typeof value === "object" ? [] : [[f.name, String(value)]]
-      }))
-
 const ConnectionForm = ({ existing, onDone }: { readonly existing: Connection | null; readonly onDone: (saved: boolean) => void }) => {
   const [dbType, setDbType] = useState<string>(existing?.db_type ?? "postgresql")
   const [name, setName] = useState(existing?.name ?? "")
-  const [values, setValues] = useState<Record<string, string>>(() => formValuesOf(existing))
+  const [values, setValues] = useState<Record<string, string>>(() => (existing === null ? {} : formValuesOf(existing.db_type, existing)))
   const [url, setUrl] = useState("")
   const save = useAction()
   const parse = useAction()
+  const id = useId()
   const fields = fieldsFor(dbType)
+  // Stored secrets carry over only while the type stays the same, as the gateway's update keeps them.
+  const stored = existing !== null && existing.db_type === dbType ? existing : null
   const title = existing === null ? "Add a connection" : `Edit ${existing.name}`
+  const changeType = (next: string) => {
+    const kept = new Set(fieldsFor(next).map((f) => f.path))
+    setDbType(next)
+    setValues(Object.fromEntries(Object.entries(values).filter(([path]) => kept.has(path))))
+  }
   const fillFromUrl = async () => {
     const parsed = await parse.perform((client) => client.connectionUrls.parse({ payload: { url } }))
     if (parsed === undefined) return
     setDbType(parsed.db_type)
-    setValues(Object.fromEntries(Object.entries(parsed.fields).filter(([, v]) => v !== null && typeof v !== "object").map(([k, v]) => [k, String(v)])))
+    setValues(formValuesOf(parsed.db_type, parsed.fields))
   }
   const submit = async (event: FormEvent) => {
     event.preventDefault()
-    // An edit keeps what the form does not show (table policy, TLS, tunnel…); an emptied field is removed.
-    const body: Record<string, unknown> = { ...(existing !== null && existing.db_type === dbType ? inputOf(existing) : {}), db_type: dbType, name }
-    for (const field of fields) {
-      const value = values[field.name]?.trim() ?? ""
-      if (value !== "") body[field.name] = field.kind === "number" ? Number(value) : value
-      else delete body[field.name]
-    }
+    const body = { ...formInput(dbType, values), name }
     // Checked here with the Schema the gateway checks with, so a mistake is named before anything is sent.
     const saved = await save.perform((client) =>
       Effect.flatMap(Schema.decodeUnknown(ConnectionInput)(body, { errors: "first" }), (payload) =>
@@ -209,44 +202,44 @@ const ConnectionForm = ({ existing, onDone }: { readonly existing: Connection | 
         </button>
       </div>
       <ErrorBanner error={parse.error} />
-      <div className="grid-form">
-        <label>
-          Name
-          <input value={name} onChange={(e) => setName(e.target.value)} required pattern="[A-Za-z0-9_\-]{1,64}" placeholder="analytics" />
-        </label>
-        <label>
-          Type
-          <select value={dbType} onChange={(e) => (setDbType(e.target.value), setValues({}))}>
-            {DB_TYPES.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
-        </label>
-        {fields.map((field) => (
-          <label key={`${dbType}.${field.name}`}>
-            {labelOf(field.name)}
-            {!field.required && <span className="muted small"> (optional)</span>}
-            {field.kind === "choice" ? (
-              <select value={values[field.name] ?? ""} onChange={(e) => setValues({ ...values, [field.name]: e.target.value })}>
-                <option value="">—</option>
-                {field.choices.map((c) => (
-                  <option key={c}>{c}</option>
-                ))}
-              </select>
-            ) : field.kind === "secret-text" ? (
-              <textarea value={values[field.name] ?? ""} onChange={(e) => setValues({ ...values, [field.name]: e.target.value })} rows={4} spellCheck={false} />
-            ) : (
-              <input
-                type={field.kind === "secret" ? "password" : field.kind === "number" ? "number" : "text"}
-                autoComplete={field.kind === "secret" ? "new-password" : "off"}
-                required={field.required}
-                value={values[field.name] ?? ""}
-                onChange={(e) => setValues({ ...values, [field.name]: e.target.value })}
-              />
-            )}
-          </label>
-        ))}
-      </div>
+      {FIELD_GROUPS.map((group) => {
+        const inGroup = fields.filter((f) => f.group === group)
+        if (inGroup.length === 0) return null
+        return (
+          <fieldset key={group} className="field-group">
+            <legend>{group}</legend>
+            {GROUP_NOTES[group] !== undefined && <p className="muted small">{GROUP_NOTES[group]}</p>}
+            <div className="grid-form">
+              {group === "Connection" && (
+                <>
+                  <div className="field">
+                    <FieldLabel htmlFor={`${id}-name`} text="Name" required="required" />
+                    <input id={`${id}-name`} value={name} onChange={(e) => setName(e.target.value)} required pattern="[A-Za-z0-9_\-]{1,64}" placeholder="analytics" />
+                  </div>
+                  <div className="field">
+                    <FieldLabel htmlFor={`${id}-type`} text="Type" />
+                    <select id={`${id}-type`} value={dbType} onChange={(e) => changeType(e.target.value)}>
+                      {DB_TYPES.map((t) => (
+                        <option key={t}>{t}</option>
+                      ))}
+                    </select>
+                  </div>
+                </>
+              )}
+              {inGroup.map((field) => (
+                <FieldInput
+                  key={`${dbType}.${field.path}`}
+                  id={`${id}-${field.path}`}
+                  field={field}
+                  value={values[field.path] ?? ""}
+                  onChange={(value) => setValues({ ...values, [field.path]: value })}
+                  secretKept={stored !== null && isSecret(field) && secretStored(stored, field)}
+                />
+              ))}
+            </div>
+          </fieldset>
+        )
+      })}
       <p className="muted small">
         Secrets are write-only: they are encrypted at rest and never shown again.{existing !== null && " Leave a secret empty to keep the stored one."}
       </p>
@@ -260,5 +253,67 @@ const ConnectionForm = ({ existing, onDone }: { readonly existing: Connection | 
         </button>
       </div>
     </form>
+  )
+}
+
+const UNCHANGED = "Unchanged unless you type a new one"
+
+// The note sits outside the label, so a control's accessible name is its label alone.
+const FieldLabel = ({ htmlFor, text, required }: { readonly htmlFor: string; readonly text: string; readonly required?: string | undefined }) => (
+  <span>
+    <label htmlFor={htmlFor}>{text}</label>
+    {required !== undefined && <span className="muted small"> ({required})</span>}
+  </span>
+)
+
+const FieldInput = ({
+  id,
+  field,
+  value,
+  onChange,
+  secretKept
+}: {
+  readonly id: string
+  readonly field: FormField
+  readonly value: string
+  readonly onChange: (value: string) => void
+  readonly secretKept: boolean
+}) => {
+  const nested = field.path.includes(".")
+  const notes = [field.help, secretKept ? "A value is stored; it is never shown." : undefined].filter((note) => note !== undefined)
+  const hintId = `${id}-hint`
+  const common = {
+    id,
+    value,
+    onChange: (e: { readonly target: { readonly value: string } }) => onChange(e.target.value),
+    "aria-describedby": notes.length > 0 ? hintId : undefined
+  }
+  return (
+    <div className="field">
+      <FieldLabel htmlFor={id} text={field.label} required={field.required ? (nested ? `required for ${field.group}` : "required") : undefined} />
+      {field.kind === "choice" ? (
+        <select {...common}>
+          <option value="">—</option>
+          {field.choices.map((c) => (
+            <option key={c}>{c}</option>
+          ))}
+        </select>
+      ) : field.kind === "list" || field.kind === "pem" || field.kind === "secret-text" ? (
+        <textarea {...common} rows={3} spellCheck={false} placeholder={secretKept ? UNCHANGED : undefined} />
+      ) : (
+        <input
+          {...common}
+          type={field.kind === "secret" ? "password" : field.kind === "number" ? "number" : "text"}
+          autoComplete={field.kind === "secret" ? "new-password" : "off"}
+          required={field.required && !nested}
+          placeholder={secretKept ? UNCHANGED : undefined}
+        />
+      )}
+      {notes.length > 0 && (
+        <span id={hintId} className="hint">
+          {notes.join(" ")}
+        </span>
+      )}
+    </div>
   )
 }

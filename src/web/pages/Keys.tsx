@@ -1,4 +1,5 @@
 import { type FormEvent, useState } from "react"
+import { isLocalKeyId } from "../../domain/Ids"
 import { ALL_SCOPES, type Scope } from "../../domain/Scope"
 import { ConfirmButton } from "../components/ConfirmButton"
 import { CopyButton } from "../components/CopyButton"
@@ -50,12 +51,18 @@ export const KeysPage = () => {
                       <td>{key.last_used_at === null ? "never" : formatTime(key.last_used_at)}</td>
                       <td>{key.expires_at === null ? "never" : formatTime(key.expires_at)}</td>
                       <td>
-                        <ConfirmButton
-                          label="Delete"
-                          confirm={`Delete “${key.name}”? Tools using it stop working at once.`}
-                          disabled={remove.pending}
-                          onConfirm={() => remove.perform((client) => client.keys.remove({ path: { key_id: key.id } })).then(reload)}
-                        />
+                        {isLocalKeyId(key.id) ? (
+                          <span className="muted" title="This machine's web app and CLI sign in with it; SP_LOCAL_ACCESS=false turns local access off">
+                            Local key
+                          </span>
+                        ) : (
+                          <ConfirmButton
+                            label="Delete"
+                            confirm={`Delete “${key.name}”? Tools using it stop working at once.`}
+                            disabled={remove.pending}
+                            onConfirm={() => remove.perform((client) => client.keys.remove({ path: { key_id: key.id } })).then(reload)}
+                          />
+                        )}
                       </td>
                     </tr>
                   ))}

@@ -16,8 +16,12 @@ export const McpConnectPage = () => {
   const [config, reload] = useApi((api) => api.mcp.clientConfig({ urlParams: { client, tools } }), [client, tools])
   const chosenKey = KEY_PATTERN.test(key.trim()) ? key.trim() : null
   // A key made here has the scopes the MCP tools need; it is shown in the snippet now and never again.
+  // Key names are unique in an org: each key made here is named for its client, the day, and a few random characters.
   const makeKey = async () => {
-    const created = await create.perform((api) => api.keys.create({ payload: { name: `${NAMES[client]} (MCP)`, scopes: ["read", "query"] } }))
+    setMade(false)
+    const tag = Array.from(crypto.getRandomValues(new Uint8Array(3)), (b) => b.toString(16).padStart(2, "0")).join("")
+    const name = `${NAMES[client]} (MCP) ${new Date().toISOString().slice(0, 10)} ${tag}`
+    const created = await create.perform((api) => api.keys.create({ payload: { name, scopes: ["read", "query"] } }))
     if (created === undefined) return
     setKey(created.key)
     setMade(true)

@@ -17,6 +17,7 @@ import { Relay } from "../../support/Relay"
 
 const PROJECT = "sluice-test"
 const ORDERS = "select id, name from orders order by id"
+const MANY = "select id from many"
 const TYPED = "select big, amount, at, day, ok, score from typed"
 const SLOWISH = "select total from slowish"
 const SLOW = "select * from waiting where n = 1"
@@ -128,6 +129,14 @@ describe("bigquery connector against a protocol fake, through the real driver", 
     expect(value(results[3]).rows).toEqual([[42]])
     expect(value(results[4])).toEqual({ total: 4, idle: 4, waiting: 0 })
     expect(fake.requests).toContain("POST /token")
+  })
+
+  it("a meter that refuses stops the read: no rows kept, no further page fetched", async () => {
+    fake.define(MANY, { statementType: "SELECT", fields: [{ name: "id", type: "INTEGER" }], rows: Array.from({ length: 25_000 }, (_, i) => [String(i)]) })
+    const { results } = await run([{ op: "query", sql: MANY, maxRows: 100_000, maxBytes: 1_000 }])
+    expect(value(results[0])).toMatchObject({ rows: [], oversized: true })
+    // Pages are 10,000 rows: the first was read, the two after it never asked for.
+    expect(jobsFor(MANY)[0]!.rowsServed).toBe(10_000)
   })
 
   it("refuses writes, DDL, scripts and statements over maximum_bytes_billed at the dry run: none becomes a job", async () => {

@@ -116,7 +116,7 @@ describe("session guards and server-side cancel, per connector", () => {
     await client.connect()
     try {
       const failed = await new Promise<unknown>((resolve) =>
-        client.query(new PostgresCappedRead(["SET LOCAL no_such_setting = 1"], "insert into t values (97)", 10, pgDriver.types, (error) => resolve(error)))
+        client.query(new PostgresCappedRead(["SET LOCAL no_such_setting = 1"], [], "insert into t values (97)", 10, pgDriver.types, (error) => resolve(error)))
       )
       expect(String(failed)).toMatch(/unrecognized configuration parameter/)
       expect((await client.query("select count(*)::int as n from t where id = 97")).rows).toEqual([{ n: 0 }])

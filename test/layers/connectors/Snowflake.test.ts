@@ -75,7 +75,8 @@ describe("snowflake connector: the real snowflake-sdk against a Snowflake REST f
           q("insert into orders values (1)"),
           q(`selec '${PASSWORD}'`),
           "stats",
-          { concurrent: Array.from({ length: 6 }, () => q("select system$wait(1)")), statsAfterMs: 600 }
+          { concurrent: Array.from({ length: 6 }, () => q("select system$wait(1)")), statsAfterMs: 600 },
+          { ...q("select n from table(generator(rowcount => 999))", 1000), maxBytes: 1_000 }
         ]),
         job(WRONG, ["ping"])
       ],
@@ -89,7 +90,7 @@ describe("snowflake connector: the real snowflake-sdk against a Snowflake REST f
 
   it("caps rows, keeps columns, sends the session guards, cancels a timed-out statement on the server", () => {
     const good = report.pools[0]!
-    const [ping, capped, small, chunked, slow, afterwards, two, put, write, syntax, stats, concurrent] = good.outcomes
+    const [ping, capped, small, chunked, slow, afterwards, two, put, write, syntax, stats, concurrent, metered] = good.outcomes
 
     expect(ping).toEqual({ ok: true, value: null })
     expect(capped).toEqual({
@@ -109,6 +110,10 @@ describe("snowflake connector: the real snowflake-sdk against a Snowflake REST f
     expect(chunked?.ok && chunked.value.truncated).toBe(true)
     const chunkedQuery = fake.queries.find((x) => x.sqlText.includes("rowcount => 1000"))!
     expect(fake.chunksServed.get(chunkedQuery.queryId)).toBeLessThan(9)
+    // A meter that refuses past 1,000 bytes stops the stream too: no rows kept, the later chunks never fetched.
+    expect(metered).toMatchObject({ ok: true, value: { rows: [], oversized: true } })
+    const meteredQuery = fake.queries.find((x) => x.sqlText.includes("rowcount => 999"))!
+    expect(fake.chunksServed.get(meteredQuery.queryId) ?? 0).toBeLessThan(9)
 
     expect(slow).toEqual({ ok: false, step: "timeout", message: "The statement was cancelled because it ran past its timeout" })
     const slowQuery = fake.queries.find((x) => x.sqlText === "select system$wait(10)")!

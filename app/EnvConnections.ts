@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
 import { Connections } from "../src/services/Connections"
-import { AppConfig } from "./AppConfig"
+import { AppConfig } from "../layers/AppConfig"
 
 /** Self-hosted start: mirrors SP_CONNECTION_<NAME> variables into read-only connections of the local org. */
 export const EnvConnections = Layer.effectDiscard(

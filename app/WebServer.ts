@@ -1,8 +1,8 @@
-import { createServer } from "node:http"
-import { HttpApp, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
-import { AppConfig } from "./AppConfig"
+import { AppConfig } from "../layers/AppConfig"
+import { drainingServer } from "../layers/DrainingServer"
+import { shutdownPlan } from "../layers/ShutdownDeadline"
 import { loadWebAssets, type WebAsset } from "./WebAssets"
 
 // Scripts only from this origin; CodeMirror writes its styles into <style> elements, hence inline styles.
@@ -61,9 +61,8 @@ export const webServer = (gateway: HttpApp.Default, pipeline: (app: HttpApp.Defa
       // As middleware, the pipeline wraps the server's own failure-to-response step, as it does on SP_PORT.
       const gatewayPipeline = (handled: HttpApp.Default) =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => (isGatewayPath(request.url) ? pipeline(handled) : handled))
-      return HttpServer.serve(app, gatewayPipeline).pipe(
-        Layer.tap(() => Effect.logInfo(`Web app at http://${config.host}:${config.webPort}`)),
-        Layer.provide(NodeHttpServer.layer(() => createServer(), { port: config.webPort, host: config.host }))
+      return drainingServer(app, gatewayPipeline, { port: config.webPort, host: config.host, shutdown: shutdownPlan(config.shutdownTimeoutSeconds) }).pipe(
+        Layer.tap(() => Effect.logInfo(`Web app at http://${config.host}:${config.webPort}`))
       )
     })
   )

@@ -1,9 +1,10 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { gzipSync } from "node:zlib"
+import { PACKAGE_ROOT } from "../layers/PackageRoot"
 
 /** Where `npm run build:web` writes the web app. */
-export const WEB_DIST = path.resolve(import.meta.dirname, "../dist/web")
+export const WEB_DIST = path.join(PACKAGE_ROOT, "dist/web")
 
 export interface WebAsset {
   readonly body: Uint8Array

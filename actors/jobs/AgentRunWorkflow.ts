@@ -1,0 +1,38 @@
+import { DurableDeferred, Workflow } from "@effect/workflow"
+import { Schema } from "effect"
+
+// The agent run's workflow as starters and runners both know it; its steps are in AgentRunSteps, its body in AgentRunJob.
+
+/** A run ended early: cancelled, or failed in a way the model cannot help with. Its status is written before this is raised. */
+export class RunStopped extends Schema.TaggedError<RunStopped>()("RunStopped", {
+  status: Schema.Literal("failed", "cancelled"),
+  code: Schema.String,
+  message: Schema.String
+}) {}
+
+export const ToolCallRequest = Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown })
+export type ToolCallRequest = typeof ToolCallRequest.Type
+
+/** What the model said in one turn. */
+export const ModelTurn = Schema.Struct({ text: Schema.String, toolCalls: Schema.Array(ToolCallRequest) })
+export type ModelTurn = typeof ModelTurn.Type
+
+export const ToolResult = Schema.Struct({ id: Schema.String, name: Schema.String, text: Schema.String, isFailure: Schema.Boolean })
+export type ToolResult = typeof ToolResult.Type
+
+export const RunStart = Schema.Struct({ prompt: Schema.String, connectionName: Schema.NullOr(Schema.String), maxTurns: Schema.Int })
+
+/** The tool a run asks its user a question with; the answer comes back as the tool's result. */
+export const ASK_USER = "ask_user"
+
+export const AgentRunWorkflow = Workflow.make({
+  name: "AgentRun",
+  payload: { runId: Schema.String, orgId: Schema.String },
+  error: RunStopped,
+  idempotencyKey: ({ runId }) => runId
+})
+
+/** The user's answer to the question a run asked at `step`, or the run's cancellation while it waited. */
+export const Answer = Schema.Union(Schema.Struct({ kind: Schema.Literal("answer"), text: Schema.String }), Schema.Struct({ kind: Schema.Literal("cancelled") }))
+export const answerFor = (step: string) => DurableDeferred.make(`answer/${step}`, { success: Answer })
+

@@ -1,0 +1,102 @@
+import { Layer } from "effect"
+import { AgentRunJob } from "../actors/jobs/AgentRunJob"
+import { AgentRunSteps } from "../actors/jobs/AgentRunSteps"
+import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
+import { HealthLoop } from "../actors/loops/HealthLoop"
+import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
+import { SchemaWatchLoop } from "../actors/loops/SchemaWatchLoop"
+import { ResultCache } from "../src/governance/ResultCache"
+import { Gate } from "../src/http/Gate"
+import { McpTools } from "../src/mcp/McpTools"
+import { ToolCalls } from "../src/mcp/ToolCalls"
+import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
+import { AuditRepo } from "../src/repos/AuditRepo"
+import { AgentRuns } from "../src/services/AgentRuns"
+import { ApiKeys } from "../src/services/ApiKeys"
+import { Budgets } from "../src/services/Budgets"
+import { Audit } from "../src/services/Audit"
+import { Authenticator } from "../src/services/Authenticator"
+import { ConnectionChecks } from "../src/services/ConnectionChecks"
+import { ConnectionHealth } from "../src/services/ConnectionHealth"
+import { ConnectionTransfer } from "../src/services/ConnectionTransfer"
+import { Connections } from "../src/services/Connections"
+import { LocalAccess } from "../src/services/LocalAccess"
+import { Metrics } from "../src/services/Metrics"
+import { PiiDetector } from "../src/services/PiiDetector"
+import { Posture } from "../src/services/Posture"
+import { Queries } from "../src/services/Queries"
+import { SchemaChanges } from "../src/services/SchemaChanges"
+import { SchemaContext } from "../src/services/SchemaContext"
+import { SchemaCuration } from "../src/services/SchemaCuration"
+import { SchemaWatches } from "../src/services/SchemaWatches"
+import { SchemaExplorer } from "../src/services/SchemaExplorer"
+import { SchemaRelations } from "../src/services/SchemaRelations"
+import { Schemas } from "../src/services/Schemas"
+import { Secrets } from "../src/services/Secrets"
+import { SecretsRepo } from "../src/repos/SecretsRepo"
+import { Settings } from "../src/services/Settings"
+import { ConnectorPools } from "../layers/connectors/ConnectorPools"
+import { CredentialCipher } from "../layers/CredentialCipher"
+import { JobEngineLive, JobRuntime } from "../layers/JobRuntime"
+import { LanguageModels } from "../layers/LanguageModels"
+import { Leases } from "../layers/Leases"
+import { RateLimits } from "../layers/RateLimits"
+import { ShutdownDeadline } from "../layers/ShutdownDeadline"
+import { EnvConnections } from "./EnvConnections"
+import { Foundation } from "./Foundation"
+import { HttpServerLive } from "./HttpServer"
+
+
+/** Every service, each built once on the foundation: each lists what it is built on, so this is a plain merge. */
+export const ServicesLive = Layer.mergeAll(
+  AgentRuns.Default,
+  AgentRunSteps.Default,
+  AgentRunsRepo.Default,
+  ApiKeys.Default,
+  Audit.Default,
+  AuditRepo.Default,
+  Authenticator.Default,
+  Budgets.Default,
+  ConnectionChecks.Default,
+  ConnectionHealth.Default,
+  ConnectionTransfer.Default,
+  Connections.Default,
+  ConnectorPools.Default,
+  CredentialCipher.Default,
+  Gate.Default,
+  JobRuntime.Default,
+  LanguageModels.Default,
+  Leases.Default,
+  LocalAccess.Default,
+  McpTools.Default,
+  Metrics.Default,
+  PiiDetector.Default,
+  Posture.Default,
+  Queries.Default,
+  RateLimits.Default,
+  ResultCache.Default,
+  SchemaChanges.Default,
+  SchemaContext.Default,
+  SchemaCuration.Default,
+  SchemaExplorer.Default,
+  SchemaRelations.Default,
+  SchemaWatches.Default,
+  Schemas.Default,
+  Secrets.Default,
+  SecretsRepo.Default,
+  Settings.Default,
+  ToolCalls.Default
+).pipe(Layer.provideMerge(Foundation))
+
+/** Every kind of durable job, registered on this process's runner: every runner registers every kind. */
+export const JobsLive = AgentRunJob.pipe(Layer.provide(JobEngineLive))
+
+/** The single composition root: the HTTP server and every background loop, on one store; stopped within the shutdown deadline. */
+export const AppLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditRetentionLoop, HealthLoop, SchemaRefreshLoop, SchemaWatchLoop, ShutdownDeadline).pipe(
+  // Env connections are in place before the first request is served.
+  Layer.provide(EnvConnections),
+  Layer.provide(ServicesLive)
+)
+
+/** `sluice worker`: a runner of every job kind on the store, without the HTTP server or the loops. */
+export const WorkerLive = JobsLive.pipe(Layer.provide(ServicesLive))

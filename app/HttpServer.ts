@@ -1,0 +1,83 @@
+import { HttpApiBuilder, type HttpApp, HttpApiSwagger } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { SluiceApi } from "../src/api/Api"
+import { AuditHttp } from "../src/http/AuditHttp"
+import { BudgetsHttp } from "../src/http/BudgetsHttp"
+import { AuthenticationLive } from "../src/http/AuthenticationLive"
+import { ConnectionHealthHttp } from "../src/http/ConnectionHealthHttp"
+import { ConnectionsHttp } from "../src/http/ConnectionsHttp"
+import { ConnectionTransferHttp } from "../src/http/ConnectionTransferHttp"
+import { ConnectionUrlsHttp } from "../src/http/ConnectionUrlsHttp"
+import { KeysHttp } from "../src/http/KeysHttp"
+import { McpHttp } from "../src/http/McpHttp"
+import { PiiHttp } from "../src/http/PiiHttp"
+import { SchemaCurationHttp } from "../src/http/SchemaCurationHttp"
+import { SchemaHttp } from "../src/http/SchemaHttp"
+import { SchemaWatchesHttp } from "../src/http/SchemaWatchesHttp"
+import { AgentRunsHttp } from "../src/http/AgentRunsHttp"
+import { SecretsHttp } from "../src/http/SecretsHttp"
+import { PublicHttp } from "../src/http/PublicHttp"
+import { QueryHttp } from "../src/http/QueryHttp"
+import { makeRequestPipeline } from "../src/http/RequestPipeline"
+import { SystemHttp } from "../src/http/SystemHttp"
+import { McpRouteLive } from "../src/mcp/McpRoute"
+import { AppConfig } from "../layers/AppConfig"
+import { drainingServer } from "../layers/DrainingServer"
+import { shutdownPlan } from "../layers/ShutdownDeadline"
+import { webServer } from "./WebServer"
+
+const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
+  Layer.provide([
+    KeysHttp,
+    AuditHttp,
+    ConnectionsHttp,
+    ConnectionHealthHttp,
+    ConnectionUrlsHttp,
+    ConnectionTransferHttp,
+    QueryHttp,
+    BudgetsHttp,
+    PiiHttp,
+    SchemaHttp,
+    SchemaCurationHttp,
+    SchemaWatchesHttp,
+    AgentRunsHttp,
+    SecretsHttp,
+    SystemHttp,
+    PublicHttp,
+    McpHttp,
+    McpRouteLive
+  ]),
+  Layer.provide(AuthenticationLive)
+)
+
+type Pipeline = (app: HttpApp.Default) => HttpApp.Default
+
+/** REST under /api, MCP at /mcp, /health, /local-api-key, the OpenAPI document and its docs page, behind the request pipeline, for `serve` to serve. */
+export const servingApp = <E, R>(serve: (app: HttpApp.Default, pipeline: Pipeline) => Layer.Layer<never, E, R>) =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const pipeline = yield* makeRequestPipeline
+      // As HttpApiBuilder.serve does: the platform services the app needs come with each server layer.
+      const app = (yield* HttpApiBuilder.httpApp) as HttpApp.Default
+      return serve(app, pipeline)
+    })
+  ).pipe(
+    Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
+    Layer.provide(ApiLive),
+    Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
+  )
+
+/** The app on SP_PORT; the same app, behind the same pipeline, serves the web app's API calls on SP_WEB_PORT. */
+export const HttpServerLive = servingApp((app, pipeline) =>
+  Layer.unwrapEffect(
+    Effect.map(AppConfig, (config) =>
+      Layer.merge(
+        drainingServer(app, pipeline, { port: config.port, host: config.host, shutdown: shutdownPlan(config.shutdownTimeoutSeconds) }).pipe(
+          Layer.tap(() => Effect.logInfo(`Listening on http://${config.host}:${config.port}`))
+        ),
+        webServer(app, pipeline)
+      )
+    )
+  )
+)

@@ -1,0 +1,96 @@
+import { createServer, type ServerResponse } from "node:http"
+import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
+import { Clock, Deferred, Duration, Effect, Exit, Layer } from "effect"
+import type { ShutdownPlan } from "./ShutdownDeadline"
+
+interface InFlight {
+  readonly method: string
+  readonly path: string
+  readonly since: number
+  readonly response: ServerResponse
+  eventStream: boolean
+}
+
+const POLL = Duration.millis(50)
+const CUT_LISTED = 20
+
+const describeCut = (requests: ReadonlyArray<InFlight>, now: number) => {
+  const listed = requests.slice(0, CUT_LISTED).map((r) => `${r.method} ${r.path} (running ${((now - r.since) / 1000).toFixed(1)} s)`)
+  const more = requests.length > CUT_LISTED ? `, and ${requests.length - CUT_LISTED} more` : ""
+  return `${listed.join(", ")}${more}`
+}
+
+/**
+ * Serves `app` behind `middleware` on a Node HTTP server that stops within the shutdown plan: when
+ * its scope closes it stops accepting at once, closes idle keep-alive sockets, ends event streams
+ * (their clients reconnect), answers what is in flight with `Connection: close`, and at `drainFor`
+ * cuts the connections still open, naming the requests it cut; then it waits (up to `settleFor`)
+ * for the cut requests to record how they ended, so the audit they write is flushed after them.
+ */
+export const drainingServer = (
+  app: HttpApp.Default,
+  middleware: (app: HttpApp.Default) => HttpApp.Default,
+  options: { readonly port: number; readonly host: string; readonly shutdown: ShutdownPlan }
+) =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const node = createServer()
+      const inFlight = new Set<InFlight>()
+      let draining = false
+
+      // Innermost, so it sees the response as it will be written (after the pipeline's own step).
+      const observed = (handled: HttpApp.Default, entry: InFlight) =>
+        HttpApp.withPreResponseHandler(handled, (_, response) =>
+          Effect.sync(() => {
+            entry.eventStream = response.body._tag === "Stream" && (response.body.contentType ?? "").startsWith("text/event-stream")
+            return draining ? HttpServerResponse.setHeader(response, "connection", "close") : response
+          })
+        )
+      const tracked = (handled: HttpApp.Default): HttpApp.Default =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+          const entry: InFlight = {
+            method: request.method,
+            path: request.url.split("?")[0]!,
+            since: Date.now(),
+            response: NodeHttpServerRequest.toServerResponse(request),
+            eventStream: false
+          }
+          inFlight.add(entry)
+          return middleware(observed(handled, entry)).pipe(Effect.ensuring(Effect.sync(() => inFlight.delete(entry))))
+        })
+
+      // Registered before serving, so it runs before the handler is taken off the server and the server closed.
+      const server = yield* NodeHttpServer.make(() => node, { port: options.port, host: options.host })
+      // No request span: nothing exports traces, and a span with its attributes per request is measurable CPU.
+      yield* server.serve(app, tracked).pipe(Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true))
+
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function* () {
+          draining = true
+          const closed = yield* Deferred.make<void>()
+          // Stops accepting; Node also closes the keep-alive sockets idle at this instant.
+          node.close(() => Deferred.unsafeDone(closed, Exit.void))
+          // Finalizers run uninterruptibly, so the waits end at their own time rather than by Effect.timeout.
+          const settledBy = (until: number) =>
+            Effect.gen(function* () {
+              while (inFlight.size > 0 || !(yield* Deferred.isDone(closed))) {
+                if ((yield* Clock.currentTimeMillis) >= until) return false
+                node.closeIdleConnections()
+                for (const request of inFlight) if (request.eventStream) request.response.destroy()
+                yield* Effect.sleep(POLL)
+              }
+              return true
+            })
+          const started = yield* Clock.currentTimeMillis
+          if (yield* settledBy(started + Duration.toMillis(options.shutdown.drainFor))) return
+          const cut = [...inFlight]
+          yield* Effect.logWarning(
+            `shutdown: cut ${cut.length} request${cut.length === 1 ? "" : "s"} still in flight after ${Duration.format(options.shutdown.drainFor)}: ${describeCut(cut, Date.now())}`
+          )
+          node.closeAllConnections()
+          yield* settledBy((yield* Clock.currentTimeMillis) + Duration.toMillis(options.shutdown.settleFor))
+        })
+      )
+    })
+  ).pipe(Layer.provide(NodeHttpServer.layerContext))

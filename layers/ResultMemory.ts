@@ -1,0 +1,129 @@
+import { Effect, Option } from "effect"
+import { AppConfig } from "./AppConfig"
+import type { ByteMeter } from "./connectors/Connector"
+
+/** Which limit refused a result: its own cap, or the memory all results share. */
+export type Refusal = "cap" | "memory"
+
+/** One result's share of the result memory: its meter while its rows are read, held until the scope it was taken in closes. */
+export interface ResultHold extends ByteMeter {
+  /** Counts the result at its real size (its JSON, once it is whole) instead of what was metered; false as `take` is. */
+  readonly settle: (bytes: number) => boolean
+  /** Which limit refused the result, once one has. */
+  readonly refusedBy: () => Refusal | undefined
+}
+
+// What a result takes as it is admitted: a result waits in line only when not even this much is free.
+const ADMISSION_BYTES = 64 * 1024
+
+interface Waiter {
+  readonly admit: () => void
+}
+
+/**
+ * The memory every buffered result shares (`SP_RESULT_MEMORY_MB`): results in flight, from the
+ * first row read until their response is written, and the result cache's entries. A result is
+ * admitted in turn when a little is free (or waits a moment in line), then takes bytes as its rows
+ * are read; a row that does not fit stops the read, and the result is refused rather than held.
+ */
+export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultMemory", {
+  effect: Effect.gen(function* () {
+    const limit = (yield* AppConfig).resultMemoryBytes
+    let used = 0
+    const line: Array<Waiter> = []
+
+    const fits = (bytes: number) => used + bytes <= limit
+    const release = (bytes: number) => {
+      used -= bytes
+      while (line.length > 0 && fits(ADMISSION_BYTES)) line.shift()!.admit()
+    }
+
+    /** Admission: at once when nobody waits and a little is free, else in line for at most `waitMs`. */
+    const admission = (waitMs: number, admitted: () => void) =>
+      Effect.async<boolean>((resume) => {
+        const admit = () => {
+          used += ADMISSION_BYTES
+          admitted()
+        }
+        if (line.length === 0 && fits(ADMISSION_BYTES)) {
+          admit()
+          return resume(Effect.succeed(true))
+        }
+        const leave = () => {
+          clearTimeout(timer)
+          const at = line.indexOf(waiter)
+          if (at >= 0) line.splice(at, 1)
+        }
+        const waiter: Waiter = {
+          admit: () => {
+            leave()
+            admit()
+            resume(Effect.succeed(true))
+          }
+        }
+        const timer = setTimeout(() => {
+          leave()
+          resume(Effect.succeed(false))
+        }, waitMs)
+        line.push(waiter)
+        return Effect.sync(leave)
+      })
+
+    /**
+     * A share for one result of at most `cap` bytes, given back when the current scope closes; none
+     * (Option.none) when the memory stayed full for `waitMs`.
+     */
+    const hold = (cap: number, waitMs: number) =>
+      Effect.gen(function* () {
+        let held = 0
+        let counted = 0
+        let refused: Refusal | undefined
+        const giveBack = () => {
+          if (held > 0) release(held)
+          held = 0
+        }
+        // Before the wait: a share granted to a caller that has gone meanwhile is given back all the same.
+        yield* Effect.addFinalizer(() => Effect.sync(giveBack))
+        if (!(yield* admission(waitMs, () => (held = ADMISSION_BYTES)))) return Option.none<ResultHold>()
+        const refuse = (why: Refusal) => {
+          refused = why
+          // The reader drops the rows it holds as it stops.
+          giveBack()
+          return false
+        }
+        const count = (total: number) => {
+          if (refused !== undefined) return false
+          if (total > cap) return refuse("cap")
+          const more = total - held
+          if (more > 0) {
+            if (!fits(more)) return refuse("memory")
+            used += more
+            held += more
+          }
+          counted = total
+          return true
+        }
+        return Option.some<ResultHold>({
+          cap,
+          take: (bytes) => count(counted + bytes),
+          settle: count,
+          refusedBy: () => refused
+        })
+      })
+
+    /** Bytes held outside any request (a cached result) until `release` is called; undefined when they do not fit now. */
+    const keep = (bytes: number): { readonly release: () => void } | undefined => {
+      if (line.length > 0 || !fits(bytes)) return undefined
+      used += bytes
+      let kept = true
+      return {
+        release: () => {
+          if (kept) release(bytes)
+          kept = false
+        }
+      }
+    }
+
+    return { limit, hold, keep, inUse: () => used } as const
+  })
+}) {}

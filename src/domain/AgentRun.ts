@@ -1,0 +1,67 @@
+import { Schema } from "effect"
+import { ConnectionName } from "./Connection"
+
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+export const DEFAULT_MAX_TURNS = 50
+
+export const RunStatus = Schema.Literal("queued", "running", "waiting_for_user", "waiting_for_query_approval", "completed", "failed", "cancelled")
+export type RunStatus = typeof RunStatus.Type
+
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["completed", "failed", "cancelled"])
+
+/** What a waiting run waits for: an answer to its question, or a decision on a query it wants to run. */
+export const PendingAsk = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("question"), step: Schema.String, question: Schema.String })
+)
+export type PendingAsk = typeof PendingAsk.Type
+
+export const AgentRun = Schema.Struct({
+  id: Schema.String,
+  status: RunStatus,
+  prompt: Schema.String,
+  connection_name: Schema.NullOr(Schema.String),
+  model: Schema.NullOr(Schema.String),
+  max_turns: Schema.Int,
+  turns: Schema.Int,
+  input_tokens: Schema.Int,
+  output_tokens: Schema.Int,
+  cost_usd: Schema.Number,
+  answer: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.Struct({ code: Schema.String, message: Schema.String })),
+  pending: Schema.NullOr(PendingAsk),
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  finished_at: Schema.NullOr(Schema.Date)
+})
+export type AgentRun = typeof AgentRun.Type
+
+export const StartAgentRun = Schema.Struct({
+  prompt: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "prompt is required" }),
+    Schema.maxLength(20_000, { message: () => "prompt must be at most 20000 characters" })
+  ),
+  connection_name: optional(ConnectionName),
+  max_turns: optional(Schema.Int.pipe(Schema.between(1, 200, { message: () => "max_turns must be an integer from 1 to 200" })))
+}).annotations(strict)
+export type StartAgentRun = typeof StartAgentRun.Type
+
+/** Cancel a run, or answer its question. */
+export const PatchAgentRun = Schema.Union(
+  Schema.Struct({ action: Schema.Literal("cancel") }).annotations(strict),
+  Schema.Struct({
+    action: Schema.Literal("answer"),
+    answer: Schema.String.pipe(Schema.minLength(1, { message: () => "answer is required" }), Schema.maxLength(20_000))
+  }).annotations(strict)
+)
+export type PatchAgentRun = typeof PatchAgentRun.Type
+
+/** One thing a run did: a model call, a tool call, a question, a decision, its end. */
+export const AgentRunEvent = Schema.Struct({
+  seq: Schema.Int,
+  type: Schema.String,
+  data: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  created_at: Schema.Date
+})
+export type AgentRunEvent = typeof AgentRunEvent.Type

@@ -1,0 +1,153 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import type { AgentRun, AgentRunEvent, PendingAsk, RunStatus } from "../domain/AgentRun"
+import type { KeyId, OrgId, UserId } from "../domain/Ids"
+import type { Principal } from "../domain/Principal"
+import { tenantScope } from "./Tenant"
+
+interface RunRow {
+  readonly id: string
+  readonly org_id: OrgId
+  readonly user_id: UserId
+  readonly principal_kind: Principal["kind"]
+  readonly key_id: KeyId | null
+  readonly prompt: string
+  readonly connection_name: string | null
+  readonly status: RunStatus
+  readonly model: string | null
+  readonly max_turns: number
+  readonly turns: number
+  readonly input_tokens: string
+  readonly output_tokens: string
+  readonly cost_usd: string
+  readonly answer: string | null
+  readonly error_code: string | null
+  readonly error_message: string | null
+  readonly pending: PendingAsk | null
+  readonly cancel_requested: boolean
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly finished_at: Date | null
+}
+
+/** A run as its owner sees it, and who it acts as. */
+export interface StoredRun {
+  readonly run: AgentRun
+  readonly orgId: OrgId
+  readonly userId: UserId
+  readonly principalKind: Principal["kind"]
+  readonly keyId: KeyId | null
+  readonly cancelRequested: boolean
+}
+
+const stored = (row: RunRow): StoredRun => ({
+  orgId: row.org_id,
+  userId: row.user_id,
+  principalKind: row.principal_kind,
+  keyId: row.key_id,
+  cancelRequested: row.cancel_requested,
+  run: {
+    id: row.id,
+    status: row.status,
+    prompt: row.prompt,
+    connection_name: row.connection_name,
+    model: row.model,
+    max_turns: row.max_turns,
+    turns: row.turns,
+    input_tokens: Number(row.input_tokens),
+    output_tokens: Number(row.output_tokens),
+    cost_usd: Number(row.cost_usd),
+    answer: row.answer,
+    error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? "" },
+    pending: row.pending,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    finished_at: row.finished_at
+  }
+})
+
+/** What one step of a run adds to its totals. */
+export interface StepUsage {
+  readonly turns: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly costUsd: number
+}
+
+const NO_USAGE: StepUsage = { turns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 }
+
+/** Agent runs and their events, per org. */
+export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/AgentRunsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* PgClient.PgClient
+    const withOrg = tenantScope(sql)
+
+    const insert = (row: { id: string; org_id: OrgId; user_id: UserId; principal_kind: Principal["kind"]; key_id: KeyId | null; prompt: string; connection_name: string | null; max_turns: number; model: string | null }) =>
+      sql`insert into agent_runs ${sql.insert({ ...row, status: "queued" })}`.pipe(Effect.asVoid, withOrg(row.org_id))
+
+    const find = (orgId: OrgId, id: string) =>
+      sql<RunRow>`select * from agent_runs where org_id = ${orgId} and id = ${id}`.pipe(
+        Effect.map((rows) => (rows[0] === undefined ? null : stored(rows[0]))),
+        withOrg(orgId)
+      )
+
+    /** Newest first, after the (created_at, id) of the last one seen. */
+    const page = (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
+      (before === null
+        ? sql<RunRow>`select * from agent_runs where org_id = ${orgId} order by created_at desc, id desc limit ${limit}`
+        : sql<RunRow>`select * from agent_runs where org_id = ${orgId} and (created_at, id) < (${before[0]}::timestamptz, ${before[1]})
+            order by created_at desc, id desc limit ${limit}`
+      ).pipe(Effect.map((rows) => rows.map(stored)), withOrg(orgId))
+
+    /** Moves a run that has not ended to `status`; false when it had ended. */
+    const setStatus = (orgId: OrgId, id: string, status: RunStatus, extra: { pending?: PendingAsk | null; model?: string } = {}) =>
+      sql<{ id: string }>`update agent_runs set status = ${status}, updated_at = date_trunc('milliseconds', now()),
+          pending = ${extra.pending === undefined ? null : JSON.stringify(extra.pending)}::jsonb,
+          model = coalesce(${extra.model ?? null}, model)
+        where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled') returning id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        withOrg(orgId)
+      )
+
+    /** Ends a run once: its outcome, unless it had ended already. */
+    const finish = (orgId: OrgId, id: string, outcome: { status: "completed" | "failed" | "cancelled"; answer?: string; error?: { code: string; message: string } }) =>
+      sql`update agent_runs set status = ${outcome.status}, answer = ${outcome.answer ?? null},
+          error_code = ${outcome.error?.code ?? null}, error_message = ${outcome.error?.message ?? null}, pending = null,
+          updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
+        where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled')`.pipe(Effect.asVoid, withOrg(orgId))
+
+    const requestCancel = (orgId: OrgId, id: string) =>
+      sql`update agent_runs set cancel_requested = true, updated_at = date_trunc('milliseconds', now())
+        where org_id = ${orgId} and id = ${id}`.pipe(Effect.asVoid, withOrg(orgId))
+
+    /**
+     * Appends the event of a workflow step, and adds the step's usage to the run's totals, once:
+     * a step that runs again (after a crash) finds its event written and changes nothing.
+     */
+    const appendEvent = (orgId: OrgId, runId: string, step: string, type: string, data: Record<string, unknown>, usage: StepUsage = NO_USAGE) =>
+      sql`with event as (
+          insert into agent_run_events (run_id, org_id, seq, step, type, data)
+          select ${runId}, ${orgId}, coalesce(max(seq), 0) + 1, ${step}, ${type}, ${JSON.stringify(data)}::jsonb
+            from agent_run_events where run_id = ${runId}
+          on conflict (run_id, step) do nothing
+          returning 1
+        )
+        update agent_runs set turns = turns + ${usage.turns}, input_tokens = input_tokens + ${usage.inputTokens},
+            output_tokens = output_tokens + ${usage.outputTokens}, cost_usd = cost_usd + ${usage.costUsd},
+            updated_at = date_trunc('milliseconds', now())
+          where org_id = ${orgId} and id = ${runId} and exists (select 1 from event)`.pipe(Effect.asVoid, withOrg(orgId))
+
+    /** The event a step wrote, if it did. */
+    const eventOf = (orgId: OrgId, runId: string, step: string) =>
+      sql<{ data: Record<string, unknown> }>`select data from agent_run_events where run_id = ${runId} and step = ${step}`.pipe(
+        Effect.map((rows) => rows[0]?.data ?? null),
+        withOrg(orgId)
+      )
+
+    const events = (orgId: OrgId, runId: string, afterSeq: number, limit: number) =>
+      sql<AgentRunEvent>`select seq, type, data, created_at from agent_run_events
+        where run_id = ${runId} and seq > ${afterSeq} order by seq limit ${limit}`.pipe(withOrg(orgId))
+
+    return { insert, find, page, setStatus, finish, requestCancel, appendEvent, eventOf, events } as const
+  })
+}) {}

@@ -1,0 +1,164 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ModelReply, type ModelRequest, startModelFake } from "../../fakes/ModelFake"
+import { CLI_ENTRY, type Gateway, localKey, REPO_ROOT, startGateway, tempDataDir } from "../../support/Gateway"
+import { request } from "../../support/Http"
+import { followSse } from "../../support/Sse"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../../support/Servers"
+
+const skip = !(await postgresAvailable())
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const LOCK_SECONDS = 3
+
+/** `sluice worker` as its own process: a runner without the HTTP server. */
+const startWorker = async (env: Record<string, string>) => {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL"))
+  const child = spawn(process.execPath, [CLI_ENTRY, "worker"], { cwd: REPO_ROOT, env: { ...inherited, SP_DATA_DIR: tempDataDir(), ...env }, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  child.stdout!.on("data", (d) => (output += d))
+  child.stderr!.on("data", (d) => (output += d))
+  const deadline = Date.now() + 30_000
+  while (!output.includes("running jobs")) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`)
+    await sleep(50)
+  }
+  return { process: child, logs: () => output }
+}
+
+const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
+
+describe("agent runs survive a runner's death: two gateways and a worker on one PostgreSQL (issue 19)", () => {
+  let store: TestDatabase
+  let data: TestDatabase
+  let fake: Awaited<ReturnType<typeof startModelFake>>
+  let gateways: Array<Gateway> = []
+  let worker: Awaited<ReturnType<typeof startWorker>>
+  let script: (request: ModelRequest) => ModelReply | Promise<ModelReply> = () => ({ text: "unscripted" })
+  let key: string
+
+  beforeAll(async () => {
+    if (skip) return
+    store = await createTestDatabase()
+    data = await createTestDatabase()
+    await data.query("create table orders (id int primary key, total numeric); insert into orders select g, g from generate_series(1, 42) g")
+    fake = await startModelFake((req) => script(req))
+    const env = {
+      SP_LLM_PROVIDER: "openai-compatible",
+      SP_LLM_BASE_URL: `${fake.url}/v1`,
+      SP_LLM_MODEL: "local-model",
+      SP_JOB_LOCK_SECONDS: String(LOCK_SECONDS),
+      SP_JOB_POLL_MS: "100",
+      SP_PER_KEY_RPM: "100000",
+      SP_RATE_LIMIT_EXPENSIVE_RPM: "100000",
+      SP_ENCRYPTION_KEY: "failover-test-encryption-key-0123456789",
+      SP_ENCRYPTION_SALT: "failover-test-salt"
+    }
+    gateways = [await startGateway({ databaseUrl: store.url, env }), await startGateway({ databaseUrl: store.url, env })]
+    worker = await startWorker({ ...env, DATABASE_URL: store.url })
+    const admin = await localKey(gateways[0]!)
+    key = (await request(gateways[0]!.url, "/api/keys", { key: admin, body: { name: "runner", scopes: ["read", "query", "agent:run"] } })).json.key
+    const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: data.name, username: "root" }
+    expect((await request(gateways[0]!.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+  }, 90_000)
+  afterAll(async () => {
+    for (const gateway of gateways) await gateway.kill()
+    worker?.process.kill("SIGKILL")
+    await fake?.close()
+    await store?.drop()
+    await data?.drop()
+  })
+
+  const living = () => gateways.find((g) => alive(g.process))!
+  const run = (id: string) => request(living().url, `/api/agent-runs/${id}`, { key }).then((r) => r.json)
+  const ended = async (id: string, ms: number) => {
+    const deadline = Date.now() + ms
+    while (Date.now() < deadline) {
+      const current = await run(id)
+      if (["completed", "failed", "cancelled"].includes(current.status)) return current
+      await sleep(100)
+    }
+    throw new Error(`run ${id} is still ${JSON.stringify(await run(id))}`)
+  }
+
+  it.skipIf(skip)("kill -9 of the runner in the middle of a run: another finishes it, and no tool call runs twice", async () => {
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let heldOnce = false
+    script = async (req) => {
+      const results = req.toolResults.length
+      if (results === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select count(*) as n from orders" } }] }
+      if (results === 1) {
+        // The second turn is held once, so its runner dies in the middle of it.
+        if (!heldOnce) {
+          heldOnce = true
+          await held
+        }
+        return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select max(total) as top from orders" } }] }
+      }
+      return { text: "42 orders, the largest 42." }
+    }
+    const started = await request(gateways[0]!.url, "/api/agent-runs", { key, body: { prompt: "How many orders?" } })
+    expect(started.status, started.text).toBe(202)
+    const id = started.json.id
+    // A client follows the run's events through the first gateway, which may be the runner that dies.
+    const followed = followSse(gateways[0]!.url, `/api/agent-runs/${id}/events`, key)
+    // Wait for the second model call to be in flight, then find its runner from the first turn's events.
+    const deadline = Date.now() + 20_000
+    while (!heldOnce && Date.now() < deadline) await sleep(50)
+    expect(heldOnce).toBe(true)
+    const sofar = (await request(living().url, `/api/agent-runs/${id}/events`, { key })).json.items
+    const runner = sofar.find((e: any) => e.type === "model_call").data.runner as string
+    const pid = Number(runner.split(":").at(-1))
+    const victim = [...gateways.map((g) => g.process), worker.process].find((p) => p.pid === pid)!
+    expect(victim, runner).toBeDefined()
+    victim.kill("SIGKILL")
+    await new Promise((resolve) => victim.once("exit", resolve))
+    release()
+
+    const done = await ended(id, LOCK_SECONDS * 1000 + 20_000)
+    expect(done).toMatchObject({ status: "completed", answer: "42 orders, the largest 42.", turns: 3 })
+    const events = (await request(living().url, `/api/agent-runs/${id}/events`, { key })).json.items
+    expect(events.map((e: any) => e.type)).toEqual(["model_call", "tool_call", "model_call", "tool_call", "model_call", "completed"])
+    // The stream the client followed carried on (through another gateway, with Last-Event-ID, when its own died).
+    const first = await followed.ended
+    const rest = first.broken ? followSse(living().url, `/api/agent-runs/${id}/events`, key, followed.events.at(-1)?.id ?? "0") : null
+    if (rest !== null) expect(await rest.ended).toEqual({ status: 200, broken: false })
+    expect([...followed.events, ...(rest?.events ?? [])].map((e) => Number(e.id))).toEqual([1, 2, 3, 4, 5, 6])
+    const runners = new Set(events.filter((e: any) => e.data.runner !== undefined).map((e: any) => e.data.runner))
+    expect(runners.size).toBe(2)
+    expect(events.slice(2).every((e: any) => e.data.runner !== runner)).toBe(true)
+
+    // Each tool call ran once: one audit row per tool call and one per governed query.
+    const audit = (await request(living().url, "/api/audit?limit=100", { key: await localKey(living()) })).json.items.filter(
+      (row: any) => row.details?.run_id === id || row.details?.parent?.run_id === id
+    )
+    expect(audit.filter((row: any) => row.event_type === "agent_tool_call")).toHaveLength(2)
+    expect(audit.filter((row: any) => row.event_type === "query")).toHaveLength(2)
+  }, 60_000)
+
+  it.skipIf(skip)("100 concurrent runs across the runners that are left all complete, each exactly once", async () => {
+    script = (req) =>
+      req.toolResults.length === 0
+        ? { toolCalls: [{ name: "list_connections", args: {} }] }
+        : { text: `done ${String(req.body.messages[1].content).slice(0, 20)}` }
+    const entry = living()
+    const started = await Promise.all(Array.from({ length: 100 }, (_, i) => request(entry.url, "/api/agent-runs", { key, body: { prompt: `run ${i}` } })))
+    expect(started.map((s) => s.status)).toEqual(Array(100).fill(202))
+    const done = await Promise.all(started.map((s) => ended(s.json.id, 60_000)))
+    expect(done.map((d) => d.status)).toEqual(Array(100).fill("completed"))
+    for (const [i, d] of done.entries()) expect(d.answer).toBe(`done run ${i}`)
+    const ids = started.map((s) => s.json.id)
+    const counts = await store.query<{ run_id: string; completed: number; tools: number }>(
+      `select run_id, count(*) filter (where type = 'completed')::int as completed, count(*) filter (where type = 'tool_call')::int as tools
+         from agent_run_events where run_id = any($1) group by run_id`,
+      [ids]
+    )
+    expect(counts).toHaveLength(100)
+    expect(counts.every((c) => c.completed === 1 && c.tools === 1)).toBe(true)
+    const auditRows = await store.query<{ n: number }>(
+      "select count(*)::int as n from gateway_audit_logs where event_type = 'agent_tool_call' and details->>'run_id' = any($1)",
+      [ids]
+    )
+    expect(auditRows[0]!.n).toBe(100)
+  }, 120_000)
+})

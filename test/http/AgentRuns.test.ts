@@ -1,0 +1,251 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request } from "../support/Http"
+import { followSse } from "../support/Sse"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+const MODEL_KEY = "sk-ant-test-0a1b2c3d4e5f-never-in-a-prompt"
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+type Script = (request: ModelRequest, index: number) => ModelReply | Promise<ModelReply>
+
+describe("agent runs: the built-in agent as a durable job, through the governed path (issue 19)", () => {
+  let gateway: Gateway
+  let admin: string
+  let runner: string
+  let database: TestDatabase
+  let fake: Awaited<ReturnType<typeof startModelFake>>
+  // Each test sets the script the fake model follows.
+  let script: Script = () => ({ text: "unscripted" })
+
+  beforeAll(async () => {
+    if (skip) return
+    database = await createTestDatabase()
+    await database.query(`create table customers (id int primary key, name text, email text);
+      insert into customers values (1, 'Ada', 'ada@example.com'), (2, 'Grace', 'grace@example.com');
+      create table orders (id int primary key, customer_id int references customers, total numeric);
+      insert into orders select g, 1 + g % 2, g * 10 from generate_series(1, 42) g;`)
+    fake = await startModelFake((req, i) => script(req, i))
+    gateway = await startGateway({
+      env: { SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: MODEL_KEY, SP_LLM_MODEL: "claude-sonnet-4-5" }
+    })
+    admin = await localKey(gateway)
+    runner = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "runner", scopes: ["read", "query", "agent:run"] } })).json.key
+    const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    const pii = await request(gateway.url, "/api/connections/shop/pii", { key: admin, method: "PUT", body: { rules: [{ table: "customers", column: "email", action: "mask" }] } })
+    expect(pii.status, pii.text).toBe(200)
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.kill()
+    await fake?.close()
+    await database?.drop()
+  })
+
+  const start = (body: object, key = runner) => request(gateway.url, "/api/agent-runs", { key, body })
+  const run = (id: string, key = runner) => request(gateway.url, `/api/agent-runs/${id}`, { key }).then((r) => r.json)
+  const events = (id: string, key = runner) => request(gateway.url, `/api/agent-runs/${id}/events`, { key }).then((r) => r.json.items as Array<any>)
+  const until = async (id: string, done: (run: any) => boolean, ms = 20_000) => {
+    const deadline = Date.now() + ms
+    while (Date.now() < deadline) {
+      const current = await run(id)
+      if (done(current)) return current
+      await sleep(100)
+    }
+    throw new Error(`run ${id} is still ${JSON.stringify(await run(id))}`)
+  }
+  const ended = (id: string) => until(id, (r) => ["completed", "failed", "cancelled"].includes(r.status))
+  /** The model's first answer waits until the returned function is called; a second turn would be a test failure. */
+  const holdFirstTurn = () => {
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    script = async (req) => {
+      if (req.toolResults.length > 0) return { text: "should not get here" }
+      await held
+      return { toolCalls: [{ name: "list_connections", args: {} }] }
+    }
+    return release
+  }
+
+  it.skipIf(skip)("answers a question with schema_search and query_database: audited under the run, PII masked in what the model saw", async () => {
+    script = (req) => {
+      const results = req.toolResults
+      if (results.length === 0) return { text: "Looking for the tables.", toolCalls: [{ name: "schema_search", args: { connection_name: "shop", query: "customers" } }] }
+      if (results.length === 1) {
+        return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select c.name, c.email, count(*) as orders from customers c join orders o on o.customer_id = c.id group by 1, 2 order by 1" } }] }
+      }
+      return { text: "Ada has 21 orders and Grace has 21.", usage: { input: 1000, output: 50 } }
+    }
+    const started = await start({ prompt: "How many orders does each customer have?", connection_name: "shop" })
+    expect(started.status, started.text).toBe(202)
+    const followed = followSse(gateway.url, `/api/agent-runs/${started.json.id}/events`, runner)
+    expect(started.json).toMatchObject({ status: "queued", prompt: "How many orders does each customer have?", connection_name: "shop", max_turns: 50 })
+    const done = await ended(started.json.id)
+    expect(done).toMatchObject({ status: "completed", answer: "Ada has 21 orders and Grace has 21.", turns: 3, model: "claude-sonnet-4-5", error: null })
+    expect(done.input_tokens).toBe(1200)
+    expect(done.output_tokens).toBe(90)
+    // claude-sonnet-4-5 at 3 and 15 USD per million tokens
+    expect(done.cost_usd).toBeCloseTo((1200 * 3 + 90 * 15) / 1e6, 9)
+
+    // What the model received: the governed result inside the envelope, the email masked, no secret anywhere.
+    const last = fake.received.at(-1)!
+    expect(last.headers["x-api-key"]).toBe(MODEL_KEY)
+    const rows = last.toolResults[1]!.text
+    expect(rows).toContain("<untrusted-data>")
+    expect(rows).toContain("Ada")
+    expect(rows).not.toContain("ada@example.com")
+    for (const req of fake.received) {
+      expect(req.raw).not.toContain(MODEL_KEY)
+      expect(req.raw).not.toContain(runner)
+      expect(req.raw).not.toContain("ada@example.com")
+      expect(req.tools).toContain("query_database")
+      expect(req.tools).not.toContain("create_api_key")
+    }
+
+    const steps = await events(started.json.id)
+    expect(steps.map((e) => e.type)).toEqual(["model_call", "tool_call", "model_call", "tool_call", "model_call", "completed"])
+    expect(steps.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6])
+    expect(steps[3].data).toMatchObject({ tool: "query_database", connection: "shop", rows: 2, is_error: false, pii_masked: [{ column: "email", rule: "mask" }] })
+
+    // A key that may read but not query sees what each tool call did, not the rows it returned.
+    const reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "run reader", scopes: ["read"] } })).json.key
+    const seenByReader = await events(started.json.id, reader)
+    expect(seenByReader[3].data).toMatchObject({ tool: "query_database", rows: 2, result_withheld: expect.any(String) })
+    expect(seenByReader.filter((e) => e.type === "tool_call").every((e) => e.data.result === undefined)).toBe(true)
+    expect(steps[3].data.result).toContain("Grace")
+
+    // The event stream a client followed from the start: every event once, in order, and it ended with the run.
+    expect(await followed.ended).toEqual({ status: 200, broken: false })
+    expect(followed.events.map((e) => [e.id, e.event])).toEqual(steps.map((e) => [String(e.seq), e.type]))
+    expect(followed.events.at(-1)!.data.data).toEqual({ answer: "Ada has 21 orders and Grace has 21." })
+    // Resumed after the fourth event with Last-Event-ID: the rest, and nothing twice.
+    const resumed = followSse(gateway.url, `/api/agent-runs/${started.json.id}/events`, runner, "4")
+    await resumed.ended
+    expect(resumed.events.map((e) => e.id)).toEqual(["5", "6"])
+
+    // Every tool call and its governed query are audit rows of the run, under the run's key.
+    const audit = (await request(gateway.url, "/api/audit?limit=50", { key: admin })).json.items.filter(
+      (row: any) => row.details?.run_id === started.json.id || row.details?.parent?.run_id === started.json.id
+    )
+    expect(audit.map((row: any) => row.event_type).sort()).toEqual(["agent_tool_call", "agent_tool_call", "query"])
+    expect(new Set(audit.map((row: any) => row.key_id)).size).toBe(1)
+    expect(audit.find((row: any) => row.event_type === "query")).toMatchObject({ connection: "shop", outcome: "success", rows: 2 })
+  }, 30_000)
+
+  it.skipIf(skip)("calls the model with the organization's own key when it set one (BYOK), else the gateway's", async () => {
+    script = () => ({ text: "ok" })
+    const own = "sk-ant-organization-own-9876"
+    expect((await request(gateway.url, "/api/org/secrets", { key: admin, method: "PUT", body: { secrets: { llm_api_key: own } } })).status).toBe(200)
+    const withOwn = await start({ prompt: "Whose key?" })
+    await ended(withOwn.json.id)
+    expect(fake.received.at(-1)!.headers["x-api-key"]).toBe(own)
+    expect(fake.received.at(-1)!.raw).not.toContain(own)
+    expect((await request(gateway.url, "/api/org/secrets", { key: admin, method: "PUT", body: { secrets: { llm_api_key: null } } })).status).toBe(200)
+    const withGateway = await start({ prompt: "Whose key now?" })
+    await ended(withGateway.json.id)
+    expect(fake.received.at(-1)!.headers["x-api-key"]).toBe(MODEL_KEY)
+  }, 30_000)
+
+  it.skipIf(skip)("over MCP, run_agent starts a run and returns its answer; an agent:run-only key sees that tool alone", async () => {
+    script = (req) =>
+      req.toolResults.length === 0 ? { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select count(*) as n from orders" } }] } : { text: "There are 42 orders." }
+    const mcp = (key: string, method: string, params: object) =>
+      request(gateway.url, "/mcp", { key, headers: { accept: "application/json, text/event-stream" }, body: { jsonrpc: "2.0", id: 1, method, params } })
+    const answered = await mcp(runner, "tools/call", { name: "run_agent", arguments: { prompt: "How many orders?", connection_name: "shop" } })
+    expect(answered.json.result.isError, answered.text).toBeUndefined()
+    expect(answered.json.result.content[0].text).toBe("There are 42 orders.")
+    expect(answered.json.result.structuredContent).toMatchObject({ status: "completed", turns: 2, connection_name: "shop" })
+    const onlyAgent = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "agent only", scopes: ["agent:run"] } })).json.key
+    expect((await mcp(onlyAgent, "tools/list", {})).json.result.tools.map((t: any) => t.name)).toEqual(["run_agent"])
+    const refused = await mcp(onlyAgent, "tools/call", { name: "query_database", arguments: { connection_name: "shop", sql: "select 1" } })
+    expect(refused.json.result.content[0].text).toMatch(/^insufficient_scope: /)
+  }, 30_000)
+
+  it.skipIf(skip)("a write the model attempts is refused, the model sees the refusal, and nothing changes", async () => {
+    script = (req) =>
+      req.toolResults.length === 0
+        ? { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "delete from orders" } }] }
+        : { text: `Refused: ${req.toolResults[0]!.text.slice(0, 40)}` }
+    const started = await start({ prompt: "Delete every order" })
+    const done = await ended(started.json.id)
+    expect(done.status).toBe("completed")
+    const refusal = fake.received.at(-1)!.toolResults[0]!
+    expect(refusal.text).toMatch(/^query_blocked: /)
+    expect((await database.query<{ n: number }>("select count(*)::int as n from orders"))[0]!.n).toBe(42)
+    const audit = (await request(gateway.url, "/api/audit?limit=20", { key: admin })).json.items.filter((row: any) => row.details?.run_id === started.json.id)
+    expect(audit).toMatchObject([{ event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked" }])
+  }, 30_000)
+
+  it.skipIf(skip)("asks the user a question, waits, and goes on with the answer", async () => {
+    script = (req) =>
+      req.toolResults.length === 0
+        ? { toolCalls: [{ name: "ask_user", args: { question: "Which year?" } }] }
+        : { text: `You said ${req.toolResults[0]!.text}.` }
+    const started = await start({ prompt: "Revenue?" })
+    const waiting = await until(started.json.id, (r) => r.status === "waiting_for_user")
+    expect(waiting.pending).toMatchObject({ kind: "question", question: "Which year?" })
+    const notWaiting = await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key: runner, method: "PATCH", body: { action: "answer", answer: "" } })
+    expect(notWaiting.status).toBe(400)
+    const answered = await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key: runner, method: "PATCH", body: { action: "answer", answer: "2025" } })
+    expect(answered.status, answered.text).toBe(200)
+    const done = await ended(started.json.id)
+    expect(done).toMatchObject({ status: "completed", answer: "You said 2025.", pending: null })
+    const again = await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key: runner, method: "PATCH", body: { action: "answer", answer: "2026" } })
+    expect([again.status, again.json.code]).toEqual([409, "conflict"])
+  }, 30_000)
+
+  it.skipIf(skip)("cancel stops a run waiting for an answer at once, and a running one at its next step", async () => {
+    script = () => ({ toolCalls: [{ name: "ask_user", args: { question: "Which table?" } }] })
+    const waiting = await start({ prompt: "Anything" })
+    await until(waiting.json.id, (r) => r.status === "waiting_for_user")
+    expect((await request(gateway.url, `/api/agent-runs/${waiting.json.id}`, { key: runner, method: "PATCH", body: { action: "cancel" } })).status).toBe(200)
+    expect(await ended(waiting.json.id)).toMatchObject({ status: "cancelled" })
+
+    const release = holdFirstTurn()
+    const busy = await start({ prompt: "Anything" })
+    await until(busy.json.id, (r) => r.status === "running")
+    expect((await request(gateway.url, `/api/agent-runs/${busy.json.id}`, { key: runner, method: "PATCH", body: { action: "cancel" } })).status).toBe(200)
+    release()
+    expect(await ended(busy.json.id)).toMatchObject({ status: "cancelled" })
+    expect((await events(busy.json.id)).filter((e) => e.type === "tool_call")).toEqual([])
+  }, 30_000)
+
+  it.skipIf(skip)("stops at max_turns; a provider error is retried, then fails the run cleanly", async () => {
+    script = () => ({ toolCalls: [{ name: "list_connections", args: {} }] })
+    const looping = await start({ prompt: "Loop", max_turns: 2 })
+    expect(await ended(looping.json.id)).toMatchObject({ status: "failed", turns: 2, error: { code: "max_turns" } })
+
+    let failures = 0
+    script = () => (failures++ < 2 ? { status: 429, headers: { "retry-after": "0" } } : { text: "after two 429s" })
+    const retried = await start({ prompt: "Retry" })
+    expect(await ended(retried.json.id)).toMatchObject({ status: "completed", answer: "after two 429s" })
+
+    script = () => ({ status: 401, body: { type: "error", error: { type: "authentication_error", message: `invalid x-api-key ${MODEL_KEY}` } } })
+    const refused = await start({ prompt: "Refused" })
+    const failed = await ended(refused.json.id)
+    expect(failed).toMatchObject({ status: "failed", error: { code: "model_error", message: "The model provider answered 401 (check the API key)" } })
+    expect(JSON.stringify(failed)).not.toContain(MODEL_KEY)
+  }, 60_000)
+
+  it.skipIf(skip)("a deleted key stops its runs at the next step; only agent:run starts runs; bad input changes nothing", async () => {
+    const temporary = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "temporary", scopes: ["read", "query", "agent:run"] } })).json
+    const release = holdFirstTurn()
+    const started = await start({ prompt: "Anything" }, temporary.key)
+    await until(started.json.id, (r) => r.status === "running")
+    expect((await request(gateway.url, `/api/keys/${temporary.id}`, { key: admin, method: "DELETE" })).status).toBe(204)
+    release()
+    expect(await ended(started.json.id)).toMatchObject({ status: "failed", error: { code: "credential_revoked" } })
+
+    const reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read", "query"] } })).json.key
+    const refused = await start({ prompt: "Anything" }, reader)
+    expect([refused.status, refused.json.code]).toEqual([403, "insufficient_scope"])
+    for (const body of [{}, { prompt: "" }, { prompt: "x", max_turns: 0 }, { prompt: "x", extra: 1 }]) {
+      const bad = await start(body)
+      expect([bad.status, bad.json.code], JSON.stringify(body)).toEqual([400, "invalid_request"])
+    }
+    expect((await start({ prompt: "x", connection_name: "nope" })).status).toBe(404)
+    expect((await request(gateway.url, "/api/agent-runs/run_nope", { key: runner })).status).toBe(404)
+  }, 30_000)
+})
