@@ -18,7 +18,9 @@ export class Leases extends Effect.Service<Leases>()("sluice/Leases", {
      * interrupts `effect` the moment a renewal fails, so two replicas never run it together.
      */
     const runLeased = <E, R>(name: string, effect: Effect.Effect<unknown, E, R>) => {
+      // Uninterruptible: a renewal still in flight when the loop stops would otherwise land after the release and re-take the lease.
       const attempt = repo.acquireOrRenew(name, holder, ttl).pipe(
+        Effect.uninterruptible,
         Effect.tapError((error) => Effect.logWarning(`lease ${name}: store error`, error)),
         Effect.orElseSucceed(() => false)
       )

@@ -88,9 +88,9 @@ const WRAPPERS: ReadonlyArray<Wrapper> = [
   onExpr((e, t) => t.array?.(e)),
   onExpr((e, t) => (t.extras.includes("lambda") ? `list_transform([1], v -> ${e})` : undefined)),
   onExpr((e, t) => (t.extras.includes("filter") ? `count(*) filter (where ${e} is null)` : undefined)),
-  onExpr((e, t) => (t.extras.includes("executableComments") ? `/*! ${e}*/` : undefined)),
-  onExpr((e, t) => (t.extras.includes("executableComments") ? `/*!50000 ${e}*/` : undefined)),
-  onExpr((e, t) => (t.extras.includes("executableComments") ? `/*M!100100 ${e}*/` : undefined)),
+  onExpr((e, t) => executableComment("/*!", e, t)),
+  onExpr((e, t) => executableComment("/*!50000", e, t)),
+  onExpr((e, t) => executableComment("/*M!100100", e, t)),
   // FROM item → FROM item: derived tables, joins, LATERAL
   onFrom((f) => from(`(select * from ${f}) as d`)),
   onFrom((f) => from(`(select * from orders as o cross join ${f}) as j`)),
@@ -153,6 +153,14 @@ const SEPARATORS = [" ", " ", " ", "\n", "\t", "  ", "/**/", "/* x */", "-- x\n"
 
 /** A space no separator replaces (inside a comment opener, where a separator would end the comment early). */
 const KEEP = "\u0001"
+
+/**
+ * MySQL's executable comment around an expression. Comments do not nest in MySQL: a comment inside
+ * would end it early, so the expression keeps its spaces and holds no comment of its own.
+ */
+function executableComment(opener: string, e: string, t: { readonly extras: ReadonlyArray<string> }) {
+  return t.extras.includes("executableComments") && !e.includes("/*") && !e.includes("--") ? `${opener}${KEEP}${e.replaceAll(" ", KEEP)}*/` : undefined
+}
 
 const spaced = (sql: string, separators: ReadonlyArray<string>) => {
   let i = 0
