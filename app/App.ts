@@ -11,9 +11,12 @@ import { McpTools } from "../src/mcp/McpTools"
 import { ToolCalls } from "../src/mcp/ToolCalls"
 import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
+import { ChatRepo } from "../src/repos/ChatRepo"
 import { AgentRuns } from "../src/services/AgentRuns"
+import { AnalysisTrails } from "../src/services/AnalysisTrails"
 import { ApiKeys } from "../src/services/ApiKeys"
 import { Budgets } from "../src/services/Budgets"
+import { Chat } from "../src/services/Chat"
 import { Audit } from "../src/services/Audit"
 import { Authenticator } from "../src/services/Authenticator"
 import { ConnectionChecks } from "../src/services/ConnectionChecks"
@@ -52,11 +55,14 @@ export const ServicesLive = Layer.mergeAll(
   AgentRuns.Default,
   AgentRunSteps.Default,
   AgentRunsRepo.Default,
+  AnalysisTrails.Default,
   ApiKeys.Default,
   Audit.Default,
   AuditRepo.Default,
   Authenticator.Default,
   Budgets.Default,
+  Chat.Default,
+  ChatRepo.Default,
   ConnectionChecks.Default,
   ConnectionHealth.Default,
   ConnectionTransfer.Default,

@@ -15,6 +15,7 @@ import { SchemaCurationHttp } from "../src/http/SchemaCurationHttp"
 import { SchemaHttp } from "../src/http/SchemaHttp"
 import { SchemaWatchesHttp } from "../src/http/SchemaWatchesHttp"
 import { AgentRunsHttp } from "../src/http/AgentRunsHttp"
+import { ChatHttp } from "../src/http/ChatHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
@@ -41,6 +42,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     SchemaCurationHttp,
     SchemaWatchesHttp,
     AgentRunsHttp,
+    ChatHttp,
     SecretsHttp,
     SystemHttp,
     PublicHttp,

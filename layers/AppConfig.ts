@@ -13,6 +13,13 @@ const boundedInt = (name: string, message: string, validation: (n: number) => bo
 const positive = (name: string) => boundedInt(name, "must be a positive integer", (n) => n > 0)
 const positiveInt = (name: string, fallback: number) => positive(name).pipe(Config.withDefault(fallback))
 
+const usd = (name: string, fallback: number) =>
+  Config.number().pipe(
+    Config.validate({ message: "must be a dollar amount of 0 or more", validation: (n) => Number.isFinite(n) && n >= 0 }),
+    Config.nested(name),
+    Config.withDefault(fallback)
+  )
+
 const list = (name: string) => Config.array(Config.string(), name).pipe(Config.withDefault([] as Array<string>))
 
 const DeploymentMode = Config.literal("self-hosted", "cloud")("SP_DEPLOYMENT_MODE").pipe(
@@ -70,6 +77,9 @@ const raw = Config.all({
   llmMaxTokens: positiveInt("SP_LLM_MAX_TOKENS", 4096),
   // USD per million input and output tokens, "3,15"; unset: the price list's figure for known models, else 0.
   llmPrice: Config.option(Config.string("SP_LLM_PRICE_PER_MTOK")),
+  // An agent's query estimated above this, or taking its conversation's estimated query spend past the next, waits for the user's approval.
+  agentQueryApprovalUsd: usd("SP_AGENT_QUERY_APPROVAL_USD", 0.25),
+  agentConversationBudgetUsd: usd("SP_AGENT_CONVERSATION_BUDGET_USD", 1),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
   encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))

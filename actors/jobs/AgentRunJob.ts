@@ -3,7 +3,18 @@ import { Activity, DurableDeferred } from "@effect/workflow"
 import { Effect } from "effect"
 import type { OrgId } from "../../src/domain/Ids"
 import { AgentRunSteps } from "./AgentRunSteps"
-import { AgentRunWorkflow, answerFor, ASK_USER, ModelTurn, RunStart, RunStopped, type ToolResult, ToolResult as ToolResultSchema } from "./AgentRunWorkflow"
+import {
+  AgentRunWorkflow,
+  ASK_USER,
+  CostCheck,
+  decisionFor,
+  ModelTurn,
+  RunStart,
+  RunStopped,
+  type ToolCallRequest,
+  type ToolResult,
+  ToolResult as ToolResultSchema
+} from "./AgentRunWorkflow"
 
 const assistantMessage = (turn: ModelTurn): Prompt.MessageEncoded => ({
   role: "assistant",
@@ -33,7 +44,38 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
     const steps = yield* AgentRunSteps
     const orgId = org as OrgId
     const start = yield* Activity.make({ name: "begin", success: RunStart, error: RunStopped, execute: steps.begin(orgId, runId) })
-    const conversation: Array<Prompt.MessageEncoded> = [{ role: "user", content: start.prompt }]
+    const conversation: Array<Prompt.MessageEncoded> = [
+      ...start.history.flatMap((exchange): Array<Prompt.MessageEncoded> => [
+        { role: "user", content: exchange.prompt },
+        { role: "assistant", content: [{ type: "text", text: exchange.answer }] }
+      ]),
+      { role: "user", content: start.prompt }
+    ]
+    // The step ends the run: it always fails with RunStopped.
+    const cancelled = Effect.zipRight(
+      Activity.make({ name: "cancelled", error: RunStopped, execute: steps.fail(orgId, runId, "cancelled", "cancelled", "The run was cancelled") }),
+      Effect.dieMessage("a cancelled run went on")
+    )
+
+    /** Waits for the user's decision at `step`, and records it; a cancellation while waiting ends the run. */
+    const decided = (step: string) =>
+      Effect.gen(function* () {
+        const decision = yield* DurableDeferred.await(decisionFor(step))
+        if (decision.kind === "cancelled") return yield* cancelled
+        yield* Activity.make({ name: `decided/${step}`, error: RunStopped, execute: steps.decided(orgId, runId, step, decision) })
+        return decision
+      })
+
+    /** A tool call, after the user's approval when its query's estimate asks for one. */
+    const toolCall = (step: string, call: ToolCallRequest) =>
+      Effect.gen(function* () {
+        const check = yield* Activity.make({ name: `estimate/${step}`, success: CostCheck, error: RunStopped, execute: steps.estimate(orgId, runId, step, call) })
+        if (check.needsApproval && (yield* decided(step)).kind === "decline") {
+          return { id: call.id, name: call.name, text: "The user declined to run this query. Do not run it again; answer without it or propose a cheaper query.", isFailure: true }
+        }
+        return yield* Activity.make({ name: `tool/${step}`, success: ToolResultSchema, error: RunStopped, execute: steps.callTool(orgId, runId, step, call, check.estimatedUsd) })
+      })
+
     for (let turn = 0; turn < start.maxTurns; turn++) {
       const reply = yield* Activity.make({
         name: `model/${turn}`,
@@ -50,16 +92,12 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
         const step = `${turn}/${index}`
         const question = call.name === ASK_USER ? questionOf(call.params) : null
         if (question === null) {
-          results.push(yield* Activity.make({ name: `tool/${step}`, success: ToolResultSchema, error: RunStopped, execute: steps.callTool(orgId, runId, step, call) }))
+          results.push(yield* toolCall(step, call))
           continue
         }
         yield* Activity.make({ name: `ask/${step}`, error: RunStopped, execute: steps.ask(orgId, runId, step, question) })
-        const answer = yield* DurableDeferred.await(answerFor(step))
-        if (answer.kind === "cancelled") {
-          return yield* Activity.make({ name: "cancelled", error: RunStopped, execute: steps.fail(orgId, runId, "cancelled", "cancelled", "The run was cancelled") })
-        }
-        yield* Activity.make({ name: `answer/${step}`, error: RunStopped, execute: steps.answered(orgId, runId, step, answer.text) })
-        results.push({ id: call.id, name: call.name, text: answer.text, isFailure: false })
+        const answer = yield* decided(step)
+        results.push({ id: call.id, name: call.name, text: answer.kind === "answer" ? answer.text : "", isFailure: false })
       }
       conversation.push(toolMessage(results))
     }

@@ -7,7 +7,7 @@ import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import { type Principal, principalLabel } from "../../src/domain/Principal"
 import type { Scope } from "../../src/domain/Scope"
 import { childQueryRow } from "../../src/http/AuditRow"
-import { describeTool, type McpTool } from "../../src/mcp/McpTool"
+import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "../../src/mcp/McpTool"
 import { McpTools } from "../../src/mcp/McpTools"
 import { type ToolCallRecord, ToolCalls } from "../../src/mcp/ToolCalls"
 import { AgentRunsRepo, type StoredRun } from "../../src/repos/AgentRunsRepo"
@@ -16,7 +16,9 @@ import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { Audit } from "../../src/services/Audit"
 import { Secrets } from "../../src/services/Secrets"
-import { ASK_USER, RunStopped, type ToolCallRequest } from "./AgentRunWorkflow"
+import { AppConfig } from "../../layers/AppConfig"
+import { formatUsd } from "../../src/domain/Usd"
+import { ASK_USER, type Decision, RunStopped, type ToolCallRequest } from "./AgentRunWorkflow"
 
 // A run reads and queries, whatever else its credential may do.
 const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query"])
@@ -24,6 +26,12 @@ const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 // Which runner did a step, for operators following a run across a failover.
 const RUNNER = `${os.hostname()}:${process.pid}`
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504, 529])
+// The tools that run a statement the model wrote, whose cost is estimated (and approved when high) first.
+const COSTED_TOOLS: ReadonlySet<string> = new Set(["query_database", "debug_cte_query"])
+const ESTIMATOR = "explain_query"
+// Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
+const HISTORY_EXCHANGES = 20
+const HISTORY_ANSWER_CHARS = 8_000
 
 const isRetryable = (error: AiError.AiError) =>
   (error._tag === "HttpResponseError" && RETRYABLE_STATUS.has(error.response.status)) || (error._tag === "HttpRequestError" && error.reason === "Transport")
@@ -80,9 +88,10 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     const orgs = yield* OrgsRepo
     const models = yield* LanguageModels
     const secrets = yield* Secrets
-    const { tools } = yield* McpTools
+    const { tools, byName } = yield* McpTools
     const toolCalls = yield* ToolCalls
     const audit = yield* Audit
+    const config = yield* AppConfig
     const modelTools = new Map(tools.map((tool) => [tool.name, asModelTool(tool.name, tool.description, describeTool(tool).inputSchema)]))
 
     /** Ends the run (its last event, then its status) and stops the workflow. */
@@ -154,7 +163,13 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           const stored = yield* load(orgId, runId)
           yield* actingAs(stored)
           yield* repo.setStatus(orgId, runId, "running", { model: models.model })
-          return { prompt: stored.run.prompt, connectionName: stored.run.connection_name, maxTurns: stored.run.max_turns }
+          const history = stored.run.conversation_id === null ? [] : yield* repo.exchangesBefore(orgId, stored.run.conversation_id, runId, HISTORY_EXCHANGES)
+          return {
+            prompt: stored.run.prompt,
+            connectionName: stored.run.connection_name,
+            maxTurns: stored.run.max_turns,
+            history: history.map((exchange) => ({ prompt: exchange.prompt, answer: exchange.answer.slice(0, HISTORY_ANSWER_CHARS) }))
+          }
         })
       )
 
@@ -237,11 +252,66 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     })
 
     /**
-     * One tool call, through the MCP tool table as any client's: scope, limits, decoding, the governed
-     * executor, and audit rows tied to the run. A call whose result was recorded (the step ran before a
+     * Runs one tool of the MCP tool table as any client's call runs: scope, limits, decoding, the
+     * governed executor, and audit rows tied to the run and step.
+     */
+    const runTool = (principal: Principal, runId: string, step: string, name: string, params: unknown) =>
+      Effect.gen(function* () {
+        const tool: McpTool | undefined = byName.get(name)
+        const record: ToolCallRecord = { requestId: `${runId}:${step}`, connection: null, dialect: undefined, sql: null, details: null, childQueries: new Map(), outcome: null }
+        const started = performance.now()
+        const outcome: Either.Either<ToolOutput, ToolFailure> =
+          tool === undefined || !principal.scopes.includes(tool.scope)
+            ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
+            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params))
+        const durationMs = performance.now() - started
+        if (tool !== undefined && principal.scopes.includes(tool.scope)) {
+          const row = auditRow(principal, runId, step, record, durationMs)
+          const children = [...record.childQueries.values()].map((child) => childQueryRow(row, { ...child, parent: { ...child.parent, run_id: runId, step } }))
+          yield* audit.record(record.dialect ?? null, row, ...children).pipe(Effect.orDie)
+        }
+        return { outcome, record, durationMs }
+      })
+
+    /**
+     * Before a statement the model wrote runs: its cost estimated (the plan, through the same tool
+     * path and audit), and the run set waiting for the user's approval when the estimate is over the
+     * per-query threshold or would take the conversation's estimated spend past its budget. An
+     * estimate that cannot be made (no plan, a refused statement) asks nothing: the call itself then
+     * fails or runs under the budgets.
+     */
+    const estimate = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest) =>
+      guarded(
+        orgId,
+        runId,
+        Effect.gen(function* () {
+          const params = call.params as { readonly connection_name?: unknown; readonly sql?: unknown } | null
+          if (!COSTED_TOOLS.has(call.name) || typeof params?.connection_name !== "string" || typeof params.sql !== "string") return { estimatedUsd: null, needsApproval: false }
+          const stored = yield* load(orgId, runId)
+          const principal = yield* actingAs(stored)
+          const planned = yield* runTool(principal, runId, `estimate/${step}`, ESTIMATOR, { connection_name: params.connection_name, sql: params.sql })
+          const usd = Either.match(planned.outcome, { onLeft: () => null, onRight: (output) => output.structured?.["estimated_usd"] })
+          if (typeof usd !== "number") return { estimatedUsd: null, needsApproval: false }
+          const spent = yield* repo.estimatedSpend(orgId, stored.run.conversation_id, runId)
+          const reason =
+            usd > config.agentQueryApprovalUsd
+              ? `estimated at ${formatUsd(usd)}, over the ${formatUsd(config.agentQueryApprovalUsd)} a query may cost without approval`
+              : spent + usd > config.agentConversationBudgetUsd
+                ? `estimated at ${formatUsd(usd)}, which takes the ${stored.run.conversation_id === null ? "run" : "conversation"}'s query spend (${formatUsd(spent)} so far) past its ${formatUsd(config.agentConversationBudgetUsd)} budget`
+                : null
+          if (reason === null) return { estimatedUsd: usd, needsApproval: false }
+          const pending = { kind: "query_approval" as const, step, tool: call.name, connection_name: params.connection_name, sql: params.sql, estimated_usd: usd, reason }
+          yield* repo.appendEvent(orgId, runId, `estimate/${step}`, "approval_requested", pending)
+          yield* repo.setStatus(orgId, runId, "waiting_for_query_approval", { pending })
+          return { estimatedUsd: usd, needsApproval: true }
+        })
+      )
+
+    /**
+     * One tool call the model asked for, with its estimated cost for the spend it adds to. A call whose result was recorded (the step ran before a
      * crash) is not run again.
      */
-    const callTool = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest) =>
+    const callTool = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest, estimatedUsd: number | null) =>
       guarded(
         orgId,
         runId,
@@ -251,19 +321,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
             return { id: call.id, name: call.name, text: done["result"], isFailure: done["is_error"] === true }
           }
           const principal = yield* actingAs(yield* load(orgId, runId))
-          const tool: McpTool | undefined = tools.find((t) => t.name === call.name && principal.scopes.includes(t.scope))
-          const record: ToolCallRecord = { requestId: `${runId}:${step}`, connection: null, dialect: undefined, sql: null, details: null, childQueries: new Map(), outcome: null }
-          const started = performance.now()
-          const outcome: Either.Either<{ readonly text: string }, { readonly code: string; readonly message: string }> =
-            tool === undefined
-              ? Either.left({ code: "unknown_tool", message: `There is no tool named ${call.name} for this run` })
-              : yield* Effect.scoped(toolCalls.call(record, principal, tool, call.params))
-          const durationMs = performance.now() - started
-          if (tool !== undefined) {
-            const row = auditRow(principal, runId, step, record, durationMs)
-            const children = [...record.childQueries.values()].map((child) => childQueryRow(row, { ...child, parent: { ...child.parent, run_id: runId, step } }))
-            yield* audit.record(record.dialect ?? null, row, ...children).pipe(Effect.orDie)
-          }
+          const { outcome, record, durationMs } = yield* runTool(principal, runId, step, call.name, call.params)
           const result = Either.match(outcome, {
             onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true }),
             onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false })
@@ -277,6 +335,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
             rows: [...record.childQueries.values()].reduce((sum, child) => sum + (child.facts.rows ?? 0), 0),
             pii_masked: [...record.childQueries.values()].flatMap((child) => child.facts.pii_masked ?? []),
             query_ids: [...record.childQueries.keys()],
+            estimated_usd: estimatedUsd,
             is_error: result.isFailure,
             duration_ms: Math.round(durationMs),
             result: result.text
@@ -297,12 +356,15 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         })
       )
 
-    const answered = (orgId: OrgId, runId: string, step: string, answer: string) =>
+    /** Records the user's answer or approval decision at `step`, and the run goes on. */
+    const decided = (orgId: OrgId, runId: string, step: string, decision: Exclude<Decision, { kind: "cancelled" }>) =>
       guarded(
         orgId,
         runId,
         Effect.gen(function* () {
-          yield* repo.appendEvent(orgId, runId, `answer/${step}`, "answer", { step, answer })
+          yield* decision.kind === "answer"
+            ? repo.appendEvent(orgId, runId, `decided/${step}`, "answer", { step, answer: decision.text })
+            : repo.appendEvent(orgId, runId, `decided/${step}`, "approval", { step, approved: decision.kind === "approve" })
           yield* repo.setStatus(orgId, runId, "running")
         })
       )
@@ -319,7 +381,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
 
     const fail = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) => guarded(orgId, runId, stop(orgId, runId, status, code, message))
 
-    return { begin, think, callTool, ask, answered, complete, fail } as const
+    return { begin, think, estimate, callTool, ask, decided, complete, fail } as const
   }),
   dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default]
 }) {}

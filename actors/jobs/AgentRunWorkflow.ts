@@ -20,7 +20,18 @@ export type ModelTurn = typeof ModelTurn.Type
 export const ToolResult = Schema.Struct({ id: Schema.String, name: Schema.String, text: Schema.String, isFailure: Schema.Boolean })
 export type ToolResult = typeof ToolResult.Type
 
-export const RunStart = Schema.Struct({ prompt: Schema.String, connectionName: Schema.NullOr(Schema.String), maxTurns: Schema.Int })
+/** An earlier exchange of the run's conversation, given to the model before the run's own prompt. */
+export const Exchange = Schema.Struct({ prompt: Schema.String, answer: Schema.String })
+
+export const RunStart = Schema.Struct({
+  prompt: Schema.String,
+  connectionName: Schema.NullOr(Schema.String),
+  maxTurns: Schema.Int,
+  history: Schema.Array(Exchange)
+})
+
+/** A tool call's estimated query cost (null: none, or unknown), and whether it must wait for the user's approval before it runs. */
+export const CostCheck = Schema.Struct({ estimatedUsd: Schema.NullOr(Schema.Number), needsApproval: Schema.Boolean })
 
 /** The tool a run asks its user a question with; the answer comes back as the tool's result. */
 export const ASK_USER = "ask_user"
@@ -32,7 +43,12 @@ export const AgentRunWorkflow = Workflow.make({
   idempotencyKey: ({ runId }) => runId
 })
 
-/** The user's answer to the question a run asked at `step`, or the run's cancellation while it waited. */
-export const Answer = Schema.Union(Schema.Struct({ kind: Schema.Literal("answer"), text: Schema.String }), Schema.Struct({ kind: Schema.Literal("cancelled") }))
-export const answerFor = (step: string) => DurableDeferred.make(`answer/${step}`, { success: Answer })
+/** What the user decided at the `step` a run waits at: an answer to its question, a query approved or declined, or the run cancelled. */
+export const Decision = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("answer"), text: Schema.String }),
+  Schema.Struct({ kind: Schema.Literal("approve", "decline") }),
+  Schema.Struct({ kind: Schema.Literal("cancelled") })
+)
+export type Decision = typeof Decision.Type
+export const decisionFor = (step: string) => DurableDeferred.make(`decision/${step}`, { success: Decision })
 

@@ -8,12 +8,12 @@ import { Authentication } from "./Authentication"
 
 const ById = Schema.Struct({ id: Schema.String.pipe(Schema.maxLength(100)) })
 
-const EventParams = Schema.Struct({
+export const EventParams = Schema.Struct({
   after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),
   limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000, { message: () => "limit must be between 1 and 1000" })))
 })
 
-const withEventStream = withAlternateContent(
+export const withEventStream = withAlternateContent(
   "text/event-stream",
   { type: "string" },
   "The events: one JSON list, or with `Accept: text/event-stream` a server-sent event per run event as it is written (`id` is its `seq`; `Last-Event-ID` resumes), ending with the run's end."
@@ -76,8 +76,8 @@ export class AgentRunsApi extends HttpApiGroup.make("agentRuns")
       .annotate(RequiredScope, "agent:run")
       .annotateContext(
         docs(
-          "Cancel or answer an agent run",
-          "`{\"action\":\"cancel\"}` stops the run at its next step (at once when it waits for an answer); `{\"action\":\"answer\",\"answer\":…}` answers the question it waits on. 409 when the run has ended, or is not waiting for an answer."
+          "Cancel, answer or approve an agent run",
+          "`{\"action\":\"cancel\"}` stops the run at its next step (at once when it waits); `{\"action\":\"answer\",\"answer\":…}` answers the question it waits on; `{\"action\":\"approve\"}` or `{\"action\":\"decline\"}` decides on the query it waits to run (its estimate was over the per-query threshold or the conversation's budget; a declined query is not run and the model is told). 409 when the run has ended, or is not waiting for that."
         )
       )
   )

@@ -3,6 +3,7 @@ import { PayloadTooLarge } from "../domain/Errors"
 import { AgentRunsApi } from "./AgentRunsApi"
 import { AuditApi } from "./AuditApi"
 import { BudgetsApi } from "./BudgetsApi"
+import { ChatApi } from "./ChatApi"
 import { ConnectionHealthApi } from "./ConnectionHealthApi"
 import { ConnectionsApi } from "./ConnectionsApi"
 import { ConnectionTransferApi } from "./ConnectionTransferApi"
@@ -34,6 +35,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(SchemaCurationApi)
   .add(SchemaWatchesApi)
   .add(AgentRunsApi)
+  .add(ChatApi)
   .add(SecretsApi)
   .add(SystemApi)
   .add(McpApi)

@@ -13,7 +13,17 @@ export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["completed", "
 
 /** What a waiting run waits for: an answer to its question, or a decision on a query it wants to run. */
 export const PendingAsk = Schema.Union(
-  Schema.Struct({ kind: Schema.Literal("question"), step: Schema.String, question: Schema.String })
+  Schema.Struct({ kind: Schema.Literal("question"), step: Schema.String, question: Schema.String }),
+  Schema.Struct({
+    kind: Schema.Literal("query_approval"),
+    step: Schema.String,
+    tool: Schema.String,
+    connection_name: Schema.String,
+    sql: Schema.String,
+    estimated_usd: Schema.Number,
+    /** Why it needs approval: over the per-query threshold, or past the conversation's budget. */
+    reason: Schema.String
+  })
 )
 export type PendingAsk = typeof PendingAsk.Type
 
@@ -22,6 +32,8 @@ export const AgentRun = Schema.Struct({
   status: RunStatus,
   prompt: Schema.String,
   connection_name: Schema.NullOr(Schema.String),
+  /** The chat conversation the run answers a message of, if any. */
+  conversation_id: Schema.NullOr(Schema.String),
   model: Schema.NullOr(Schema.String),
   max_turns: Schema.Int,
   turns: Schema.Int,
@@ -31,6 +43,8 @@ export const AgentRun = Schema.Struct({
   answer: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, message: Schema.String })),
   pending: Schema.NullOr(PendingAsk),
+  /** Fields left out for this caller: what the model wrote can quote rows, which need the query scope to see. */
+  withheld: Schema.Array(Schema.String),
   created_at: Schema.Date,
   updated_at: Schema.Date,
   finished_at: Schema.NullOr(Schema.Date)
@@ -47,13 +61,16 @@ export const StartAgentRun = Schema.Struct({
 }).annotations(strict)
 export type StartAgentRun = typeof StartAgentRun.Type
 
-/** Cancel a run, or answer its question. */
+export const ClarificationAnswer = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "answer is required" }),
+  Schema.maxLength(20_000, { message: () => "answer must be at most 20000 characters" })
+)
+
+/** Cancel a run, answer its question, or approve or decline the query it waits on. */
 export const PatchAgentRun = Schema.Union(
   Schema.Struct({ action: Schema.Literal("cancel") }).annotations(strict),
-  Schema.Struct({
-    action: Schema.Literal("answer"),
-    answer: Schema.String.pipe(Schema.minLength(1, { message: () => "answer is required" }), Schema.maxLength(20_000))
-  }).annotations(strict)
+  Schema.Struct({ action: Schema.Literal("answer"), answer: ClarificationAnswer }).annotations(strict),
+  Schema.Struct({ action: Schema.Literal("approve", "decline") }).annotations(strict)
 )
 export type PatchAgentRun = typeof PatchAgentRun.Type
 

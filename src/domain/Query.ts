@@ -151,6 +151,10 @@ export const ExplainResponse = Schema.Struct({
   estimated_cost: Schema.NullOr(Schema.Number),
   /** Bytes the warehouse would scan (BigQuery's dry run), where it says. */
   estimated_bytes: Schema.NullOr(Schema.Number),
+  /** Rows the plan reads from tables, where the engine's plan states them. */
+  scanned_rows: Schema.NullOr(Schema.Number),
+  /** A rough US-dollar guess (rows scanned at the engine's list price; BigQuery: bytes at on-demand price); 0 for engines on the customer's machines. */
+  estimated_usd: Schema.NullOr(Schema.Number),
   warnings: Schema.Array(Schema.String),
   tables: Schema.Array(Schema.String),
   /** The statement the plan is for: as checked and row-capped, as POST /api/query would run it. */

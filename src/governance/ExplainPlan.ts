@@ -32,17 +32,55 @@ export interface PlanSummary {
   readonly estimated_rows: number | null
   readonly estimated_cost: number | null
   readonly estimated_bytes: number | null
+  /** Rows the plan reads from tables (its leaves), which is what engines bill by or spend time on. */
+  readonly scanned_rows: number | null
+  /** What running it would cost in US dollars, where the engine's estimate allows a guess. */
+  readonly estimated_usd: number | null
   readonly warnings: ReadonlyArray<string>
 }
 
-/** BigQuery's dry run: what it would scan, which is what it would bill. */
-export const dryRunSummary = (dryRun: DryRun): PlanSummary => ({
-  plan: { statement_type: dryRun.statementType, total_bytes_processed: dryRun.bytesProcessed },
-  estimated_rows: null,
-  estimated_cost: null,
-  estimated_bytes: dryRun.bytesProcessed,
-  warnings: dryRun.bytesProcessed >= LARGE_SCAN_BYTES ? [`would scan about ${(dryRun.bytesProcessed / 2 ** 30).toFixed(1)} GiB`] : []
+/**
+ * US dollars per row scanned: a rough list-price guess per engine, for approval thresholds and
+ * estimates, not billing. Engines on the customer's own machines cost nothing per query.
+ */
+const USD_PER_SCANNED_ROW: Record<DbType, number> = {
+  postgresql: 3e-7,
+  redshift: 5e-7,
+  mysql: 3e-7,
+  snowflake: 1e-6,
+  bigquery: 6.25e-6,
+  clickhouse: 1e-7,
+  databricks: 1e-6,
+  duckdb: 0,
+  sqlite: 0,
+  mssql: 4e-7,
+  trino: 2e-7
+}
+// BigQuery on demand bills bytes scanned, which its dry run states exactly.
+const BIGQUERY_USD_PER_BYTE = 6.25 / 2 ** 40
+
+const priced = (dbType: DbType, summary: Omit<PlanSummary, "estimated_usd">): PlanSummary => ({
+  ...summary,
+  estimated_usd:
+    USD_PER_SCANNED_ROW[dbType] === 0
+      ? 0
+      : dbType === "bigquery" && summary.estimated_bytes !== null
+        ? summary.estimated_bytes * BIGQUERY_USD_PER_BYTE
+        : summary.scanned_rows === null
+          ? null
+          : summary.scanned_rows * USD_PER_SCANNED_ROW[dbType]
 })
+
+/** BigQuery's dry run: what it would scan, which is what it would bill. */
+export const dryRunSummary = (dryRun: DryRun): PlanSummary =>
+  priced("bigquery", {
+    plan: { statement_type: dryRun.statementType, total_bytes_processed: dryRun.bytesProcessed },
+    estimated_rows: null,
+    estimated_cost: null,
+    estimated_bytes: dryRun.bytesProcessed,
+    scanned_rows: null,
+    warnings: dryRun.bytesProcessed >= LARGE_SCAN_BYTES ? [`would scan about ${(dryRun.bytesProcessed / 2 ** 30).toFixed(1)} GiB`] : []
+  })
 
 const parseJson = (value: unknown): unknown => {
   if (typeof value !== "string") return value
@@ -55,31 +93,35 @@ const parseJson = (value: unknown): unknown => {
 
 type PgNode = { "Node Type"?: string; "Relation Name"?: string; "Plan Rows"?: number; "Total Cost"?: number; Plans?: Array<PgNode> }
 
-const postgresSummary = (plan: unknown): PlanSummary => {
+const postgresSummary = (plan: unknown): Omit<PlanSummary, "estimated_usd"> => {
   const root = (Array.isArray(plan) ? (plan[0] as { Plan?: PgNode })?.Plan : undefined) ?? {}
   const warnings: Array<string> = []
+  let scanned = 0
   const walk = (node: PgNode) => {
     if (node["Node Type"] === "Seq Scan" && (node["Plan Rows"] ?? 0) >= LARGE_SCAN_ROWS) {
       warnings.push(`full scan of ${node["Relation Name"]} (about ${node["Plan Rows"]} rows)`)
     }
+    if ((node.Plans ?? []).length === 0) scanned += node["Plan Rows"] ?? 0
     for (const child of node.Plans ?? []) walk(child)
   }
   walk(root)
-  return { plan, estimated_rows: root["Plan Rows"] ?? null, estimated_cost: root["Total Cost"] ?? null, estimated_bytes: null, warnings }
+  return { plan, estimated_rows: root["Plan Rows"] ?? null, estimated_cost: root["Total Cost"] ?? null, estimated_bytes: null, scanned_rows: scanned, warnings }
 }
 
 type MysqlTable = { table_name?: string; access_type?: string; rows_examined_per_scan?: number; rows_produced_per_join?: number }
 
-const mysqlSummary = (plan: unknown): PlanSummary => {
+const mysqlSummary = (plan: unknown): Omit<PlanSummary, "estimated_usd"> => {
   const block = (plan as { query_block?: { cost_info?: { query_cost?: string } } })?.query_block
   const warnings: Array<string> = []
   let rows: number | null = null
+  let scanned: number | null = null
   const walk = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(walk)
     if (typeof value !== "object" || value === null) return
     const table = (value as { table?: MysqlTable }).table
     if (table !== undefined) {
       rows = Math.max(rows ?? 0, table.rows_produced_per_join ?? table.rows_examined_per_scan ?? 0)
+      scanned = (scanned ?? 0) + (table.rows_examined_per_scan ?? 0)
       if (table.access_type === "ALL" && (table.rows_examined_per_scan ?? 0) >= LARGE_SCAN_ROWS) {
         warnings.push(`full scan of ${table.table_name} (about ${table.rows_examined_per_scan} rows)`)
       }
@@ -88,18 +130,19 @@ const mysqlSummary = (plan: unknown): PlanSummary => {
   }
   walk(block)
   const cost = Number(block?.cost_info?.query_cost)
-  return { plan, estimated_rows: rows, estimated_cost: Number.isFinite(cost) ? cost : null, estimated_bytes: null, warnings }
+  return { plan, estimated_rows: rows, estimated_cost: Number.isFinite(cost) ? cost : null, estimated_bytes: null, scanned_rows: scanned, warnings }
 }
 
 /** The plan as the engine gave it, with row and cost estimates and warnings where the engine states them. */
 export const summarizePlan = (dbType: DbType, result: QueryResult): PlanSummary => {
-  if (dbType === "postgresql") return postgresSummary(parseJson(result.rows[0]?.[0]))
-  if (dbType === "mysql") return mysqlSummary(parseJson(result.rows[0]?.[0]))
+  const unknown = { estimated_rows: null, estimated_cost: null, estimated_bytes: null, scanned_rows: null }
+  if (dbType === "postgresql") return priced(dbType, postgresSummary(parseJson(result.rows[0]?.[0])))
+  if (dbType === "mysql") return priced(dbType, mysqlSummary(parseJson(result.rows[0]?.[0])))
   if (dbType === "sqlite") {
     const details = result.rows.map((row) => String(row.at(-1)))
     const warnings = details.filter((d) => /^SCAN /.test(d) && !/USING (COVERING )?INDEX/.test(d)).map((d) => `full ${d.toLowerCase()}`)
-    return { plan: details, estimated_rows: null, estimated_cost: null, estimated_bytes: null, warnings }
+    return priced(dbType, { plan: details, ...unknown, warnings })
   }
   const lines = result.rows.map((row) => row.map((cell) => String(cell)).join("\t"))
-  return { plan: lines, estimated_rows: null, estimated_cost: null, estimated_bytes: null, warnings: [] }
+  return priced(dbType, { plan: lines, ...unknown, warnings: [] })
 }

@@ -15,6 +15,7 @@ import m0014 from "./0014_audit_in_change_transactions"
 import m0015 from "./0015_audit_rollups"
 import m0016 from "./0016_agent_runs"
 import m0017 from "./0017_secrets"
+import m0018 from "./0018_chat"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -33,5 +34,6 @@ export const migrations = {
   "0014_audit_in_change_transactions": m0014,
   "0015_audit_rollups": m0015,
   "0016_agent_runs": m0016,
-  "0017_secrets": m0017
+  "0017_secrets": m0017,
+  "0018_chat": m0018
 }

@@ -13,6 +13,7 @@ interface RunRow {
   readonly key_id: KeyId | null
   readonly prompt: string
   readonly connection_name: string | null
+  readonly conversation_id: string | null
   readonly status: RunStatus
   readonly model: string | null
   readonly max_turns: number
@@ -51,6 +52,7 @@ const stored = (row: RunRow): StoredRun => ({
     status: row.status,
     prompt: row.prompt,
     connection_name: row.connection_name,
+    conversation_id: row.conversation_id,
     model: row.model,
     max_turns: row.max_turns,
     turns: row.turns,
@@ -60,6 +62,7 @@ const stored = (row: RunRow): StoredRun => ({
     answer: row.answer,
     error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? "" },
     pending: row.pending,
+    withheld: [],
     created_at: row.created_at,
     updated_at: row.updated_at,
     finished_at: row.finished_at
@@ -82,7 +85,18 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
     const sql = yield* PgClient.PgClient
     const withOrg = tenantScope(sql)
 
-    const insert = (row: { id: string; org_id: OrgId; user_id: UserId; principal_kind: Principal["kind"]; key_id: KeyId | null; prompt: string; connection_name: string | null; max_turns: number; model: string | null }) =>
+    const insert = (row: {
+      id: string
+      org_id: OrgId
+      user_id: UserId
+      principal_kind: Principal["kind"]
+      key_id: KeyId | null
+      prompt: string
+      connection_name: string | null
+      conversation_id: string | null
+      max_turns: number
+      model: string | null
+    }) =>
       sql`insert into agent_runs ${sql.insert({ ...row, status: "queued" })}`.pipe(Effect.asVoid, withOrg(row.org_id))
 
     const find = (orgId: OrgId, id: string) =>
@@ -148,6 +162,39 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
       sql<AgentRunEvent>`select seq, type, data, created_at from agent_run_events
         where run_id = ${runId} and seq > ${afterSeq} order by seq limit ${limit}`.pipe(withOrg(orgId))
 
-    return { insert, find, page, setStatus, finish, requestCancel, appendEvent, eventOf, events } as const
+    /** A conversation's runs, oldest first. */
+    const ofConversation = (orgId: OrgId, conversationId: string) =>
+      sql<RunRow>`select * from agent_runs where org_id = ${orgId} and conversation_id = ${conversationId} order by created_at, id`.pipe(
+        Effect.map((rows) => rows.map(stored)),
+        withOrg(orgId)
+      )
+
+    /** The last `limit` answered exchanges of a conversation before run `runId`, oldest first. */
+    const exchangesBefore = (orgId: OrgId, conversationId: string, runId: string, limit: number) =>
+      sql<{ prompt: string; answer: string }>`select prompt, answer from (
+          select r.prompt, r.answer, r.created_at, r.id from agent_runs r, agent_runs this
+          where this.org_id = ${orgId} and this.id = ${runId} and r.org_id = ${orgId} and r.conversation_id = ${conversationId}
+            and r.status = 'completed' and r.answer is not null and (r.created_at, r.id) < (this.created_at, this.id)
+          order by r.created_at desc, r.id desc limit ${limit}
+        ) earlier order by created_at, id`.pipe(withOrg(orgId))
+
+    /** The estimated cost of the queries run so far by a conversation's runs (or by one run outside a conversation). */
+    const estimatedSpend = (orgId: OrgId, conversationId: string | null, runId: string) =>
+      sql<{ usd: string | null }>`select sum((e.data->>'estimated_usd')::numeric) as usd
+        from agent_run_events e join agent_runs r on r.id = e.run_id
+        where r.org_id = ${orgId} and e.type = 'tool_call' and jsonb_typeof(e.data->'estimated_usd') = 'number'
+          and ${conversationId === null ? sql`r.id = ${runId}` : sql`r.conversation_id = ${conversationId}`}`.pipe(
+        Effect.map((rows) => Number(rows[0]?.usd ?? 0)),
+        withOrg(orgId)
+      )
+
+    /** The events of a conversation's runs, run by run, in order. */
+    const conversationEvents = (orgId: OrgId, conversationId: string, limit: number) =>
+      sql<AgentRunEvent & { run_id: string }>`select e.run_id, e.seq, e.type, e.data, e.created_at
+        from agent_run_events e join agent_runs r on r.id = e.run_id
+        where r.org_id = ${orgId} and r.conversation_id = ${conversationId}
+        order by r.created_at, r.id, e.seq limit ${limit}`.pipe(withOrg(orgId))
+
+    return { insert, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, requestCancel, appendEvent, eventOf, events } as const
   })
 }) {}

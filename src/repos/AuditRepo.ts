@@ -117,6 +117,16 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
         left join api_keys on api_keys.id = gateway_audit_logs.key_id and api_keys.org_id = gateway_audit_logs.org_id
         where ${where(orgId, filter, beforeId)} order by gateway_audit_logs.id desc limit ${limit}`.pipe(withOrg(orgId))
 
+    /** The row of the governed query with this id (the query's own row, or its request's child row). */
+    const byQueryId = (orgId: OrgId, queryId: string) =>
+      sql<AuditRow>`select ${sql.unsafe(COLUMNS)} from gateway_audit_logs
+        left join api_keys on api_keys.id = gateway_audit_logs.key_id and api_keys.org_id = gateway_audit_logs.org_id
+        where gateway_audit_logs.org_id = ${orgId} and details ? 'query_id' and details->>'query_id' = ${queryId}
+        order by gateway_audit_logs.id desc limit 1`.pipe(
+        Effect.map((rows) => rows[0] ?? null),
+        withOrg(orgId)
+      )
+
     const exportStream = (orgId: OrgId, filter: AuditFilter, maxRows: number, batch = 1000) =>
       Stream.paginateChunkEffect({ beforeId: null as string | null, remaining: maxRows }, (state) =>
         page(orgId, filter, state.beforeId, Math.min(batch, state.remaining)).pipe(
@@ -185,6 +195,6 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
         Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
       )
 
-    return { insertBatch, complete, page, exportStream, stats, pruneBefore } as const
+    return { byQueryId, insertBatch, complete, page, exportStream, stats, pruneBefore } as const
   })
 }) {}

@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto"
 import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
 import { Chunk, Duration, Effect, Exit, Option, Schema, Stream } from "effect"
-import { AgentRunWorkflow, type Answer, answerFor } from "../../actors/jobs/AgentRunWorkflow"
+import { AgentRunWorkflow, type Decision, decisionFor } from "../../actors/jobs/AgentRunWorkflow"
 import { JobRuntime } from "../../layers/JobRuntime"
 import { type AgentRun, type AgentRunEvent, DEFAULT_MAX_TURNS, type PatchAgentRun, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
 import { Conflict, NotFound } from "../domain/Errors"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
-import { AgentRunsRepo } from "../repos/AgentRunsRepo"
+import { redactSqlLiterals } from "../governance/RedactSql"
+import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { Connections } from "./Connections"
 import { storeUnavailable } from "./StoreUnavailable"
 
@@ -16,11 +17,40 @@ const Cursor = Schema.Tuple(Schema.String, Schema.String)
 const FOLLOW_BATCH = 200
 const FOLLOW_POLL = Duration.millis(250)
 const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
-/** A tool call's result holds the rows it read: those are for callers who may query, as the rows of a query are. */
-const visibleTo = (principal: Principal) => (event: AgentRunEvent): AgentRunEvent => {
-  if (principal.scopes.includes("query") || !("result" in event.data)) return event
-  const { result: _rows, ...data } = event.data
-  return { ...event, data: { ...data, result_withheld: "the query scope is needed to see what a tool returned" } }
+const WITHHELD = "the query scope is needed to see what the model and the tools said: it can quote rows"
+// What the model wrote or a tool returned, per event type: it can quote rows.
+const MODEL_WORDS: Readonly<Record<string, ReadonlyArray<string>>> = {
+  model_call: ["text"],
+  tool_call: ["result"],
+  question: ["question"],
+  completed: ["answer"]
+}
+const mayQuery = (principal: Principal) => principal.scopes.includes("query")
+const redacted = (sql: unknown) => (typeof sql === "string" ? redactSqlLiterals(sql, null) : sql)
+
+/**
+ * One rule for every view of a run: a caller without the query scope sees what the run did (steps,
+ * tools, row counts, masked columns, tokens, cost) but not what the model wrote or a tool returned,
+ * and SQL with its literals redacted, as in the audit log.
+ */
+const eventFor = (principal: Principal) => (event: AgentRunEvent): AgentRunEvent => {
+  if (mayQuery(principal)) return event
+  const data: Record<string, unknown> = { ...event.data }
+  for (const field of MODEL_WORDS[event.type] ?? []) {
+    if (field in data) {
+      delete data[field]
+      data[`${field}_withheld`] = WITHHELD
+    }
+  }
+  if ("sql" in data) data["sql"] = redacted(data["sql"])
+  return { ...event, data }
+}
+
+const runFor = (principal: Principal) => ({ run }: StoredRun): AgentRun => {
+  if (mayQuery(principal)) return run
+  const pending =
+    run.pending === null ? null : run.pending.kind === "question" ? { ...run.pending, question: "" } : { ...run.pending, sql: redactSqlLiterals(run.pending.sql, null) }
+  return { ...run, answer: null, pending, withheld: run.pending?.kind === "question" ? ["answer", "pending.question"] : ["answer"] }
 }
 
 const notFound = (id: string) => new NotFound({ message: `There is no agent run ${id}` })
@@ -39,7 +69,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         Effect.flatMap((found) => (found === null ? Effect.fail(notFound(id)) : Effect.succeed(found)))
       )
 
-    const start = Effect.fn("AgentRuns.start")(function* (principal: Principal, input: StartAgentRun) {
+    const start = Effect.fn("AgentRuns.start")(function* (principal: Principal, input: StartAgentRun, conversationId: string | null = null) {
       if (input.connection_name !== undefined) yield* connections.get(principal, input.connection_name)
       const id = `run_${randomUUID().replaceAll("-", "")}`
       yield* repo
@@ -51,16 +81,22 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           key_id: principal.keyId,
           prompt: input.prompt,
           connection_name: input.connection_name ?? null,
+          conversation_id: conversationId,
           max_turns: input.max_turns ?? DEFAULT_MAX_TURNS,
           model: null
         })
         .pipe(storeDown)
       yield* AgentRunWorkflow.execute({ runId: id, orgId: principal.orgId }, { discard: true }).pipe(withEngine)
-      return (yield* find(principal, id)).run
+      return runFor(principal)(yield* find(principal, id))
     })
 
     const get = Effect.fn("AgentRuns.get")(function* (principal: Principal, id: string) {
-      return (yield* find(principal, id)).run
+      return runFor(principal)(yield* find(principal, id))
+    })
+
+    /** A conversation's runs, oldest first. */
+    const ofConversation = Effect.fn("AgentRuns.ofConversation")(function* (principal: Principal, conversationId: string) {
+      return (yield* repo.ofConversation(principal.orgId, conversationId).pipe(storeDown)).map(runFor(principal))
     })
 
     const list = Effect.fn("AgentRuns.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
@@ -68,15 +104,21 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
       const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, Cursor)
       const rows = yield* repo.page(principal.orgId, before, limit + 1).pipe(storeDown)
       return pageOf(
-        rows.map((row) => row.run),
+        rows.map(runFor(principal)),
         limit,
         (run: AgentRun) => [run.created_at.toISOString(), run.id]
       )
     })
 
+    /** The events of a conversation's runs, in order, as this caller may see them. */
+    const conversationEvents = Effect.fn("AgentRuns.conversationEvents")(function* (principal: Principal, conversationId: string, limit: number) {
+      const rows = yield* repo.conversationEvents(principal.orgId, conversationId, limit).pipe(storeDown)
+      return rows.map((row) => ({ ...eventFor(principal)(row), run_id: row.run_id }))
+    })
+
     const events = Effect.fn("AgentRuns.events")(function* (principal: Principal, id: string, afterSeq: number, limit: number) {
       yield* find(principal, id)
-      return (yield* repo.events(principal.orgId, id, afterSeq, limit).pipe(storeDown)).map(visibleTo(principal))
+      return (yield* repo.events(principal.orgId, id, afterSeq, limit).pipe(storeDown)).map(eventFor(principal))
     })
 
     /**
@@ -91,7 +133,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
             const last = batch.at(-1)
             if (last !== undefined) {
               const next = END_EVENTS.has(last.type) ? Option.none() : Option.some(last.seq)
-              return Effect.succeed([Chunk.unsafeFromArray(batch.map(visibleTo(principal))), next] as const)
+              return Effect.succeed([Chunk.unsafeFromArray(batch.map(eventFor(principal))), next] as const)
             }
             // Nothing new: wait, unless the run ended without an end event to send.
             return Effect.flatMap(find(principal, id), ({ run }) =>
@@ -103,10 +145,10 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         )
       )
 
-    /** Hands the waiting run its answer (or its cancellation) at the step it asked at. */
-    const resume = (principal: Principal, runId: string, step: string, value: typeof Answer.Type) =>
-      Effect.flatMap(DurableDeferred.tokenFromPayload(answerFor(step), { workflow: AgentRunWorkflow, payload: { runId, orgId: principal.orgId } }), (token) =>
-        DurableDeferred.done(answerFor(step), { token, exit: Exit.succeed(value) })
+    /** Hands the waiting run the user's decision (or its cancellation) at the step it waits at. */
+    const resume = (principal: Principal, runId: string, step: string, decision: Decision) =>
+      Effect.flatMap(DurableDeferred.tokenFromPayload(decisionFor(step), { workflow: AgentRunWorkflow, payload: { runId, orgId: principal.orgId } }), (token) =>
+        DurableDeferred.done(decisionFor(step), { token, exit: Exit.succeed(decision) })
       ).pipe(withEngine)
 
     const patch = Effect.fn("AgentRuns.patch")(function* (principal: Principal, id: string, body: PatchAgentRun) {
@@ -115,7 +157,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
       switch (body.action) {
         case "cancel": {
           yield* repo.requestCancel(principal.orgId, id).pipe(storeDown)
-          if (run.pending?.kind === "question") yield* resume(principal, id, run.pending.step, { kind: "cancelled" })
+          if (run.pending !== null) yield* resume(principal, id, run.pending.step, { kind: "cancelled" })
           break
         }
         case "answer": {
@@ -125,11 +167,19 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           yield* resume(principal, id, run.pending.step, { kind: "answer", text: body.answer })
           break
         }
+        case "approve":
+        case "decline": {
+          if (run.status !== "waiting_for_query_approval" || run.pending?.kind !== "query_approval") {
+            return yield* new Conflict({ message: `The run is not waiting for a query's approval (it is ${run.status})` })
+          }
+          yield* resume(principal, id, run.pending.step, { kind: body.action })
+          break
+        }
       }
-      return (yield* find(principal, id)).run
+      return runFor(principal)(yield* find(principal, id))
     })
 
-    return { start, get, list, events, follow, patch } as const
+    return { start, get, ofConversation, conversationEvents, list, events, follow, patch } as const
   }),
   dependencies: [AgentRunsRepo.Default, Connections.Default, JobRuntime.Default]
 }) {}

@@ -109,11 +109,19 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     expect(steps.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6])
     expect(steps[3].data).toMatchObject({ tool: "query_database", connection: "shop", rows: 2, is_error: false, pii_masked: [{ column: "email", rule: "mask" }] })
 
-    // A key that may read but not query sees what each tool call did, not the rows it returned.
+    // The query's cost was estimated before it ran (PostgreSQL: free to run below the approval threshold).
+    expect(steps[3].data.estimated_usd).toBeGreaterThan(0)
+    expect(steps[3].data.estimated_usd).toBeLessThan(0.01)
+
+    // A key that may read but not query sees what each step did, not what the model wrote or a tool returned (they can quote rows).
     const reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "run reader", scopes: ["read"] } })).json.key
     const seenByReader = await events(started.json.id, reader)
     expect(seenByReader[3].data).toMatchObject({ tool: "query_database", rows: 2, result_withheld: expect.any(String) })
     expect(seenByReader.filter((e) => e.type === "tool_call").every((e) => e.data.result === undefined)).toBe(true)
+    expect(seenByReader.filter((e) => e.type === "model_call").every((e) => e.data.text === undefined && typeof e.data.text_withheld === "string")).toBe(true)
+    expect(seenByReader.at(-1)).toMatchObject({ type: "completed", data: { answer_withheld: expect.any(String) } })
+    expect(JSON.stringify(seenByReader)).not.toContain("Grace")
+    expect(await run(started.json.id, reader)).toMatchObject({ status: "completed", answer: null, withheld: ["answer"], prompt: "How many orders does each customer have?" })
     expect(steps[3].data.result).toContain("Grace")
 
     // The event stream a client followed from the start: every event once, in order, and it ended with the run.
@@ -129,9 +137,11 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     const audit = (await request(gateway.url, "/api/audit?limit=50", { key: admin })).json.items.filter(
       (row: any) => row.details?.run_id === started.json.id || row.details?.parent?.run_id === started.json.id
     )
-    expect(audit.map((row: any) => row.event_type).sort()).toEqual(["agent_tool_call", "agent_tool_call", "query"])
+    // schema_search; the query's estimate (explain_query) and its plan; query_database and its query.
+    expect(audit.map((row: any) => row.event_type).sort()).toEqual(["agent_tool_call", "agent_tool_call", "agent_tool_call", "query", "query"])
+    expect(audit.filter((row: any) => row.event_type === "agent_tool_call").map((row: any) => row.details.tool).sort()).toEqual(["explain_query", "query_database", "schema_search"])
     expect(new Set(audit.map((row: any) => row.key_id)).size).toBe(1)
-    expect(audit.find((row: any) => row.event_type === "query")).toMatchObject({ connection: "shop", outcome: "success", rows: 2 })
+    expect(audit.find((row: any) => row.event_type === "query" && row.details.parent.tool === "query_database")).toMatchObject({ connection: "shop", outcome: "success", rows: 2 })
   }, 30_000)
 
   it.skipIf(skip)("calls the model with the organization's own key when it set one (BYOK), else the gateway's", async () => {
@@ -175,7 +185,11 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     expect(refusal.text).toMatch(/^query_blocked: /)
     expect((await database.query<{ n: number }>("select count(*)::int as n from orders"))[0]!.n).toBe(42)
     const audit = (await request(gateway.url, "/api/audit?limit=20", { key: admin })).json.items.filter((row: any) => row.details?.run_id === started.json.id)
-    expect(audit).toMatchObject([{ event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked" }])
+    // Refused at its estimate and again as the query itself.
+    expect(audit.sort((a: any, b: any) => a.details.tool.localeCompare(b.details.tool))).toMatchObject([
+      { event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked", details: { tool: "explain_query" } },
+      { event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked", details: { tool: "query_database" } }
+    ])
   }, 30_000)
 
   it.skipIf(skip)("asks the user a question, waits, and goes on with the answer", async () => {

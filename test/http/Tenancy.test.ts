@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually } from "../support/Eventually"
 import { freePort, type Gateway, startGateway } from "../support/Gateway"
 import { type HttpResult, request, type RequestOptions } from "../support/Http"
 import { type IdentityProvider, now, startIdentityProvider } from "../support/IdentityProvider"
@@ -234,8 +235,18 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
       const body = (dbName: string) => ({ name: "cached", db_type: "postgresql", host: "127.0.0.1", port: relay.port, database: dbName, username: "root", result_cache_ttl: 60 })
       expect((await withJwt("/api/connections", adminA, { body: body(database!.name) })).status).toBe(201)
       const query = (jwt: string, connection = "cached") => withJwt("/api/query", jwt, { body: { connection_name: connection, sql: "select v from tenant_rows" } })
-      expect((await query(adminA)).json).toMatchObject({ rows: [["from A"]], cached: false })
+      const fromA = (await query(adminA)).json
+      expect(fromA).toMatchObject({ rows: [["from A"]], cached: false })
       expect((await query(adminA)).json).toMatchObject({ rows: [["from A"]], cached: true })
+      // Its analysis trail is A's alone.
+      const trail = `/api/analysis-trails/resolve?query_id=${fromA.query_id}`
+      expect((await eventually(() => withJwt(trail, adminA), (r) => r.status === 200, "A's trail")).json).toMatchObject({
+        query_id: fromA.query_id,
+        connection_name: "cached",
+        surface: "rest",
+        run_id: null
+      })
+      expect((await withJwt(trail, adminB)).status).toBe(404)
       // B has no such connection; once it has its own of the same name, the same text is not A's cached answer.
       expect((await query(adminB)).status).toBe(404)
       expect((await withJwt("/api/connections", adminB, { body: body(other.name) })).status).toBe(201)
@@ -282,6 +293,32 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     const streamed = await withJwt(`/api/agent-runs/${id}/events`, adminB, { headers: { accept: "text/event-stream" } })
     expect(streamed.status).toBe(404)
     expect(streamed.text).not.toContain("secret question")
+
+    // A conversation, its messages, runs, trace and trails: the same.
+    const conversation = (await withJwt("/api/chat/conversations", adminA, { body: { title: "secret plans of A" } })).json
+    const posted = await withJwt(`/api/chat/conversations/${conversation.id}/messages`, adminA, { body: { content: "secret message of A" } })
+    expect(posted.status, posted.text).toBe(202)
+    const runId = posted.json.run.id
+    expect((await withJwt("/api/chat/conversations", adminB)).json.items).toEqual([])
+    expect((await withJwt("/api/chat/traces/threads", adminB)).json.items).toEqual([])
+    const base = `/api/chat/conversations/${conversation.id}`
+    for (const [path, method, body] of [
+      [base, "GET", undefined],
+      [`${base}/messages`, "GET", undefined],
+      [`${base}/messages`, "POST", { content: "hello" }],
+      [`${base}/runs/${runId}/events`, "GET", undefined],
+      [`${base}/runs/${runId}/cancel`, "POST", {}],
+      [`${base}/runs/${runId}/clarification`, "POST", { answer: "x" }],
+      [`${base}/runs/${runId}/approval`, "POST", { decision: "approve" }],
+      [`/api/chat/traces/threads/${conversation.id}/events`, "GET", undefined]
+    ] as const) {
+      const probe = await withJwt(path, adminB, { method, ...(body !== undefined ? { body } : {}) })
+      expect([path, method, probe.status]).toEqual([path, method, 404])
+      expect(probe.text).not.toContain("secret")
+    }
+    // B's own conversation does not open A's runs through its path.
+    const ownB = (await withJwt("/api/chat/conversations", adminB, { body: {} })).json
+    expect((await withJwt(`/api/chat/conversations/${ownB.id}/runs/${runId}/events`, adminB)).status).toBe(404)
   })
 
   it.skipIf(skip)("a tenant's connection never reaches the gateway's store, loopback or metadata addresses", async () => {

@@ -25,12 +25,18 @@ const RunAgentInput = Schema.Struct({
   )
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 
+const WAITING: ReadonlySet<Run["status"]> = new Set(["waiting_for_user", "waiting_for_query_approval"])
+
 const runText = (run: Run) => {
   switch (run.status) {
     case "completed":
       return run.answer ?? ""
     case "waiting_for_user":
-      return `The agent asks: ${run.pending?.question ?? ""}\nAnswer with PATCH /api/agent-runs/${run.id} {"action":"answer","answer":"…"}.`
+      return `The agent asks: ${run.pending?.kind === "question" ? run.pending.question : ""}\nAnswer with PATCH /api/agent-runs/${run.id} {"action":"answer","answer":"…"}.`
+    case "waiting_for_query_approval":
+      return run.pending?.kind === "query_approval"
+        ? `The agent wants to run a query ${run.pending.reason}:\n${run.pending.sql}\nApprove or decline it with PATCH /api/agent-runs/${run.id} {"action":"approve"} or {"action":"decline"}.`
+        : `The run ${run.id} waits for a query's approval.`
     case "failed":
     case "cancelled":
       return `The run ${run.status}: ${run.error?.code ?? run.status}: ${run.error?.message ?? ""}`
@@ -48,7 +54,7 @@ export const agentTools = Effect.gen(function* () {
     scope: "agent:run",
     title: "Ask Sluice's data agent",
     description:
-      "Starts Sluice's built-in data agent on a question: it finds tables, runs governed read-only queries (as this key, PII masked) and answers. Waits for the answer up to wait_seconds; if the agent asks a question or is still working, says so with the run's id. The run is recorded with its steps, tokens and cost.",
+      "Starts Sluice's built-in data agent on a question: it finds tables, runs governed read-only queries (as this key, PII masked) and answers. Waits for the answer up to wait_seconds; if the agent asks a question, waits for a costly query's approval or is still working, says so with the run's id. The run is recorded with its steps, tokens and cost.",
     input: RunAgentInput,
     output: AgentRun,
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -58,7 +64,7 @@ export const agentTools = Effect.gen(function* () {
         const started = yield* runs.start(call.principal, input)
         const deadline = Date.now() + (wait ?? DEFAULT_WAIT_SECONDS) * 1000
         let run = started
-        while (!TERMINAL_STATUSES.has(run.status) && run.status !== "waiting_for_user" && Date.now() < deadline) {
+        while (!TERMINAL_STATUSES.has(run.status) && !WAITING.has(run.status) && Date.now() < deadline) {
           yield* Effect.sleep(POLL)
           run = yield* runs.get(call.principal, started.id)
         }

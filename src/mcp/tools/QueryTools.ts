@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { Budget } from "../../domain/Budget"
 import { ExplainResponse, QueryResponse } from "../../domain/Query"
+import { formatUsd } from "../../domain/Usd"
 import { cteAlone, splitCtes } from "../../governance/CteSplit"
 import { Connections } from "../../services/Connections"
 import { Queries } from "../../services/Queries"
@@ -115,6 +116,8 @@ export const queryTools = Effect.gen(function* () {
       estimated_rows: Schema.NullOr(Schema.Number),
       estimated_cost: Schema.NullOr(Schema.Number),
       estimated_bytes: Schema.NullOr(Schema.Number),
+      scanned_rows: Schema.NullOr(Schema.Number),
+      estimated_usd: Schema.NullOr(Schema.Number),
       warnings: Schema.Array(Schema.String),
       budgets: Schema.Array(Budget)
     }),
@@ -127,11 +130,14 @@ export const queryTools = Effect.gen(function* () {
           estimated_rows: plan.estimated_rows,
           estimated_cost: plan.estimated_cost,
           estimated_bytes: plan.estimated_bytes,
+          scanned_rows: plan.scanned_rows,
+          estimated_usd: plan.estimated_usd,
           warnings: plan.warnings,
           budgets: applicable
         }
         const text = [
-          `Estimated rows: ${plan.estimated_rows ?? "unknown"}; planner cost: ${plan.estimated_cost ?? "unknown"}${plan.estimated_bytes !== null ? `; bytes scanned: ${plan.estimated_bytes}` : ""}.`,
+          `Estimated rows: ${plan.estimated_rows ?? "unknown"}; planner cost: ${plan.estimated_cost ?? "unknown"}${plan.estimated_bytes !== null ? `; bytes scanned: ${plan.estimated_bytes}` : ""}${plan.scanned_rows !== null ? `; rows scanned: ${plan.scanned_rows}` : ""}.`,
+          `Estimated cost: ${plan.estimated_usd === null ? "unknown" : `about ${formatUsd(plan.estimated_usd)}`}.`,
           ...plan.warnings.map((w) => `Warning: ${w}`),
           budgetText(applicable)
         ].join("\n")

@@ -1,0 +1,53 @@
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Duration, Effect, Stream } from "effect"
+import type { AgentRunEvent } from "../domain/AgentRun"
+import type { Principal } from "../domain/Principal"
+import type { AgentRuns } from "../services/AgentRuns"
+import { credentialLost } from "../services/Queries"
+import type { Gate } from "./Gate"
+
+const EVENT_STREAM = "text/event-stream"
+const KEEP_ALIVE = Duration.seconds(15)
+const encoder = new TextEncoder()
+
+/** One server-sent event per run event: its seq as the id a client resumes from with Last-Event-ID. */
+const sse = (event: AgentRunEvent) =>
+  encoder.encode(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify({ seq: event.seq, type: event.type, data: event.data, created_at: event.created_at })}\n\n`)
+
+const lastEventId = (header: string | undefined) => {
+  const seq = Number(header)
+  return header !== undefined && Number.isSafeInteger(seq) && seq >= 0 ? seq : undefined
+}
+
+/**
+ * A run's events as the caller asked for them: one JSON page, or with `Accept: text/event-stream`
+ * a server-sent event stream that follows the run to its end, resumes from Last-Event-ID, keeps the
+ * connection alive, and stops when the caller's credential does.
+ */
+export const runEventsResponse = (
+  runs: AgentRuns,
+  gate: Gate,
+  principal: Principal,
+  runId: string,
+  params: { readonly after?: number | undefined; readonly limit?: number | undefined }
+) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    if (!(request.headers["accept"] ?? "").includes(EVENT_STREAM)) {
+      return HttpServerResponse.unsafeJson({ items: yield* runs.events(principal, runId, params.after ?? 0, params.limit ?? 200) })
+    }
+    yield* runs.get(principal, runId)
+    const recheck = yield* gate.recheck
+    const after = lastEventId(request.headers["last-event-id"]) ?? params.after ?? 0
+    const events = runs.follow(principal, runId, after).pipe(
+      Stream.map(sse),
+      Stream.interruptWhen(credentialLost(recheck)),
+      // A failure mid-stream is the stream's last event; the client reconnects with Last-Event-ID.
+      Stream.catchAll((error) => Stream.make(encoder.encode(`event: error\ndata: ${JSON.stringify({ code: error.code, message: error.message })}\n\n`)))
+    )
+    const keepAlive = Stream.map(Stream.tick(KEEP_ALIVE), () => encoder.encode(": keep-alive\n\n"))
+    return HttpServerResponse.stream(Stream.merge(events, keepAlive, { haltStrategy: "left" }), {
+      contentType: EVENT_STREAM,
+      headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+    })
+  })
