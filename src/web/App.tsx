@@ -3,7 +3,9 @@ import { Link, usePath } from "./components/Link"
 import { fetchLocalKey, forgetKey, storedKey, storeKey } from "./client/Session"
 import { type Session, SessionContext } from "./client/SessionContext"
 import { useApi } from "./client/useApi"
+import { AgentRunsPage } from "./pages/AgentRuns"
 import { AuditPage } from "./pages/Audit"
+import { ChatPage } from "./pages/Chat"
 import { ConnectionsPage } from "./pages/Connections"
 import { DashboardPage } from "./pages/Dashboard"
 import { GovernancePage } from "./pages/Governance"
@@ -21,6 +23,8 @@ const PAGES = [
   { path: "/connections", title: "Connections", view: ConnectionsPage },
   { path: "/schema", title: "Schema", view: SchemaPage },
   { path: "/query", title: "Query", view: QueryPage },
+  { path: "/chat", title: "Chat", view: ChatPage },
+  { path: "/runs", title: "Agent runs", view: AgentRunsPage },
   { path: "/audit", title: "Audit log", view: AuditPage },
   { path: "/governance", title: "Governance", view: GovernancePage },
   { path: "/keys", title: "API keys", view: KeysPage },

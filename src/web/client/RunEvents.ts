@@ -1,0 +1,55 @@
+/** One event of an agent run as the gateway streams it. */
+export interface RunEvent {
+  readonly seq: number
+  readonly type: string
+  readonly data: Record<string, unknown>
+  readonly created_at: string
+}
+
+const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
+const RECONNECT_MS = 1_000
+
+/**
+ * Follows a run's events as server-sent events read through fetch (EventSource cannot send the
+ * key in a header), from the start, resuming with Last-Event-ID when the connection drops, until
+ * the run's end or `stop()`.
+ */
+export const followRun = (key: string, path: string, onEvent: (event: RunEvent) => void): (() => void) => {
+  const abort = new AbortController()
+  let last = 0
+  const readOnce = async () => {
+    const response = await fetch(path, {
+      headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", "last-event-id": String(last) },
+      signal: abort.signal
+    })
+    if (!response.ok || response.body === null) return "gone" as const
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+    let buffered = ""
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return "dropped" as const
+      buffered += value
+      let boundary = buffered.indexOf("\n\n")
+      while (boundary >= 0) {
+        const block = buffered.slice(0, boundary)
+        buffered = buffered.slice(boundary + 2)
+        boundary = buffered.indexOf("\n\n")
+        const data = block.split("\n").find((line) => line.startsWith("data: "))
+        if (data === undefined || block.startsWith("event: error")) continue
+        const event = JSON.parse(data.slice(6)) as RunEvent
+        last = event.seq
+        onEvent(event)
+        if (END_EVENTS.has(event.type)) return "ended" as const
+      }
+    }
+  }
+  const loop = async () => {
+    while (!abort.signal.aborted) {
+      const outcome = await readOnce().catch(() => "dropped" as const)
+      if (outcome !== "dropped") return
+      await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS))
+    }
+  }
+  void loop()
+  return () => abort.abort()
+}
