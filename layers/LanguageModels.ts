@@ -1,7 +1,7 @@
 import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { LanguageModel } from "@effect/ai"
 import { FetchHttpClient } from "@effect/platform"
-import { ConfigError, Context, Effect, Layer, Option, type Redacted, type Scope } from "effect"
+import { ConfigError, Context, Duration, Effect, Layer, Option, RcMap, Redacted, type Scope } from "effect"
 import { AppConfig } from "./AppConfig"
 import * as ChatCompletions from "./models/ChatCompletionsLanguageModel"
 
@@ -80,9 +80,12 @@ export class LanguageModels extends Effect.Service<LanguageModels>()("sluice/Lan
     const gatewayKey = config.llmApiKey
     const gatewayModel = Option.isSome(gatewayKey) || keyless ? Option.some(yield* build(gatewayKey)) : Option.none<ModelChoice>()
 
-    /** The model to call with the organization's own key when it has one (built for the caller's scope), else with the gateway's. */
+    // Organizations' own keys: one client per key while it is in use, dropped a while after.
+    const byOrganizationKey = yield* RcMap.make({ lookup: (key: string) => build(Option.some(Redacted.make(key))), idleTimeToLive: Duration.minutes(5) })
+
+    /** The model to call with the organization's own key when it has one (held for the caller's scope), else with the gateway's. */
     const choose = (organizationKey: Option.Option<Redacted.Redacted>): Effect.Effect<Option.Option<ModelChoice>, never, Scope.Scope> =>
-      Option.isSome(organizationKey) ? Effect.asSome(build(organizationKey)) : Effect.succeed(gatewayModel)
+      Option.isSome(organizationKey) ? Effect.asSome(RcMap.get(byOrganizationKey, Redacted.value(organizationKey.value))) : Effect.succeed(gatewayModel)
 
     return {
       provider,

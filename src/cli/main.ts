@@ -12,6 +12,7 @@ import { ALL_SCOPES } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "../services/ApiKeys"
 import { Connections } from "../services/Connections"
+import { Secrets } from "../services/Secrets"
 import { exitWithStartupError } from "./StartupError"
 
 const USAGE = `usage:
@@ -55,18 +56,22 @@ const createKey = (options: { name?: string | undefined; scopes?: string | undef
   }).pipe(Effect.provide(Layer.mergeAll(ApiKeys.Default, OrgsRepo.Default).pipe(Layer.provideMerge(Foundation))))
 
 const reencrypt = Effect.gen(function* () {
-  const outcome = yield* (yield* Connections).reencryptAll
-  yield* Console.error(
-    `checked ${outcome.checked} connections with secrets; re-encrypted ${outcome.reencrypted} under the current key` +
-      (outcome.unreadable.length === 0 ? "" : `; ${outcome.unreadable.length} decrypt under no configured key: ${outcome.unreadable.join(", ")}`)
-  )
-  if (outcome.unreadable.length > 0) return void (process.exitCode = 1)
+  const report = (what: string, outcome: { checked: number; reencrypted: number; unreadable: ReadonlyArray<string> }) =>
+    Console.error(
+      `checked ${outcome.checked} ${what}; re-encrypted ${outcome.reencrypted} under the current key` +
+        (outcome.unreadable.length === 0 ? "" : `; ${outcome.unreadable.length} decrypt under no configured key: ${outcome.unreadable.join(", ")}`)
+    )
+  const connections = yield* (yield* Connections).reencryptAll
+  yield* report("connections with secrets", connections)
+  const secrets = yield* (yield* Secrets).reencryptAll
+  yield* report("organization and user secrets", secrets)
+  if (connections.unreadable.length + secrets.unreadable.length > 0) return void (process.exitCode = 1)
   // Only once nothing is left under the old key: the file's old key is then no longer needed.
   if (yield* (yield* CredentialCipher).adoptCurrentKey) {
     yield* Console.error("the data dir's key file now holds the current key: a start without SP_ENCRYPTION_KEY opens these secrets")
   }
 }).pipe(
-  Effect.provide(Layer.mergeAll(Connections.Default, CredentialCipher.Default).pipe(Layer.provideMerge(Foundation)))
+  Effect.provide(Layer.mergeAll(Connections.Default, Secrets.Default, CredentialCipher.Default).pipe(Layer.provideMerge(Foundation)))
 )
 
 const migrate = Effect.gen(function* () {

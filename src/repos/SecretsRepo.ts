@@ -45,6 +45,9 @@ export class SecretsRepo extends Effect.Service<SecretsRepo>()("sluice/SecretsRe
         withOrg(orgId)
       )
 
-    return { list, find, apply, replaceCiphertext } as const
+    /** Every organization's and user's secrets, for `sluice credentials reencrypt` (system work, across orgs). */
+    const listAll = sql<SecretRow & { readonly org_id: OrgId; readonly user_id: string }>`select org_id, user_id, name, ciphertext, updated_at, updated_by from secrets order by org_id, user_id, name`
+
+    return { list, listAll, find, apply, replaceCiphertext } as const
   })
 }) {}

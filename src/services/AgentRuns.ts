@@ -4,7 +4,7 @@ import { Chunk, Duration, Effect, Exit, Option, Schema, Stream } from "effect"
 import { AgentRunWorkflow, type Decision, decisionFor } from "../../actors/jobs/AgentRunWorkflow"
 import { JobRuntime } from "../../layers/JobRuntime"
 import { type AgentRun, type AgentRunEvent, DEFAULT_MAX_TURNS, type PatchAgentRun, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
-import { Conflict, NotFound } from "../domain/Errors"
+import { Conflict, NotFound, Unavailable } from "../domain/Errors"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
@@ -69,6 +69,9 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         Effect.flatMap((found) => (found === null ? Effect.fail(notFound(id)) : Effect.succeed(found)))
       )
 
+    /** Starts the run's job; idempotent (the run's id is the job's key), so starting it again is harmless. */
+    const launch = (principal: Principal, id: string) => AgentRunWorkflow.execute({ runId: id, orgId: principal.orgId }, { discard: true }).pipe(withEngine)
+
     const start = Effect.fn("AgentRuns.start")(function* (principal: Principal, input: StartAgentRun, conversationId: string | null = null) {
       if (input.connection_name !== undefined) yield* connections.get(principal, input.connection_name)
       const id = `run_${randomUUID().replaceAll("-", "")}`
@@ -86,7 +89,11 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           model: null
         })
         .pipe(storeDown)
-      yield* AgentRunWorkflow.execute({ runId: id, orgId: principal.orgId }, { discard: true }).pipe(withEngine)
+      yield* launch(principal, id).pipe(
+        // A run whose job could not be started is not left queued: it fails (if the store takes that write).
+        Effect.tapError(() => repo.finish(principal.orgId, id, { status: "failed", error: { code: "not_started", message: "The run's job could not be started" } }).pipe(Effect.ignore)),
+        Effect.mapError(() => new Unavailable({ message: "The job runtime is unavailable; the run was not started" }))
+      )
       return runFor(principal)(yield* find(principal, id))
     })
 
@@ -158,6 +165,8 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         case "cancel": {
           yield* repo.requestCancel(principal.orgId, id).pipe(storeDown)
           if (run.pending !== null) yield* resume(principal, id, run.pending.step, { kind: "cancelled" })
+          // A run still queued may have no job (its start failed half-way): starting it again ends it at its first step.
+          if (run.status === "queued") yield* launch(principal, id).pipe(Effect.mapError(() => new Unavailable({ message: "The job runtime is unavailable" })))
           break
         }
         case "answer": {

@@ -1,4 +1,4 @@
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Either, Option, Redacted } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import { LanguageModels } from "../../layers/LanguageModels"
@@ -74,7 +74,23 @@ export class Secrets extends Effect.Service<Secrets>()("sluice/Secrets", {
       }
     })
 
-    return { list, put, organizationModelKey, llmKey } as const
+    /** `sluice credentials reencrypt`: every secret still under an old key, under the current one. */
+    const reencryptAll = Effect.gen(function* () {
+      const outcome = { checked: 0, reencrypted: 0, unreadable: [] as Array<string> }
+      for (const row of yield* repo.listAll) {
+        outcome.checked++
+        const binding = bound(row.org_id, row.user_id, row.name)
+        const opened = yield* Effect.either(cipher.decrypt(row.ciphertext, binding))
+        if (Either.isLeft(opened)) outcome.unreadable.push(`${row.org_id}/${row.user_id === "" ? "" : `${row.user_id}/`}${row.name}`)
+        else if (opened.right.stale) {
+          yield* repo.replaceCiphertext(row.org_id, row.user_id, row.name, row.ciphertext, cipher.encrypt(opened.right.plaintext, binding))
+          outcome.reencrypted++
+        }
+      }
+      return outcome
+    })
+
+    return { list, put, organizationModelKey, llmKey, reencryptAll } as const
   }),
   dependencies: [SecretsRepo.Default, CredentialCipher.Default, LanguageModels.Default]
 }) {}

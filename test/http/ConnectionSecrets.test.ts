@@ -20,6 +20,7 @@ describe("connection secrets on a PostgreSQL store", () => {
   const password = `pw-${randomBytes(12).toString("hex")}`
   const tunnelKey = `-----BEGIN OPENSSH PRIVATE KEY-----${randomBytes(24).toString("hex")}`
   const sslKey = `-----BEGIN PRIVATE KEY-----${randomBytes(24).toString("hex")}`
+  const modelKey = `sk-ant-${randomBytes(12).toString("hex")}`
   // Roles are cluster-wide: a fresh name per run, dropped afterwards.
   const role = `sluice_reader_${randomBytes(4).toString("hex")}`
 
@@ -74,6 +75,8 @@ describe("connection secrets on a PostgreSQL store", () => {
     const tunnelled = await call(first, "/api/connections/tunnelled")
     expect(tunnelled.json.ssh_tunnel).toMatchObject({ private_key_set: true, passphrase_set: false })
     await call(first, "/api/audit/logs?limit=500")
+    // An organization secret is under the same key, and rotates with the connections.
+    expect((await call(first, "/api/org/secrets", { method: "PUT", body: { secrets: { llm_api_key: modelKey } } })).status).toBe(200)
     const beforeRotation = await storedCiphertext()
     await first.stop()
 
@@ -100,6 +103,8 @@ describe("connection secrets on a PostgreSQL store", () => {
     const withA = await runCli(["credentials", "reencrypt"], { ...cliEnv, SP_ENCRYPTION_KEY_OLD: KEY_A })
     expect(withA.code, withA.stderr).toBe(0)
     expect(withA.stderr).toContain("checked 4 connections with secrets; re-encrypted 3 under the current key")
+    expect(withA.stderr).toContain("checked 1 organization and user secrets; re-encrypted 1 under the current key")
+    expect(withoutA.stderr).toMatch(/1 decrypt under no configured key: .*llm_api_key/)
     const again = await runCli(["credentials", "reencrypt"], cliEnv)
     expect(again.stderr).toContain("re-encrypted 0 under the current key")
     expect(again.code).toBe(0)
@@ -111,6 +116,10 @@ describe("connection secrets on a PostgreSQL store", () => {
     expect(withA.stderr).toContain("the data dir's key file now holds the current key")
     const plain = await start({})
     expect((await call(plain, "/api/connections/secretive_2/test", { method: "POST" })).json).toMatchObject({ ok: true })
+    // Not recorded with the other responses: this one hands out the secret, as it should.
+    const llmKey = await request(plain.url, "/api/org/secrets/llm-key")
+    expect(llmKey.status, llmKey.text).toBe(200)
+    expect(llmKey.json.api_key).toBe(modelKey)
     await plain.stop()
 
     // A row copied to another connection does not decrypt there: the ciphertext is bound to its owner.
@@ -122,7 +131,7 @@ describe("connection secrets on a PostgreSQL store", () => {
     const rows = JSON.stringify(await store.query("select * from connections"))
     const audit = JSON.stringify(await store.query("select * from gateway_audit_logs"))
     const texts = [rows, audit, ...cliOutput, ...responses.map((r) => r.text), ...gateways.map((g) => g.logs())]
-    for (const secret of [password, tunnelKey, sslKey, KEY_A, KEY_B]) {
+    for (const secret of [password, tunnelKey, sslKey, modelKey, KEY_A, KEY_B]) {
       for (const text of texts) expect(text.includes(secret), `a secret leaked into: ${text.slice(0, 200)}`).toBe(false)
     }
   })

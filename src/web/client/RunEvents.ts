@@ -27,7 +27,8 @@ export const followRun = (key: string, path: string, onEvent: (event: RunEvent) 
     let buffered = ""
     for (;;) {
       const { value, done } = await reader.read()
-      if (done) return "dropped" as const
+      // The gateway ends the stream only with the run; a dropped connection fails the read instead.
+      if (done) return "ended" as const
       buffered += value
       let boundary = buffered.indexOf("\n\n")
       while (boundary >= 0) {
@@ -46,7 +47,7 @@ export const followRun = (key: string, path: string, onEvent: (event: RunEvent) 
   const loop = async () => {
     while (!abort.signal.aborted) {
       const outcome = await readOnce().catch(() => "dropped" as const)
-      if (outcome !== "dropped") return
+      if (outcome !== "dropped" || abort.signal.aborted) return
       await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS))
     }
   }

@@ -168,4 +168,15 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
     )
     expect(auditRows[0]!.n).toBe(100)
   }, 120_000)
+
+  it.skipIf(skip)("a run left queued without its job (its start failed half-way) ends when cancelled", async () => {
+    const owner = (await store.query<{ org_id: string; user_id: string; principal_kind: string; key_id: string }>("select org_id, user_id, principal_kind, key_id from agent_runs limit 1"))[0]!
+    await store.query(
+      `insert into agent_runs (id, org_id, user_id, principal_kind, key_id, prompt, status, max_turns) values ('run_orphan', $1, $2, $3, $4, 'orphaned', 'queued', 5)`,
+      [owner.org_id, owner.user_id, owner.principal_kind, owner.key_id]
+    )
+    const cancel = await request(living().url, "/api/agent-runs/run_orphan", { key, method: "PATCH", body: { action: "cancel" } })
+    expect(cancel.status, cancel.text).toBe(200)
+    expect(await ended("run_orphan", 20_000)).toMatchObject({ status: "cancelled" })
+  })
 })
