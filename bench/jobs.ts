@@ -9,16 +9,20 @@
  * The gateway runs with a sized heap (`--heap-mib`, 512 by default, 0 for Node's own), as in
  * bench:soak: below a large limit V8 collects lazily and RSS follows the collector, not what is kept.
  *
- *   npm run bench:jobs [-- --runs 1000 --concurrency 50 --store embedded|postgresql --poll-ms 500 --heap-mib 512]
+ * With `--profile` the gateway runs under `node --cpu-prof` and its profile is summarized per run.
+ *
+ *   npm run bench:jobs [-- --runs 1000 --concurrency 50 --store embedded|postgresql --poll-ms 500 --heap-mib 512 --profile]
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
+import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { startModelFake } from "../test/fakes/ModelFake"
 import { localKey, startGateway } from "../test/support/Gateway"
 import { request } from "../test/support/Http"
 import { createTestDatabase } from "../test/support/Servers"
 import { followSse } from "../test/support/Sse"
+import { type CpuProfile, summarizeProfile } from "./support/CpuProfile"
 import { UNLIMITED } from "./support/Load"
 
 const { values } = parseArgs({
@@ -27,7 +31,8 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "50" },
     store: { type: "string", default: "embedded" },
     "poll-ms": { type: "string", default: "500" },
-    "heap-mib": { type: "string", default: "512" }
+    "heap-mib": { type: "string", default: "512" },
+    profile: { type: "boolean", default: false }
   }
 })
 const RUNS = Number(values.runs)
@@ -48,7 +53,9 @@ const fake = await startModelFake((req) =>
   req.toolResults.length === 0 ? { toolCalls: [{ name: "list_connections", args: {} }] } : { text: "done" }
 )
 const storeDatabase = STORE === "postgresql" ? await createTestDatabase() : null
+const profileDir = values.profile ? fs.mkdtempSync(path.join(os.tmpdir(), "sluice-jobs-profile-")) : null
 const gateway = await startGateway({
+  ...(profileDir !== null ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] } : {}),
   env: { ...UNLIMITED, SP_RATE_LIMIT_AUTH_RPM: "1000000000", SP_JOB_POLL_MS: String(POLL_MS), ...(HEAP_MIB > 0 ? { NODE_OPTIONS: `--max-old-space-size=${HEAP_MIB}` } : {}), SP_LLM_PROVIDER: "openai-compatible", SP_LLM_BASE_URL: `${fake.url}/v1`, SP_LLM_MODEL: "bench" },
   ...(storeDatabase ? { databaseUrl: storeDatabase.url } : {})
 })
@@ -128,4 +135,10 @@ try {
   await gateway.stop()
   await fake.close()
   await storeDatabase?.drop()
+}
+if (profileDir !== null) {
+  const file = fs.readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"))
+  if (file === undefined) throw new Error(`the gateway wrote no profile to ${profileDir}`)
+  console.log(`\nProfile in ${path.join(profileDir, file)}\n`)
+  console.log(summarizeProfile(JSON.parse(fs.readFileSync(path.join(profileDir, file), "utf8")) as CpuProfile, RUNS + WARM_UP, "run"))
 }

@@ -14,6 +14,7 @@ import * as path from "node:path"
 import { parseArgs } from "node:util"
 import { localKey, startGateway } from "../test/support/Gateway"
 import { createTestDatabase } from "../test/support/Servers"
+import { type CpuProfile, summarizeProfile } from "./support/CpuProfile"
 import { UNLIMITED } from "./support/Load"
 import { addBenchConnection, createOrders, mcpPointQuery, restPointQuery } from "./support/PointQuery"
 
@@ -23,49 +24,6 @@ const { values } = parseArgs({
 if (values.surface !== "rest" && values.surface !== "mcp") throw new Error("--surface is rest or mcp")
 const seconds = Number(values.seconds)
 const clients = Number(values.clients)
-
-interface Profile {
-  readonly nodes: ReadonlyArray<{ readonly id: number; readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number } }>
-  readonly samples: ReadonlyArray<number>
-  readonly timeDeltas: ReadonlyArray<number>
-}
-
-/** The package a frame's file belongs to: a node_modules package, the gateway's bundle, a Node internal, or the VM's own. */
-const packageOf = (url: string, functionName: string) => {
-  if (url.includes("node_modules/")) {
-    const parts = url.split("node_modules/").at(-1)!.split("/")
-    return parts[0]!.startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0]!
-  }
-  if (url.includes("/dist/")) return "sluice (dist)"
-  if (url.startsWith("node:")) return "node internals"
-  if (url !== "") return url
-  return functionName.startsWith("(") ? functionName : `(${functionName || "native"})`
-}
-
-const summarize = (profile: Profile, requests: number) => {
-  const selfTime = new Map<number, number>()
-  profile.samples.forEach((id, i) => selfTime.set(id, (selfTime.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
-  const byPackage = new Map<string, number>()
-  const byFunction = new Map<string, number>()
-  let total = 0
-  for (const node of profile.nodes) {
-    const time = selfTime.get(node.id) ?? 0
-    total += time
-    const { functionName, url, lineNumber } = node.callFrame
-    const pkg = packageOf(url, functionName)
-    byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + time)
-    const fn = `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`
-    byFunction.set(fn, (byFunction.get(fn) ?? 0) + time)
-  }
-  const top = (times: Map<string, number>, n: number) =>
-    [...times]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([name, time]) => `| ${((time / total) * 100).toFixed(1)} % | ${(time / 1000 / requests).toFixed(3)} | \`${name}\` |`)
-      .join("\n")
-  const header = "| share | ms per request | |\n|---:|---:|---|"
-  return `By package (self time; the whole process lifetime, start-up included):\n\n${header}\n${top(byPackage, 15)}\n\nBy function:\n\n${header}\n${top(byFunction, 30)}`
-}
 
 const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-profile-"))
 const fixture = await createTestDatabase()
@@ -95,4 +53,4 @@ try {
 const file = fs.readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"))
 if (file === undefined) throw new Error(`the gateway wrote no profile to ${profileDir}`)
 console.log(`${values.surface}, ${clients} clients, ${seconds} s: ${Math.round(requests / seconds)} point lookups/s; profile in ${path.join(profileDir, file)}\n`)
-console.log(summarize(JSON.parse(fs.readFileSync(path.join(profileDir, file), "utf8")) as Profile, requests))
+console.log(summarizeProfile(JSON.parse(fs.readFileSync(path.join(profileDir, file), "utf8")) as CpuProfile, requests, "request"))
