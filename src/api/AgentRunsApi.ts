@@ -26,6 +26,7 @@ export class AgentRunsApi extends HttpApiGroup.make("agentRuns")
       .addSuccess(AgentRun, { status: 202 })
       .addError(InvalidRequest)
       .addError(NotFound)
+      .addError(Conflict)
       .annotate(RequiredScope, "agent:run")
       .annotateContext(
         docs(

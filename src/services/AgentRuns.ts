@@ -10,7 +10,7 @@ import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { Connections } from "./Connections"
-import { storeUnavailable } from "./StoreUnavailable"
+import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("agent runs")
 const Cursor = Schema.Tuple(Schema.String, Schema.String)
@@ -88,7 +88,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           max_turns: input.max_turns ?? DEFAULT_MAX_TURNS,
           model: null
         })
-        .pipe(storeDown)
+        .pipe(conflictOnDuplicate("The agent is still on this conversation's last message: answer, wait for or cancel its run first"), storeDown)
       yield* launch(principal, id).pipe(
         // A run whose job could not be started is not left queued: it fails (if the store takes that write).
         Effect.tapError(() => repo.finish(principal.orgId, id, { status: "failed", error: { code: "not_started", message: "The run's job could not be started" } }).pipe(Effect.ignore)),

@@ -118,6 +118,18 @@ describe("chat: conversations whose messages start governed agent runs, approval
     expect((await api("/api/chat/conversations")).json.items[0]).toMatchObject({ id: conversation })
   }, 60_000)
 
+  it.skipIf(skip)("messages posted at once start one run: the others are refused with 409 by the store itself", async () => {
+    script = () => ({ toolCalls: [{ name: "ask_user", args: { question: "Which one?" } }] })
+    const conversation = await converse()
+    const posted = await Promise.all(Array.from({ length: 6 }, (_, i) => api(`/api/chat/conversations/${conversation}/messages`, { body: { content: `at once ${i}` } })))
+    expect(posted.map((p) => p.status).sort()).toEqual([202, 409, 409, 409, 409, 409])
+    const started = posted.find((p) => p.status === 202)!.json.run.id
+    expect((await api(`/api/chat/conversations/${conversation}/messages`)).json.items).toHaveLength(2)
+    await until(started, "waiting_for_user")
+    expect((await api(`/api/chat/conversations/${conversation}/runs/${started}/cancel`, { method: "POST" })).status).toBe(200)
+    expect(await ended(started)).toMatchObject({ status: "cancelled" })
+  }, 60_000)
+
   it.skipIf(skip)("a query estimated over the threshold waits for approval: approved it runs, declined it does not and the model is told; past the budget it asks again", async () => {
     // What the latest message asks (earlier ones are in the context too).
     const sqlOf = (req: ModelRequest) => (JSON.stringify(req.body.messages.at(-1)).includes("Count big") ? "select count(*) from big" : "select sum(v) from mid")
