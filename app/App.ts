@@ -28,6 +28,7 @@ import { Metrics } from "../src/services/Metrics"
 import { PiiDetector } from "../src/services/PiiDetector"
 import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
+import { RunEventsFeed } from "../src/services/RunEventsFeed"
 import { SchemaChanges } from "../src/services/SchemaChanges"
 import { SchemaContext } from "../src/services/SchemaContext"
 import { SchemaCuration } from "../src/services/SchemaCuration"
@@ -81,6 +82,7 @@ export const ServicesLive = Layer.mergeAll(
   Queries.Default,
   RateLimits.Default,
   ResultCache.Default,
+  RunEventsFeed.Default,
   SchemaChanges.Default,
   SchemaContext.Default,
   SchemaCuration.Default,

@@ -15,6 +15,7 @@ import type { AuditInsert } from "../../src/repos/AuditRepo"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { Audit } from "../../src/services/Audit"
+import { RunEventsFeed } from "../../src/services/RunEventsFeed"
 import { Secrets } from "../../src/services/Secrets"
 import { AppConfig } from "../../layers/AppConfig"
 import { formatUsd } from "../../src/domain/Usd"
@@ -92,11 +93,14 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     const toolCalls = yield* ToolCalls
     const audit = yield* Audit
     const config = yield* AppConfig
+    const feed = yield* RunEventsFeed
+    /** Writes a step's event (once), and wakes this process's followers of the run. */
+    const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(runId)))
     const modelTools = new Map(tools.map((tool) => [tool.name, asModelTool(tool.name, tool.description, describeTool(tool).inputSchema)]))
 
     /** Ends the run (its last event, then its status) and stops the workflow. */
     const stop = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) =>
-      repo.appendEvent(orgId, runId, "end", status, { code, message }).pipe(
+      writeEvent(orgId, runId, "end", status, { code, message }).pipe(
         Effect.zipRight(repo.finish(orgId, runId, status === "failed" ? { status, error: { code, message } } : { status })),
         Effect.orDie,
         Effect.zipRight(Effect.fail(new RunStopped({ status, code, message })))
@@ -207,7 +211,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           const outputTokens = response.usage.outputTokens ?? 0
           const costUsd = costOf(choice.price, inputTokens, outputTokens)
           const toolCallsAsked = response.toolCalls.map((call) => ({ id: call.id, name: call.name, params: call.params }))
-          yield* repo.appendEvent(
+          yield* writeEvent(
             orgId,
             runId,
             `model/${turn}`,
@@ -301,7 +305,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
                 : null
           if (reason === null) return { estimatedUsd: usd, needsApproval: false }
           const pending = { kind: "query_approval" as const, step, tool: call.name, connection_name: params.connection_name, sql: params.sql, estimated_usd: usd, reason }
-          yield* repo.appendEvent(orgId, runId, `estimate/${step}`, "approval_requested", pending)
+          yield* writeEvent(orgId, runId, `estimate/${step}`, "approval_requested", pending)
           yield* repo.setStatus(orgId, runId, "waiting_for_query_approval", { pending })
           return { estimatedUsd: usd, needsApproval: true }
         })
@@ -326,7 +330,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
             onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true }),
             onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false })
           })
-          yield* repo.appendEvent(orgId, runId, `tool/${step}`, "tool_call", {
+          yield* writeEvent(orgId, runId, `tool/${step}`, "tool_call", {
             step,
             runner: RUNNER,
             tool: call.name,
@@ -351,7 +355,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         runId,
         Effect.gen(function* () {
           yield* actingAs(yield* load(orgId, runId))
-          yield* repo.appendEvent(orgId, runId, `ask/${step}`, "question", { step, question })
+          yield* writeEvent(orgId, runId, `ask/${step}`, "question", { step, question })
           yield* repo.setStatus(orgId, runId, "waiting_for_user", { pending: { kind: "question", step, question } })
         })
       )
@@ -363,8 +367,8 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         runId,
         Effect.gen(function* () {
           yield* decision.kind === "answer"
-            ? repo.appendEvent(orgId, runId, `decided/${step}`, "answer", { step, answer: decision.text })
-            : repo.appendEvent(orgId, runId, `decided/${step}`, "approval", { step, approved: decision.kind === "approve" })
+            ? writeEvent(orgId, runId, `decided/${step}`, "answer", { step, answer: decision.text })
+            : writeEvent(orgId, runId, `decided/${step}`, "approval", { step, approved: decision.kind === "approve" })
           yield* repo.setStatus(orgId, runId, "running")
         })
       )
@@ -374,7 +378,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         orgId,
         runId,
         Effect.gen(function* () {
-          yield* repo.appendEvent(orgId, runId, "end", "completed", { answer })
+          yield* writeEvent(orgId, runId, "end", "completed", { answer })
           yield* repo.finish(orgId, runId, { status: "completed", answer })
         })
       )
@@ -383,5 +387,5 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
 
     return { begin, think, estimate, callTool, ask, decided, complete, fail } as const
   }),
-  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default]
+  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default]
 }) {}

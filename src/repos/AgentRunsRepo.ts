@@ -151,6 +151,13 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
             updated_at = date_trunc('milliseconds', now())
           where org_id = ${orgId} and id = ${runId} and exists (select 1 from event)`.pipe(Effect.asVoid, withOrg(orgId))
 
+    /**
+     * The latest event seq of each of these runs, whatever their org: system work for the process's
+     * event feed, which only wakes the (already authorized) followers of those runs.
+     */
+    const latestSeqs = (runIds: ReadonlyArray<string>) =>
+      sql<{ run_id: string; seq: number }>`select run_id, max(seq)::int as seq from agent_run_events where run_id in ${sql.in(runIds)} group by run_id`
+
     /** The event a step wrote, if it did. */
     const eventOf = (orgId: OrgId, runId: string, step: string) =>
       sql<{ data: Record<string, unknown> }>`select data from agent_run_events where run_id = ${runId} and step = ${step}`.pipe(
@@ -195,6 +202,6 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
         where r.org_id = ${orgId} and r.conversation_id = ${conversationId}
         order by r.created_at, r.id, e.seq limit ${limit}`.pipe(withOrg(orgId))
 
-    return { insert, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, requestCancel, appendEvent, eventOf, events } as const
+    return { insert, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, requestCancel, appendEvent, latestSeqs, eventOf, events } as const
   })
 }) {}

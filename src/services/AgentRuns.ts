@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
-import { Chunk, Duration, Effect, Exit, Option, Schema, Stream } from "effect"
+import { Chunk, Effect, Exit, Option, Schema, Stream } from "effect"
 import { AgentRunWorkflow, type Decision, decisionFor } from "../../actors/jobs/AgentRunWorkflow"
 import { JobRuntime } from "../../layers/JobRuntime"
 import { type AgentRun, type AgentRunEvent, DEFAULT_MAX_TURNS, type PatchAgentRun, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
@@ -10,12 +10,12 @@ import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { Connections } from "./Connections"
+import { RunEventsFeed } from "./RunEventsFeed"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("agent runs")
 const Cursor = Schema.Tuple(Schema.String, Schema.String)
 const FOLLOW_BATCH = 200
-const FOLLOW_POLL = Duration.millis(250)
 const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
 const WITHHELD = "the query scope is needed to see what the model and the tools said: it can quote rows"
 // What the model wrote or a tool returned, per event type: it can quote rows.
@@ -60,6 +60,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
   effect: Effect.gen(function* () {
     const repo = yield* AgentRunsRepo
     const connections = yield* Connections
+    const feed = yield* RunEventsFeed
     const { engine } = yield* JobRuntime
     const withEngine = Effect.provideService(WorkflowEngine.WorkflowEngine, engine)
 
@@ -146,7 +147,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
             return Effect.flatMap(find(principal, id), ({ run }) =>
               TERMINAL_STATUSES.has(run.status)
                 ? Effect.succeed([Chunk.empty<AgentRunEvent>(), Option.none()] as const)
-                : Effect.as(Effect.sleep(FOLLOW_POLL), [Chunk.empty<AgentRunEvent>(), Option.some(after)] as const)
+                : Effect.as(feed.news(id, after), [Chunk.empty<AgentRunEvent>(), Option.some(after)] as const)
             )
           })
         )
@@ -190,5 +191,5 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     return { start, get, ofConversation, conversationEvents, list, events, follow, patch } as const
   }),
-  dependencies: [AgentRunsRepo.Default, Connections.Default, JobRuntime.Default]
+  dependencies: [AgentRunsRepo.Default, Connections.Default, JobRuntime.Default, RunEventsFeed.Default]
 }) {}
