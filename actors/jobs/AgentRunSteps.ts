@@ -2,10 +2,12 @@ import * as os from "node:os"
 import { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
 import { Cause, Duration, Effect, Either, JSONSchema, Option, Schedule, Schema } from "effect"
 import { LanguageModels, costOf } from "../../layers/LanguageModels"
+import type { DbType } from "../../src/domain/Connection"
 import type { OrgId } from "../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import { type Principal, principalLabel } from "../../src/domain/Principal"
 import type { Scope } from "../../src/domain/Scope"
+import { cteAlone, splitCtes } from "../../src/governance/CteSplit"
 import { childQueryRow } from "../../src/http/AuditRow"
 import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "../../src/mcp/McpTool"
 import { McpTools } from "../../src/mcp/McpTools"
@@ -15,6 +17,7 @@ import type { AuditInsert } from "../../src/repos/AuditRepo"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { Audit } from "../../src/services/Audit"
+import { Connections } from "../../src/services/Connections"
 import { RunEventsFeed } from "../../src/services/RunEventsFeed"
 import { Secrets } from "../../src/services/Secrets"
 import { AppConfig } from "../../layers/AppConfig"
@@ -27,8 +30,18 @@ const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 // Which runner did a step, for operators following a run across a failover.
 const RUNNER = `${os.hostname()}:${process.pid}`
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504, 529])
-// The tools that run a statement the model wrote, whose cost is estimated (and approved when high) first.
-const COSTED_TOOLS: ReadonlySet<string> = new Set(["query_database", "debug_cte_query"])
+/**
+ * The tools that run statements the model wrote, and the statements each runs, whose cost is
+ * estimated (and approved when high) first: debug_cte_query runs each CTE on its own, which a
+ * plan of the whole statement would not count (PostgreSQL drops CTEs nothing reads).
+ */
+const STATEMENTS_RUN_BY: Readonly<Record<string, (sql: string, dbType: DbType | null) => ReadonlyArray<string>>> = {
+  query_database: (sql) => [sql],
+  debug_cte_query: (sql, dbType) => {
+    const list = dbType === null ? undefined : splitCtes(sql, dbType)
+    return list === undefined || list.ctes.length === 0 ? [sql] : list.ctes.map((_, index) => cteAlone(list, index))
+  }
+}
 const ESTIMATOR = "explain_query"
 // Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
 const HISTORY_EXCHANGES = 20
@@ -93,6 +106,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     const toolCalls = yield* ToolCalls
     const audit = yield* Audit
     const config = yield* AppConfig
+    const connections = yield* Connections
     const feed = yield* RunEventsFeed
     /** Writes a step's event (once), and wakes this process's followers of the run. */
     const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(runId)))
@@ -290,18 +304,26 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         runId,
         Effect.gen(function* () {
           const params = call.params as { readonly connection_name?: unknown; readonly sql?: unknown } | null
-          if (!COSTED_TOOLS.has(call.name) || typeof params?.connection_name !== "string" || typeof params.sql !== "string") return { estimatedUsd: null, needsApproval: false }
+          const statementsOf = Object.hasOwn(STATEMENTS_RUN_BY, call.name) ? STATEMENTS_RUN_BY[call.name] : undefined
+          if (statementsOf === undefined || typeof params?.connection_name !== "string" || typeof params.sql !== "string") return { estimatedUsd: null, needsApproval: false }
+          const connectionName = params.connection_name
           const stored = yield* load(orgId, runId)
           const principal = yield* actingAs(stored)
-          const planned = yield* runTool(principal, runId, `estimate/${step}`, ESTIMATOR, { connection_name: params.connection_name, sql: params.sql })
-          const usd = Either.match(planned.outcome, { onLeft: () => null, onRight: (output) => output.structured?.["estimated_usd"] })
-          if (typeof usd !== "number") return { estimatedUsd: null, needsApproval: false }
+          const statements = statementsOf(params.sql, yield* connections.dialectIn(orgId, connectionName))
+          const estimates = yield* Effect.forEach(statements, (sql, index) =>
+            Effect.map(runTool(principal, runId, statements.length === 1 ? `estimate/${step}` : `estimate/${step}/${index}`, ESTIMATOR, { connection_name: connectionName, sql }), (planned) =>
+              Either.match(planned.outcome, { onLeft: () => undefined, onRight: (output) => output.structured?.["estimated_usd"] })
+            )
+          )
+          const known = estimates.filter((usd): usd is number => typeof usd === "number")
+          if (known.length === 0) return { estimatedUsd: null, needsApproval: false }
+          const usd = known.reduce((sum, each) => sum + each, 0)
           const spent = yield* repo.estimatedSpend(orgId, stored.run.conversation_id, runId)
           const reason =
             usd > config.agentQueryApprovalUsd
-              ? `estimated at ${formatUsd(usd)}, over the ${formatUsd(config.agentQueryApprovalUsd)} a query may cost without approval`
+              ? `estimated at ${formatUsd(usd)}, over the $${config.agentQueryApprovalUsd} a query may cost without approval`
               : spent + usd > config.agentConversationBudgetUsd
-                ? `estimated at ${formatUsd(usd)}, which takes the ${stored.run.conversation_id === null ? "run" : "conversation"}'s query spend (${formatUsd(spent)} so far) past its ${formatUsd(config.agentConversationBudgetUsd)} budget`
+                ? `estimated at ${formatUsd(usd)}, which takes the ${stored.run.conversation_id === null ? "run" : "conversation"}'s query spend (${formatUsd(spent)} so far) past its $${config.agentConversationBudgetUsd} budget`
                 : null
           if (reason === null) return { estimatedUsd: usd, needsApproval: false }
           const pending = { kind: "query_approval" as const, step, tool: call.name, connection_name: params.connection_name, sql: params.sql, estimated_usd: usd, reason }
@@ -387,5 +409,5 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
 
     return { begin, think, estimate, callTool, ask, decided, complete, fail } as const
   }),
-  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default]
+  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default, Connections.Default]
 }) {}

@@ -3,10 +3,11 @@ import { Schema } from "effect"
 import { AgentRun, AgentRunEvent, PatchAgentRun, StartAgentRun } from "../domain/AgentRun"
 import { Conflict, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
+import { ResourceId } from "../domain/Text"
 import { docs, RequiredScope, withAlternateContent } from "./Annotations"
 import { Authentication } from "./Authentication"
 
-const ById = Schema.Struct({ id: Schema.String.pipe(Schema.maxLength(100)) })
+const ById = Schema.Struct({ id: ResourceId })
 
 export const EventParams = Schema.Struct({
   after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())),

@@ -4,18 +4,18 @@ import { AgentRun, AgentRunEvent, ClarificationAnswer } from "../domain/AgentRun
 import { AnalysisTrail, Conversation, Message, PostedMessage, PostMessage, StartConversation, TraceEvent, TraceThread } from "../domain/Chat"
 import { Conflict, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
+import { ResourceId } from "../domain/Text"
 import { EventParams, withEventStream } from "./AgentRunsApi"
 import { docs, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
-const Id = Schema.String.pipe(Schema.maxLength(100))
-const ById = Schema.Struct({ id: Id })
-const ByRun = Schema.Struct({ id: Id, run_id: Id })
+const ById = Schema.Struct({ id: ResourceId })
+const ByRun = Schema.Struct({ id: ResourceId, run_id: ResourceId })
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
 export const Clarification = Schema.Struct({ answer: ClarificationAnswer }).annotations(strict)
 export const Approval = Schema.Struct({ decision: Schema.Literal("approve", "decline") }).annotations(strict)
-const TrailParams = Schema.Struct({ query_id: Schema.String.pipe(Schema.minLength(1, { message: () => "query_id is required" }), Schema.maxLength(100)) })
+const TrailParams = Schema.Struct({ query_id: ResourceId })
 
 export class ChatApi extends HttpApiGroup.make("chat")
   .add(

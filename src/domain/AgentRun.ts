@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ConnectionName } from "./Connection"
+import { StoredText } from "./Text"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
@@ -52,19 +53,13 @@ export const AgentRun = Schema.Struct({
 export type AgentRun = typeof AgentRun.Type
 
 export const StartAgentRun = Schema.Struct({
-  prompt: Schema.String.pipe(
-    Schema.minLength(1, { message: () => "prompt is required" }),
-    Schema.maxLength(20_000, { message: () => "prompt must be at most 20000 characters" })
-  ),
+  prompt: StoredText("prompt", 20_000),
   connection_name: optional(ConnectionName),
   max_turns: optional(Schema.Int.pipe(Schema.between(1, 200, { message: () => "max_turns must be an integer from 1 to 200" })))
 }).annotations(strict)
 export type StartAgentRun = typeof StartAgentRun.Type
 
-export const ClarificationAnswer = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "answer is required" }),
-  Schema.maxLength(20_000, { message: () => "answer must be at most 20000 characters" })
-)
+export const ClarificationAnswer = StoredText("answer", 20_000)
 
 /** Cancel a run, answer its question, or approve or decline the query it waits on. */
 export const PatchAgentRun = Schema.Union(

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { AgentRun, PendingAsk, RunStatus, StartAgentRun } from "./AgentRun"
 import { ConnectionName } from "./Connection"
+import { noNul } from "./Text"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
@@ -17,7 +18,7 @@ export type Conversation = typeof Conversation.Type
 
 export const StartConversation = Schema.Struct({
   title: Schema.optionalWith(
-    Schema.Trim.pipe(Schema.minLength(1, { message: () => "title must not be empty" }), Schema.maxLength(200, { message: () => "title must be at most 200 characters" })),
+    Schema.Trim.pipe(Schema.minLength(1, { message: () => "title must not be empty" }), Schema.maxLength(200, { message: () => "title must be at most 200 characters" }), noNul("title")),
     { exact: true }
   ),
   connection_name: Schema.optionalWith(ConnectionName, { exact: true })

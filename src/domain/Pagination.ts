@@ -32,3 +32,9 @@ export const decodeCursor = <A>(cursor: string, schema: Schema.Schema<A, any>): 
     Either.flatMap((json) => Schema.decodeUnknownEither(schema)(json)),
     Either.mapLeft(() => new InvalidRequest({ message: "cursor is not a cursor returned by this API" }))
   )
+
+/** A cursor of (time, id) for lists ordered by a timestamp: a time that does not parse is not a cursor this API gave out. */
+export const TimeAndIdCursor = Schema.Tuple(
+  Schema.String.pipe(Schema.filter((time) => !Number.isNaN(Date.parse(time)))),
+  Schema.String
+)

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { Budget, SessionName } from "./Budget"
 import { ConnectionName } from "./Connection"
 import { code, Conflict, InvalidRequest, NotFound, Unavailable } from "./Errors"
+import { noNul } from "./Text"
 
 export const MAX_SQL_CHARS = 100_000
 
@@ -22,7 +23,7 @@ const rowLimitMessage = `row_limit must be an integer between 1 and ${ROW_LIMITS
 const Sql = Schema.String.pipe(
   Schema.filter((sql) => sql.trim().length > 0 || "sql must not be empty"),
   Schema.maxLength(MAX_SQL_CHARS, { message: () => `sql must be at most ${MAX_SQL_CHARS} characters` }),
-  Schema.filter((sql) => !sql.includes("\u0000") || "sql must not contain NUL bytes")
+  noNul("sql")
 )
 
 /** `row_limit` is checked against its surface's bound in the service; the schema knows only the widest. */

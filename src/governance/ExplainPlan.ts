@@ -91,20 +91,32 @@ const parseJson = (value: unknown): unknown => {
   }
 }
 
-type PgNode = { "Node Type"?: string; "Relation Name"?: string; "Plan Rows"?: number; "Total Cost"?: number; Plans?: Array<PgNode> }
+type PgNode = { "Node Type"?: string; "Relation Name"?: string; "Parent Relationship"?: string; "Plan Rows"?: number; "Total Cost"?: number; Plans?: Array<PgNode> }
+
+/**
+ * How many times a child of `node` runs for each run of `node`: a nested loop's inner side once
+ * per row of its outer side, a correlated subplan once per row of its parent; anything else once.
+ */
+const runsPerParentRun = (node: PgNode, child: PgNode) => {
+  if (node["Node Type"] === "Nested Loop" && child["Parent Relationship"] === "Inner") {
+    return Math.max(1, node.Plans?.find((c) => c["Parent Relationship"] === "Outer")?.["Plan Rows"] ?? 1)
+  }
+  return child["Parent Relationship"] === "SubPlan" ? Math.max(1, node["Plan Rows"] ?? 1) : 1
+}
 
 const postgresSummary = (plan: unknown): Omit<PlanSummary, "estimated_usd"> => {
   const root = (Array.isArray(plan) ? (plan[0] as { Plan?: PgNode })?.Plan : undefined) ?? {}
   const warnings: Array<string> = []
+  // Rows read by the plan's leaves, each times the runs of the loops it is in (a plan states rows per run).
   let scanned = 0
-  const walk = (node: PgNode) => {
+  const walk = (node: PgNode, runs: number) => {
     if (node["Node Type"] === "Seq Scan" && (node["Plan Rows"] ?? 0) >= LARGE_SCAN_ROWS) {
       warnings.push(`full scan of ${node["Relation Name"]} (about ${node["Plan Rows"]} rows)`)
     }
-    if ((node.Plans ?? []).length === 0) scanned += node["Plan Rows"] ?? 0
-    for (const child of node.Plans ?? []) walk(child)
+    if ((node.Plans ?? []).length === 0) scanned += (node["Plan Rows"] ?? 0) * runs
+    for (const child of node.Plans ?? []) walk(child, runs * runsPerParentRun(node, child))
   }
-  walk(root)
+  walk(root, 1)
   return { plan, estimated_rows: root["Plan Rows"] ?? null, estimated_cost: root["Total Cost"] ?? null, estimated_bytes: null, scanned_rows: scanned, warnings }
 }
 

@@ -14,10 +14,8 @@ const encoder = new TextEncoder()
 const sse = (event: AgentRunEvent) =>
   encoder.encode(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify({ seq: event.seq, type: event.type, data: event.data, created_at: event.created_at })}\n\n`)
 
-const lastEventId = (header: string | undefined) => {
-  const seq = Number(header)
-  return header !== undefined && Number.isSafeInteger(seq) && seq >= 0 ? seq : undefined
-}
+/** The seq a client resumes after: digits only (Number would take "1e3" for 1000 and skip events). */
+const lastEventId = (header: string | undefined) => (header !== undefined && /^\d{1,15}$/.test(header) ? Number(header) : undefined)
 
 /**
  * A run's events as the caller asked for them: one JSON page, or with `Accept: text/event-stream`

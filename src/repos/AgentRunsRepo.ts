@@ -130,6 +130,14 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
           updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
         where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled')`.pipe(Effect.asVoid, withOrg(orgId))
 
+    /** Marks the decision a waiting run waits for at `step` as taken; false when it was not waiting for it (any more). */
+    const claimDecision = (orgId: OrgId, id: string, waitingAs: RunStatus, step: string) =>
+      sql<{ id: string }>`update agent_runs set status = 'running', updated_at = date_trunc('milliseconds', now())
+        where org_id = ${orgId} and id = ${id} and status = ${waitingAs} and pending->>'step' = ${step} returning id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        withOrg(orgId)
+      )
+
     const requestCancel = (orgId: OrgId, id: string) =>
       sql`update agent_runs set cancel_requested = true, updated_at = date_trunc('milliseconds', now())
         where org_id = ${orgId} and id = ${id}`.pipe(Effect.asVoid, withOrg(orgId))
@@ -202,6 +210,6 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
         where r.org_id = ${orgId} and r.conversation_id = ${conversationId}
         order by r.created_at, r.id, e.seq limit ${limit}`.pipe(withOrg(orgId))
 
-    return { insert, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, requestCancel, appendEvent, latestSeqs, eventOf, events } as const
+    return { insert, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, latestSeqs, eventOf, events } as const
   })
 }) {}

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto"
 import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
-import { Chunk, Effect, Exit, Option, Schema, Stream } from "effect"
+import { Chunk, Effect, Exit, Option, Stream } from "effect"
 import { AgentRunWorkflow, type Decision, decisionFor } from "../../actors/jobs/AgentRunWorkflow"
 import { JobRuntime } from "../../layers/JobRuntime"
-import { type AgentRun, type AgentRunEvent, DEFAULT_MAX_TURNS, type PatchAgentRun, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
-import { Conflict, NotFound, Unavailable } from "../domain/Errors"
-import { decodeCursor, pageOf } from "../domain/Pagination"
+import { type AgentRun, type AgentRunEvent, DEFAULT_MAX_TURNS, type PatchAgentRun, type RunStatus, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
+import { Conflict, Forbidden, InsufficientScope, NotFound, Unavailable } from "../domain/Errors"
+import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
@@ -14,7 +14,6 @@ import { RunEventsFeed } from "./RunEventsFeed"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("agent runs")
-const Cursor = Schema.Tuple(Schema.String, Schema.String)
 const FOLLOW_BATCH = 200
 const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
 const WITHHELD = "the query scope is needed to see what the model and the tools said: it can quote rows"
@@ -109,7 +108,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     const list = Effect.fn("AgentRuns.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       const limit = params.limit ?? 50
-      const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, Cursor)
+      const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
       const rows = yield* repo.page(principal.orgId, before, limit + 1).pipe(storeDown)
       return pageOf(
         rows.map(runFor(principal)),
@@ -159,8 +158,27 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         DurableDeferred.done(decisionFor(step), { token, exit: Exit.succeed(decision) })
       ).pipe(withEngine)
 
+    /**
+     * Takes the decision the run waits for at `step`, once: of two decisions sent at once one is
+     * taken and the other refused, rather than both answered and one dropped.
+     */
+    const decide = (principal: Principal, id: string, waitingAs: RunStatus, step: string, decision: Decision) =>
+      Effect.gen(function* () {
+        if (!(yield* repo.claimDecision(principal.orgId, id, waitingAs, step).pipe(storeDown))) {
+          return yield* new Conflict({ message: "The run is no longer waiting for that decision" })
+        }
+        yield* resume(principal, id, step, decision)
+      })
+
     const patch = Effect.fn("AgentRuns.patch")(function* (principal: Principal, id: string, body: PatchAgentRun) {
-      const { run } = yield* find(principal, id)
+      const { run, userId } = yield* find(principal, id)
+      if (userId !== principal.userId && principal.role !== "admin") {
+        return yield* new Forbidden({ message: "Only who started the run, or an admin of the organization, may cancel, answer or approve it" })
+      }
+      // Spending on a query is a person's decision, as on the chat routes: a key made only to drive the agent cannot approve its run's queries.
+      if ((body.action === "approve" || body.action === "decline") && !principal.scopes.includes("write")) {
+        return yield* new InsufficientScope({ message: "Approving or declining a query needs the write scope", required_scope: "write" })
+      }
       if (TERMINAL_STATUSES.has(run.status)) return yield* new Conflict({ message: `The run has ended (${run.status})` })
       switch (body.action) {
         case "cancel": {
@@ -174,7 +192,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           if (run.status !== "waiting_for_user" || run.pending?.kind !== "question") {
             return yield* new Conflict({ message: `The run is not waiting for an answer (it is ${run.status})` })
           }
-          yield* resume(principal, id, run.pending.step, { kind: "answer", text: body.answer })
+          yield* decide(principal, id, "waiting_for_user", run.pending.step, { kind: "answer", text: body.answer })
           break
         }
         case "approve":
@@ -182,7 +200,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           if (run.status !== "waiting_for_query_approval" || run.pending?.kind !== "query_approval") {
             return yield* new Conflict({ message: `The run is not waiting for a query's approval (it is ${run.status})` })
           }
-          yield* resume(principal, id, run.pending.step, { kind: body.action })
+          yield* decide(principal, id, "waiting_for_query_approval", run.pending.step, { kind: body.action })
           break
         }
       }

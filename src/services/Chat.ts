@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto"
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { type AgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
 import type { Message, PostMessage, StartConversation } from "../domain/Chat"
 import { Conflict, NotFound } from "../domain/Errors"
-import { decodeCursor, pageOf } from "../domain/Pagination"
+import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ChatRepo } from "../repos/ChatRepo"
 import { AgentRuns } from "./AgentRuns"
@@ -11,7 +11,6 @@ import { Connections } from "./Connections"
 import { storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("chat")
-const Cursor = Schema.Tuple(Schema.String, Schema.String)
 const MAX_TRACE_EVENTS = 5_000
 
 /** A run as the two messages it stands for: the user's prompt, and the agent's answer or state. */
@@ -45,7 +44,7 @@ export class Chat extends Effect.Service<Chat>()("sluice/Chat", {
     })
 
     const pageParams = (params: { limit?: number | undefined; cursor?: string | undefined }) =>
-      Effect.map(params.cursor === undefined ? Effect.succeed(null) : decodeCursor(params.cursor, Cursor), (before) => ({ limit: params.limit ?? 50, before }))
+      Effect.map(params.cursor === undefined ? Effect.succeed(null) : decodeCursor(params.cursor, TimeAndIdCursor), (before) => ({ limit: params.limit ?? 50, before }))
 
     const list = Effect.fn("Chat.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       const { limit, before } = yield* pageParams(params)

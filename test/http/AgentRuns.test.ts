@@ -260,6 +260,16 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
       expect([bad.status, bad.json.code], JSON.stringify(body)).toEqual([400, "invalid_request"])
     }
     expect((await start({ prompt: "x", connection_name: "nope" })).status).toBe(404)
+    // Text the store cannot hold is refused up front, not taken and then failing the run.
+    expect((await start({ prompt: "a\u0000b" })).status).toBe(400)
+    // A decision on a query's cost is a person's: it needs the write scope, which a key made to drive the agent lacks.
+    const driver = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "driver", scopes: ["agent:run"] } })).json.key
+    const approve = await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key: driver, method: "PATCH", body: { action: "approve" } })
+    expect([approve.status, approve.json.code]).toEqual([403, "insufficient_scope"])
+    for (const path of ["/api/agent-runs/%00", "/api/agent-runs/run%20x"]) {
+      expect((await request(gateway.url, path, { key: runner })).status, path).toBe(400)
+    }
+    expect((await request(gateway.url, "/api/agent-runs?cursor=WyJ4IiwieSJd", { key: runner })).status).toBe(400)
     expect((await request(gateway.url, "/api/agent-runs/run_nope", { key: runner })).status).toBe(404)
   }, 30_000)
 })

@@ -157,8 +157,9 @@ describe("chat: conversations whose messages start governed agent runs, approval
     expect((await api(`${base}/runs/${big}/clarification`, { body: { answer: "yes" } })).status).toBe(409)
     expect((await runOf(big)).status).toBe("waiting_for_query_approval")
 
-    const approved = await api(`${base}/runs/${big}/approval`, { body: { decision: "approve" } })
-    expect(approved.status, approved.text).toBe(200)
+    // Two decisions at once: one is taken, the other told so.
+    const decided = await Promise.all([0, 1].map(() => api(`${base}/runs/${big}/approval`, { body: { decision: "approve" } })))
+    expect(decided.map((d) => d.status).sort()).toEqual([200, 409])
     expect(await ended(big)).toMatchObject({ status: "completed", answer: expect.stringMatching(/^Done: ran .*100000/s) })
     expect((await api(`/api/agent-runs/${big}/events`)).json.items.map((e: any) => e.type)).toEqual([
       "model_call",
@@ -181,6 +182,21 @@ describe("chat: conversations whose messages start governed agent runs, approval
     expect((await auditOf(mid)).filter((row: any) => row.details?.tool === "query_database" || row.details?.parent?.tool === "query_database")).toEqual([])
     expect((await api(`/api/agent-runs/${mid}/events`)).json.items.find((e: any) => e.type === "approval")).toMatchObject({ data: { approved: false } })
 
+    // What a query costs is what it runs: each CTE debug_cte_query would run on its own, and a join's every loop.
+    for (const [tool, sql] of [
+      ["debug_cte_query", "with b as (select count(*) from big) select 1 where false"],
+      ["query_database", "select count(*) from orders a, orders b, orders c"]
+    ] as const) {
+      script = (req) => (req.toolResults.length === 0 ? { toolCalls: [{ name: tool, args: { connection_name: "shop", sql } }] } : { text: "ok" })
+      const own = await converse()
+      const costly = await say(own, `Run ${tool}`)
+      const held = await until(costly, "waiting_for_query_approval")
+      expect(held.pending).toMatchObject({ tool, sql })
+      expect(held.pending.estimated_usd, sql).toBeGreaterThan(QUERY_APPROVAL_USD)
+      expect((await api(`/api/chat/conversations/${own}/runs/${costly}/approval`, { body: { decision: "decline" } })).status).toBe(200)
+      await ended(costly)
+    }
+
     // A small query in a new conversation asks nothing.
     const small = await say(await converse(), "Count orders")
     script = (req) => (req.toolResults.length === 0 ? { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select count(*) from orders" } }] } : { text: "42" })
@@ -200,6 +216,7 @@ describe("chat: conversations whose messages start governed agent runs, approval
     const asking = await say(conversation, "Count the orders")
     expect((await until(asking, "waiting_for_user")).pending).toMatchObject({ kind: "question", question: "Which orders?" })
     expect((await api(`${base}/runs/${asking}/clarification`, { body: { answer: "" } })).status).toBe(400)
+    expect((await api(`${base}/runs/${asking}/clarification`, { body: { answer: "a\u0000b" } })).status).toBe(400)
     expect((await api(`${base}/runs/${asking}/approval`, { body: { decision: "approve" } })).status).toBe(409)
     expect((await api(`${base}/runs/${asking}/clarification`, { body: { answer: "the 2026 ones" } })).status).toBe(200)
     expect(await ended(asking)).toMatchObject({ status: "completed", answer: "Counted the 2026 ones." })
@@ -272,6 +289,12 @@ describe("chat: conversations whose messages start governed agent runs, approval
     expect((await api("/api/chat/conversations", { body: { title: "" } })).status).toBe(400)
     expect((await api("/api/chat/conversations", { body: { connection_name: "nope" } })).status).toBe(404)
     expect((await api("/api/chat/conversations", { body: { color: "red" } })).status).toBe(400)
+    expect((await api("/api/chat/conversations", { body: { title: "a\u0000b" } })).status).toBe(400)
+    expect((await api("/api/chat/conversations?cursor=WyJ4IiwieSJd")).status).toBe(400)
+    expect((await api("/api/chat/traces/threads?cursor=WyJ4IiwieSJd")).status).toBe(400)
+    for (const path of ["/api/chat/conversations/%00", "/api/chat/traces/threads/%00/events", "/api/analysis-trails/resolve?query_id=%00"]) {
+      expect((await api(path)).status, path).toBe(400)
+    }
     expect((await api(`/api/chat/conversations/${thread.json.id}/messages`, { body: { content: "" } })).status).toBe(400)
     expect((await api("/api/chat/conversations/conv_nope/messages", { body: { content: "hi" } })).status).toBe(404)
     expect((await api(`/api/chat/conversations/${thread.json.id}/messages`, { key: reader, body: { content: "hi" } })).status).toBe(403)

@@ -294,6 +294,15 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     expect(streamed.status).toBe(404)
     expect(streamed.text).not.toContain("secret question")
 
+    // In its own org, only who started a run (or an admin) may cancel, answer or approve it.
+    const memberA = await token({ sub: "user_kim", orgId: "org_ra" })
+    const otherMember = await token({ sub: "user_lou", orgId: "org_ra" })
+    const own = (await withJwt("/api/agent-runs", memberA, { body: { prompt: "mine" } })).json.id
+    const theirs = await withJwt(`/api/agent-runs/${own}`, otherMember, { method: "PATCH", body: { action: "cancel" } })
+    expect([theirs.status, theirs.json.code]).toEqual([403, "forbidden"])
+    const byAdmin = await withJwt(`/api/agent-runs/${own}`, adminA, { method: "PATCH", body: { action: "cancel" } })
+    expect([200, 409]).toContain(byAdmin.status)
+
     // A conversation, its messages, runs, trace and trails: the same.
     const conversation = (await withJwt("/api/chat/conversations", adminA, { body: { title: "secret plans of A" } })).json
     const posted = await withJwt(`/api/chat/conversations/${conversation.id}/messages`, adminA, { body: { content: "secret message of A" } })

@@ -35,7 +35,7 @@ const runText = (run: Run) => {
       return `The agent asks: ${run.pending?.kind === "question" ? run.pending.question : ""}\nAnswer with PATCH /api/agent-runs/${run.id} {"action":"answer","answer":"…"}.`
     case "waiting_for_query_approval":
       return run.pending?.kind === "query_approval"
-        ? `The agent wants to run a query ${run.pending.reason}:\n${run.pending.sql}\nApprove or decline it with PATCH /api/agent-runs/${run.id} {"action":"approve"} or {"action":"decline"}.`
+        ? `The agent wants to run a query ${run.pending.reason}:\n${run.pending.sql}\nA person with the write scope approves or declines it: on the Chat page, or PATCH /api/agent-runs/${run.id} {"action":"approve"} or {"action":"decline"}.`
         : `The run ${run.id} waits for a query's approval.`
     case "failed":
     case "cancelled":

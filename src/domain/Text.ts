@@ -1,0 +1,18 @@
+import { Schema } from "effect"
+
+/** The store's text cannot hold NUL: refused as input rather than failing a write later. */
+export const noNul =
+  (field: string) =>
+  <I, R>(self: Schema.Schema<string, I, R>) =>
+    self.pipe(Schema.filter((text) => !text.includes("\u0000") || `${field} must not contain NUL characters`))
+
+/** Text a person writes that the store keeps: not empty, at most `max` characters, no NUL. */
+export const StoredText = (field: string, max: number) =>
+  Schema.String.pipe(
+    Schema.minLength(1, { message: () => `${field} is required` }),
+    Schema.maxLength(max, { message: () => `${field} must be at most ${max} characters` }),
+    noNul(field)
+  )
+
+/** An id this API gave out (runs, conversations, queries), as a path or query parameter. */
+export const ResourceId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,100}$/, { message: () => "not an id this API gives out" }))
