@@ -27,7 +27,8 @@ export const RunStart = Schema.Struct({
   prompt: Schema.String,
   connectionName: Schema.NullOr(Schema.String),
   maxTurns: Schema.Int,
-  history: Schema.Array(Exchange)
+  // Optional: a run journaled before conversations existed resumes with none.
+  history: Schema.optionalWith(Schema.Array(Exchange), { default: () => [] })
 })
 
 /** A tool call's estimated query cost (null: none, or unknown), and whether it must wait for the user's approval before it runs. */

@@ -4,7 +4,7 @@ import { Schema } from "effect"
 export const noNul =
   (field: string) =>
   <I, R>(self: Schema.Schema<string, I, R>) =>
-    self.pipe(Schema.filter((text) => !text.includes("\u0000") || `${field} must not contain NUL characters`))
+    self.pipe(Schema.filter((text) => !text.includes("\u0000") || `${field} must not contain NUL bytes`))
 
 /** Text a person writes that the store keeps: not empty, at most `max` characters, no NUL. */
 export const StoredText = (field: string, max: number) =>
