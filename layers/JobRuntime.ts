@@ -41,6 +41,17 @@ const runtimeLayer = Layer.unwrapEffect(
   })
 )
 
+/**
+ * Creates the cluster's tables if they are missing. Its storages run `CREATE TABLE IF NOT EXISTS`
+ * when built, which fails when replicas start together (PostgreSQL's catalog races); run under
+ * the migration lock, the builds that follow find the tables and create nothing.
+ */
+export const createJobTables = Effect.scoped(
+  Layer.build(
+    Layer.mergeAll(SqlMessageStorage.layerWith({ prefix: TABLE_PREFIX }), SqlRunnerStorage.layerWith({ prefix: TABLE_PREFIX })).pipe(Layer.provide(ShardingConfig.layer()))
+  )
+)
+
 /** The workflow engine of this process's runner: jobs are started, answered and polled through it, and registered on it. */
 export class JobRuntime extends Effect.Service<JobRuntime>()("sluice/JobRuntime", {
   scoped: Effect.map(Layer.build(runtimeLayer), (context) => ({ engine: Context.get(context, WorkflowEngine.WorkflowEngine) }) as const)

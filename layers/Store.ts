@@ -4,10 +4,12 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { migrations } from "../src/migrations"
 import { AppConfig } from "./AppConfig"
 import { startEmbeddedStore } from "./EmbeddedStore"
+import { createJobTables } from "./JobRuntime"
 import { acquireStorePool, type StatementDeadline } from "./StorePool"
 
 const MIGRATIONS_TABLE = "effect_sql_migrations"
 const MIGRATION_LOCK_KEY = 0x5_1ce_0001
+const JOB_TABLES_LOCK_KEY = 0x5_1ce_0002
 
 /** Forward-only; an advisory lock serialises replicas that start together. */
 export const runMigrations = Effect.gen(function* () {
@@ -25,6 +27,21 @@ export const runMigrations = Effect.gen(function* () {
     })
   )
 })
+
+/**
+ * The job runtime's tables, created by one replica at a time. The cluster's storages create them
+ * when built and ignore some of their own statements' failures, so this runs outside a transaction,
+ * under a session lock: replicas starting together otherwise race in PostgreSQL's catalog.
+ */
+const createJobTablesOnce = Effect.scoped(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const lockHolder = yield* sql.reserve
+    yield* lockHolder.executeRaw("select pg_advisory_lock($1)", [JOB_TABLES_LOCK_KEY])
+    yield* Effect.addFinalizer(() => Effect.ignore(lockHolder.executeRaw("select pg_advisory_unlock($1)", [JOB_TABLES_LOCK_KEY])))
+    yield* createJobTables
+  })
+)
 
 /**
  * DATABASE_URL → that PostgreSQL, where every wait for a connection, connect and statement ends
@@ -46,7 +63,10 @@ export const StoreLive = Layer.unwrapScoped(
         }),
         applicationName: "sluice"
       })
-      const migrated = Effect.zipRight(runMigrations, Effect.sync(() => (deadline.millis = config.storeTimeoutSeconds * 1000)))
+      const migrated = runMigrations.pipe(
+        Effect.zipRight(createJobTablesOnce),
+        Effect.zipRight(Effect.sync(() => (deadline.millis = config.storeTimeoutSeconds * 1000)))
+      )
       return Layer.effectDiscard(migrated).pipe(Layer.provideMerge(client))
     }
     const store = yield* startEmbeddedStore(config.dataDir)
