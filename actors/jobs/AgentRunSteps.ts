@@ -275,15 +275,16 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
      */
     const runTool = (principal: Principal, runId: string, step: string, name: string, params: unknown) =>
       Effect.gen(function* () {
-        const tool: McpTool | undefined = byName.get(name)
+        const found: McpTool | undefined = byName.get(name)
+        const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
         const record: ToolCallRecord = { requestId: `${runId}:${step}`, connection: null, dialect: undefined, sql: null, details: null, childQueries: new Map(), outcome: null }
         const started = performance.now()
         const outcome: Either.Either<ToolOutput, ToolFailure> =
-          tool === undefined || !principal.scopes.includes(tool.scope)
+          tool === undefined
             ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
             : yield* Effect.scoped(toolCalls.call(record, principal, tool, params))
         const durationMs = performance.now() - started
-        if (tool !== undefined && principal.scopes.includes(tool.scope)) {
+        if (tool !== undefined) {
           const row = auditRow(principal, runId, step, record, durationMs)
           const children = [...record.childQueries.values()].map((child) => childQueryRow(row, { ...child, parent: { ...child.parent, run_id: runId, step } }))
           yield* audit.record(record.dialect ?? null, row, ...children).pipe(Effect.orDie)

@@ -34,27 +34,26 @@ export class ChatRepo extends Effect.Service<ChatRepo>()("sluice/ChatRepo", {
         withOrg(orgId)
       )
 
-    /** Most recently active first, after the (updated_at, id) of the last one seen. */
+    // Most recently active first, after the (updated_at, id) of the last one seen.
+    const pageWhere = (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
+      sql`c.org_id = ${orgId} ${before === null ? sql`` : sql`and (c.updated_at, c.id) < (${before[0]}::timestamptz, ${before[1]})`}
+        order by c.updated_at desc, c.id desc limit ${limit}`
+
     const page = (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
-      sql<Conversation>`select ${sql.unsafe(COLUMNS)} from chat_conversations c where c.org_id = ${orgId}
-        ${before === null ? sql`` : sql`and (c.updated_at, c.id) < (${before[0]}::timestamptz, ${before[1]})`}
-        order by c.updated_at desc, c.id desc limit ${limit}`.pipe(withOrg(orgId))
+      sql<Conversation>`select ${sql.unsafe(COLUMNS)} from chat_conversations c where ${pageWhere(orgId, before, limit)}`.pipe(withOrg(orgId))
 
     const touch = (orgId: OrgId, id: string) =>
       sql`update chat_conversations set updated_at = date_trunc('milliseconds', now()) where org_id = ${orgId} and id = ${id}`.pipe(Effect.asVoid, withOrg(orgId))
 
     /** Conversations with their runs' totals, most recently active first. */
     const threads = (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
-      sql<ThreadRow>`select ${sql.unsafe(COLUMNS)},
-          (select count(*) from agent_runs r where r.conversation_id = c.id) as runs,
-          (select count(*) from agent_run_events e join agent_runs r on r.id = e.run_id where r.conversation_id = c.id and e.type = 'model_call') as model_calls,
-          (select count(*) from agent_run_events e join agent_runs r on r.id = e.run_id where r.conversation_id = c.id and e.type = 'tool_call') as tool_calls,
-          (select coalesce(sum(r.input_tokens), 0) from agent_runs r where r.conversation_id = c.id) as input_tokens,
-          (select coalesce(sum(r.output_tokens), 0) from agent_runs r where r.conversation_id = c.id) as output_tokens,
-          (select coalesce(sum(r.cost_usd), 0) from agent_runs r where r.conversation_id = c.id) as cost_usd
-        from chat_conversations c where c.org_id = ${orgId}
-        ${before === null ? sql`` : sql`and (c.updated_at, c.id) < (${before[0]}::timestamptz, ${before[1]})`}
-        order by c.updated_at desc, c.id desc limit ${limit}`.pipe(
+      sql<ThreadRow>`select ${sql.unsafe(COLUMNS)}, totals.runs, totals.input_tokens, totals.output_tokens, totals.cost_usd, calls.model_calls, calls.tool_calls
+        from chat_conversations c
+        cross join lateral (select count(*) as runs, coalesce(sum(r.input_tokens), 0) as input_tokens, coalesce(sum(r.output_tokens), 0) as output_tokens,
+            coalesce(sum(r.cost_usd), 0) as cost_usd from agent_runs r where r.conversation_id = c.id) totals
+        cross join lateral (select count(*) filter (where e.type = 'model_call') as model_calls, count(*) filter (where e.type = 'tool_call') as tool_calls
+            from agent_run_events e join agent_runs r on r.id = e.run_id where r.conversation_id = c.id) calls
+        where ${pageWhere(orgId, before, limit)}`.pipe(
         Effect.map((rows) =>
           rows.map(
             (row): TraceThread => ({

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
-import { type AgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
+import type { AgentRun } from "../domain/AgentRun"
 import type { Message, PostMessage, StartConversation } from "../domain/Chat"
-import { Conflict, NotFound } from "../domain/Errors"
+import { NotFound } from "../domain/Errors"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ChatRepo } from "../repos/ChatRepo"
@@ -55,13 +55,9 @@ export class Chat extends Effect.Service<Chat>()("sluice/Chat", {
       return yield* find(principal, id)
     })
 
-    /** Starts the run that answers `content`, one at a time per conversation. */
+    /** Starts the run that answers `content`; the store holds one active run per conversation (409 while one is). */
     const post = Effect.fn("Chat.post")(function* (principal: Principal, id: string, input: PostMessage) {
       const conversation = yield* find(principal, id)
-      const latest = (yield* runs.ofConversation(principal, id)).at(-1)
-      if (latest !== undefined && !TERMINAL_STATUSES.has(latest.status)) {
-        return yield* new Conflict({ message: `The agent is still on the last message (${latest.status}): answer, wait for or cancel run ${latest.id} first` })
-      }
       const run = yield* runs.start(
         principal,
         { prompt: input.content, ...(conversation.connection_name !== null ? { connection_name: conversation.connection_name } : {}) },
