@@ -80,7 +80,8 @@ const runOnce = async (key: string, i: number): Promise<Timing> => {
   await followed.ended
   clearInterval(watch)
   while (arrivals.length < followed.events.length) arrivals.push(Date.now())
-  const deliveryMs = followed.events.map((event, n) => arrivals[n]! - new Date(event.data.created_at).getTime())
+  // Delivery of the recorded events (their created_at is the store's); the streamed text has no time of its own.
+  const deliveryMs = followed.events.flatMap((event, n) => (event.id === null ? [] : [arrivals[n]! - new Date(event.data.created_at).getTime()]))
   return {
     firstEventMs: (arrivals[0] ?? Date.now()) - posted,
     totalMs: Date.now() - posted,

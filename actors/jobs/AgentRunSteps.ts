@@ -1,6 +1,6 @@
 import * as os from "node:os"
-import { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
-import { Cause, Duration, Effect, Either, JSONSchema, Option, Schedule, Schema } from "effect"
+import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "@effect/ai"
+import { Cause, Chunk, Duration, Effect, Either, JSONSchema, Option, Schedule, Schema, Stream } from "effect"
 import { LanguageModels, costOf } from "../../layers/LanguageModels"
 import type { DbType } from "../../src/domain/Connection"
 import type { OrgId } from "../../src/domain/Ids"
@@ -47,8 +47,42 @@ const ESTIMATOR = "explain_query"
 const HISTORY_EXCHANGES = 20
 const HISTORY_ANSWER_CHARS = 8_000
 
+// Text is sent to a run's followers at most this often, or when this many stream parts have come.
+const STREAM_FLUSH = Duration.millis(50)
+const STREAM_BATCH = 256
+const STREAM_BROKEN = "stream_broken"
+
 const isRetryable = (error: AiError.AiError) =>
-  (error._tag === "HttpResponseError" && RETRYABLE_STATUS.has(error.response.status)) || (error._tag === "HttpRequestError" && error.reason === "Transport")
+  (error._tag === "HttpResponseError" && RETRYABLE_STATUS.has(error.response.status)) ||
+  (error._tag === "HttpRequestError" && error.reason === "Transport") ||
+  (error._tag === "UnknownError" && error.method === STREAM_BROKEN)
+
+/** A model answer that broke off (an error event in the stream, or its end before the finish): it may pass, so it is retried. */
+const streamFailure = (description: string) => new AiError.UnknownError({ module: "AgentRun", method: STREAM_BROKEN, description })
+
+/** A model call's answer as its stream's parts add up to it. */
+interface Reply {
+  readonly text: string
+  readonly toolCalls: ReadonlyArray<ToolCallRequest>
+  readonly usage: Response.Usage | undefined
+  readonly failed: string | undefined
+}
+const emptyReply = (): Reply => ({ text: "", toolCalls: [], usage: undefined, failed: undefined })
+
+const addPart = (reply: Reply, part: Response.AnyPart): Reply => {
+  switch (part.type) {
+    case "text-delta":
+      return { ...reply, text: reply.text + part.delta }
+    case "tool-call":
+      return { ...reply, toolCalls: [...reply.toolCalls, { id: part.id, name: part.name, params: part.params }] }
+    case "finish":
+      return { ...reply, usage: part.usage }
+    case "error":
+      return { ...reply, failed: "The model provider's answer broke off with an error" }
+    default:
+      return reply
+  }
+}
 
 /** Exponential from 1 s with jitter, Retry-After honoured, four retries, only for errors that may pass. */
 const modelRetry = Schedule.identity<AiError.AiError>().pipe(
@@ -69,7 +103,9 @@ const modelFailure = (error: AiError.AiError) =>
       ? "The model provider could not be reached"
       : error._tag === "UnknownError" && error.description === "timeout"
         ? "The model did not answer within 3 minutes"
-        : "The model's answer could not be read"
+        : error._tag === "UnknownError" && error.method === STREAM_BROKEN
+          ? (error.description ?? "The model's answer broke off")
+          : "The model's answer could not be read"
 
 const SYSTEM = (connection: string | null) =>
   [
@@ -211,20 +247,32 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
             handle: () => Effect.dieMessage("tool calls are run by the agent's own steps")
           }
           const started = performance.now()
-          const response = yield* LanguageModel.generateText({
-            prompt: Prompt.make([{ role: "system", content: SYSTEM(connection) }, ...conversation]),
-            toolkit,
-            disableToolCallResolution: true
-          }).pipe(
+          const prompt = Prompt.make([{ role: "system", content: SYSTEM(connection) }, ...conversation])
+          // The text reaches the run's followers as it streams, a few pieces at a time; each attempt writes it from offset 0.
+          const response = yield* LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }).pipe(
+            Stream.groupedWithin(STREAM_BATCH, STREAM_FLUSH),
+            Stream.runFoldEffect(emptyReply(), (reply, parts) => {
+              const offset = reply.text.length
+              const next = Chunk.reduce(parts, reply, addPart)
+              return next.failed !== undefined
+                ? Effect.fail(streamFailure(next.failed))
+                : next.text.length > offset
+                  ? Effect.as(feed.streamed(runId, turn, offset, next.text.slice(offset)), next)
+                  : Effect.succeed(next)
+            }),
+            Effect.filterOrFail(
+              (reply) => reply.usage !== undefined,
+              () => streamFailure("The model's answer ended before it was finished")
+            ),
             Effect.provideService(LanguageModel.LanguageModel, choice.model),
             Effect.timeoutFail({ duration: MODEL_CALL_TIMEOUT, onTimeout: () => new AiError.UnknownError({ module: "AgentRun", method: "think", description: "timeout" }) }),
             Effect.retry(modelRetry),
             Effect.catchAll((error) => stop(orgId, runId, "failed", "model_error", modelFailure(error)))
           )
-          const inputTokens = response.usage.inputTokens ?? 0
-          const outputTokens = response.usage.outputTokens ?? 0
+          const inputTokens = response.usage?.inputTokens ?? 0
+          const outputTokens = response.usage?.outputTokens ?? 0
           const costUsd = costOf(choice.price, inputTokens, outputTokens)
-          const toolCallsAsked = response.toolCalls.map((call) => ({ id: call.id, name: call.name, params: call.params }))
+          const toolCallsAsked = response.toolCalls
           yield* writeEvent(
             orgId,
             runId,

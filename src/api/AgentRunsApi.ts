@@ -17,7 +17,7 @@ export const EventParams = Schema.Struct({
 export const withEventStream = withAlternateContent(
   "text/event-stream",
   { type: "string" },
-  "The events: one JSON list, or with `Accept: text/event-stream` a server-sent event per run event as it is written (`id` is its `seq`; `Last-Event-ID` resumes), ending with the run's end."
+  "The events: one JSON list, or with `Accept: text/event-stream` a server-sent event per run event as it is written (`id` is its `seq`; `Last-Event-ID` resumes), ending with the run's end; between them, to callers with the query scope, `text_delta` events without an id carry the model's text as it streams (`{turn, offset, text}`; offset 0 starts the turn's text again), not kept."
 )
 
 export class AgentRunsApi extends HttpApiGroup.make("agentRuns")

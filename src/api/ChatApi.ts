@@ -86,7 +86,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .addError(InvalidRequest)
       .annotate(RequiredScope, "read")
       .annotate(OpenApi.Transform, withEventStream)
-      .annotateContext(docs("Follow a run", "The run's events as JSON, or with `Accept: text/event-stream` as server-sent events until it ends (`Last-Event-ID` resumes)."))
+      .annotateContext(docs("Follow a run", "The run's events as JSON, or with `Accept: text/event-stream` as server-sent events until it ends (`Last-Event-ID` resumes), with the model's text as it streams in `text_delta` events."))
   )
   .add(
     HttpApiEndpoint.post("cancel", "/chat/conversations/:id/runs/:run_id/cancel")

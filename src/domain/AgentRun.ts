@@ -77,3 +77,15 @@ export const AgentRunEvent = Schema.Struct({
   created_at: Schema.Date
 })
 export type AgentRunEvent = typeof AgentRunEvent.Type
+
+/**
+ * A piece of the text the model is writing in turn `turn`, at character `offset` of that turn's
+ * text, sent to a run's followers as it streams and not kept (the turn's model_call event holds the
+ * whole text). Offset 0 starts the turn's text again: a model call that was retried writes it anew.
+ */
+export interface RunTextDelta {
+  readonly type: "text_delta"
+  readonly turn: number
+  readonly offset: number
+  readonly text: string
+}

@@ -1,6 +1,6 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Stream } from "effect"
-import type { AgentRunEvent } from "../domain/AgentRun"
+import type { AgentRunEvent, RunTextDelta } from "../domain/AgentRun"
 import type { Principal } from "../domain/Principal"
 import type { AgentRuns } from "../services/AgentRuns"
 import { credentialLost } from "../services/Queries"
@@ -10,9 +10,16 @@ const EVENT_STREAM = "text/event-stream"
 const KEEP_ALIVE = Duration.seconds(15)
 const encoder = new TextEncoder()
 
-/** One server-sent event per run event: its seq as the id a client resumes from with Last-Event-ID. */
-const sse = (event: AgentRunEvent) =>
-  encoder.encode(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify({ seq: event.seq, type: event.type, data: event.data, created_at: event.created_at })}\n\n`)
+/**
+ * One server-sent event per run event, its seq the id a client resumes from with Last-Event-ID; the
+ * model's streaming text as `text_delta` events without an id (they are not kept, so not resumed).
+ */
+const sse = (event: AgentRunEvent | RunTextDelta) =>
+  encoder.encode(
+    !("seq" in event)
+      ? `event: text_delta\ndata: ${JSON.stringify({ turn: event.turn, offset: event.offset, text: event.text })}\n\n`
+      : `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify({ seq: event.seq, type: event.type, data: event.data, created_at: event.created_at })}\n\n`
+  )
 
 /** The seq a client resumes after: digits only (Number would take "1e3" for 1000 and skip events). */
 const lastEventId = (header: string | undefined) => (header !== undefined && /^\d{1,15}$/.test(header) ? Number(header) : undefined)

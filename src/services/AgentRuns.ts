@@ -3,7 +3,16 @@ import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
 import { Chunk, Effect, Exit, Option, Stream } from "effect"
 import { AgentRunWorkflow, type Decision, decisionFor } from "../../actors/jobs/AgentRunWorkflow"
 import { JobRuntime } from "../../layers/JobRuntime"
-import { type AgentRun, type AgentRunEvent, DEFAULT_MAX_TURNS, type PatchAgentRun, type RunStatus, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
+import {
+  type AgentRun,
+  type AgentRunEvent,
+  DEFAULT_MAX_TURNS,
+  type PatchAgentRun,
+  type RunStatus,
+  type RunTextDelta,
+  type StartAgentRun,
+  TERMINAL_STATUSES
+} from "../domain/AgentRun"
 import { Conflict, Forbidden, InsufficientScope, NotFound, Unavailable } from "../domain/Errors"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
@@ -132,8 +141,12 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
      * The run's events from after `afterSeq` as they are written, ending with its last (a run's end
      * is its last event).
      */
-    const follow = (principal: Principal, id: string, afterSeq: number) =>
-      Stream.paginateChunkEffect(afterSeq, (after) =>
+    /**
+     * A run's events from `afterSeq` to its end, as they are written, with the model's text as it
+     * streams in between (to callers who may see what the model writes).
+     */
+    const follow = (principal: Principal, id: string, afterSeq: number): Stream.Stream<AgentRunEvent | RunTextDelta, NotFound | Unavailable> => {
+      const events = Stream.paginateChunkEffect(afterSeq, (after) =>
         repo.events(principal.orgId, id, after, FOLLOW_BATCH).pipe(
           storeDown,
           Effect.flatMap((batch) => {
@@ -151,6 +164,8 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           })
         )
       )
+      return mayQuery(principal) ? Stream.merge(events, feed.texts(id), { haltStrategy: "left" }) : events
+    }
 
     /** Hands the waiting run the user's decision (or its cancellation) at the step it waits at. */
     const resume = (principal: Principal, runId: string, step: string, decision: Decision) =>

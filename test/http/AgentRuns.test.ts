@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
-import { followSse } from "../support/Sse"
+import { followSse, type SseEvent } from "../support/Sse"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
@@ -10,6 +10,13 @@ const MODEL_KEY = "sk-ant-test-0a1b2c3d4e5f-never-in-a-prompt"
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 type Script = (request: ModelRequest, index: number) => ModelReply | Promise<ModelReply>
+
+/** Each turn's text as a follower puts it together from the text_delta events: a piece at offset 0 starts it again. */
+const textsOf = (events: ReadonlyArray<SseEvent>) => {
+  const texts = new Map<number, string>()
+  for (const { event, data } of events) if (event === "text_delta") texts.set(data.turn, (texts.get(data.turn) ?? "").slice(0, data.offset) + data.text)
+  return texts
+}
 
 describe("agent runs: the built-in agent as a durable job, through the governed path (issue 19)", () => {
   let gateway: Gateway
@@ -69,6 +76,41 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     return release
   }
 
+  it.skipIf(skip)("the answer streams in as the model writes it, to followers who may see it; a stream that breaks off is retried from its start", async () => {
+    const answer = "Ada and Grace placed 21 orders each, 42 in all."
+    let calls = 0
+    // The answer starts once the followers are surely listening: a piece sent before would not reach them.
+    script = () => sleep(calls++ === 0 ? 500 : 0).then(() => (calls === 1 ? { text: answer, paceMs: 120, breakOff: true } : { text: answer, paceMs: 120 }))
+    const started = await start({ prompt: "Orders per customer?" })
+    const reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "stream reader", scopes: ["read"] } })).json.key
+    const arrivals: Array<{ readonly event: string; readonly at: number }> = []
+    const followed = followSse(gateway.url, `/api/agent-runs/${started.json.id}/events`, runner)
+    const readerFollowed = followSse(gateway.url, `/api/agent-runs/${started.json.id}/events`, reader)
+    const seen = setInterval(() => {
+      for (const event of followed.events.slice(arrivals.length)) arrivals.push({ event: event.event, at: Date.now() })
+    }, 10)
+    expect(await followed.ended).toEqual({ status: 200, broken: false })
+    clearInterval(seen)
+    for (const event of followed.events.slice(arrivals.length)) arrivals.push({ event: event.event, at: Date.now() })
+    expect(await ended(started.json.id)).toMatchObject({ status: "completed", answer, turns: 1 })
+
+    const deltas = followed.events.filter((e) => e.event === "text_delta")
+    // Word by word, not all at the end: the first piece came well before the run's end.
+    expect(deltas.length).toBeGreaterThan(5)
+    const firstPiece = arrivals.find((a) => a.event === "text_delta")!.at
+    expect(arrivals.find((a) => a.event === "completed")!.at - firstPiece).toBeGreaterThan(500)
+    // The broken-off attempt's text was started again from offset 0; the pieces add up to the answer.
+    expect(deltas.filter((e) => e.data.offset === 0)).toHaveLength(2)
+    expect(deltas.every((e) => e.id === null && e.data.turn === 0)).toBe(true)
+    expect(textsOf(followed.events)).toEqual(new Map([[0, answer]]))
+    expect(followed.events.filter((e) => e.event !== "text_delta").map((e) => e.event)).toEqual(["model_call", "completed"])
+
+    // A key without the query scope follows the run's steps, never the model's words.
+    await readerFollowed.ended
+    expect(readerFollowed.events.map((e) => e.event)).toEqual(["model_call", "completed"])
+    expect(JSON.stringify(readerFollowed.events)).not.toContain("Grace")
+  }, 30_000)
+
   it.skipIf(skip)("answers a question with schema_search and query_database: audited under the run, PII masked in what the model saw", async () => {
     script = (req) => {
       const results = req.toolResults
@@ -126,8 +168,11 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
 
     // The event stream a client followed from the start: every event once, in order, and it ended with the run.
     expect(await followed.ended).toEqual({ status: 200, broken: false })
-    expect(followed.events.map((e) => [e.id, e.event])).toEqual(steps.map((e) => [String(e.seq), e.type]))
-    expect(followed.events.at(-1)!.data.data).toEqual({ answer: "Ada has 21 orders and Grace has 21." })
+    const recorded = followed.events.filter((e) => e.event !== "text_delta")
+    expect(recorded.map((e) => [e.id, e.event])).toEqual(steps.map((e) => [String(e.seq), e.type]))
+    expect(recorded.at(-1)!.data.data).toEqual({ answer: "Ada has 21 orders and Grace has 21." })
+    // The model's text came as it streamed too, each turn's pieces adding up to what its model_call event keeps.
+    expect(textsOf(followed.events)).toEqual(new Map([[0, "Looking for the tables."], [2, "Ada has 21 orders and Grace has 21."]]))
     // Resumed after the fourth event with Last-Event-ID: the rest, and nothing twice.
     const resumed = followSse(gateway.url, `/api/agent-runs/${started.json.id}/events`, runner, "4")
     await resumed.ended

@@ -95,7 +95,9 @@ describe("chat: conversations whose messages start governed agent runs, approval
     release()
     expect(await ended(first.json.run.id)).toMatchObject({ status: "completed", answer: "There are 42 orders." })
     expect(await followed.ended).toEqual({ status: 200, broken: false })
-    expect(followed.events.map((e) => e.event)).toEqual(["model_call", "tool_call", "model_call", "completed"])
+    expect(followed.events.filter((e) => e.id !== null).map((e) => e.event)).toEqual(["model_call", "tool_call", "model_call", "completed"])
+    // The conversation's route streams the answer's text as the agent's own route does.
+    expect(followed.events.filter((e) => e.event === "text_delta").map((e) => e.data.text).join("")).toBe("There are 42 orders.")
 
     // Named by its first message's first line; the messages are the prompt and the answer.
     expect((await api(`/api/chat/conversations/${conversation}`)).json.title).toBe("How many orders are there?")

@@ -64,7 +64,7 @@ describe.skipIf(skip)("the Chat and Agent runs pages in a real browser (issue 19
         if (req.toolResults.length === 0) {
           return { text: "Counting.", toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select c.name, c.email, count(*) as orders from customers c join orders o on o.customer_id = c.id group by 1, 2 order by 1" } }] }
         }
-        return { text: "Ada has 21 orders and Grace has 21." }
+        return { text: "Ada has 21 orders and Grace has 21.", paceMs: 250 }
       }
       await page.getByRole("button", { name: "New conversation" }).click()
       await page.getByLabel("Message", { exact: true }).fill("How many orders does each customer have?")
@@ -73,12 +73,22 @@ describe.skipIf(skip)("the Chat and Agent runs pages in a real browser (issue 19
       await approval.waitFor()
       await approval.getByText("select c.name, c.email").waitFor()
       await approval.getByRole("button", { name: "Approve" }).click()
+      // The answer streams in word by word before the run ends.
+      const writing = page.getByLabel("The agent is writing")
+      await writing.waitFor()
+      const partial = (await writing.textContent()) ?? ""
+      expect(partial.length).toBeGreaterThan(0)
+      expect("Ada has 21 orders and Grace has 21.".startsWith(partial)).toBe(true)
+      expect(partial).not.toBe("Ada has 21 orders and Grace has 21.")
       await page.getByText("Ada has 21 orders and Grace has 21.").waitFor()
+      await writing.waitFor({ state: "detached" })
       const steps = page.getByRole("list", { name: "Steps" }).first()
       await steps.getByText("query_database").waitFor()
       await steps.getByText("2 rows").waitFor()
       await steps.getByText("masked: email").waitFor()
       await steps.getByText("approved").waitFor()
+      // What the model said on its way to the tool is part of its step.
+      await steps.getByText("Counting.").waitFor()
       expect(await page.content()).not.toContain("ada@example.com")
       expect(fake.received.every((r) => r.headers["x-api-key"] === MODEL_KEY)).toBe(true)
       // The conversation is named by the question.

@@ -6,15 +6,25 @@ export interface RunEvent {
   readonly created_at: string
 }
 
+/** A piece of the text the model is writing, as it streams (not kept: a follower that joins late sees the turn's text in its model_call event). */
+export interface RunTextDelta {
+  readonly turn: number
+  readonly offset: number
+  readonly text: string
+}
+
+/** A turn's text with `delta` put in: a piece at offset 0 starts it again (the model call was retried). */
+export const withDelta = (text: string, delta: RunTextDelta) => text.slice(0, delta.offset) + delta.text
+
 const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
 const RECONNECT_MS = 1_000
 
 /**
  * Follows a run's events as server-sent events read through fetch (EventSource cannot send the
  * key in a header), from the start, resuming with Last-Event-ID when the connection drops, until
- * the run's end or `stop()`.
+ * the run's end or `stop()`; the model's text as it streams goes to `onText`.
  */
-export const followRun = (key: string, path: string, onEvent: (event: RunEvent) => void): (() => void) => {
+export const followRun = (key: string, path: string, onEvent: (event: RunEvent) => void, onText: (delta: RunTextDelta) => void = () => {}): (() => void) => {
   const abort = new AbortController()
   let last = 0
   const readOnce = async () => {
@@ -37,6 +47,10 @@ export const followRun = (key: string, path: string, onEvent: (event: RunEvent) 
         boundary = buffered.indexOf("\n\n")
         const data = block.split("\n").find((line) => line.startsWith("data: "))
         if (data === undefined || block.startsWith("event: error")) continue
+        if (block.startsWith("event: text_delta")) {
+          onText(JSON.parse(data.slice(6)) as RunTextDelta)
+          continue
+        }
         const event = JSON.parse(data.slice(6)) as RunEvent
         last = event.seq
         onEvent(event)

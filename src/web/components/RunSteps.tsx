@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react"
 import { formatUsd } from "../../domain/Usd"
-import { followRun, type RunEvent } from "../client/RunEvents"
+import { followRun, type RunEvent, withDelta } from "../client/RunEvents"
 import { useSession } from "../client/SessionContext"
 
 const text = (value: unknown) => (typeof value === "string" ? value : "")
@@ -32,6 +32,8 @@ const Step = ({ event }: { readonly event: RunEvent }) => {
           <span className="muted small">
             {Number(d["input_tokens"] ?? 0)} in / {Number(d["output_tokens"] ?? 0)} out tokens · {usd(d["cost_usd"])} · {Number(d["duration_ms"] ?? 0)} ms
           </span>
+          {/* What the model said on its way to a tool; its last turn's text is the answer, shown below the steps. */}
+          {Array.isArray(d["tool_calls"]) && d["tool_calls"].length > 0 && text(d["text"]) !== "" && <p className="small">{text(d["text"])}</p>}
         </li>
       )
     case "approval_requested":
@@ -70,23 +72,44 @@ const Step = ({ event }: { readonly event: RunEvent }) => {
   }
 }
 
-/** A run's steps as they happen (followed over server-sent events), calling `onEvent` for each so the page can catch up. */
-export const RunSteps = ({ path, onEvent }: { readonly path: string; readonly onEvent?: (event: RunEvent) => void }) => {
+/**
+ * A run's steps as they happen (followed over server-sent events), calling `onEvent` for each so
+ * the page can catch up, and the model's text as it writes it until the run's answer is shown.
+ */
+export const RunSteps = ({ path, answered, onEvent }: { readonly path: string; readonly answered: boolean; readonly onEvent?: (event: RunEvent) => void }) => {
   const session = useSession()
   const [events, setEvents] = useState<ReadonlyArray<RunEvent>>([])
+  const [writing, setWriting] = useState<{ readonly turn: number; readonly text: string } | null>(null)
   useEffect(() => {
     setEvents([])
-    return followRun(session.key, path, (event) => {
-      setEvents((seen) => (seen.some((e) => e.seq === event.seq) ? seen : [...seen, event]))
-      onEvent?.(event)
-    })
+    setWriting(null)
+    return followRun(
+      session.key,
+      path,
+      (event) => {
+        setEvents((seen) => (seen.some((e) => e.seq === event.seq) ? seen : [...seen, event]))
+        // A turn that went on to a tool is a step now; the last one stays until the answer replaces it.
+        if (event.type === "model_call" && Array.isArray(event.data["tool_calls"]) && event.data["tool_calls"].length > 0) setWriting(null)
+        onEvent?.(event)
+      },
+      (delta) => setWriting((current) => ({ turn: delta.turn, text: withDelta(current?.turn === delta.turn ? current.text : "", delta) }))
+    )
   }, [session.key, path])
   const shown = events.filter((e) => e.type !== "completed")
-  return shown.length === 0 ? null : (
-    <ol className="steps" aria-label="Steps">
-      {shown.map((event) => (
-        <Step key={event.seq} event={event} />
-      ))}
-    </ol>
+  return (
+    <>
+      {shown.length > 0 && (
+        <ol className="steps" aria-label="Steps">
+          {shown.map((event) => (
+            <Step key={event.seq} event={event} />
+          ))}
+        </ol>
+      )}
+      {!answered && writing !== null && (
+        <p className="answer writing" aria-live="polite" aria-label="The agent is writing">
+          {writing.text}
+        </p>
+      )}
+    </>
   )
 }

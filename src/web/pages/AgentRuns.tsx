@@ -65,7 +65,7 @@ export const AgentRunsPage = () => {
                       {open === run.id && (
                         <tr>
                           <td colSpan={8}>
-                            <RunSteps path={`/api/agent-runs/${run.id}/events`} />
+                            <RunSteps path={`/api/agent-runs/${run.id}/events`} answered={run.answer !== null} />
                             {run.answer !== null && <p className="answer">{run.answer}</p>}
                           </td>
                         </tr>

@@ -151,7 +151,7 @@ const MessageView = ({ conversation, message, onChange }: { readonly conversatio
   return (
     <li className="message assistant" aria-busy={live}>
       <span className="visually-hidden">Agent: </span>
-      <RunSteps path={`/api/chat/conversations/${conversation}/runs/${message.run_id}/events`} {...(live ? { onEvent: onChange } : {})} />
+      <RunSteps path={`/api/chat/conversations/${conversation}/runs/${message.run_id}/events`} answered={message.content !== null} {...(live ? { onEvent: onChange } : {})} />
       {message.content !== null && <p className="answer">{message.content}</p>}
       {message.status === "running" || message.status === "queued" ? (
         <p className="muted" role="status">
