@@ -1,13 +1,11 @@
 import * as os from "node:os"
 import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "@effect/ai"
-import { Cause, Chunk, Duration, Effect, Either, JSONSchema, Option, Schedule, Schema, Stream } from "effect"
+import { Cause, Chunk, Duration, Effect, Either, identity, JSONSchema, Option, Schedule, Schema, Stream } from "effect"
 import { LanguageModels, costOf } from "../../layers/LanguageModels"
-import type { DbType } from "../../src/domain/Connection"
 import type { OrgId } from "../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import { type Principal, principalLabel } from "../../src/domain/Principal"
 import type { Scope } from "../../src/domain/Scope"
-import { cteAlone, splitCtes } from "../../src/governance/CteSplit"
 import { childQueryRow } from "../../src/http/AuditRow"
 import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "../../src/mcp/McpTool"
 import { McpTools } from "../../src/mcp/McpTools"
@@ -17,7 +15,7 @@ import type { AuditInsert } from "../../src/repos/AuditRepo"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { Audit } from "../../src/services/Audit"
-import { Connections } from "../../src/services/Connections"
+import { QueryPlanning } from "../../src/services/Queries"
 import { RunEventsFeed } from "../../src/services/RunEventsFeed"
 import { Secrets } from "../../src/services/Secrets"
 import { AppConfig } from "../../layers/AppConfig"
@@ -30,19 +28,6 @@ const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 // Which runner did a step, for operators following a run across a failover.
 const RUNNER = `${os.hostname()}:${process.pid}`
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504, 529])
-/**
- * The tools that run statements the model wrote, and the statements each runs, whose cost is
- * estimated (and approved when high) first: debug_cte_query runs each CTE on its own, which a
- * plan of the whole statement would not count (PostgreSQL drops CTEs nothing reads).
- */
-const STATEMENTS_RUN_BY: Readonly<Record<string, (sql: string, dbType: DbType | null) => ReadonlyArray<string>>> = {
-  query_database: (sql) => [sql],
-  debug_cte_query: (sql, dbType) => {
-    const list = dbType === null ? undefined : splitCtes(sql, dbType)
-    return list === undefined || list.ctes.length === 0 ? [sql] : list.ctes.map((_, index) => cteAlone(list, index))
-  }
-}
-const ESTIMATOR = "explain_query"
 // Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
 const HISTORY_EXCHANGES = 20
 const HISTORY_ANSWER_CHARS = 8_000
@@ -142,7 +127,6 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     const toolCalls = yield* ToolCalls
     const audit = yield* Audit
     const config = yield* AppConfig
-    const connections = yield* Connections
     const feed = yield* RunEventsFeed
     /** Writes a step's event (once), and wakes this process's followers of the run. */
     const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(runId)))
@@ -295,7 +279,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         }))
       )
 
-    const auditRow = (principal: Principal, runId: string, step: string, record: ToolCallRecord, durationMs: number): AuditInsert => ({
+    const auditRow = (principal: Principal, runId: string, step: string, record: ToolCallRecord, durationMs: number, plannedOnly: boolean): AuditInsert => ({
       timestamp: Math.floor(Date.now() / 1000),
       org_id: principal.orgId,
       principal: principalLabel(principal),
@@ -314,14 +298,14 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
       client_ip: null,
       user_agent: null,
       request_id: record.requestId,
-      details: { ...record.details, run_id: runId, step }
+      details: { ...record.details, run_id: runId, step, ...(plannedOnly ? { planned_only: true } : {}) }
     })
 
     /**
      * Runs one tool of the MCP tool table as any client's call runs: scope, limits, decoding, the
      * governed executor, and audit rows tied to the run and step.
      */
-    const runTool = (principal: Principal, runId: string, step: string, name: string, params: unknown) =>
+    const runTool = (principal: Principal, runId: string, step: string, name: string, params: unknown, planning?: QueryPlanning["Type"]) =>
       Effect.gen(function* () {
         const found: McpTool | undefined = byName.get(name)
         const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
@@ -330,10 +314,10 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         const outcome: Either.Either<ToolOutput, ToolFailure> =
           tool === undefined
             ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
-            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params))
+            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params)).pipe(planning === undefined ? identity : Effect.provideService(QueryPlanning, planning))
         const durationMs = performance.now() - started
         if (tool !== undefined) {
-          const row = auditRow(principal, runId, step, record, durationMs)
+          const row = auditRow(principal, runId, step, record, durationMs, planning !== undefined)
           const children = [...record.childQueries.values()].map((child) => childQueryRow(row, { ...child, parent: { ...child.parent, run_id: runId, step } }))
           yield* audit.record(record.dialect ?? null, row, ...children).pipe(Effect.orDie)
         }
@@ -341,30 +325,25 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
       })
 
     /**
-     * Before a statement the model wrote runs: its cost estimated (the plan, through the same tool
-     * path and audit), and the run set waiting for the user's approval when the estimate is over the
-     * per-query threshold or would take the conversation's estimated spend past its budget. An
-     * estimate that cannot be made (no plan, a refused statement) asks nothing: the call itself then
-     * fails or runs under the budgets.
+     * Before a tool that reads rows (the query scope) runs: the tool itself run with each of its
+     * statements planned instead of run (through the same tool path and audit), and the run set
+     * waiting for the user's approval when the statements' estimated cost is over the per-query
+     * threshold or would take the conversation's estimated spend past its budget. An estimate that
+     * cannot be made (no plan, a refused statement) asks nothing: the call itself then fails or runs
+     * under the budgets.
      */
     const estimate = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest) =>
       guarded(
         orgId,
         runId,
         Effect.gen(function* () {
-          const params = call.params as { readonly connection_name?: unknown; readonly sql?: unknown } | null
-          const statementsOf = Object.hasOwn(STATEMENTS_RUN_BY, call.name) ? STATEMENTS_RUN_BY[call.name] : undefined
-          if (statementsOf === undefined || typeof params?.connection_name !== "string" || typeof params.sql !== "string") return { estimatedUsd: null, needsApproval: false }
-          const connectionName = params.connection_name
+          if (byName.get(call.name)?.scope !== "query") return { estimatedUsd: null, needsApproval: false }
           const stored = yield* load(orgId, runId)
           const principal = yield* actingAs(stored)
-          const statements = statementsOf(params.sql, yield* connections.dialectIn(orgId, connectionName))
-          const estimates = yield* Effect.forEach(statements, (sql, index) =>
-            Effect.map(runTool(principal, runId, statements.length === 1 ? `estimate/${step}` : `estimate/${step}/${index}`, ESTIMATOR, { connection_name: connectionName, sql }), (planned) =>
-              Either.match(planned.outcome, { onLeft: () => undefined, onRight: (output) => output.structured?.["estimated_usd"] })
-            )
-          )
-          const known = estimates.filter((usd): usd is number => typeof usd === "number")
+          const plans: Array<{ readonly sql: string; readonly estimated_usd: number | null }> = []
+          const planning = { planned: (plan: (typeof plans)[number]) => Effect.sync(() => plans.push(plan)) }
+          const planned = yield* runTool(principal, runId, `estimate/${step}`, call.name, call.params, planning)
+          const known = plans.flatMap((plan) => (plan.estimated_usd === null ? [] : [plan.estimated_usd]))
           if (known.length === 0) return { estimatedUsd: null, needsApproval: false }
           const usd = known.reduce((sum, each) => sum + each, 0)
           const spent = yield* repo.estimatedSpend(orgId, stored.run.conversation_id, runId)
@@ -375,7 +354,15 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
                 ? `estimated at ${formatUsd(usd)}, which takes the ${stored.run.conversation_id === null ? "run" : "conversation"}'s query spend (${formatUsd(spent)} so far) past its $${config.agentConversationBudgetUsd} budget`
                 : null
           if (reason === null) return { estimatedUsd: usd, needsApproval: false }
-          const pending = { kind: "query_approval" as const, step, tool: call.name, connection_name: params.connection_name, sql: params.sql, estimated_usd: usd, reason }
+          const pending = {
+            kind: "query_approval" as const,
+            step,
+            tool: call.name,
+            connection_name: planned.record.connection ?? "",
+            sql: plans.map((plan) => plan.sql).join(";\n"),
+            estimated_usd: usd,
+            reason
+          }
           yield* writeEvent(orgId, runId, `estimate/${step}`, "approval_requested", pending)
           yield* repo.setStatus(orgId, runId, "waiting_for_query_approval", { pending })
           return { estimatedUsd: usd, needsApproval: true }
@@ -458,5 +445,5 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
 
     return { begin, think, estimate, callTool, ask, decided, complete, fail } as const
   }),
-  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default, Connections.Default]
+  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default]
 }) {}

@@ -91,7 +91,16 @@ const parseJson = (value: unknown): unknown => {
   }
 }
 
-type PgNode = { "Node Type"?: string; "Relation Name"?: string; "Parent Relationship"?: string; "Plan Rows"?: number; "Total Cost"?: number; Plans?: Array<PgNode> }
+type PgNode = {
+  "Node Type"?: string
+  "Relation Name"?: string
+  "Parent Relationship"?: string
+  "Plan Rows"?: number
+  "Total Cost"?: number
+  "Parallel Aware"?: boolean
+  "Workers Planned"?: number
+  Plans?: Array<PgNode>
+}
 
 /**
  * How many times a child of `node` runs for each run of `node`: a nested loop's inner side once
@@ -104,20 +113,41 @@ const runsPerParentRun = (node: PgNode, child: PgNode) => {
   return child["Parent Relationship"] === "SubPlan" ? Math.max(1, node["Plan Rows"] ?? 1) : 1
 }
 
+// Nodes that read all their input before their first row, whatever a Limit above them asks for (conservatively: some aggregates stream).
+const READS_ALL_FIRST: ReadonlySet<string> = new Set(["Sort", "Incremental Sort", "Aggregate", "Hash", "SetOp", "WindowAgg"])
+
+/** PostgreSQL's parallel divisor: a parallel-aware node's rows are per process, the workers' and the leader's share. */
+const parallelDivisor = (workers: number) => workers + Math.max(0, 1 - 0.3 * workers)
+
 const postgresSummary = (plan: unknown): Omit<PlanSummary, "estimated_usd"> => {
   const root = (Array.isArray(plan) ? (plan[0] as { Plan?: PgNode })?.Plan : undefined) ?? {}
   const warnings: Array<string> = []
   // Rows read by the plan's leaves, each times the runs of the loops it is in (a plan states rows per run).
   let scanned = 0
-  const walk = (node: PgNode, runs: number) => {
-    if (node["Node Type"] === "Seq Scan" && (node["Plan Rows"] ?? 0) >= LARGE_SCAN_ROWS) {
-      warnings.push(`full scan of ${node["Relation Name"]} (about ${node["Plan Rows"]} rows)`)
+  // `share` is the part of a node's output that is read: a Limit stops a streaming subtree early,
+  // down to a node that reads all its input first. `parallel` turns a parallel-aware node's rows per process into rows.
+  const walk = (node: PgNode, runs: number, share: number, parallel: number) => {
+    const rows = (node["Plan Rows"] ?? 0) * (node["Parallel Aware"] === true ? parallel : 1)
+    if (node["Node Type"] === "Seq Scan" && rows * runs * share >= LARGE_SCAN_ROWS) {
+      warnings.push(`full scan of ${node["Relation Name"]} (about ${Math.round(rows)} rows)`)
     }
-    if ((node.Plans ?? []).length === 0) scanned += (node["Plan Rows"] ?? 0) * runs
-    for (const child of node.Plans ?? []) walk(child, runs * runsPerParentRun(node, child))
+    if ((node.Plans ?? []).length === 0) scanned += rows * runs * share
+    const type = node["Node Type"] ?? ""
+    const workers = type === "Gather" || type === "Gather Merge" ? parallelDivisor(node["Workers Planned"] ?? 0) : parallel
+    for (const child of node.Plans ?? []) {
+      const childShare = READS_ALL_FIRST.has(type) ? 1 : type === "Limit" ? share * Math.min(1, (node["Plan Rows"] ?? 0) / Math.max(1, child["Plan Rows"] ?? 1)) : share
+      walk(child, runs * runsPerParentRun(node, child), childShare, workers)
+    }
   }
-  walk(root, 1)
-  return { plan, estimated_rows: root["Plan Rows"] ?? null, estimated_cost: root["Total Cost"] ?? null, estimated_bytes: null, scanned_rows: scanned, warnings }
+  walk(root, 1, 1, 1)
+  return {
+    plan,
+    estimated_rows: root["Plan Rows"] ?? null,
+    estimated_cost: root["Total Cost"] ?? null,
+    estimated_bytes: null,
+    scanned_rows: Math.round(scanned),
+    warnings
+  }
 }
 
 type MysqlTable = { table_name?: string; access_type?: string; rows_examined_per_scan?: number; rows_produced_per_join?: number }

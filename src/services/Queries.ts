@@ -1,8 +1,8 @@
-import { Duration, Effect, Stream } from "effect"
+import { Context, Duration, Effect, Option, Stream } from "effect"
 import { InvalidRequest } from "../domain/Errors"
 import type { Usage } from "../domain/Budget"
 import type { Principal } from "../domain/Principal"
-import { type ExplainRequest, type QueryRequest, type QueryStreamPart, ROW_LIMITS, STREAMED_ROW_LIMIT, STREAMING_HINT, type Surface } from "../domain/Query"
+import { type ExplainRequest, type QueryRequest, type QueryResponse, type QueryStreamPart, ROW_LIMITS, STREAMED_ROW_LIMIT, STREAMING_HINT, type Surface } from "../domain/Query"
 import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { Budgets } from "./Budgets"
@@ -28,6 +28,16 @@ export interface ChildQueryContext {
   readonly session?: string | undefined
 }
 
+/**
+ * While provided, `run` reads each statement's plan instead of running it (audited as a planned
+ * query) and tells `planned` its estimated cost, answering with no rows: what a tool would cost,
+ * learned by running the tool itself before it is allowed to read anything.
+ */
+export class QueryPlanning extends Context.Tag("sluice/QueryPlanning")<
+  QueryPlanning,
+  { readonly planned: (plan: { readonly sql: string; readonly estimated_usd: number | null }) => Effect.Effect<void> }
+>() {}
+
 // Keys are cached for 500 ms, so a key deleted anywhere stops its streams within 1.5 s.
 const RECHECK_INTERVAL = Duration.seconds(1)
 
@@ -36,6 +46,22 @@ export const credentialLost = (recheck: NonNullable<QueryContext["recheck"]>) =>
   Effect.forever(Effect.delay(recheck, RECHECK_INTERVAL)).pipe(
     Effect.mapError((error) => ({ code: error.code, message: `The stream stopped: ${error.message}` }))
   )
+
+/** The answer of a statement that was planned, not run: no rows. */
+const nothingRan = (plan: { readonly query_id: string; readonly tables: QueryResponse["tables"] }): QueryResponse => ({
+  query_id: plan.query_id,
+  columns: [],
+  rows: [],
+  row_count: 0,
+  completeness: "complete",
+  truncated_at: null,
+  execution_ms: 0,
+  bytes_scanned: null,
+  cached: false,
+  pii_masked: [],
+  tables: plan.tables,
+  budget: null
+})
 
 /** Governed read-only SQL for REST and MCP callers: resolves the caller's connection and limits, then runs the executor. */
 export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
@@ -105,8 +131,15 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
      * caller's scope: for a request, until its response has been written.
      */
     const run = (principal: Principal, request: QueryRequest, context: QueryContext) =>
-      Effect.flatMap(prepare(principal, request, context), (query) =>
-        budgets.withReservation(principal, request.session, query.rowLimit, (reservation) =>
+      Effect.gen(function* () {
+        const query = yield* prepare(principal, request, context)
+        const planning = yield* Effect.serviceOption(QueryPlanning)
+        if (Option.isSome(planning)) {
+          const plan = yield* executor.explain(query, context.report)
+          yield* planning.value.planned({ sql: query.sql, estimated_usd: plan.estimated_usd })
+          return nothingRan(plan)
+        }
+        return yield* budgets.withReservation(principal, request.session, query.rowLimit, (reservation) =>
           Effect.gen(function* () {
             const facts = factsOf(context)
             const outcome = yield* executor.run({ ...query, rowLimit: reservation.rowCap }, facts.report)
@@ -116,7 +149,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
             return { ...outcome, budget }
           })
         )
-      )
+      })
 
     /** `run` for one of a request's several queries, at most `rowLimit` rows, audited under the request with its own SQL. */
     const runChild = (principal: Principal, connectionName: string, sql: string, rowLimit: number, context: ChildQueryContext) =>

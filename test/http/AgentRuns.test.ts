@@ -182,11 +182,19 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     const audit = (await request(gateway.url, "/api/audit?limit=50", { key: admin })).json.items.filter(
       (row: any) => row.details?.run_id === started.json.id || row.details?.parent?.run_id === started.json.id
     )
-    // schema_search; the query's estimate (explain_query) and its plan; query_database and its query.
+    // schema_search; the query's estimate (query_database with its statement planned, not run) and its plan; query_database and its query.
     expect(audit.map((row: any) => row.event_type).sort()).toEqual(["agent_tool_call", "agent_tool_call", "agent_tool_call", "query", "query"])
-    expect(audit.filter((row: any) => row.event_type === "agent_tool_call").map((row: any) => row.details.tool).sort()).toEqual(["explain_query", "query_database", "schema_search"])
+    expect(audit.filter((row: any) => row.event_type === "agent_tool_call").map((row: any) => `${row.details.tool} ${row.details.step}`).sort()).toEqual([
+      "query_database 1/0",
+      "query_database estimate/1/0",
+      "schema_search 0/0"
+    ])
     expect(new Set(audit.map((row: any) => row.key_id)).size).toBe(1)
-    expect(audit.find((row: any) => row.event_type === "query" && row.details.parent.tool === "query_database")).toMatchObject({ connection: "shop", outcome: "success", rows: 2 })
+    const queried = audit.filter((row: any) => row.event_type === "query")
+    expect(queried.map((row: any) => [row.details.parent.step, row.details.planned ?? false, row.rows]).sort()).toEqual([
+      ["1/0", false, 2],
+      ["estimate/1/0", true, null]
+    ])
   }, 30_000)
 
   it.skipIf(skip)("calls the model with the organization's own key when it set one (BYOK), else the gateway's", async () => {
@@ -231,9 +239,9 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     expect((await database.query<{ n: number }>("select count(*)::int as n from orders"))[0]!.n).toBe(42)
     const audit = (await request(gateway.url, "/api/audit?limit=20", { key: admin })).json.items.filter((row: any) => row.details?.run_id === started.json.id)
     // Refused at its estimate and again as the query itself.
-    expect(audit.sort((a: any, b: any) => a.details.tool.localeCompare(b.details.tool))).toMatchObject([
-      { event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked", details: { tool: "explain_query" } },
-      { event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked", details: { tool: "query_database" } }
+    expect(audit.sort((a: any, b: any) => b.details.step.localeCompare(a.details.step))).toMatchObject([
+      { event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked", details: { tool: "query_database", step: "estimate/0/0", planned_only: true } },
+      { event_type: "agent_tool_call", outcome: "refused", block_reason: "query_blocked", details: { tool: "query_database", step: "0/0" } }
     ])
   }, 30_000)
 

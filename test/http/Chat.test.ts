@@ -148,7 +148,12 @@ describe("chat: conversations whose messages start governed agent runs, approval
     expect(waiting.pending).toMatchObject({ kind: "query_approval", tool: "query_database", connection_name: "shop", sql: "select count(*) from big" })
     expect(waiting.pending.estimated_usd).toBeGreaterThan(QUERY_APPROVAL_USD)
     expect(waiting.pending.reason).toMatch(/over the \$0\.01 a query may cost without approval/)
-    expect((await auditOf(big)).filter((row: any) => row.details?.tool === "query_database" || row.details?.parent?.tool === "query_database")).toEqual([])
+    // Its estimate: the tool run with its statement planned, not run (a planned query, no rows).
+    const estimated = await auditOf(big)
+    expect(estimated.filter((row: any) => row.event_type === "query").map((row: any) => [row.details.planned, row.rows])).toEqual([[true, null]])
+    expect(estimated.filter((row: any) => row.event_type === "agent_tool_call").map((row: any) => [row.details.tool, row.details.step, row.details.planned_only])).toEqual([
+      ["query_database", "estimate/0/0", true]
+    ])
     const asked = (await api(`/api/agent-runs/${big}/events`)).json.items.at(-1)
     expect(asked).toMatchObject({ type: "approval_requested", data: { sql: "select count(*) from big" } })
     // The assistant's message says what it waits for.
@@ -181,29 +186,41 @@ describe("chat: conversations whose messages start governed agent runs, approval
     expect((await api(`${base}/runs/${mid}/approval`, { body: { decision: "decline" } })).status).toBe(200)
     const declined = await ended(mid)
     expect(declined).toMatchObject({ status: "completed", answer: expect.stringMatching(/^Done: declined The user declined to run this query/) })
-    expect((await auditOf(mid)).filter((row: any) => row.details?.tool === "query_database" || row.details?.parent?.tool === "query_database")).toEqual([])
+    const ranOf = async (run: string) => (await auditOf(run)).filter((row: any) => !String(row.details?.step ?? row.details?.parent?.step).startsWith("estimate/"))
+    expect((await ranOf(mid)).filter((row: any) => row.details?.tool === "query_database" || row.details?.parent?.tool === "query_database")).toEqual([])
     expect((await api(`/api/agent-runs/${mid}/events`)).json.items.find((e: any) => e.type === "approval")).toMatchObject({ data: { approved: false } })
 
-    // What a query costs is what it runs: each CTE debug_cte_query would run on its own, and a join's every loop.
-    for (const [tool, sql] of [
-      ["debug_cte_query", "with b as (select count(*) from big) select 1 where false"],
-      ["query_database", "select count(*) from orders a, orders b, orders c"]
+    // What a tool costs is what it runs, found by running the tool with its statements planned: each CTE
+    // debug_cte_query runs on its own, a join's every loop, and the scans the explore tools run for the model.
+    for (const [tool, args, statement] of [
+      ["debug_cte_query", { sql: "with b as (select count(*) from big) select 1 where false" }, /from big\)\nSELECT \* FROM b$/],
+      ["query_database", { sql: "select count(*) from orders a, orders b, orders c" }, /^select count\(\*\) from orders a, orders b, orders c$/],
+      ["explore_column", { table_name: "big", column: "v" }, /count\(distinct "v"\).*from "public"\."big"/s],
+      ["explore_columns", { table_name: "big" }, /count\(distinct "id"\).*from "public"\."big"/s]
     ] as const) {
-      script = (req) => (req.toolResults.length === 0 ? { toolCalls: [{ name: tool, args: { connection_name: "shop", sql } }] } : { text: "ok" })
+      script = (req) => (req.toolResults.length === 0 ? { toolCalls: [{ name: tool, args: { connection_name: "shop", ...args } }] } : { text: "ok" })
       const own = await converse()
       const costly = await say(own, `Run ${tool}`)
       const held = await until(costly, "waiting_for_query_approval")
-      expect(held.pending).toMatchObject({ tool, sql })
-      expect(held.pending.estimated_usd, sql).toBeGreaterThan(QUERY_APPROVAL_USD)
+      expect(held.pending).toMatchObject({ tool, connection_name: "shop" })
+      expect(held.pending.sql).toMatch(statement)
+      expect(held.pending.estimated_usd, tool).toBeGreaterThan(QUERY_APPROVAL_USD)
       expect((await api(`/api/chat/conversations/${own}/runs/${costly}/approval`, { body: { decision: "decline" } })).status).toBe(200)
       await ended(costly)
+      // Declined, nothing of it ran: its statements were only planned.
+      expect((await auditOf(costly)).filter((row: any) => row.event_type === "query").every((row: any) => row.details.planned === true)).toBe(true)
     }
 
-    // A small query in a new conversation asks nothing.
-    const small = await say(await converse(), "Count orders")
-    script = (req) => (req.toolResults.length === 0 ? { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select count(*) from orders" } }] } : { text: "42" })
-    expect(await ended(small)).toMatchObject({ status: "completed" })
-    expect((await api(`/api/agent-runs/${small}/events`)).json.items.map((e: any) => e.type)).not.toContain("approval_requested")
+    // A small query, or a sample (a few rows, however big the table), in a new conversation asks nothing.
+    for (const [tool, args] of [
+      ["query_database", { sql: "select count(*) from orders" }],
+      ["sample_table", { table_name: "big" }]
+    ] as const) {
+      script = (req) => (req.toolResults.length === 0 ? { toolCalls: [{ name: tool, args: { connection_name: "shop", ...args } }] } : { text: "ok" })
+      const small = await say(await converse(), `Run ${tool}`)
+      expect(await ended(small)).toMatchObject({ status: "completed" })
+      expect((await api(`/api/agent-runs/${small}/events`)).json.items.map((e: any) => e.type)).not.toContain("approval_requested")
+    }
   }, 60_000)
 
   it.skipIf(skip)("a clarification is answered and a run cancelled through the conversation's routes", async () => {

@@ -200,13 +200,18 @@ describe("POST /api/query: governed read-only SQL over HTTP", () => {
   it.skipIf(skip)("explains a statement without running it, with estimates and a warning for a large full scan", async () => {
     await database.query("create table big as select g as id, md5(g::text) as h from generate_series(1, 200000) g; analyze big")
     const explain = (body: Record<string, unknown>) => request(gateway.url, "/api/query/explain", { key: querier, body })
-    const plan = await explain({ connection_name: "pg", sql: "select * from big" })
+    const plan = await explain({ connection_name: "pg", sql: "select * from big order by h" })
     expect(plan.status).toBe(200)
     expect(plan.json.estimated_rows).toBeGreaterThan(0)
     expect(plan.json.estimated_cost).toBeGreaterThan(0)
     expect(plan.json.warnings).toEqual([expect.stringMatching(/^full scan of big \(about \d+ rows\)$/)])
+    expect(plan.json.scanned_rows).toBeGreaterThan(150_000)
     expect(plan.json.plan[0].Plan["Node Type"]).toBeDefined()
-    expect(plan.json).toMatchObject({ tables: ["big"], sql: "select * from big\nLIMIT 10001" })
+    expect(plan.json).toMatchObject({ tables: ["big"], sql: "select * from big order by h\nLIMIT 10001" })
+    // The row cap stops a plain scan early: it reads about the rows it may return, and warns of nothing.
+    const capped = await explain({ connection_name: "pg", sql: "select * from big" })
+    expect(capped.json.scanned_rows).toBeLessThan(20_000)
+    expect(capped.json.warnings).toEqual([])
 
     const indexed = await explain({ connection_name: "pg", sql: "select * from orders where id = 3" })
     expect(indexed.json.warnings).toEqual([])

@@ -152,13 +152,13 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
     const audit = (await request(living().url, "/api/audit?limit=100", { key: await localKey(living()) })).json.items.filter(
       (row: any) => row.details?.run_id === id || row.details?.parent?.run_id === id
     )
-    // Each query is estimated (explain_query, step estimate/…) before it runs: one row per step, none twice.
+    // Each query is estimated (the tool with its statement planned, step estimate/…) before it runs: one row per step, none twice.
     const toolRows = audit.filter((row: any) => row.event_type === "agent_tool_call")
     expect(toolRows.map((row: any) => `${row.details.tool} ${row.details.step}`).sort()).toEqual([
-      "explain_query estimate/0/0",
-      "explain_query estimate/1/0",
       "query_database 0/0",
-      "query_database 1/0"
+      "query_database 1/0",
+      "query_database estimate/0/0",
+      "query_database estimate/1/0"
     ])
     expect(audit.filter((row: any) => row.event_type === "query")).toHaveLength(4)
   }, 60_000)
