@@ -91,7 +91,7 @@ export class RunEventsFeed extends Effect.Service<RunEventsFeed>()("sluice/RunEv
       ).pipe(Effect.catchAllCause((cause) => Effect.logDebug("run text notification failed", cause)))
       yield* Effect.forkScoped(Effect.forever(send))
       const received = (payload: string) =>
-        Effect.sync(() => {
+        Effect.try(() => {
           const { o, r, t, n, d } = JSON.parse(payload) as { o: string; r: string; t: number; n: number; d: string }
           if (o !== ORIGIN && readers.has(r)) deliver(r, { type: "text_delta", turn: t, offset: n, text: d })
         })
