@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { AgentRunJob } from "../actors/jobs/AgentRunJob"
 import { AgentRunSteps } from "../actors/jobs/AgentRunSteps"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
+import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
 import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
 import { SchemaWatchLoop } from "../actors/loops/SchemaWatchLoop"
@@ -29,6 +30,9 @@ import { PiiDetector } from "../src/services/PiiDetector"
 import { Posture } from "../src/services/Posture"
 import { Queries } from "../src/services/Queries"
 import { RunEventsFeed } from "../src/services/RunEventsFeed"
+import { Knowledge } from "../src/services/Knowledge"
+import { KnowledgeSearch } from "../src/services/KnowledgeSearch"
+import { KnowledgeRepo } from "../src/repos/KnowledgeRepo"
 import { SchemaChanges } from "../src/services/SchemaChanges"
 import { SchemaContext } from "../src/services/SchemaContext"
 import { SchemaCuration } from "../src/services/SchemaCuration"
@@ -71,6 +75,9 @@ export const ServicesLive = Layer.mergeAll(
   ConnectorPools.Default,
   CredentialCipher.Default,
   Gate.Default,
+  Knowledge.Default,
+  KnowledgeRepo.Default,
+  KnowledgeSearch.Default,
   JobRuntime.Default,
   LanguageModels.Default,
   Leases.Default,
@@ -100,7 +107,16 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = AgentRunJob.pipe(Layer.provide(JobEngineLive))
 
 /** The single composition root: the HTTP server and every background loop, on one store; stopped within the shutdown deadline. */
-export const AppLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditRetentionLoop, HealthLoop, SchemaRefreshLoop, SchemaWatchLoop, ShutdownDeadline).pipe(
+export const AppLive = Layer.mergeAll(
+  HttpServerLive,
+  JobsLive,
+  AuditRetentionLoop,
+  HealthLoop,
+  KnowledgeRetentionLoop,
+  SchemaRefreshLoop,
+  SchemaWatchLoop,
+  ShutdownDeadline
+).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

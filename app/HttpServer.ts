@@ -16,6 +16,7 @@ import { SchemaHttp } from "../src/http/SchemaHttp"
 import { SchemaWatchesHttp } from "../src/http/SchemaWatchesHttp"
 import { AgentRunsHttp } from "../src/http/AgentRunsHttp"
 import { ChatHttp } from "../src/http/ChatHttp"
+import { KnowledgeHttp } from "../src/http/KnowledgeHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
@@ -43,6 +44,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     SchemaWatchesHttp,
     AgentRunsHttp,
     ChatHttp,
+    KnowledgeHttp,
     SecretsHttp,
     SystemHttp,
     PublicHttp,

@@ -80,6 +80,10 @@ const raw = Config.all({
   // An agent's query estimated above this, or taking its conversation's estimated query spend past the next, waits for the user's approval.
   agentQueryApprovalUsd: usd("SP_AGENT_QUERY_APPROVAL_USD", 0.25),
   agentConversationBudgetUsd: usd("SP_AGENT_CONVERSATION_BUDGET_USD", 1),
+  // Earlier versions of a knowledge entry kept in its history.
+  knowledgeHistoryVersions: boundedInt("SP_KNOWLEDGE_HISTORY_VERSIONS", "must be between 1 and 1000", (n) => n >= 1 && n <= 1000).pipe(Config.withDefault(25)),
+  // What an MCP client's proposed knowledge entry is: pending an admin's approval, or (self-hosted only) active at once.
+  knowledgeProposals: Config.literal("pending", "active")("SP_KNOWLEDGE_PROPOSALS").pipe(Config.withDefault("pending" as const)),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
   encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))
@@ -131,6 +135,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
     const selfHosted = c.deploymentMode === "self-hosted"
     if (!selfHosted && Option.getOrElse(c.localAccess, () => false)) {
       return yield* Effect.fail(invalid("SP_LOCAL_ACCESS", "local access is only available when SP_DEPLOYMENT_MODE=self-hosted"))
+    }
+    if (!selfHosted && c.knowledgeProposals === "active") {
+      return yield* Effect.fail(invalid("SP_KNOWLEDGE_PROPOSALS", "agents' proposals are active at once only when SP_DEPLOYMENT_MODE=self-hosted; in cloud an admin approves them"))
     }
     if (!selfHosted && Option.isNone(c.databaseUrl)) {
       return yield* Effect.fail(invalid("DATABASE_URL", "is required when SP_DEPLOYMENT_MODE=cloud (the embedded store serves one process)"))

@@ -22,8 +22,8 @@ import { AppConfig } from "../../layers/AppConfig"
 import { formatUsd } from "../../src/domain/Usd"
 import { ASK_USER, type Decision, RunStopped, type ToolCallRequest } from "./AgentRunWorkflow"
 
-// A run reads and queries, whatever else its credential may do.
-const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query"])
+// A run reads, queries and proposes knowledge (write: workspace content, never a database), whatever else its credential may do.
+const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write"])
 const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 // Which runner did a step, for operators following a run across a failover.
 const RUNNER = `${os.hostname()}:${process.pid}`
@@ -314,7 +314,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         const outcome: Either.Either<ToolOutput, ToolFailure> =
           tool === undefined
             ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
-            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params)).pipe(planning === undefined ? identity : Effect.provideService(QueryPlanning, planning))
+            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params, "agent_run")).pipe(planning === undefined ? identity : Effect.provideService(QueryPlanning, planning))
         const durationMs = performance.now() - started
         if (tool !== undefined) {
           const row = auditRow(principal, runId, step, record, durationMs, planning !== undefined)

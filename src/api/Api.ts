@@ -10,6 +10,7 @@ import { ConnectionTransferApi } from "./ConnectionTransferApi"
 import { ConnectionUrlsApi } from "./ConnectionUrlsApi"
 import { endpointPolicies } from "./EndpointPolicies"
 import { KeysApi } from "./KeysApi"
+import { KnowledgeApi } from "./KnowledgeApi"
 import { McpApi } from "./McpApi"
 import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
@@ -36,6 +37,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(SchemaWatchesApi)
   .add(AgentRunsApi)
   .add(ChatApi)
+  .add(KnowledgeApi)
   .add(SecretsApi)
   .add(SystemApi)
   .add(McpApi)

@@ -27,6 +27,8 @@ export interface ToolFailure {
 /** The call's context: who calls, and where its governed queries report their audit facts. */
 export interface ToolCall {
   readonly principal: Principal
+  /** An MCP client, or the built-in agent (whose model has read rows: what it writes is never trusted as is). */
+  readonly caller: "client" | "agent_run"
   readonly requestId: string
   /** A governed query's audit facts, with its SQL when it is not the call's own `sql` argument. */
   readonly report: (facts: QueryFacts, sql?: string) => Effect.Effect<void>

@@ -4,6 +4,7 @@ import { agentTools } from "./tools/AgentTools"
 import { connectionTools } from "./tools/ConnectionTools"
 import { exploreTools } from "./tools/ExploreTools"
 import { governanceTools } from "./tools/GovernanceTools"
+import { knowledgeTools } from "./tools/KnowledgeTools"
 import { queryTools } from "./tools/QueryTools"
 import { schemaTools } from "./tools/SchemaTools"
 import { AgentRuns } from "../services/AgentRuns"
@@ -11,6 +12,7 @@ import { Audit } from "../services/Audit"
 import { Budgets } from "../services/Budgets"
 import { ConnectionHealth } from "../services/ConnectionHealth"
 import { Connections } from "../services/Connections"
+import { Knowledge } from "../services/Knowledge"
 import { Queries } from "../services/Queries"
 import { SchemaChanges } from "../services/SchemaChanges"
 import { SchemaContext } from "../services/SchemaContext"
@@ -33,9 +35,10 @@ export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
       ...(yield* exploreTools),
       ...(yield* queryTools),
       ...(yield* governanceTools).tools,
+      ...(yield* knowledgeTools),
       ...(yield* agentTools)
     ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
   }),
-  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Queries.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
+  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
 }) {}

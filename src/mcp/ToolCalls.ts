@@ -5,7 +5,7 @@ import { redactSqlLiterals } from "../governance/RedactSql"
 import { Gate } from "../http/Gate"
 import type { ChildQuery } from "../http/RequestState"
 import { Connections } from "../services/Connections"
-import type { McpTool, ToolFailure, ToolOutput } from "./McpTool"
+import type { McpTool, ToolCall, ToolFailure, ToolOutput } from "./McpTool"
 
 const MAX_AUDITED_ARGUMENTS = 2000
 
@@ -63,7 +63,13 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
     const gate = yield* Gate
     const connections = yield* Connections
 
-    const call = (record: ToolCallRecord, principal: Principal, tool: McpTool, args: unknown): Effect.Effect<Either.Either<ToolOutput, ToolFailure>, never, Scope.Scope> =>
+    const call = (
+      record: ToolCallRecord,
+      principal: Principal,
+      tool: McpTool,
+      args: unknown,
+      caller: ToolCall["caller"] = "client"
+    ): Effect.Effect<Either.Either<ToolOutput, ToolFailure>, never, Scope.Scope> =>
       Effect.gen(function* () {
         const input = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
         // Until the arguments decode, nothing of them is trusted: the row gets them redacted under every dialect's rules.
@@ -83,6 +89,7 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
             record.details = { ...record.details, tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, record.dialect ?? null, true) }
             return yield* tool.run(decoded, {
               principal,
+              caller,
               requestId: record.requestId,
               // The last facts each governed query reported (a tool may run several), each for its own audit row.
               report: (facts, sql) =>

@@ -16,6 +16,7 @@ import m0015 from "./0015_audit_rollups"
 import m0016 from "./0016_agent_runs"
 import m0017 from "./0017_secrets"
 import m0018 from "./0018_chat"
+import m0019 from "./0019_knowledge"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -35,5 +36,6 @@ export const migrations = {
   "0015_audit_rollups": m0015,
   "0016_agent_runs": m0016,
   "0017_secrets": m0017,
-  "0018_chat": m0018
+  "0018_chat": m0018,
+  "0019_knowledge": m0019
 }

@@ -1,7 +1,7 @@
 import type { ColumnInfo, TableInfo } from "../domain/SchemaSnapshot"
 import { qualifiedName } from "../domain/SchemaSnapshot"
 import type { Relationship } from "./Relationships"
-import { stem, words } from "./SchemaSearch"
+import { stem, words } from "../domain/Words"
 
 /** `order_items` → `order item`: what one row of a table is. */
 export const entityOf = (table: string) => words(table).map(stem).join(" ")

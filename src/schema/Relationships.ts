@@ -1,6 +1,6 @@
 import type { ColumnInfo, TableInfo } from "../domain/SchemaSnapshot"
 import { qualifiedName } from "../domain/SchemaSnapshot"
-import { stem } from "./SchemaSearch"
+import { stem } from "../domain/Words"
 
 export interface Relationship {
   readonly from_table: string

@@ -117,7 +117,16 @@ const SPEC_SCOPES: Record<string, string> = {
   "PUT /api/org/secrets": "write",
   "GET /api/org/secrets/llm-key": "execute",
   "GET /api/user/secrets": "read",
-  "PUT /api/user/secrets": "write"
+  "PUT /api/user/secrets": "write",
+  "GET /api/knowledge": "read",
+  "GET /api/knowledge/:id": "read",
+  "POST /api/knowledge": "admin",
+  "PUT /api/knowledge/:id": "admin",
+  "DELETE /api/knowledge/:id": "admin",
+  "POST /api/knowledge/:id/approve": "admin",
+  "GET /api/knowledge/:id/edits": "read",
+  "GET /api/knowledge/retrievals": "read",
+  "GET /api/knowledge/usage": "read"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

@@ -83,8 +83,9 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     // A read-only key sees metadata only: no tool that returns row values (SQL, samples, value counts, min and max).
     const schemaTools = ["describe_table", "find_join_path", "get_relationships", "list_tables", "schema_ddl", "schema_diff", "schema_link", "schema_overview", "schema_search"]
     const rowTools = ["explore_column", "explore_columns", "sample_table"]
+    const knowledgeTools = ["get_knowledge", "read_knowledge", "search_knowledge"]
     expect(readerTools.map((t) => t.name).sort()).toEqual(
-      ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools].sort()
+      ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools, ...knowledgeTools].sort()
     )
     for (const name of rowTools) {
       const denied = await reader.callTool({ name, arguments: { connection_name: "pg", table_name: "customers", ...(name === "explore_column" ? { column: "city" } : {}) } })
@@ -110,7 +111,8 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
         "query_history",
         "validate_sql",
         ...schemaTools,
-        ...rowTools
+        ...rowTools,
+        ...knowledgeTools
       ].sort()
     )
     for (const tool of tools) {

@@ -1,0 +1,212 @@
+import { randomUUID } from "node:crypto"
+import { Effect, Either } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
+import { Conflict, InvalidRequest, NotFound, PayloadTooLarge } from "../domain/Errors"
+import {
+  type CreateKnowledge,
+  KNOWLEDGE_BODY_MAX_BYTES,
+  type KnowledgeListItem,
+  type KnowledgeListParams,
+  type RetrievalParams
+} from "../domain/Knowledge"
+import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
+import { type Principal, principalLabel } from "../domain/Principal"
+import { type EntryContent, type EntryFilter, KnowledgeRepo } from "../repos/KnowledgeRepo"
+import { Connections } from "./Connections"
+import { type KnowledgeHit, KnowledgeSearch } from "./KnowledgeSearch"
+import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
+
+const storeDown = storeUnavailable("knowledge base")
+const DEFAULT_LIMIT = 50
+const DEFAULT_SEARCH_LIMIT = 10
+const DEFAULT_SINCE_DAYS = 30
+
+/** Who asks for knowledge, for its retrieval log: a REST search, an MCP tool, the built-in agent. */
+export type RetrievalSource = "rest" | "mcp:get_knowledge" | "mcp:search_knowledge"
+
+/** Who proposes an entry: an MCP client's agent, or the built-in agent (whose input includes rows it read, so never trusted as is). */
+export type Proposer = "mcp" | "agent_run"
+
+const notFound = (id: string) => new NotFound({ message: `There is no knowledge entry ${id}` })
+const placeTaken = (entry: { readonly scope: string; readonly scope_ref: string | null; readonly category: string; readonly title: string }) =>
+  `An entry titled ${entry.title} already exists in ${entry.scope}${entry.scope_ref === null ? "" : ` ${entry.scope_ref}`} ${entry.category}`
+
+const contentOf = (input: CreateKnowledge): EntryContent => ({
+  scope: input.scope,
+  scope_ref: input.scope_ref ?? null,
+  category: input.category,
+  title: input.title,
+  body: input.body
+})
+
+/**
+ * The organization's knowledge base: entries people write (active at once) and agents propose
+ * (pending an admin's approval), their history, hybrid search, and a log of every delivery.
+ */
+export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
+  effect: Effect.gen(function* () {
+    const repo = yield* KnowledgeRepo
+    const search = yield* KnowledgeSearch
+    const connections = yield* Connections
+    const config = yield* AppConfig
+
+    /** The body fits, and a connection's entry names a connection the organization has. */
+    const admissible = (principal: Principal, content: EntryContent) =>
+      Effect.gen(function* () {
+        const bytes = Buffer.byteLength(content.body)
+        if (bytes > KNOWLEDGE_BODY_MAX_BYTES) {
+          return yield* new PayloadTooLarge({ message: `body is ${bytes} bytes; an entry holds at most ${KNOWLEDGE_BODY_MAX_BYTES}` })
+        }
+        if (content.scope === "connection") yield* connections.get(principal, content.scope_ref!)
+      })
+
+    const found = (principal: Principal, id: string) =>
+      repo.find(principal.orgId, id).pipe(
+        storeDown,
+        Effect.flatMap((entry) => (entry === null ? Effect.fail(notFound(id)) : Effect.succeed(entry)))
+      )
+
+    /** A person's entry: active at once, approved by its author. */
+    const create = Effect.fn("Knowledge.create")(function* (principal: Principal, input: CreateKnowledge) {
+      const content = contentOf(input)
+      yield* admissible(principal, content)
+      const by = principalLabel(principal)
+      return yield* repo
+        .insert(principal.orgId, { ...content, id: `kn_${randomUUID().replaceAll("-", "")}`, status: "active", proposed_by_agent: false, by, approved: true })
+        .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
+    })
+
+    /** A person's new version of an entry: active (an archived one is restored), approved by them. */
+    const update = Effect.fn("Knowledge.update")(function* (principal: Principal, id: string, input: CreateKnowledge) {
+      const content = contentOf(input)
+      yield* admissible(principal, content)
+      const by = principalLabel(principal)
+      const updated = yield* repo
+        .replace(principal.orgId, id, { ...content, status: "active", by, approved: true }, config.knowledgeHistoryVersions)
+        .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
+      return updated ?? (yield* notFound(id))
+    })
+
+    /** Archives an entry (nothing is deleted; an overwrite restores it); an archived one stays as it is. */
+    const archive = Effect.fn("Knowledge.archive")(function* (principal: Principal, id: string) {
+      const entry = yield* found(principal, id)
+      if (entry.status === "archived") return { entry, changed: false }
+      const archived = yield* repo.replace(principal.orgId, id, { status: "archived", by: principalLabel(principal) }, config.knowledgeHistoryVersions).pipe(storeDown)
+      return { entry: archived ?? entry, changed: true }
+    })
+
+    const approve = Effect.fn("Knowledge.approve")(function* (principal: Principal, id: string) {
+      const entry = yield* found(principal, id)
+      if (entry.status !== "pending") return yield* new Conflict({ message: `The entry is ${entry.status}, not pending: only a pending entry is approved` })
+      const approved = yield* repo
+        .replace(principal.orgId, id, { status: "active", by: principalLabel(principal), approved: true }, config.knowledgeHistoryVersions)
+        .pipe(storeDown)
+      return approved ?? (yield* notFound(id))
+    })
+
+    /**
+     * An agent's entry, or its new version of the entry at the same place (`overwrite`): pending an
+     * admin's approval, unless an MCP client's proposals are active by the self-hosted setting. An
+     * archived entry stays archived.
+     */
+    const propose = Effect.fn("Knowledge.propose")(function* (principal: Principal, input: CreateKnowledge, options: { readonly overwrite: boolean; readonly proposer: Proposer }) {
+      const content = contentOf(input)
+      yield* admissible(principal, content)
+      const by = principalLabel(principal)
+      const trusted = options.proposer === "mcp" && config.selfHosted && config.knowledgeProposals === "active"
+      const existing = yield* repo.findAt(principal.orgId, content).pipe(storeDown)
+      if (existing !== null && !options.overwrite) return { status: "rejected_duplicate", entry: existing } as const
+      if (existing !== null) {
+        const status = existing.status === "archived" ? "archived" : trusted ? "active" : "pending"
+        const updated = yield* repo.replace(principal.orgId, existing.id, { ...content, status, by, approved: status === "active" }, config.knowledgeHistoryVersions).pipe(storeDown)
+        return { status: "updated", entry: updated ?? existing } as const
+      }
+      const created = yield* repo
+        .insert(principal.orgId, { ...content, id: `kn_${randomUUID().replaceAll("-", "")}`, status: trusted ? "active" : "pending", proposed_by_agent: true, by, approved: trusted })
+        .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
+      return { status: "created", entry: created } as const
+    })
+
+    /** One entry, counted as viewed. */
+    const get = Effect.fn("Knowledge.get")(function* (principal: Principal, id: string) {
+      const [entry] = yield* repo.read(principal.orgId, [id]).pipe(storeDown)
+      return entry ?? (yield* notFound(id))
+    })
+
+    /** Entries by id, in the order asked, each counted as viewed; those missing (or archived, unless asked for) are left out. */
+    const read = (principal: Principal, ids: ReadonlyArray<string>) => repo.read(principal.orgId, ids).pipe(storeDown)
+
+    /** Logs what a search delivered, rank by rank. */
+    const delivered = (principal: Principal, source: RetrievalSource, query: string | null, hits: ReadonlyArray<KnowledgeHit>) =>
+      repo
+        .logRetrievals(
+          principal.orgId,
+          hits.map((hit, index) => ({ entry_id: hit.id, source, query, rank: index + 1, score: hit.score, principal: principalLabel(principal), key_id: principal.keyId }))
+        )
+        .pipe(storeDown)
+
+    /** The entries that best answer `query` (active ones unless the filter asks for another status), best first, each delivery logged. */
+    const find = Effect.fn("Knowledge.find")(function* (principal: Principal, query: string, filter: EntryFilter, limit: number, source: RetrievalSource) {
+      const hits = yield* search.search(principal.orgId, query, { ...filter, status: filter.status ?? "active" }, limit).pipe(storeDown)
+      const items = yield* repo.items(principal.orgId, hits.map((hit) => hit.id)).pipe(storeDown)
+      const byId = new Map(items.map((item) => [item.id, item]))
+      const ranked = hits.flatMap((hit): Array<KnowledgeListItem> => {
+        const item = byId.get(hit.id)
+        return item === undefined ? [] : [{ ...item, score: hit.score }]
+      })
+      yield* delivered(
+        principal,
+        source,
+        query,
+        ranked.map((item) => ({ id: item.id, score: item.score ?? 0 }))
+      )
+      return ranked
+    })
+
+    /** The organization's approved context (org scope), most recently updated first, each delivery logged. */
+    const baseline = Effect.fn("Knowledge.baseline")(function* (principal: Principal, limit: number) {
+      const listed = yield* repo.page(principal.orgId, { scope: "org", category: "context", status: "active" }, null, limit).pipe(storeDown)
+      const entries = yield* read(
+        principal,
+        listed.map((entry) => entry.id)
+      )
+      yield* delivered(
+        principal,
+        "mcp:get_knowledge",
+        null,
+        entries.map((entry) => ({ id: entry.id, score: 0 }))
+      )
+      return entries
+    })
+
+    const list = Effect.fn("Knowledge.list")(function* (principal: Principal, params: KnowledgeListParams) {
+      const filter: EntryFilter = { scope: params.scope, scope_ref: params.scope_ref, category: params.category, status: params.status }
+      if (params.q !== undefined) {
+        if (params.cursor !== undefined) return yield* new InvalidRequest({ message: "a search (q) is one ranked page: it takes limit, not cursor" })
+        return { items: yield* find(principal, params.q, filter, params.limit ?? DEFAULT_SEARCH_LIMIT, "rest"), next_cursor: null }
+      }
+      const limit = params.limit ?? DEFAULT_LIMIT
+      const before = params.cursor === undefined ? null : yield* Either.match(decodeCursor(params.cursor, TimeAndIdCursor), { onLeft: Effect.fail, onRight: Effect.succeed })
+      const rows = yield* repo.page(principal.orgId, filter, before, limit + 1).pipe(storeDown)
+      return pageOf(
+        rows.map((row): KnowledgeListItem => ({ ...row, score: null })),
+        limit,
+        (last) => [last.updated_at.toISOString(), last.id]
+      )
+    })
+
+    const edits = Effect.fn("Knowledge.edits")(function* (principal: Principal, id: string) {
+      yield* found(principal, id)
+      return { items: yield* repo.edits(principal.orgId, id).pipe(storeDown) }
+    })
+
+    const retrievals = (principal: Principal, params: RetrievalParams) =>
+      Effect.map(repo.retrievals(principal.orgId, params.since_days ?? DEFAULT_SINCE_DAYS, params.entry_id, params.limit ?? 200).pipe(storeDown), (items) => ({ items }))
+
+    const usage = (principal: Principal, sinceDays: number | undefined) =>
+      Effect.map(repo.usage(principal.orgId, sinceDays ?? DEFAULT_SINCE_DAYS).pipe(storeDown), (items) => ({ items }))
+
+    return { create, update, archive, approve, propose, get, read, find, baseline, list, edits, retrievals, usage } as const
+  }),
+  dependencies: [KnowledgeRepo.Default, KnowledgeSearch.Default, Connections.Default]
+}) {}

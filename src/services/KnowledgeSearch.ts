@@ -1,0 +1,114 @@
+import { Effect } from "effect"
+import MiniSearch from "minisearch"
+import type { OrgId } from "../domain/Ids"
+import { PROSE_STOPWORDS, stem, words } from "../domain/Words"
+import { type EntryFilter, KnowledgeRepo, type SearchableEntry } from "../repos/KnowledgeRepo"
+
+// Each arm ranks this many candidates; reciprocal rank fusion's constant and each arm's weight.
+const CANDIDATES = 50
+const RRF_K = 60
+const WEIGHTS = { fullText: 1, bm25: 1, keywords: 0.7 } as const
+const MAX_KEYWORDS = 8
+// Organizations whose index is kept in memory at once; the least recently searched is dropped past it.
+const MAX_INDEXES = 200
+
+const processTerm = (term: string): string | null => (PROSE_STOPWORDS.has(term) ? null : stem(term))
+
+interface Indexed {
+  readonly generation: string
+  readonly search: MiniSearch<SearchableEntry>
+}
+
+const index = (entries: ReadonlyArray<SearchableEntry>) => {
+  const search = new MiniSearch<SearchableEntry>({
+    fields: ["title", "body"],
+    storeFields: ["scope", "scope_ref", "category", "status"],
+    tokenize: words,
+    processTerm,
+    searchOptions: {
+      boost: { title: 3 },
+      prefix: (term) => term.length >= 5,
+      // Typos: one edit in words of 5 letters or more, two in long ones.
+      fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
+      combineWith: "OR"
+    }
+  })
+  search.addAll(entries)
+  return search
+}
+
+/** The words of a query worth matching as written: not stopwords, 3 characters or more, at most MAX_KEYWORDS. */
+const keywordsOf = (query: string) => [...new Set(words(query).filter((w) => w.length >= 3 && !PROSE_STOPWORDS.has(w)))].slice(0, MAX_KEYWORDS)
+
+const matches = (filter: EntryFilter) => (stored: Record<string, unknown>) =>
+  (filter.scope === undefined || stored["scope"] === filter.scope) &&
+  (filter.scope_ref === undefined || stored["scope_ref"] === filter.scope_ref) &&
+  (filter.category === undefined || stored["category"] === filter.category) &&
+  (filter.status === undefined ? stored["status"] !== "archived" : stored["status"] === filter.status)
+
+export interface KnowledgeHit {
+  readonly id: string
+  readonly score: number
+}
+
+/**
+ * Hybrid retrieval over an organization's knowledge: PostgreSQL full-text (websearch_to_tsquery,
+ * ts_rank_cd), BM25 with typo tolerance (MiniSearch, an index per org rebuilt when its entries
+ * change) and exact keyword matches, fused by reciprocal rank.
+ */
+export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("sluice/KnowledgeSearch", {
+  effect: Effect.gen(function* () {
+    const repo = yield* KnowledgeRepo
+    const indexes = new Map<OrgId, Indexed>()
+
+    /** The org's BM25 index as its entries stand: rebuilt when anything changed since it was built (here or on another replica). */
+    const indexOf = (orgId: OrgId) =>
+      Effect.gen(function* () {
+        const generation = yield* repo.generation(orgId)
+        const kept = indexes.get(orgId)
+        indexes.delete(orgId)
+        if (kept !== undefined && kept.generation === generation) {
+          indexes.set(orgId, kept)
+          return kept.search
+        }
+        const built = { generation, search: index(yield* repo.searchable(orgId)) }
+        indexes.set(orgId, built)
+        if (indexes.size > MAX_INDEXES) indexes.delete(indexes.keys().next().value!)
+        return built.search
+      })
+
+    /** The entries a filter allows that best answer `query`, best first, at most `limit`. */
+    const search = (orgId: OrgId, query: string, filter: EntryFilter, limit: number) =>
+      Effect.gen(function* () {
+        const [fullText, bm25, keywords] = yield* Effect.all(
+          [
+            repo.fullText(orgId, filter, query, CANDIDATES),
+            Effect.map(indexOf(orgId), (search) => search.search(query, { filter: matches(filter) }).slice(0, CANDIDATES)),
+            repo.keywords(orgId, filter, keywordsOf(query), CANDIDATES)
+          ],
+          { concurrency: "unbounded" }
+        )
+        const fused = new Map<string, number>()
+        const add = (ids: ReadonlyArray<string>, weight: number) => ids.forEach((id, rank) => fused.set(id, (fused.get(id) ?? 0) + weight / (RRF_K + rank + 1)))
+        add(
+          fullText.map((hit) => hit.id),
+          WEIGHTS.fullText
+        )
+        add(
+          bm25.map((hit) => String(hit.id)),
+          WEIGHTS.bm25
+        )
+        add(
+          keywords.map((hit) => hit.id),
+          WEIGHTS.keywords
+        )
+        return [...fused]
+          .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+          .slice(0, limit)
+          .map(([id, score]): KnowledgeHit => ({ id, score: Number(score.toFixed(6)) }))
+      })
+
+    return { search } as const
+  }),
+  dependencies: [KnowledgeRepo.Default]
+}) {}

@@ -1,0 +1,172 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { request } from "../support/Http"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+
+const mcp = async (gateway: Gateway, key: string) => {
+  const client = new Client({ name: "knowledge-test", version: "1.0.0" })
+  await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), { requestInit: { headers: { "x-api-key": key } } }))
+  return client
+}
+const textOf = (result: Record<string, unknown>) => (result["content"] as Array<{ text: string }>).map((c) => c.text).join("\n")
+
+const revenue = {
+  scope: "org",
+  category: "rules",
+  title: "net-revenue-definition",
+  body: "Net revenue is `analytics.fct_orders.net_revenue_usd`: gross minus refunds and discounts, excluding tax. Never sum `gross_amount` for revenue."
+}
+
+for (const store of ["embedded", "postgresql"] as const) {
+  describe(`knowledge base over REST and MCP (issue 20), ${store} store`, () => {
+    let gateway: Gateway
+    let storeDb: TestDatabase | undefined
+    let admin: string
+    let writer: string
+    let reader: string
+
+    beforeAll(async () => {
+      if (skip) return
+      storeDb = store === "postgresql" ? await createTestDatabase() : undefined
+      gateway = await startGateway({ ...(storeDb === undefined ? {} : { databaseUrl: storeDb.url }), env: { SP_KNOWLEDGE_HISTORY_VERSIONS: "2" } })
+      admin = await localKey(gateway)
+      const key = async (scopes: ReadonlyArray<string>) => (await request(gateway.url, "/api/keys", { key: admin, body: { name: scopes.join("+"), scopes } })).json.key as string
+      writer = await key(["read", "write"])
+      reader = await key(["read"])
+      const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: "postgres", username: "root" }
+      expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    }, 60_000)
+    afterAll(async () => {
+      await gateway?.kill()
+      await storeDb?.drop()
+    })
+
+    const api = (route: string, options: Parameters<typeof request>[2] = {}) => request(gateway.url, route, { key: admin, ...options })
+
+    it.skipIf(skip)("a person's entry is active at once; every refusal is a clear error that changes nothing", async () => {
+      const created = await api("/api/knowledge", { body: revenue })
+      expect(created.status, created.text).toBe(201)
+      expect(created.json).toMatchObject({ ...revenue, scope_ref: null, status: "active", proposed_by_agent: false, version: 1, view_count: 0, approved_by: expect.any(String) })
+      expect(created.json.id).toMatch(/^kn_[0-9a-f]{32}$/)
+
+      const refusals: Array<[object, number, RegExp]> = [
+        [{ ...revenue }, 409, /already exists in org rules/],
+        [{ ...revenue, category: "troubleshooting", title: "x" }, 400, /category troubleshooting is not one scope org takes: context, decisions, rules/],
+        [{ ...revenue, scope: "connection", scope_ref: "shop", category: "decisions", title: "x" }, 400, /not one scope connection takes: context, troubleshooting/],
+        [{ ...revenue, scope: "project", title: "x" }, 400, /scope_ref is required for scope project/],
+        [{ ...revenue, scope_ref: "growth", title: "x" }, 400, /scope_ref must be absent for scope org/],
+        [{ ...revenue, scope: "connection", scope_ref: "nope", category: "context", title: "x" }, 404, /nope/],
+        [{ ...revenue, scope: "project", scope_ref: "bad\u0007ref", title: "x" }, 400, /scope_ref must be/],
+        [{ ...revenue, title: "Net Revenue" }, 400, /lowercase slug/],
+        [{ ...revenue, title: "a".repeat(121) }, 400, /at most 120/],
+        [{ ...revenue, title: "nul", body: "a\u0000b" }, 400, /NUL/],
+        [{ ...revenue, title: "empty", body: "" }, 400, /body is required/],
+        [{ ...revenue, title: "huge", body: "x".repeat(256 * 1024 + 1) }, 413, /at most 262144/],
+        [{ ...revenue, title: "extra", owner: "me" }, 400, /owner/]
+      ]
+      for (const [body, status, message] of refusals) {
+        const refused = await api("/api/knowledge", { body })
+        expect([refused.status, refused.json.code !== undefined], JSON.stringify(body).slice(0, 120)).toEqual([status, true])
+        expect(refused.json.message).toMatch(message)
+      }
+      // A key without admin writes nothing; reads are for read.
+      expect((await request(gateway.url, "/api/knowledge", { key: writer, body: { ...revenue, title: "by-writer" } })).status).toBe(403)
+      expect((await request(gateway.url, `/api/knowledge/${created.json.id}`, { key: writer, method: "PUT", body: revenue })).status).toBe(403)
+      expect((await request(gateway.url, `/api/knowledge/${created.json.id}`, { key: writer, method: "DELETE" })).status).toBe(403)
+      expect((await request(gateway.url, `/api/knowledge/${created.json.id}`, { key: reader })).status).toBe(200)
+      expect((await api("/api/knowledge?status=active")).json.items.map((e: any) => e.title)).toEqual(["net-revenue-definition"])
+      expect((await api("/api/knowledge/kn_missing")).status).toBe(404)
+      expect((await api("/api/knowledge/not%20an%20id")).status).toBe(400)
+    })
+
+    it.skipIf(skip)("rewrites keep a bounded history; archive hides an entry, a rewrite restores it; approve takes only a pending entry", async () => {
+      const entry = (await api("/api/knowledge", { body: { scope: "connection", scope_ref: "shop", category: "troubleshooting", title: "statement-timeout", body: "v1: queries time out after 30 s" } })).json
+      for (const version of [2, 3, 4]) {
+        const rewritten = await api(`/api/knowledge/${entry.id}`, { method: "PUT", body: { scope: "connection", scope_ref: "shop", category: "troubleshooting", title: "statement-timeout", body: `v${version}: queries time out after ${version * 10} s` } })
+        expect(rewritten.status, rewritten.text).toBe(200)
+        expect(rewritten.json).toMatchObject({ version, body: `v${version}: queries time out after ${version * 10} s` })
+      }
+      // SP_KNOWLEDGE_HISTORY_VERSIONS=2: the two versions before the current one.
+      const history = (await request(gateway.url, `/api/knowledge/${entry.id}/edits`, { key: reader })).json.items
+      expect(history.map((e: any) => [e.version, e.body])).toEqual([
+        [3, "v3: queries time out after 30 s"],
+        [2, "v2: queries time out after 20 s"]
+      ])
+      expect(history[0]).toMatchObject({ status: "active", edited_by: expect.any(String), replaced_by: expect.any(String) })
+
+      const archived = await api(`/api/knowledge/${entry.id}`, { method: "DELETE" })
+      expect(archived.json).toMatchObject({ status: "archived", body: "v4: queries time out after 40 s" })
+      expect((await api(`/api/knowledge/${entry.id}`, { method: "DELETE" })).json.status).toBe("archived")
+      expect((await api("/api/knowledge")).json.items.map((e: any) => e.id)).not.toContain(entry.id)
+      expect((await api("/api/knowledge?status=archived")).json.items.map((e: any) => e.id)).toEqual([entry.id])
+      expect((await api("/api/knowledge?q=timeout")).json.items.map((e: any) => e.id)).not.toContain(entry.id)
+      const approveArchived = await api(`/api/knowledge/${entry.id}/approve`, { method: "POST" })
+      expect([approveArchived.status, approveArchived.json.code]).toEqual([409, "conflict"])
+      const restored = await api(`/api/knowledge/${entry.id}`, { method: "PUT", body: { scope: "connection", scope_ref: "shop", category: "troubleshooting", title: "statement-timeout", body: "v6: restored" } })
+      expect(restored.json).toMatchObject({ status: "active", version: 6 })
+      expect((await api("/api/knowledge/kn_nothing/approve", { method: "POST" })).status).toBe(404)
+    })
+
+    it.skipIf(skip)("MCP: proposals are pending until an admin approves them, never served before; search, read and retrievals are logged", async () => {
+      const client = await mcp(gateway, writer)
+      const proposal = { scope: "project", scope_ref: "growth", category: "decisions", title: "attribution-model", body: "We attribute orders to the last non-direct click within 30 days (decided 2026-03)." }
+      const proposed = JSON.parse(textOf(await client.callTool({ name: "propose_knowledge", arguments: proposal })))
+      expect(proposed).toMatchObject({ status: "created", entry_status: "pending" })
+      const again = JSON.parse(textOf(await client.callTool({ name: "propose_knowledge", arguments: proposal })))
+      expect(again).toMatchObject({ status: "rejected_duplicate", existing_id: proposed.id })
+      const invalid = await client.callTool({ name: "propose_knowledge", arguments: { ...proposal, scope: "org", scope_ref: undefined, category: "troubleshooting" } })
+      expect(invalid.isError).toBe(true)
+      expect(textOf(invalid)).toMatch(/category troubleshooting is not one scope org takes/)
+
+      // Not served while pending: neither searched nor in the task's knowledge.
+      expect(textOf(await client.callTool({ name: "search_knowledge", arguments: { query: "attribution last click" } }))).toMatch(/^Found 0 result/)
+      expect(textOf(await client.callTool({ name: "read_knowledge", arguments: { ids: [proposed.id] } }))).toMatch(/status: proposed, not approved/)
+      const emptyQuery = await client.callTool({ name: "search_knowledge", arguments: { query: "" } })
+      expect([emptyQuery.isError, textOf(emptyQuery)]).toEqual([true, expect.stringMatching(/query must not be empty/)])
+      const archiveByWriter = await client.callTool({ name: "archive_knowledge", arguments: { id: proposed.id } })
+      expect(archiveByWriter.isError).toBe(true)
+
+      const approved = await api(`/api/knowledge/${proposed.id}/approve`, { method: "POST" })
+      expect(approved.json).toMatchObject({ status: "active", proposed_by_agent: true, approved_by: expect.any(String) })
+      expect((await api(`/api/knowledge/${proposed.id}/approve`, { method: "POST" })).status).toBe(409)
+
+      const found = textOf(await client.callTool({ name: "search_knowledge", arguments: { query: "which attributon model do we use for orders?" } }))
+      expect(found).toMatch(new RegExp(`^Found \\d+ result\\(s\\)\\n- id=${proposed.id} scope=project:growth category=decisions title=attribution-model`))
+      const task = textOf(await client.callTool({ name: "get_knowledge", arguments: { task_description: "report revenue by marketing channel with click attribution" } }))
+      expect(task).toContain("## net-revenue-definition")
+      expect(task).toContain("## attribution-model")
+      expect(task).not.toContain("statement-timeout")
+
+      const retrievals = (await request(gateway.url, "/api/knowledge/retrievals?since_days=1", { key: reader })).json.items
+      expect(retrievals.filter((r: any) => r.entry_id === proposed.id).map((r: any) => r.source).sort()).toEqual(["mcp:get_knowledge", "mcp:search_knowledge"])
+      expect(retrievals.find((r: any) => r.source === "mcp:search_knowledge" && r.entry_id === proposed.id)).toMatchObject({ rank: 1, query: "which attributon model do we use for orders?", key_id: expect.any(String) })
+      const usage = (await request(gateway.url, "/api/knowledge/usage", { key: reader })).json.items
+      expect(usage.find((u: any) => u.entry_id === proposed.id)).toMatchObject({ retrievals: 2, keys: 1, last_retrieved_at: expect.any(String) })
+
+      const admins = await mcp(gateway, admin)
+      expect(JSON.parse(textOf(await admins.callTool({ name: "archive_knowledge", arguments: { id: proposed.id } })))).toMatchObject({ status: "archived" })
+      expect(JSON.parse(textOf(await admins.callTool({ name: "archive_knowledge", arguments: { id: proposed.id } })))).toMatchObject({ status: "already_archived" })
+      expect(JSON.parse(textOf(await admins.callTool({ name: "archive_knowledge", arguments: { id: "kn_gone" } })))).toMatchObject({ status: "not_found" })
+      await client.close()
+      await admins.close()
+    })
+
+    it.skipIf(skip)("lists page by cursor; a search is one ranked page", async () => {
+      for (let i = 0; i < 5; i++) await api("/api/knowledge", { body: { scope: "project", scope_ref: "paging", category: "context", title: `page-${i}`, body: `paging entry number ${i}` } })
+      const first = (await api("/api/knowledge?scope=project&scope_ref=paging&limit=2")).json
+      const second = (await api(`/api/knowledge?scope=project&scope_ref=paging&limit=2&cursor=${first.next_cursor}`)).json
+      const third = (await api(`/api/knowledge?scope=project&scope_ref=paging&limit=2&cursor=${second.next_cursor}`)).json
+      expect([...first.items, ...second.items, ...third.items].map((e: any) => e.title)).toEqual(["page-4", "page-3", "page-2", "page-1", "page-0"])
+      expect(third.next_cursor).toBeNull()
+      expect((await api("/api/knowledge?cursor=forged")).status).toBe(400)
+      expect((await api(`/api/knowledge?q=paging&cursor=${first.next_cursor}`)).status).toBe(400)
+      const searched = (await api("/api/knowledge?q=paging%20entry%203")).json
+      expect(searched.items[0]).toMatchObject({ title: "page-3", score: expect.any(Number) })
+      expect(searched.next_cursor).toBeNull()
+    })
+  })
+}
