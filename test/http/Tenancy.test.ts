@@ -330,6 +330,36 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     expect((await withJwt(`/api/chat/conversations/${ownB.id}/runs/${runId}/events`, adminB)).status).toBe(404)
   })
 
+  it.skipIf(skip)("knowledge entries, their history, search, retrievals and usage stay within their org; the same place is free in each", async () => {
+    const adminA = await token({ sub: "user_nia", orgId: "org_ka", admin: true })
+    const adminB = await token({ sub: "user_oto", orgId: "org_kb", admin: true })
+    const entry = { scope: "org", category: "rules", title: "secret-rule", body: "The secret margin of A is 42 %." }
+    const created = await withJwt("/api/knowledge", adminA, { body: entry })
+    expect(created.status, created.text).toBe(201)
+    const id = created.json.id
+    await withJwt(`/api/knowledge/${id}`, adminA, { method: "PUT", body: { ...entry, body: "The secret margin of A is 43 %." } })
+    expect((await withJwt("/api/knowledge?q=secret%20margin", adminA)).json.items.map((e: any) => e.id)).toEqual([id])
+
+    expect((await withJwt("/api/knowledge", adminB)).json.items).toEqual([])
+    expect((await withJwt("/api/knowledge?q=secret%20margin", adminB)).json.items).toEqual([])
+    expect((await withJwt("/api/knowledge/retrievals?since_days=1", adminB)).json.items).toEqual([])
+    expect((await withJwt("/api/knowledge/usage", adminB)).json.items).toEqual([])
+    for (const [path, method, body] of [
+      [`/api/knowledge/${id}`, "GET", undefined],
+      [`/api/knowledge/${id}`, "PUT", entry],
+      [`/api/knowledge/${id}`, "DELETE", undefined],
+      [`/api/knowledge/${id}/approve`, "POST", undefined],
+      [`/api/knowledge/${id}/edits`, "GET", undefined]
+    ] as const) {
+      const probe = await withJwt(path, adminB, { method, ...(body !== undefined ? { body } : {}) })
+      expect([path, method, probe.status]).toEqual([path, method, 404])
+      expect(probe.text).not.toContain("secret margin")
+    }
+    // The same scope, category and title is B's own to take.
+    expect((await withJwt("/api/knowledge", adminB, { body: entry })).status).toBe(201)
+    expect((await withJwt(`/api/knowledge/${id}`, adminA)).json).toMatchObject({ body: "The secret margin of A is 43 %.", version: 2 })
+  })
+
   it.skipIf(skip)("a tenant's connection never reaches the gateway's store, loopback or metadata addresses", async () => {
     const admin = await token({ sub: "user_erin", orgId: "org_egress", admin: true })
     const probe = (gw: Gateway, fields: Record<string, unknown>) =>
