@@ -32,7 +32,7 @@ export class AgentRunsApi extends HttpApiGroup.make("agentRuns")
       .annotateContext(
         docs(
           "Start an agent run",
-          "Starts the built-in agent on `prompt`: it answers with the MCP tools (schema search, governed queries…) acting as this key, with at most the read and query scopes, and every tool call audited under the run. The run is a durable job: poll it, or read its events. `connection_name` pins a connection; `max_turns` (1–200, default 50) bounds its model calls. Needs the `agent:run` scope."
+          "Starts the built-in agent on `prompt`: it answers with the MCP tools (schema search, governed queries…) acting as this key, with at most the read, query and write scopes (write only proposes knowledge), and every tool call audited under the run. The run is a durable job: poll it, or read its events. `connection_name` pins a connection; `max_turns` (1–200, default 50) bounds its model calls. Needs the `agent:run` scope."
         )
       )
   )

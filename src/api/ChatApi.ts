@@ -60,7 +60,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .annotateContext(
         docs(
           "Send a message",
-          "Posts the user's message (`content`) and starts the agent run that answers it, with the conversation's earlier exchanges as its context. The run acts as the caller, with at most the read and query scopes. Follow it at `…/runs/{run_id}/events`. 409 while the conversation's last run has not ended."
+          "Posts the user's message (`content`) and starts the agent run that answers it, with the conversation's earlier exchanges as its context. The run acts as the caller, with at most the read, query and write scopes (write only proposes knowledge). Follow it at `…/runs/{run_id}/events`. 409 while the conversation's last run has not ended."
         )
       )
   )

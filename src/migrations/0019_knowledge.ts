@@ -35,6 +35,23 @@ create index knowledge_entries_org_idx on knowledge_entries (org_id, updated_at 
 create index knowledge_entries_search_idx on knowledge_entries using gin (search);
 ${isolateByOrg("knowledge_entries", { privileges: "select, insert, update" })}
 
+-- A counter per org that every change of its entries bumps, in the change's own transaction:
+-- what tells an in-memory search index (on any replica) that it is out of date.
+create table knowledge_generations (
+  org_id text primary key,
+  generation bigint not null
+);
+${isolateByOrg("knowledge_generations", { privileges: "select, insert, update" })}
+create function knowledge_entries_changed() returns trigger language plpgsql as $$
+begin
+  insert into knowledge_generations as g (org_id, generation) values (new.org_id, 1)
+    on conflict (org_id) do update set generation = g.generation + 1;
+  return null;
+end
+$$;
+create trigger knowledge_entries_changed after insert or update on knowledge_entries
+  for each row execute function knowledge_entries_changed();
+
 -- Earlier versions of an entry, each as it was before an edit replaced it; the oldest pruned past a number kept.
 create table knowledge_edits (
   org_id text not null,

@@ -34,6 +34,17 @@ export interface EntryFilter {
   readonly status?: KnowledgeStatus | undefined
 }
 
+/** One delivery of an entry, for the retrieval log. */
+export interface RetrievalRow {
+  readonly entry_id: string
+  readonly source: string
+  readonly query: string | null
+  readonly rank: number
+  readonly score: number
+  readonly principal: string
+  readonly key_id: string | null
+}
+
 /** An entry as search ranks it: its text, and what a filter looks at. */
 export interface SearchableEntry extends EntryContent {
   readonly id: string
@@ -145,47 +156,47 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
         ${before === null ? sql`` : sql`and (updated_at, id) < (${before[0]}::timestamptz, ${before[1]})`}
         order by updated_at desc, id desc limit ${limit}`.pipe(withOrg(orgId))
 
-    const items = (orgId: OrgId, ids: ReadonlyArray<string>) =>
+    const itemsIn = (orgId: OrgId, ids: ReadonlyArray<string>) =>
+      sql<Omit<KnowledgeListItem, "score">>`select ${sql.unsafe(ITEM)} from knowledge_entries where org_id = ${orgId} and ${sql.in("id", ids)}`
+
+    /**
+     * What a search ranks from, in one transaction: PostgreSQL's full-text ranking of the entries a
+     * filter allows (best first), what tells whether the org's entries changed since `known`, and
+     * then every entry a search may rank (not archived), to index in memory.
+     */
+    const rankingInputs = (orgId: OrgId, filter: EntryFilter, query: string, limit: number, known: string | undefined) =>
+      Effect.gen(function* () {
+        const [counted] = yield* sql<{ readonly generation: string }>`select generation::text from knowledge_generations where org_id = ${orgId}`
+        const fullText = yield* sql<{ readonly id: string; readonly rank: number }>`select id, ts_rank_cd(search, q) as rank
+          from knowledge_entries, websearch_to_tsquery('english', ${query}) q
+          where ${filtered(orgId, filter)} and search @@ q order by rank desc, id limit ${limit}`
+        const generation = counted?.generation ?? ""
+        const entries =
+          generation === known
+            ? null
+            : yield* sql<SearchableEntry>`select id, scope, scope_ref, category, title, body, status from knowledge_entries
+                where org_id = ${orgId} and status <> 'archived' order by updated_at desc, id desc`
+        return { generation, fullText, entries }
+      }).pipe(withOrg(orgId))
+
+    /** The entries a search ranked, as listed, with their delivery logged, in one transaction; those gone since are left out. */
+    const deliver = (orgId: OrgId, ids: ReadonlyArray<string>, retrieval: (found: ReadonlyArray<Omit<KnowledgeListItem, "score">>) => ReadonlyArray<RetrievalRow>) =>
       ids.length === 0
         ? Effect.succeed([])
-        : sql<Omit<KnowledgeListItem, "score">>`select ${sql.unsafe(ITEM)} from knowledge_entries where org_id = ${orgId} and ${sql.in("id", ids)}`.pipe(withOrg(orgId))
-
-    /** Every entry a search may rank (not archived), for an in-memory index; and what tells that it changed. */
-    const searchable = (orgId: OrgId) =>
-      sql<SearchableEntry>`select id, scope, scope_ref, category, title, body, status from knowledge_entries
-        where org_id = ${orgId} and status <> 'archived'`.pipe(withOrg(orgId))
-
-    const generation = (orgId: OrgId) =>
-      sql<{ readonly generation: string }>`select count(*) || ':' || coalesce(max(version + extract(epoch from updated_at)), 0) || ':' || coalesce(sum(version), 0) as generation
-        from knowledge_entries where org_id = ${orgId}`.pipe(
-        Effect.map((rows) => rows[0]?.generation ?? ""),
-        withOrg(orgId)
-      )
-
-    /** PostgreSQL's full-text ranking of the entries a filter allows, best first. */
-    const fullText = (orgId: OrgId, filter: EntryFilter, query: string, limit: number) =>
-      sql<{ readonly id: string; readonly rank: number }>`select id, ts_rank_cd(search, q) as rank
-        from knowledge_entries, websearch_to_tsquery('english', ${query}) q
-        where ${filtered(orgId, filter)} and search @@ q order by rank desc, id limit ${limit}`.pipe(withOrg(orgId))
-
-    /** Entries containing each keyword as written (case aside), most keywords matched first. */
-    const keywords = (orgId: OrgId, filter: EntryFilter, words: ReadonlyArray<string>, limit: number) =>
-      words.length === 0
-        ? Effect.succeed([])
-        : sql<{ readonly id: string; readonly matched: number }>`select id, (${sql.join(" + ", false)(
-            words.map((word) => sql`(case when title || ' ' || body ilike ${`%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`} then 1 else 0 end)`)
-          )}) as matched from knowledge_entries where ${filtered(orgId, filter)}
-            order by matched desc, updated_at desc limit ${limit}`.pipe(
-            Effect.map((rows) => rows.filter((row) => Number(row.matched) > 0)),
-            withOrg(orgId)
-          )
+        : Effect.gen(function* () {
+            const found = yield* itemsIn(orgId, ids)
+            yield* logged(orgId, retrieval(found))
+            return found
+          }).pipe(withOrg(orgId))
 
     const edits = (orgId: OrgId, id: string) =>
       sql<KnowledgeEdit>`select version, scope, scope_ref, category, title, body, status, edited_by, edited_at, replaced_by, replaced_at
         from knowledge_edits where org_id = ${orgId} and entry_id = ${id} order by version desc`.pipe(withOrg(orgId))
 
-    const logRetrievals = (orgId: OrgId, rows: ReadonlyArray<{ entry_id: string; source: string; query: string | null; rank: number; score: number; principal: string; key_id: string | null }>) =>
-      rows.length === 0 ? Effect.void : sql`insert into knowledge_retrievals ${sql.insert(rows.map((row) => ({ ...row, org_id: orgId })))}`.pipe(Effect.asVoid, withOrg(orgId))
+    const logged = (orgId: OrgId, rows: ReadonlyArray<RetrievalRow>) =>
+      rows.length === 0 ? Effect.void : Effect.asVoid(sql`insert into knowledge_retrievals ${sql.insert(rows.map((row) => ({ ...row, org_id: orgId })))}`)
+
+    const logRetrievals = (orgId: OrgId, rows: ReadonlyArray<RetrievalRow>) => logged(orgId, rows).pipe(withOrg(orgId))
 
     const retrievals = (orgId: OrgId, sinceDays: number, entryId: string | undefined, limit: number) =>
       sql<KnowledgeRetrieval>`select r.entry_id, e.title, r.source, r.query, r.rank, r.score, r.principal, r.key_id, r.retrieved_at
@@ -210,6 +221,6 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
         Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
       )
 
-    return { insert, find, findAt, read, replace, page, items, searchable, generation, fullText, keywords, edits, logRetrievals, retrievals, usage, pruneRetrievals } as const
+    return { insert, find, findAt, read, replace, page, rankingInputs, deliver, edits, logRetrievals, retrievals, usage, pruneRetrievals } as const
   })
 }) {}

@@ -11,7 +11,7 @@ import {
 } from "../domain/Knowledge"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import { type Principal, principalLabel } from "../domain/Principal"
-import { type EntryContent, type EntryFilter, KnowledgeRepo } from "../repos/KnowledgeRepo"
+import { type EntryContent, type EntryFilter, KnowledgeRepo, type RetrievalRow } from "../repos/KnowledgeRepo"
 import { Connections } from "./Connections"
 import { type KnowledgeHit, KnowledgeSearch } from "./KnowledgeSearch"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
@@ -136,31 +136,27 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
     /** Entries by id, in the order asked, each counted as viewed; those missing (or archived, unless asked for) are left out. */
     const read = (principal: Principal, ids: ReadonlyArray<string>) => repo.read(principal.orgId, ids).pipe(storeDown)
 
-    /** Logs what a search delivered, rank by rank. */
-    const delivered = (principal: Principal, source: RetrievalSource, query: string | null, hits: ReadonlyArray<KnowledgeHit>) =>
-      repo
-        .logRetrievals(
-          principal.orgId,
-          hits.map((hit, index) => ({ entry_id: hit.id, source, query, rank: index + 1, score: hit.score, principal: principalLabel(principal), key_id: principal.keyId }))
-        )
-        .pipe(storeDown)
+    /** What a search delivered, rank by rank, as the retrieval log keeps it. */
+    const retrievalsOf = (principal: Principal, source: RetrievalSource, query: string | null, hits: ReadonlyArray<KnowledgeHit>): ReadonlyArray<RetrievalRow> =>
+      hits.map((hit, index) => ({ entry_id: hit.id, source, query, rank: index + 1, score: hit.score, principal: principalLabel(principal), key_id: principal.keyId }))
 
     /** The entries that best answer `query` (active ones unless the filter asks for another status), best first, each delivery logged. */
     const find = Effect.fn("Knowledge.find")(function* (principal: Principal, query: string, filter: EntryFilter, limit: number, source: RetrievalSource) {
       const hits = yield* search.search(principal.orgId, query, { ...filter, status: filter.status ?? "active" }, limit).pipe(storeDown)
-      const items = yield* repo.items(principal.orgId, hits.map((hit) => hit.id)).pipe(storeDown)
-      const byId = new Map(items.map((item) => [item.id, item]))
-      const ranked = hits.flatMap((hit): Array<KnowledgeListItem> => {
-        const item = byId.get(hit.id)
-        return item === undefined ? [] : [{ ...item, score: hit.score }]
-      })
-      yield* delivered(
-        principal,
-        source,
-        query,
-        ranked.map((item) => ({ id: item.id, score: item.score ?? 0 }))
-      )
-      return ranked
+      const score = new Map(hits.map((hit) => [hit.id, hit.score]))
+      const ranked = (found: ReadonlyArray<Omit<KnowledgeListItem, "score">>) =>
+        hits.flatMap((hit): Array<KnowledgeListItem> => {
+          const item = found.find((each) => each.id === hit.id)
+          return item === undefined ? [] : [{ ...item, score: hit.score }]
+        })
+      const found = yield* repo
+        .deliver(
+          principal.orgId,
+          hits.map((hit) => hit.id),
+          (items) => retrievalsOf(principal, source, query, ranked(items).map((item) => ({ id: item.id, score: score.get(item.id) ?? 0 })))
+        )
+        .pipe(storeDown)
+      return ranked(found)
     })
 
     /** The organization's approved context (org scope), most recently updated first, each delivery logged. */
@@ -170,12 +166,17 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
         principal,
         listed.map((entry) => entry.id)
       )
-      yield* delivered(
-        principal,
-        "mcp:get_knowledge",
-        null,
-        entries.map((entry) => ({ id: entry.id, score: 0 }))
-      )
+      yield* repo
+        .logRetrievals(
+          principal.orgId,
+          retrievalsOf(
+            principal,
+            "mcp:get_knowledge",
+            null,
+            entries.map((entry) => ({ id: entry.id, score: 0 }))
+          )
+        )
+        .pipe(storeDown)
       return entries
     })
 

@@ -14,9 +14,17 @@ const MAX_INDEXES = 200
 
 const processTerm = (term: string): string | null => (PROSE_STOPWORDS.has(term) ? null : stem(term))
 
+/** An entry's title and body in lower case, for matching keywords as written. */
+interface KeywordText {
+  readonly id: string
+  readonly text: string
+  readonly fields: Record<string, unknown>
+}
+
 interface Indexed {
   readonly generation: string
   readonly search: MiniSearch<SearchableEntry>
+  readonly texts: ReadonlyArray<KeywordText>
 }
 
 const index = (entries: ReadonlyArray<SearchableEntry>) => {
@@ -40,6 +48,22 @@ const index = (entries: ReadonlyArray<SearchableEntry>) => {
 /** The words of a query worth matching as written: not stopwords, 3 characters or more, at most MAX_KEYWORDS. */
 const keywordsOf = (query: string) => [...new Set(words(query).filter((w) => w.length >= 3 && !PROSE_STOPWORDS.has(w)))].slice(0, MAX_KEYWORDS)
 
+/** Entries whose text holds the query's keywords as written (inside identifiers too: `fct_orders`), the most keywords first, then the most recently updated. */
+const keywordMatches = (texts: ReadonlyArray<KeywordText>, query: string, filter: EntryFilter) => {
+  const keywords = keywordsOf(query)
+  if (keywords.length === 0) return []
+  const allowed = matches(filter)
+  const found: Array<{ readonly id: string; readonly matched: number }> = []
+  for (const entry of texts) {
+    if (!allowed(entry.fields)) continue
+    let matched = 0
+    for (const keyword of keywords) if (entry.text.includes(keyword)) matched += 1
+    if (matched > 0) found.push({ id: entry.id, matched })
+  }
+  // A stable sort: ties keep the entries' order, most recently updated first.
+  return found.sort((a, b) => b.matched - a.matched).slice(0, CANDIDATES)
+}
+
 const matches = (filter: EntryFilter) => (stored: Record<string, unknown>) =>
   (filter.scope === undefined || stored["scope"] === filter.scope) &&
   (filter.scope_ref === undefined || stored["scope_ref"] === filter.scope_ref) &&
@@ -61,33 +85,31 @@ export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("sluice/K
     const repo = yield* KnowledgeRepo
     const indexes = new Map<OrgId, Indexed>()
 
-    /** The org's BM25 index as its entries stand: rebuilt when anything changed since it was built (here or on another replica). */
-    const indexOf = (orgId: OrgId) =>
-      Effect.gen(function* () {
-        const generation = yield* repo.generation(orgId)
-        const kept = indexes.get(orgId)
-        indexes.delete(orgId)
-        if (kept !== undefined && kept.generation === generation) {
-          indexes.set(orgId, kept)
-          return kept.search
-        }
-        const built = { generation, search: index(yield* repo.searchable(orgId)) }
-        indexes.set(orgId, built)
-        if (indexes.size > MAX_INDEXES) indexes.delete(indexes.keys().next().value!)
-        return built.search
-      })
+    /** The org's in-memory indexes as its entries stand: rebuilt when anything changed since they were built (here or on another replica). */
+    const indexed = (orgId: OrgId, generation: string, entries: ReadonlyArray<SearchableEntry> | null): Indexed => {
+      const kept = indexes.get(orgId)
+      indexes.delete(orgId)
+      const current: Indexed =
+        entries === null && kept !== undefined
+          ? kept
+          : {
+              generation,
+              search: index(entries ?? []),
+              texts: (entries ?? []).map((entry) => ({ id: entry.id, text: `${entry.title} ${entry.body}`.toLowerCase(), fields: entry as unknown as Record<string, unknown> }))
+            }
+      indexes.set(orgId, current)
+      if (indexes.size > MAX_INDEXES) indexes.delete(indexes.keys().next().value!)
+      return current
+    }
 
     /** The entries a filter allows that best answer `query`, best first, at most `limit`. */
     const search = (orgId: OrgId, query: string, filter: EntryFilter, limit: number) =>
       Effect.gen(function* () {
-        const [fullText, bm25, keywords] = yield* Effect.all(
-          [
-            repo.fullText(orgId, filter, query, CANDIDATES),
-            Effect.map(indexOf(orgId), (search) => search.search(query, { filter: matches(filter) }).slice(0, CANDIDATES)),
-            repo.keywords(orgId, filter, keywordsOf(query), CANDIDATES)
-          ],
-          { concurrency: "unbounded" }
-        )
+        const inputs = yield* repo.rankingInputs(orgId, filter, query, CANDIDATES, indexes.get(orgId)?.generation)
+        const fullText = inputs.fullText
+        const current = indexed(orgId, inputs.generation, inputs.entries)
+        const bm25 = current.search.search(query, { filter: matches(filter) }).slice(0, CANDIDATES)
+        const keywords = keywordMatches(current.texts, query, filter)
         const fused = new Map<string, number>()
         const add = (ids: ReadonlyArray<string>, weight: number) => ids.forEach((id, rank) => fused.set(id, (fused.get(id) ?? 0) + weight / (RRF_K + rank + 1)))
         add(
