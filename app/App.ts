@@ -33,6 +33,8 @@ import { RunEventsFeed } from "../src/services/RunEventsFeed"
 import { Knowledge } from "../src/services/Knowledge"
 import { KnowledgeSearch } from "../src/services/KnowledgeSearch"
 import { KnowledgeRepo } from "../src/repos/KnowledgeRepo"
+import { ReportsRepo } from "../src/repos/ReportsRepo"
+import { Reports } from "../src/services/Reports"
 import { SchemaChanges } from "../src/services/SchemaChanges"
 import { SchemaContext } from "../src/services/SchemaContext"
 import { SchemaCuration } from "../src/services/SchemaCuration"
@@ -88,6 +90,8 @@ export const ServicesLive = Layer.mergeAll(
   Posture.Default,
   Queries.Default,
   RateLimits.Default,
+  Reports.Default,
+  ReportsRepo.Default,
   ResultCache.Default,
   RunEventsFeed.Default,
   SchemaChanges.Default,

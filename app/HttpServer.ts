@@ -17,6 +17,7 @@ import { SchemaWatchesHttp } from "../src/http/SchemaWatchesHttp"
 import { AgentRunsHttp } from "../src/http/AgentRunsHttp"
 import { ChatHttp } from "../src/http/ChatHttp"
 import { KnowledgeHttp } from "../src/http/KnowledgeHttp"
+import { ReportsHttp } from "../src/http/ReportsHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
@@ -45,6 +46,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     AgentRunsHttp,
     ChatHttp,
     KnowledgeHttp,
+    ReportsHttp,
     SecretsHttp,
     SystemHttp,
     PublicHttp,

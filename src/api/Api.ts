@@ -15,6 +15,7 @@ import { McpApi } from "./McpApi"
 import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
 import { QueryApi, QueryStreamLine } from "./QueryApi"
+import { ReportsApi } from "./ReportsApi"
 import { SchemaApi } from "./SchemaApi"
 import { SchemaCurationApi } from "./SchemaCurationApi"
 import { SchemaWatchesApi } from "./SchemaWatchesApi"
@@ -38,6 +39,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(AgentRunsApi)
   .add(ChatApi)
   .add(KnowledgeApi)
+  .add(ReportsApi)
   .add(SecretsApi)
   .add(SystemApi)
   .add(McpApi)

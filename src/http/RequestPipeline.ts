@@ -8,6 +8,7 @@ import { Audit, changeRecord, withChangeRecord } from "../services/Audit"
 import type { ChangeRecord } from "../services/Audit"
 import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
+import { REPORT_REQUEST_MAX_BYTES } from "../domain/Report"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { resolveClientAddress } from "./ClientAddress"
 import { auditRow, childQueryRows } from "./AuditRow"
@@ -15,7 +16,10 @@ import { type RequestInfo, RequestState } from "./RequestState"
 
 const REFUSALS = new Set([401, 403, 429])
 
-const MAX_BODY_SIZE = Option.some(FileSystem.Size(MAX_BODY_BYTES))
+// Reports' routes take their HTML documents (5 MiB, escaped as JSON); every other request 2 MiB.
+const REPORT_WRITES = /^\/api\/reports(?:\/[^/?]*)?(?:\?|$)/
+const bodyLimitOf = (request: HttpServerRequest.HttpServerRequest) =>
+  (request.method === "POST" || request.method === "PATCH") && REPORT_WRITES.test(request.url) ? REPORT_REQUEST_MAX_BYTES : MAX_BODY_BYTES
 
 const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> = {
   400: ["invalid_request", "The request is not valid"],
@@ -24,7 +28,7 @@ const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> =
   404: ["not_found", "Not found"],
   405: ["method_not_allowed", "Method not allowed"],
   409: ["conflict", "Conflict"],
-  413: ["payload_too_large", `Request bodies are limited to ${MAX_BODY_BYTES} bytes`],
+  413: ["payload_too_large", "The request body is too large"],
   429: ["rate_limited", "Too many requests"],
   503: ["unavailable", "The service is unavailable; try again shortly"]
 }
@@ -36,7 +40,7 @@ const SECURITY_HEADERS = {
   "referrer-policy": "no-referrer"
 }
 
-const tooLarge = () => errorResponse(413, "payload_too_large", `Request bodies are limited to ${MAX_BODY_BYTES} bytes`)
+const tooLarge = (limit: number) => errorResponse(413, "payload_too_large", `Request bodies are limited to ${limit} bytes`)
 
 /**
  * A chunked body has no length to check up front; the body reader stops at the cap and destroys the
@@ -181,7 +185,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         ...(request.url.startsWith("/docs") ? {} : { "cache-control": "no-store" })
       }
       // The MCP endpoint answers in JSON-RPC, whose error bodies its clients read as they are.
-      const answer = info.bodyTooLarge ? tooLarge() : request.url.startsWith("/mcp") ? raw : normalizeError(raw)
+      const answer = info.bodyTooLarge ? tooLarge(bodyLimitOf(request)) : request.url.startsWith("/mcp") ? raw : normalizeError(raw)
       const response = HttpServerResponse.setHeaders(answer, headers)
       const status = response.status
       const outcome = info.outcome ?? (status < 400 ? "success" : REFUSALS.has(status) || info.blockReason !== null ? "refused" : "error")
@@ -246,7 +250,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
         const refused = errorResponse(403, "forbidden", "The Host or Origin of this request is not allowed (set SP_ALLOWED_HOSTS)")
         return yield* finish(request, info, started, refused)
       }
-      if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* finish(request, info, started, tooLarge())
+      const bodyLimit = bodyLimitOf(request)
+      if (Number(request.headers["content-length"] ?? 0) > bodyLimit) return yield* finish(request, info, started, tooLarge(bodyLimit))
       if (undeclaredJson(request)) {
         const refused = errorResponse(415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json")
         return yield* finish(request, info, started, refused)
@@ -259,7 +264,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response, change)),
         // One context change for the request's state, body cap and change record (each provideService is a region of its own).
         Effect.mapInputContext((context: Context.Context<HttpServerRequest.HttpServerRequest>) => {
-          const withState = Context.add(Context.add(context, RequestState, info), HttpIncomingMessage.MaxBodySize, MAX_BODY_SIZE)
+          const withState = Context.add(Context.add(context, RequestState, info), HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(bodyLimit)))
           return change === null ? withState : withChangeRecord(withState, change)
         }),
         Effect.tapErrorCause((cause) => (diedUnanswered(cause) ? Effect.logError("request failed", cause) : Effect.void))

@@ -5,6 +5,7 @@ import { connectionTools } from "./tools/ConnectionTools"
 import { exploreTools } from "./tools/ExploreTools"
 import { governanceTools } from "./tools/GovernanceTools"
 import { knowledgeTools } from "./tools/KnowledgeTools"
+import { reportTools } from "./tools/ReportTools"
 import { queryTools } from "./tools/QueryTools"
 import { schemaTools } from "./tools/SchemaTools"
 import { AgentRuns } from "../services/AgentRuns"
@@ -14,6 +15,7 @@ import { ConnectionHealth } from "../services/ConnectionHealth"
 import { Connections } from "../services/Connections"
 import { Knowledge } from "../services/Knowledge"
 import { Queries } from "../services/Queries"
+import { Reports } from "../services/Reports"
 import { SchemaChanges } from "../services/SchemaChanges"
 import { SchemaContext } from "../services/SchemaContext"
 import { SchemaExplorer } from "../services/SchemaExplorer"
@@ -36,9 +38,10 @@ export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
       ...(yield* queryTools),
       ...(yield* governanceTools).tools,
       ...(yield* knowledgeTools),
+      ...(yield* reportTools),
       ...(yield* agentTools)
     ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
   }),
-  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
+  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, Reports.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
 }) {}

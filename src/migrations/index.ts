@@ -17,6 +17,7 @@ import m0016 from "./0016_agent_runs"
 import m0017 from "./0017_secrets"
 import m0018 from "./0018_chat"
 import m0019 from "./0019_knowledge"
+import m0020 from "./0020_reports"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -37,5 +38,6 @@ export const migrations = {
   "0016_agent_runs": m0016,
   "0017_secrets": m0017,
   "0018_chat": m0018,
-  "0019_knowledge": m0019
+  "0019_knowledge": m0019,
+  "0020_reports": m0020
 }

@@ -126,7 +126,12 @@ const SPEC_SCOPES: Record<string, string> = {
   "POST /api/knowledge/:id/approve": "admin",
   "GET /api/knowledge/:id/edits": "read",
   "GET /api/knowledge/retrievals": "read",
-  "GET /api/knowledge/usage": "read"
+  "GET /api/knowledge/usage": "read",
+  "GET /api/reports": "read",
+  "GET /api/reports/:id": "read",
+  "POST /api/reports": "admin",
+  "PATCH /api/reports/:id": "admin",
+  "DELETE /api/reports/:id": "admin"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

@@ -330,7 +330,7 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
     expect((await withJwt(`/api/chat/conversations/${ownB.id}/runs/${runId}/events`, adminB)).status).toBe(404)
   })
 
-  it.skipIf(skip)("knowledge entries, their history, search, retrievals and usage stay within their org; the same place is free in each", async () => {
+  it.skipIf(skip)("knowledge entries (history, search, retrievals, usage) and reports stay within their org; the same place is free in each", async () => {
     const adminA = await token({ sub: "user_nia", orgId: "org_ka", admin: true })
     const adminB = await token({ sub: "user_oto", orgId: "org_kb", admin: true })
     const entry = { scope: "org", category: "rules", title: "secret-rule", body: "The secret margin of A is 42 %." }
@@ -355,6 +355,15 @@ describe("tenancy and cloud sessions over HTTP on the postgresql store", () => {
       expect([path, method, probe.status]).toEqual([path, method, 404])
       expect(probe.text).not.toContain("secret margin")
     }
+    // Reports: the same.
+    const report = (await withJwt("/api/reports", adminA, { body: { title: "secret report of A", html: "<p>secret margin</p>" } })).json
+    expect((await withJwt("/api/reports", adminB)).json.items).toEqual([])
+    for (const [method, body] of [["GET", undefined], ["PATCH", { title: "mine" }], ["DELETE", undefined]] as const) {
+      const probe = await withJwt(`/api/reports/${report.id}`, adminB, { method, ...(body !== undefined ? { body } : {}) })
+      expect([method, probe.status]).toEqual([method, 404])
+      expect(probe.text).not.toContain("secret")
+    }
+    expect((await withJwt(`/api/reports/${report.id}`, adminA)).json).toMatchObject({ title: "secret report of A", view_count: 1 })
     // The same scope, category and title is B's own to take.
     expect((await withJwt("/api/knowledge", adminB, { body: entry })).status).toBe(201)
     expect((await withJwt(`/api/knowledge/${id}`, adminA)).json).toMatchObject({ body: "The secret margin of A is 43 %.", version: 2 })

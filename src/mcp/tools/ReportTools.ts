@@ -1,0 +1,34 @@
+import { Effect, Schema } from "effect"
+import { CreateReport } from "../../domain/Report"
+import { Reports } from "../../services/Reports"
+import type { McpTool } from "../McpTool"
+import { asFailure } from "./ToolSchemas"
+
+const PublishInput = Schema.Struct({
+  title: CreateReport.fields.title.annotations({ description: "The report's title, 1 to 200 characters" }),
+  kind: Schema.optionalWith(Schema.Literal("report", "dashboard").annotations({ description: "report (default) or dashboard" }), { exact: true }),
+  html: CreateReport.fields.html.annotations({ description: "A self-contained HTML document (inline styles and scripts; nothing it loads from elsewhere is shown), at most 5 MiB" }),
+  data: Schema.optionalWith(Schema.Unknown.annotations({ description: "The data behind it, as JSON" }), { exact: true })
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+
+/** Publishing a report, as an admin may over REST. */
+export const reportTools = Effect.gen(function* () {
+  const reports = yield* Reports
+
+  const publishReport: McpTool<typeof PublishInput.Type> = {
+    name: "publish_report",
+    scope: "admin",
+    title: "Publish a report",
+    description:
+      "Publishes an HTML report or dashboard for the organization to see in Sluice's Reports page (shown in a sandboxed frame: its scripts run, but reach no network and nothing of the page). Returns its id.",
+    input: PublishInput,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    run: (args, call) =>
+      Effect.map(reports.create(call.principal, { title: args.title, kind: args.kind ?? "report", html: args.html, data: args.data ?? null }), (report) => ({
+        text: JSON.stringify({ id: report.id, title: report.title, kind: report.kind, bytes: report.bytes })
+      })).pipe(Effect.mapError(asFailure))
+  }
+
+  const tools: ReadonlyArray<McpTool> = [publishReport]
+  return tools
+})

@@ -1,0 +1,60 @@
+import { randomUUID } from "node:crypto"
+import { Effect, Either } from "effect"
+import { NotFound, PayloadTooLarge } from "../domain/Errors"
+import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
+import { type Principal, principalLabel } from "../domain/Principal"
+import { type CreateReport, REPORT_DATA_MAX_BYTES, REPORT_HTML_MAX_BYTES, type UpdateReport } from "../domain/Report"
+import { ReportsRepo } from "../repos/ReportsRepo"
+import { storeUnavailable } from "./StoreUnavailable"
+
+const storeDown = storeUnavailable("reports store")
+const DEFAULT_LIMIT = 50
+
+const notFound = (id: string) => new NotFound({ message: `There is no report ${id}` })
+
+/** The HTML and data fit their limits (413 otherwise). */
+const fits = (change: { readonly html?: string | undefined; readonly data?: unknown }) => {
+  const htmlBytes = change.html === undefined ? 0 : Buffer.byteLength(change.html)
+  if (htmlBytes > REPORT_HTML_MAX_BYTES) return Effect.fail(new PayloadTooLarge({ message: `html is ${htmlBytes} bytes; a report holds at most ${REPORT_HTML_MAX_BYTES}` }))
+  const dataBytes = change.data === undefined || change.data === null ? 0 : Buffer.byteLength(JSON.stringify(change.data))
+  if (dataBytes > REPORT_DATA_MAX_BYTES) return Effect.fail(new PayloadTooLarge({ message: `data is ${dataBytes} bytes as JSON; a report holds at most ${REPORT_DATA_MAX_BYTES}` }))
+  return Effect.void
+}
+
+/** Reports and dashboards the organization shares: self-contained HTML documents with their data. */
+export class Reports extends Effect.Service<Reports>()("sluice/Reports", {
+  effect: Effect.gen(function* () {
+    const repo = yield* ReportsRepo
+
+    const create = Effect.fn("Reports.create")(function* (principal: Principal, input: CreateReport) {
+      yield* fits(input)
+      return yield* repo
+        .insert(principal.orgId, { id: `rep_${randomUUID().replaceAll("-", "")}`, title: input.title, kind: input.kind, html: input.html, data: input.data, by: principalLabel(principal) })
+        .pipe(storeDown)
+    })
+
+    const get = Effect.fn("Reports.get")(function* (principal: Principal, id: string) {
+      return (yield* repo.view(principal.orgId, id).pipe(storeDown)) ?? (yield* notFound(id))
+    })
+
+    const update = Effect.fn("Reports.update")(function* (principal: Principal, id: string, change: UpdateReport) {
+      yield* fits(change)
+      return (yield* repo.update(principal.orgId, id, { ...change, by: principalLabel(principal) }).pipe(storeDown)) ?? (yield* notFound(id))
+    })
+
+    const remove = Effect.fn("Reports.remove")(function* (principal: Principal, id: string) {
+      if (!(yield* repo.remove(principal.orgId, id).pipe(storeDown))) return yield* notFound(id)
+      return { id, deleted: true }
+    })
+
+    const list = Effect.fn("Reports.list")(function* (principal: Principal, params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }) {
+      const limit = params.limit ?? DEFAULT_LIMIT
+      const before = params.cursor === undefined ? null : yield* Either.match(decodeCursor(params.cursor, TimeAndIdCursor), { onLeft: Effect.fail, onRight: Effect.succeed })
+      const rows = yield* repo.page(principal.orgId, before, limit + 1).pipe(storeDown)
+      return pageOf(rows, limit, (last) => [last.updated_at.toISOString(), last.id])
+    })
+
+    return { create, get, update, remove, list } as const
+  }),
+  dependencies: [ReportsRepo.Default]
+}) {}
