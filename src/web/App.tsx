@@ -4,6 +4,8 @@ import { fetchLocalKey, forgetKey, storedKey, storeKey } from "./client/Session"
 import { type Session, SessionContext } from "./client/SessionContext"
 import { useApi } from "./client/useApi"
 import { AgentRunsPage } from "./pages/AgentRuns"
+import { KnowledgePage } from "./pages/Knowledge"
+import { ReportsPage } from "./pages/Reports"
 import { AuditPage } from "./pages/Audit"
 import { ChatPage } from "./pages/Chat"
 import { ConnectionsPage } from "./pages/Connections"
@@ -25,6 +27,8 @@ const PAGES = [
   { path: "/query", title: "Query", view: QueryPage },
   { path: "/chat", title: "Chat", view: ChatPage },
   { path: "/runs", title: "Agent runs", view: AgentRunsPage },
+  { path: "/knowledge", title: "Knowledge", view: KnowledgePage },
+  { path: "/reports", title: "Reports", view: ReportsPage },
   { path: "/audit", title: "Audit log", view: AuditPage },
   { path: "/governance", title: "Governance", view: GovernancePage },
   { path: "/keys", title: "API keys", view: KeysPage },

@@ -446,7 +446,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       const context = await browser.newContext({ viewport, colorScheme })
       const fresh = await context.newPage()
       const errors = collectErrors(fresh)
-      for (const route of ["/", "/connections", "/schema", "/query", "/chat", "/runs", "/audit", "/governance", "/keys", "/connect"]) {
+      for (const route of ["/", "/connections", "/schema", "/query", "/chat", "/runs", "/knowledge", "/reports", "/audit", "/governance", "/keys", "/connect"]) {
         await step(fresh, `pages ${viewport.width} ${route}`, async () => {
           await fresh.goto(`${web}${route}`)
           await fresh.getByRole("heading", { level: 1 }).waitFor()
