@@ -61,3 +61,13 @@ export const Report = Schema.Struct({
   data: Schema.NullOr(Schema.Unknown)
 })
 export type Report = typeof Report.Type
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/** A chat answer as a report: the question and the answer, as text (nothing in either becomes markup). */
+export const answerReport = (question: string, answer: string) => ({
+  title: (question.split("\n")[0] ?? "").trim().slice(0, 200) || "Answer",
+  html: `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(question.slice(0, 200))}</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem}h1{font-size:1.3rem}.answer{white-space:pre-wrap}</style></head>
+<body><h1>${escapeHtml(question)}</h1><div class="answer">${escapeHtml(answer)}</div></body></html>`
+})

@@ -93,6 +93,12 @@ describe.skipIf(skip)("the Chat and Agent runs pages in a real browser (issue 19
       expect(fake.received.every((r) => r.headers["x-api-key"] === MODEL_KEY)).toBe(true)
       // The conversation is named by the question.
       await page.getByRole("button", { name: "How many orders does each customer have?" }).waitFor()
+      // The answer published as a report, the question as its title, both as text.
+      await page.getByRole("button", { name: "Publish as report" }).click()
+      await page.getByText("Published: see").waitFor()
+      const [report] = (await request(gateway.url, "/api/reports", { key: admin })).json.items
+      expect(report).toMatchObject({ title: "How many orders does each customer have?", kind: "report" })
+      expect((await request(gateway.url, `/api/reports/${report.id}`, { key: admin })).json.html).toContain('<div class="answer">Ada has 21 orders and Grace has 21.</div>')
     })
 
     await step(page, "chat clarification and cancel", async () => {

@@ -144,7 +144,7 @@ describe.skipIf(skip)("the Knowledge and Reports pages in a real browser (issue 
       await new Promise((resolve) => setTimeout(resolve, 500))
       expect(canaryHits).toEqual([])
       expect(new URL(page.url()).pathname).toBe("/reports")
-      const key = await page.evaluate(() => Object.values(sessionStorage).join(" "))
+      const key = String(await page.evaluate("Object.values(sessionStorage).join(' ')"))
       expect(key).toMatch(/sp_[0-9a-f]{32}/)
       expect(await out.textContent()).not.toContain(key.match(/sp_[0-9a-f]{32}/)![0])
     })

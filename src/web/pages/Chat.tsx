@@ -1,5 +1,6 @@
 import { type FormEvent, useState } from "react"
 import type { Message } from "../../domain/Chat"
+import { answerReport } from "../../domain/Report"
 import { formatUsd } from "../../domain/Usd"
 import { useAction, useApi } from "../client/useApi"
 import { ConnectionPicker, useChosenConnection } from "../components/ConnectionPicker"
@@ -117,8 +118,8 @@ const Conversation = ({ id, onActivity }: { readonly id: string; readonly onActi
             <Empty>Ask a question about the connected data. The agent answers with governed, read-only queries, each one in the audit log.</Empty>
           ) : (
             <ol className="messages" aria-label="Messages">
-              {items.map((message) => (
-                <MessageView key={message.id} conversation={id} message={message} onChange={reload} />
+              {items.map((message, index) => (
+                <MessageView key={message.id} conversation={id} message={message} question={items[index - 1]?.content ?? null} onChange={reload} />
               ))}
             </ol>
           )
@@ -138,7 +139,12 @@ const Conversation = ({ id, onActivity }: { readonly id: string; readonly onActi
   )
 }
 
-const MessageView = ({ conversation, message, onChange }: { readonly conversation: string; readonly message: Message; readonly onChange: () => void }) => {
+const MessageView = ({ conversation, message, question, onChange }: {
+  readonly conversation: string
+  readonly message: Message
+  readonly question: string | null
+  readonly onChange: () => void
+}) => {
   if (message.role === "user") {
     return (
       <li className="message user">
@@ -153,6 +159,7 @@ const MessageView = ({ conversation, message, onChange }: { readonly conversatio
       <span className="visually-hidden">Agent: </span>
       <RunSteps path={`/api/chat/conversations/${conversation}/runs/${message.run_id}/events`} answered={message.content !== null} {...(live ? { onEvent: onChange } : {})} />
       {message.content !== null && <p className="answer">{message.content}</p>}
+      {message.content !== null && question !== null && <PublishAnswer question={question} answer={message.content} />}
       {message.status === "running" || message.status === "queued" ? (
         <p className="muted" role="status">
           Working…
@@ -165,6 +172,26 @@ const MessageView = ({ conversation, message, onChange }: { readonly conversatio
       )}
       {live && <Waiting conversation={conversation} message={message} onChange={onChange} />}
     </li>
+  )
+}
+
+/** Publishes the question and the agent's answer as a report (an admin's action: reports are published by admins). */
+const PublishAnswer = ({ question, answer }: { readonly question: string; readonly answer: string }) => {
+  const act = useAction()
+  const [published, setPublished] = useState(false)
+  return (
+    <div className="publish">
+      {published ? (
+        <span className="muted small" role="status">
+          Published: see <a href="/reports">Reports</a>.
+        </span>
+      ) : (
+        <button type="button" className="link" disabled={act.pending} onClick={async () => setPublished((await act.perform((client) => client.reports.create({ payload: { ...answerReport(question, answer), kind: "report", data: null } }))) !== undefined)}>
+          Publish as report
+        </button>
+      )}
+      <ErrorBanner error={act.error} />
+    </div>
   )
 }
 
