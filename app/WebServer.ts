@@ -15,30 +15,6 @@ const PAGE_HEADERS = {
   "referrer-policy": "no-referrer"
 }
 
-/**
- * Where a report is shown: an empty document on an opaque origin (CSP sandbox, so even opened on
- * its own it is no page of this origin) that takes one report from the page framing it and writes
- * it in place. Its scripts run, but reach no network, submit no form, navigate nothing above them
- * and read nothing of the app (its key, its storage).
- */
-export const REPORT_FRAME_PATH = "/report-frame"
-const REPORT_FRAME = `<!doctype html><meta charset="utf-8"><script>
-addEventListener("message", function show(event) {
-  if (event.source !== parent || typeof event.data !== "string") return
-  removeEventListener("message", show)
-  document.open(); document.write(event.data); document.close()
-})
-parent.postMessage("report-frame-ready", "*")
-</script>`
-const REPORT_FRAME_HEADERS = {
-  "content-security-policy":
-    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; media-src data: blob:; " +
-    "connect-src 'none'; form-action 'none'; base-uri 'none'; frame-src 'none'; worker-src 'none'; frame-ancestors 'self'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-cache"
-}
-
 /** The gateway's own paths, answered on the web app's origin too (the MCP snippet the app shows names this origin). */
 const isGatewayPath = (url: string) => /^\/(api|mcp|local-api-key|health)(\/|\?|$)/.test(url)
 
@@ -76,7 +52,6 @@ export const webServer = (gateway: HttpApp.Default, pipeline: (app: HttpApp.Defa
         }
         const acceptsGzip = /\bgzip\b/.test(request.headers["accept-encoding"] ?? "")
         const pathname = Option.getOrElse(safeDecode(new URL(request.url, "http://web").pathname), () => "/")
-        if (pathname === REPORT_FRAME_PATH) return Effect.succeed(HttpServerResponse.html(REPORT_FRAME).pipe(HttpServerResponse.setHeaders(REPORT_FRAME_HEADERS)))
         const asset = assets.get(pathname)
         if (asset !== undefined) return Effect.succeed(assetResponse(asset, acceptsGzip))
         if (pathname.startsWith("/assets/")) return Effect.succeed(HttpServerResponse.text("Not found", { status: 404, headers: PAGE_HEADERS }))

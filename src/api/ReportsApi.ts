@@ -27,7 +27,7 @@ export class ReportsApi extends HttpApiGroup.make("reports")
       .annotateContext(
         docs(
           "Get a report",
-          "The report with its HTML and data, counted as viewed. The HTML is the author's: show it only in a sandboxed frame on an opaque origin with a strict CSP, as the web app does, never as a page of your own origin."
+          "The report with its HTML and data, counted as viewed. The HTML is the author's: show it only in a frame sandboxed without scripts, on an opaque origin, with a strict CSP, as the web app does, never as a page of your own origin."
         )
       )
   )

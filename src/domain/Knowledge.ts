@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { noNul } from "./Text"
+import { noNul, ResourceId } from "./Text"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
@@ -156,7 +156,7 @@ export type KnowledgeListParams = typeof KnowledgeListParams.Type
 
 export const RetrievalParams = Schema.Struct({
   since_days: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 90, { message: () => "since_days must be between 1 and 90" }))),
-  entry_id: Schema.optional(Schema.String.pipe(Schema.maxLength(100))),
+  entry_id: Schema.optional(ResourceId),
   limit: Schema.optional(Limit(1000))
 })
 export type RetrievalParams = typeof RetrievalParams.Type

@@ -35,8 +35,9 @@ create index knowledge_entries_org_idx on knowledge_entries (org_id, updated_at 
 create index knowledge_entries_search_idx on knowledge_entries using gin (search);
 ${isolateByOrg("knowledge_entries", { privileges: "select, insert, update" })}
 
--- A counter per org that every change of its entries bumps, in the change's own transaction:
--- what tells an in-memory search index (on any replica) that it is out of date.
+-- A counter per org that every change of its active entries bumps, in the change's own transaction:
+-- what tells an in-memory search index of them (on any replica) that it is out of date.
+-- Proposals (pending) are not indexed, so writing them rebuilds nothing.
 create table knowledge_generations (
   org_id text primary key,
   generation bigint not null
@@ -44,8 +45,10 @@ create table knowledge_generations (
 ${isolateByOrg("knowledge_generations", { privileges: "select, insert, update" })}
 create function knowledge_entries_changed() returns trigger language plpgsql as $$
 begin
-  insert into knowledge_generations as g (org_id, generation) values (new.org_id, 1)
-    on conflict (org_id) do update set generation = g.generation + 1;
+  if new.status = 'active' or (tg_op = 'UPDATE' and old.status = 'active') then
+    insert into knowledge_generations as g (org_id, generation) values (new.org_id, 1)
+      on conflict (org_id) do update set generation = g.generation + 1;
+  end if;
   return null;
 end
 $$;

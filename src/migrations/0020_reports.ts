@@ -11,7 +11,8 @@ create table reports (
   title text not null,
   kind text not null check (kind in ('report', 'dashboard')),
   html text not null,
-  data jsonb,
+  -- its JSON as text: any JSON the client sent (jsonb refuses some, such as an escaped NUL)
+  data text,
   bytes integer not null,
   view_count integer not null default 0,
   created_by text not null,

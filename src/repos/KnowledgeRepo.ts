@@ -83,7 +83,11 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
         updated_by: row.by,
         approved_by: row.approved ? row.by : null
       })} returning ${sql.unsafe(ENTRY)}`.pipe(
-        Effect.flatMap((rows) => (row.approved ? Effect.as(sql`update knowledge_entries set approved_at = created_at where id = ${row.id}`, rows[0]!) : Effect.succeed(rows[0]!))),
+        Effect.flatMap((rows) =>
+          row.approved
+            ? Effect.map(sql<KnowledgeEntry>`update knowledge_entries set approved_at = created_at where id = ${row.id} returning ${sql.unsafe(ENTRY)}`, (approved) => approved[0]!)
+            : Effect.succeed(rows[0]!)
+        ),
         withOrg(orgId)
       )
 
@@ -99,6 +103,24 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
         Effect.map((rows) => rows[0] ?? null),
         withOrg(orgId)
       )
+
+    /** Entries by id, in the order asked, not counted as viewed. */
+    const entries = (orgId: OrgId, ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed([])
+        : sql<KnowledgeEntry>`select ${sql.unsafe(ENTRY)} from knowledge_entries where org_id = ${orgId} and ${sql.in("id", ids)}`.pipe(
+            Effect.map((rows) => ids.flatMap((id) => rows.filter((row) => row.id === id))),
+            withOrg(orgId)
+          )
+
+    /** Entries delivered whole: counted as viewed, their delivery logged. */
+    const delivered = (orgId: OrgId, rows: ReadonlyArray<RetrievalRow>) =>
+      rows.length === 0
+        ? Effect.void
+        : Effect.zipRight(
+            sql`update knowledge_entries set view_count = view_count + 1 where org_id = ${orgId} and ${sql.in("id", rows.map((row) => row.entry_id))}`,
+            logged(orgId, rows)
+          ).pipe(withOrg(orgId))
 
     /** Entries by id, in the order asked, counting each as viewed. */
     const read = (orgId: OrgId, ids: ReadonlyArray<string>) =>
@@ -161,8 +183,8 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
 
     /**
      * What a search ranks from, in one transaction: PostgreSQL's full-text ranking of the entries a
-     * filter allows (best first), what tells whether the org's entries changed since `known`, and
-     * then every entry a search may rank (not archived), to index in memory.
+     * filter allows (best first), what tells whether the org's active entries changed since `known`,
+     * and then, if they did, every active entry, to index in memory.
      */
     const rankingInputs = (orgId: OrgId, filter: EntryFilter, query: string, limit: number, known: string | undefined) =>
       Effect.gen(function* () {
@@ -175,7 +197,7 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
           generation === known
             ? null
             : yield* sql<SearchableEntry>`select id, scope, scope_ref, category, title, body, status from knowledge_entries
-                where org_id = ${orgId} and status <> 'archived' order by updated_at desc, id desc`
+                where org_id = ${orgId} and status = 'active' order by updated_at desc, id desc`
         return { generation, fullText, entries }
       }).pipe(withOrg(orgId))
 
@@ -196,7 +218,6 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
     const logged = (orgId: OrgId, rows: ReadonlyArray<RetrievalRow>) =>
       rows.length === 0 ? Effect.void : Effect.asVoid(sql`insert into knowledge_retrievals ${sql.insert(rows.map((row) => ({ ...row, org_id: orgId })))}`)
 
-    const logRetrievals = (orgId: OrgId, rows: ReadonlyArray<RetrievalRow>) => logged(orgId, rows).pipe(withOrg(orgId))
 
     const retrievals = (orgId: OrgId, sinceDays: number, entryId: string | undefined, limit: number) =>
       sql<KnowledgeRetrieval>`select r.entry_id, e.title, r.source, r.query, r.rank, r.score, r.principal, r.key_id, r.retrieved_at
@@ -221,6 +242,6 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
         Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
       )
 
-    return { insert, find, findAt, read, replace, page, rankingInputs, deliver, edits, logRetrievals, retrievals, usage, pruneRetrievals } as const
+    return { insert, find, findAt, entries, delivered, read, replace, page, rankingInputs, deliver, edits, retrievals, usage, pruneRetrievals } as const
   })
 }) {}

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import { Effect, Either } from "effect"
+import { Effect } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { Conflict, InvalidRequest, NotFound, PayloadTooLarge } from "../domain/Errors"
 import {
@@ -116,6 +116,8 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       const trusted = options.proposer === "mcp" && config.selfHosted && config.knowledgeProposals === "active"
       const existing = yield* repo.findAt(principal.orgId, content).pipe(storeDown)
       if (existing !== null && !options.overwrite) return { status: "rejected_duplicate", entry: existing } as const
+      // Approved or archived knowledge is changed by people (or a trusted client): a proposal never takes it out of service or buries its text.
+      if (existing !== null && existing.status !== "pending" && !trusted) return { status: "rejected_approved", entry: existing } as const
       if (existing !== null) {
         const status = existing.status === "archived" ? "archived" : trusted ? "active" : "pending"
         const updated = yield* repo.replace(principal.orgId, existing.id, { ...content, status, by, approved: status === "active" }, config.knowledgeHistoryVersions).pipe(storeDown)
@@ -159,26 +161,32 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       return ranked(found)
     })
 
-    /** The organization's approved context (org scope), most recently updated first, each delivery logged. */
+    /** The organization's approved context (org scope), most recently updated first; not yet counted as delivered. */
     const baseline = Effect.fn("Knowledge.baseline")(function* (principal: Principal, limit: number) {
       const listed = yield* repo.page(principal.orgId, { scope: "org", category: "context", status: "active" }, null, limit).pipe(storeDown)
-      const entries = yield* read(
-        principal,
-        listed.map((entry) => entry.id)
-      )
-      yield* repo
-        .logRetrievals(
+      return yield* repo
+        .entries(
           principal.orgId,
-          retrievalsOf(
-            principal,
-            "mcp:get_knowledge",
-            null,
-            entries.map((entry) => ({ id: entry.id, score: 0 }))
-          )
+          listed.map((entry) => entry.id)
         )
         .pipe(storeDown)
-      return entries
     })
+
+    /** The active entries that best answer `query`, whole, best first, with their scores; not yet counted as delivered. */
+    const rank = Effect.fn("Knowledge.rank")(function* (principal: Principal, query: string, limit: number) {
+      const hits = yield* search.search(principal.orgId, query, { status: "active" }, limit).pipe(storeDown)
+      const entries = yield* repo
+        .entries(
+          principal.orgId,
+          hits.map((hit) => hit.id)
+        )
+        .pipe(storeDown)
+      return entries.map((entry) => ({ entry, score: hits.find((hit) => hit.id === entry.id)?.score ?? 0 }))
+    })
+
+    /** Entries handed over whole (for `query`, or as the baseline): counted as viewed and logged as retrievals, rank by rank. */
+    const handedOver = (principal: Principal, source: RetrievalSource, query: string | null, hits: ReadonlyArray<KnowledgeHit>) =>
+      repo.delivered(principal.orgId, retrievalsOf(principal, source, query, hits)).pipe(storeDown)
 
     const list = Effect.fn("Knowledge.list")(function* (principal: Principal, params: KnowledgeListParams) {
       const filter: EntryFilter = { scope: params.scope, scope_ref: params.scope_ref, category: params.category, status: params.status }
@@ -187,7 +195,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
         return { items: yield* find(principal, params.q, filter, params.limit ?? DEFAULT_SEARCH_LIMIT, "rest"), next_cursor: null }
       }
       const limit = params.limit ?? DEFAULT_LIMIT
-      const before = params.cursor === undefined ? null : yield* Either.match(decodeCursor(params.cursor, TimeAndIdCursor), { onLeft: Effect.fail, onRight: Effect.succeed })
+      const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
       const rows = yield* repo.page(principal.orgId, filter, before, limit + 1).pipe(storeDown)
       return pageOf(
         rows.map((row): KnowledgeListItem => ({ ...row, score: null })),
@@ -207,7 +215,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
     const usage = (principal: Principal, sinceDays: number | undefined) =>
       Effect.map(repo.usage(principal.orgId, sinceDays ?? DEFAULT_SINCE_DAYS).pipe(storeDown), (items) => ({ items }))
 
-    return { create, update, archive, approve, propose, get, read, find, baseline, list, edits, retrievals, usage } as const
+    return { create, update, archive, approve, propose, get, read, find, baseline, rank, handedOver, list, edits, retrievals, usage } as const
   }),
   dependencies: [KnowledgeRepo.Default, KnowledgeSearch.Default, Connections.Default]
 }) {}

@@ -9,8 +9,8 @@ const CANDIDATES = 50
 const RRF_K = 60
 const WEIGHTS = { fullText: 1, bm25: 1, keywords: 0.7 } as const
 const MAX_KEYWORDS = 8
-// Organizations whose index is kept in memory at once; the least recently searched is dropped past it.
-const MAX_INDEXES = 200
+// Entries indexed in memory at once, across organizations: the least recently searched org's index goes first past it.
+const MAX_INDEXED_ENTRIES = 100_000
 
 const processTerm = (term: string): string | null => (PROSE_STOPWORDS.has(term) ? null : stem(term))
 
@@ -27,7 +27,10 @@ interface Indexed {
   readonly texts: ReadonlyArray<KeywordText>
 }
 
-const index = (entries: ReadonlyArray<SearchableEntry>) => {
+// Entries indexed between turns of the event loop: a rebuild of thousands never holds up other requests for long.
+const INDEX_CHUNK = 250
+
+const index = async (entries: ReadonlyArray<SearchableEntry>) => {
   const search = new MiniSearch<SearchableEntry>({
     fields: ["title", "body"],
     storeFields: ["scope", "scope_ref", "category", "status"],
@@ -41,7 +44,7 @@ const index = (entries: ReadonlyArray<SearchableEntry>) => {
       combineWith: "OR"
     }
   })
-  search.addAll(entries)
+  await search.addAllAsync(entries, { chunkSize: INDEX_CHUNK })
   return search
 }
 
@@ -86,28 +89,41 @@ export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("sluice/K
     const indexes = new Map<OrgId, Indexed>()
 
     /** The org's in-memory indexes as its entries stand: rebuilt when anything changed since they were built (here or on another replica). */
-    const indexed = (orgId: OrgId, generation: string, entries: ReadonlyArray<SearchableEntry> | null): Indexed => {
-      const kept = indexes.get(orgId)
-      indexes.delete(orgId)
-      const current: Indexed =
-        entries === null && kept !== undefined
-          ? kept
-          : {
-              generation,
-              search: index(entries ?? []),
-              texts: (entries ?? []).map((entry) => ({ id: entry.id, text: `${entry.title} ${entry.body}`.toLowerCase(), fields: entry as unknown as Record<string, unknown> }))
-            }
-      indexes.set(orgId, current)
-      if (indexes.size > MAX_INDEXES) indexes.delete(indexes.keys().next().value!)
-      return current
-    }
+    const indexed = (orgId: OrgId, generation: string, entries: ReadonlyArray<SearchableEntry> | null) =>
+      Effect.gen(function* () {
+        const kept = indexes.get(orgId)
+        const current: Indexed =
+          entries === null && kept !== undefined
+            ? kept
+            : {
+                generation,
+                search: yield* Effect.promise(() => index(entries ?? [])),
+                texts: (entries ?? []).map((entry) => ({
+                  id: entry.id,
+                  text: `${entry.title} ${entry.body}`.toLowerCase(),
+                  fields: { scope: entry.scope, scope_ref: entry.scope_ref, category: entry.category, status: entry.status }
+                }))
+              }
+        indexes.delete(orgId)
+        indexes.set(orgId, current)
+        let held = 0
+        for (const each of indexes.values()) held += each.texts.length
+        for (const [org, oldest] of indexes) {
+          if (held <= MAX_INDEXED_ENTRIES || org === orgId) break
+          indexes.delete(org)
+          held -= oldest.texts.length
+        }
+        return current
+      })
 
     /** The entries a filter allows that best answer `query`, best first, at most `limit`. */
     const search = (orgId: OrgId, query: string, filter: EntryFilter, limit: number) =>
       Effect.gen(function* () {
-        const inputs = yield* repo.rankingInputs(orgId, filter, query, CANDIDATES, indexes.get(orgId)?.generation)
+        let inputs = yield* repo.rankingInputs(orgId, filter, query, CANDIDATES, indexes.get(orgId)?.generation)
+        // The index was current when asked, but dropped since (another org's search needed the room): read the entries after all.
+        if (inputs.entries === null && !indexes.has(orgId)) inputs = yield* repo.rankingInputs(orgId, filter, query, CANDIDATES, undefined)
         const fullText = inputs.fullText
-        const current = indexed(orgId, inputs.generation, inputs.entries)
+        const current = yield* indexed(orgId, inputs.generation, inputs.entries)
         const bm25 = current.search.search(query, { filter: matches(filter) }).slice(0, CANDIDATES)
         const keywords = keywordMatches(current.texts, query, filter)
         const fused = new Map<string, number>()

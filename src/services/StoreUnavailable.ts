@@ -6,10 +6,14 @@ import { Conflict, Unavailable } from "../domain/Errors"
 export const storeUnavailable =
   (what: string) =>
   <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | Unavailable, R> =>
-    Effect.mapError(effect, (error) =>
-      (error as { _tag?: string })._tag === "SqlError"
-        ? new Unavailable({ message: `The ${what} is unavailable; try again shortly` })
-        : (error as Exclude<E, SqlError>)
+    effect.pipe(
+      // The caller hears "unavailable"; the operator's log has what the store said.
+      Effect.tapError((error) => ((error as { _tag?: string })._tag === "SqlError" ? Effect.logWarning(`${what}: store error`, error) : Effect.void)),
+      Effect.mapError((error) =>
+        (error as { _tag?: string })._tag === "SqlError"
+          ? new Unavailable({ message: `The ${what} is unavailable; try again shortly` })
+          : (error as Exclude<E, SqlError>)
+      )
     )
 
 const isUniqueViolation = (error: SqlError) => (error.cause as { code?: string } | undefined)?.code === "23505"

@@ -171,8 +171,9 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     const recorded = followed.events.filter((e) => e.event !== "text_delta")
     expect(recorded.map((e) => [e.id, e.event])).toEqual(steps.map((e) => [String(e.seq), e.type]))
     expect(recorded.at(-1)!.data.data).toEqual({ answer: "Ada has 21 orders and Grace has 21." })
-    // The model's text came as it streamed too, each turn's pieces adding up to what its model_call event keeps.
-    expect(textsOf(followed.events)).toEqual(new Map([[0, "Looking for the tables."], [2, "Ada has 21 orders and Grace has 21."]]))
+    // Pieces of the model's text came between them (not kept, so without an id; what streamed before the
+    // follower connected is not resent: the streaming test holds the model until its followers are there).
+    expect(followed.events.filter((e) => e.event === "text_delta").every((e) => e.id === null && typeof e.data.text === "string")).toBe(true)
     // Resumed after the fourth event with Last-Event-ID: the rest, and nothing twice.
     const resumed = followSse(gateway.url, `/api/agent-runs/${started.json.id}/events`, runner, "4")
     await resumed.ended

@@ -82,6 +82,14 @@ for (const store of ["embedded", "postgresql"] as const) {
         expect([refused.status, refused.json.code], JSON.stringify(body).slice(0, 80)).toEqual([400, "invalid_request"])
       }
       expect((await api("/api/reports?limit=1")).json.items.map((r: any) => r.title)).toEqual(["large"])
+      // Data as any JSON the client sent: escaped NULs and lone surrogates kept as sent; nesting too deep to write is a 400, not a 500.
+      const odd = { "k\u0000": "v\u0000", lone: "\ud800" }
+      const kept = await api("/api/reports", { body: { title: "odd data", html: HTML, data: odd } })
+      expect(kept.status, kept.text).toBe(201)
+      expect((await api(`/api/reports/${kept.json.id}`)).json.data).toEqual(odd)
+      const deep = `{"title":"deep","html":"<p>x</p>","data":${"[".repeat(6000)}${"]".repeat(6000)}}`
+      const refused = await request(gateway.url, "/api/reports", { key: admin, method: "POST", rawBody: deep, headers: { "content-type": "application/json" } })
+      expect([refused.status, refused.json.code]).toEqual([400, "invalid_request"])
     })
 
     it.skipIf(skip)("MCP: an admin's client publishes a report; others do not see the tool", async () => {

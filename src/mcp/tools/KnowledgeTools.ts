@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { CreateKnowledge, KnowledgeCategory, KnowledgeEntry, KnowledgePlace, KnowledgeScope, ScopeRef } from "../../domain/Knowledge"
-import { noNul } from "../../domain/Text"
+import { noNul, ResourceId } from "../../domain/Text"
 import { Knowledge } from "../../services/Knowledge"
 import { type McpTool, READ_ONLY, type ToolAnnotations } from "../McpTool"
 import { untrusted } from "../ResultText"
@@ -32,15 +32,18 @@ const rendered = (entry: KnowledgeEntry) =>
     ? `${heading(entry)}\n\n${entry.body}`
     : `${heading(entry)} [status: ${entry.status === "pending" ? "proposed, not approved" : entry.status}]\n\n${untrusted("A proposed entry, not the organization's approved knowledge.", entry.body)}`
 
-/** Sections joined until the cap, with a note on how to narrow when it is reached; how many fitted. */
+/** Sections joined while they fit under the cap (one too large is left out, not the rest after it), with a note on how to narrow when any was left out. */
 const capped = (sections: ReadonlyArray<string>) => {
-  let text = ""
+  const kept: Array<number> = []
+  let length = 0
   for (const [index, section] of sections.entries()) {
-    const next = text === "" ? section : `${text}\n\n${section}`
-    if (next.length > MAX_OUTPUT_CHARS) return { text: `${text}\n\n…[output truncated: use search_knowledge with a narrower query, then read_knowledge]`, fitted: index }
-    text = next
+    if (length + section.length + 2 > MAX_OUTPUT_CHARS) continue
+    kept.push(index)
+    length += section.length + 2
   }
-  return { text, fitted: sections.length }
+  const left = sections.length - kept.length
+  const text = kept.map((index) => sections[index]).join("\n\n")
+  return { text: left === 0 ? text : `${text}\n\n…[${left} section(s) left out to stay under ${MAX_OUTPUT_CHARS} characters: use search_knowledge, then read_knowledge]`, kept: new Set(kept) }
 }
 
 const Query = Schema.String.pipe(
@@ -69,7 +72,7 @@ const SearchInput = Schema.Struct({
 }).annotations(strict)
 
 const ReadInput = Schema.Struct({
-  ids: Schema.Array(Schema.String.pipe(Schema.maxLength(100)))
+  ids: Schema.Array(ResourceId)
     .pipe(Schema.minItems(1, { message: () => "ids must name at least one entry" }), Schema.maxItems(10, { message: () => "ids may name at most 10 entries" }))
     .annotations({ description: "Entry ids, as search_knowledge gives them" })
 }).annotations(strict)
@@ -88,7 +91,7 @@ const GetOutput = Schema.Struct({
 const SearchOutput = Schema.Struct({ results: Schema.Array(Schema.Struct({ ...KnowledgePlace.fields, snippet: Schema.String, score: Schema.Number })) })
 const ReadOutput = Schema.Struct({ entries: Schema.Array(KnowledgeEntry), not_found: Schema.Array(Schema.String) })
 
-const ArchiveInput = Schema.Struct({ id: Schema.String.pipe(Schema.maxLength(100)).annotations({ description: "The entry's id" }) }).annotations(strict)
+const ArchiveInput = Schema.Struct({ id: ResourceId.annotations({ description: "The entry's id" }) }).annotations(strict)
 
 /** The knowledge base as agents use it: the baseline and what bears on a task, search, reading, proposing and archiving. */
 export const knowledgeTools = Effect.gen(function* () {
@@ -106,24 +109,31 @@ export const knowledgeTools = Effect.gen(function* () {
     run: (args, call) =>
       Effect.gen(function* () {
         const baseline = yield* knowledge.baseline(call.principal, BASELINE_ENTRIES)
-        const forTask =
-          args.task_description === undefined || args.task_description.trim() === ""
+        const task = args.task_description?.trim() ?? ""
+        const relevant =
+          task === ""
             ? []
-            : (yield* knowledge.find(call.principal, args.task_description, {}, TASK_ENTRIES + baseline.length, "mcp:get_knowledge"))
-                .filter((hit) => !baseline.some((entry) => entry.id === hit.id))
-                .slice(0, TASK_ENTRIES)
-        const relevant = yield* knowledge.read(
-          call.principal,
-          forTask.map((hit) => hit.id)
-        )
+            : (yield* knowledge.rank(call.principal, task, TASK_ENTRIES + baseline.length)).filter((hit) => !baseline.some((entry) => entry.id === hit.entry.id)).slice(0, TASK_ENTRIES)
         if (baseline.length === 0 && relevant.length === 0) return { text: "The organization's knowledge base has no approved entries yet.", structured: { entries: [], truncated: false } }
         // Headings and entries in the order shown, each entry with its section, so what fitted is known.
-        const section = (name: string, kind: "context" | "task", entries: ReadonlyArray<KnowledgeEntry>) =>
-          entries.length === 0 ? [] : [{ text: name, entry: null }, ...entries.map((entry) => ({ text: rendered(entry), entry: { ...placeOf(entry), section: kind } }))]
-        const shown = [...section("# The organization's context", "context", baseline), ...section("# Relevant to the task", "task", relevant)]
-        const { text, fitted } = capped(shown.map((item) => item.text))
-        const entries = shown.slice(0, fitted).flatMap((item) => (item.entry === null ? [] : [item.entry]))
-        return { text, structured: { entries, truncated: fitted < shown.length } }
+        const section = (name: string, kind: "context" | "task", hits: ReadonlyArray<{ readonly entry: KnowledgeEntry; readonly score: number }>) =>
+          hits.length === 0 ? [] : [{ text: name, hit: null, kind }, ...hits.map((hit) => ({ text: rendered(hit.entry), hit, kind }))]
+        const shown = [
+          ...section("# The organization's context", "context", baseline.map((entry) => ({ entry, score: 0 }))),
+          ...section("# Relevant to the task", "task", relevant)
+        ]
+        const { text, kept } = capped(shown.map((item) => item.text))
+        const delivered = shown.filter((item, index) => kept.has(index) && item.hit !== null)
+        const of = (kind: "context" | "task") => delivered.flatMap((item) => (item.kind === kind && item.hit !== null ? [{ id: item.hit.entry.id, score: item.hit.score }] : []))
+        yield* knowledge.handedOver(call.principal, "mcp:get_knowledge", null, of("context"))
+        yield* knowledge.handedOver(call.principal, "mcp:get_knowledge", task, of("task"))
+        return {
+          text,
+          structured: {
+            entries: delivered.flatMap((item) => (item.hit === null ? [] : [{ ...placeOf(item.hit.entry), section: item.kind }])),
+            truncated: kept.size < shown.length
+          }
+        }
       }).pipe(Effect.mapError(asFailure))
   }
 
@@ -171,7 +181,7 @@ export const knowledgeTools = Effect.gen(function* () {
     scope: "write",
     title: "Propose a knowledge entry",
     description:
-      "Proposes an entry (or, with overwrite, a new version of the one at the same scope, category and title) for an admin to approve; until then it is not served as knowledge. Scope org takes context, decisions, rules; project all four and troubleshooting; connection context and troubleshooting. title is a lowercase slug.",
+      "Proposes an entry (or, with overwrite, a new version of a proposal at the same scope, category and title; approved entries are changed by admins) for an admin to approve; until then it is not served as knowledge. Scope org takes context, decisions, rules; project all four and troubleshooting; connection context and troubleshooting. title is a lowercase slug.",
     input: ProposeInput,
     annotations: WRITES,
     run: (args, call) =>
@@ -179,7 +189,9 @@ export const knowledgeTools = Effect.gen(function* () {
         const result =
           proposed.status === "rejected_duplicate"
             ? { status: proposed.status, existing_id: proposed.entry.id, message: "An entry with this scope, category and title exists: read it, then propose again with overwrite true to replace it" }
-            : { status: proposed.status, id: proposed.entry.id, entry_status: proposed.entry.status }
+            : proposed.status === "rejected_approved"
+              ? { status: proposed.status, existing_id: proposed.entry.id, message: "That entry is the organization's approved knowledge (or archived): only an admin changes it. Propose under another title, or ask an admin" }
+              : { status: proposed.status, id: proposed.entry.id, entry_status: proposed.entry.status }
         return { text: JSON.stringify(result) }
       }).pipe(Effect.mapError(asFailure))
   }

@@ -7,7 +7,9 @@ import { asFailure } from "./ToolSchemas"
 const PublishInput = Schema.Struct({
   title: CreateReport.fields.title.annotations({ description: "The report's title, 1 to 200 characters" }),
   kind: Schema.optionalWith(Schema.Literal("report", "dashboard").annotations({ description: "report (default) or dashboard" }), { exact: true }),
-  html: CreateReport.fields.html.annotations({ description: "A self-contained HTML document (inline styles and scripts; nothing it loads from elsewhere is shown), at most 5 MiB" }),
+  html: CreateReport.fields.html.annotations({
+    description: "A self-contained static HTML document (inline CSS, SVG and data: images; scripts do not run and nothing it loads from elsewhere is shown); an MCP request carries at most 2 MiB, POST /api/reports up to 5 MiB"
+  }),
   data: Schema.optionalWith(Schema.Unknown.annotations({ description: "The data behind it, as JSON" }), { exact: true })
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 
@@ -20,7 +22,7 @@ export const reportTools = Effect.gen(function* () {
     scope: "admin",
     title: "Publish a report",
     description:
-      "Publishes an HTML report or dashboard for the organization to see in Sluice's Reports page (shown in a sandboxed frame: its scripts run, but reach no network and nothing of the page). Returns its id.",
+      "Publishes an HTML report or dashboard for the organization to see in Sluice's Reports page (shown in a sandboxed frame as a static document: no script runs and nothing loads from elsewhere, so use inline CSS, SVG and data: images). Returns its id.",
     input: PublishInput,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     run: (args, call) =>

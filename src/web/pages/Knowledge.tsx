@@ -67,7 +67,7 @@ export const KnowledgePage = () => {
               <h2>To review</h2>
               <ul className="plain">
                 {page.items.map((entry) => (
-                  <EntryItem key={entry.id} entry={entry} note={` · proposed by ${entry.created_by}`} onOpen={open} />
+                  <EntryItem key={entry.id} entry={entry} note={` · proposed by ${entry.updated_by}`} onOpen={open} />
                 ))}
               </ul>
             </div>

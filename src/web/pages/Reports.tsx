@@ -17,8 +17,8 @@ export const ReportsPage = () => {
     <section aria-labelledby="reports-title">
       <h1 id="reports-title">Reports</h1>
       <p className="muted">
-        HTML reports and dashboards published through <code>POST /api/reports</code> or the <code>publish_report</code> MCP tool. Each is shown in a sandboxed frame: its
-        scripts run, but reach no network and nothing of this page.
+        HTML reports and dashboards published through <code>POST /api/reports</code> or the <code>publish_report</code> MCP tool. Each is shown in a sandboxed frame: a
+        static document, where no script runs and nothing loads from elsewhere.
       </p>
       <ErrorBanner error={act.error} />
       <Loaded value={reports} what="reports" onRetry={reload}>
@@ -75,7 +75,7 @@ const ReportView = ({ id }: { readonly id: string }) => {
       {(shown) => (
         <article className="report" aria-label={`Report: ${shown.title}`}>
           <h2>{shown.title}</h2>
-          <ReportFrame title={shown.title} html={shown.html} />
+          <ReportFrame key={`${shown.id} ${shown.updated_at.toISOString()}`} title={shown.title} html={shown.html} />
         </article>
       )}
     </Loaded>
