@@ -1,7 +1,7 @@
 export interface ClientAddress {
   /** The client's address: the socket peer, or the X-Forwarded-For origin when the peer is a trusted proxy. */
   readonly ip: string | null
-  /** True only for a loopback peer that sends no proxy header at all. */
+  /** True only for a loopback peer that sends no proxy header at all, and no browser request made by another site's page. */
   readonly local: boolean
 }
 
@@ -16,6 +16,15 @@ export const isLoopback = (ip: string) => {
 const relayed = (headers: Readonly<Record<string, string | undefined>>) =>
   Object.keys(headers).some((name) => /^(forwarded|x-forwarded-.+|x-real-ip|true-client-ip|cf-connecting-ip|x-client-ip|x-cluster-client-ip|fastly-client-ip)$/i.test(name))
 
+/**
+ * A browser's request that another site's page made (Sec-Fetch-Site cross-site or same-site, such
+ * as a page on another localhost port): never the machine's own operator, whatever its address.
+ */
+const fromAnotherSite = (headers: Readonly<Record<string, string | undefined>>) => {
+  const site = headers["sec-fetch-site"]
+  return site !== undefined && site !== "same-origin" && site !== "none"
+}
+
 /** X-Forwarded-For is honoured only from SP_TRUSTED_PROXIES, read right to left past trusted hops. */
 export const resolveClientAddress = (
   peer: string | null,
@@ -26,7 +35,7 @@ export const resolveClientAddress = (
   const forwardedFor = headers["x-forwarded-for"]
   if (socketIp === null) return { ip: null, local: false }
   if (!trustedProxies.has(socketIp) || forwardedFor === undefined) {
-    return { ip: socketIp, local: isLoopback(socketIp) && !relayed(headers) }
+    return { ip: socketIp, local: isLoopback(socketIp) && !relayed(headers) && !fromAnotherSite(headers) }
   }
   const hops = forwardedFor.split(",").map((hop) => unmap(hop.trim())).filter((hop) => hop.length > 0)
   let client = socketIp

@@ -93,6 +93,14 @@ describe("local access over HTTP (self-hosted, no key)", () => {
     expect((await request(gateway.url, "/api/keys")).status).toBe(200)
   })
 
+  it("a keyless request another site's page makes a browser send is not local, even a GET: only its own origin's, a typed URL's or a non-browser's", async () => {
+    for (const site of ["cross-site", "same-site", "anything-else"]) {
+      const res = await request(gateway.url, "/api/knowledge?q=revenue", { headers: { "sec-fetch-site": site } })
+      expect([site, res.status, res.json.code]).toEqual([site, 401, "unauthenticated"])
+    }
+    for (const site of ["same-origin", "none"]) expect((await request(gateway.url, "/api/keys", { headers: { "sec-fetch-site": site } })).status).toBe(200)
+  })
+
   it("MCP refuses a page's form post", async () => {
     const form = await request(gateway.url, "/mcp", { key, rawBody: JSON.stringify(listTools), headers: { "content-type": "text/plain", accept: MCP_ACCEPT } })
     expect(form.status).toBe(415)
