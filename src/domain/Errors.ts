@@ -68,6 +68,7 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()(
 
 /** Failures the authentication middleware may produce on any /api route. */
 export const AuthFailure = Schema.Union(
+  InvalidRequest,
   Unauthenticated,
   InvalidApiKey,
   InsufficientScope,

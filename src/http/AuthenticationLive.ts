@@ -3,11 +3,15 @@ import { Effect, Layer, Option } from "effect"
 import { SluiceApi } from "../api/Api"
 import { Authentication } from "../api/Authentication"
 import { endpointPolicies, policyKey } from "../api/EndpointPolicies"
-import { Forbidden } from "../domain/Errors"
+import { Forbidden, InvalidRequest } from "../domain/Errors"
 import { Gate } from "./Gate"
+import { MAX_JSON_NESTING, nestsDeeperThan } from "./JsonNesting"
 import { RequestState } from "./RequestState"
 
-/** The REST side of the gate: the endpoint's declared policy (an endpoint without a scope is refused), then the gate's steps. */
+/**
+ * The REST side of the gate: the endpoint's declared policy (an endpoint without a scope is
+ * refused), then the gate's steps, then (for the admitted only) a JSON body's nesting.
+ */
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function* () {
@@ -24,6 +28,13 @@ export const AuthenticationLive = Layer.effect(
       }
       const principal = yield* gate.admit(state.value, request.headers, policy.rateClass)
       yield* gate.authorize(principal, policy.scope, "This endpoint", policy.rateClass === "expensive")
+      // Read once here (the handler's decoding reuses it); a body that cannot be read is the handler's to refuse.
+      if ((request.headers["content-type"] ?? "").includes("application/json")) {
+        const body = yield* Effect.option(request.text)
+        if (Option.exists(body, (text) => nestsDeeperThan(text, MAX_JSON_NESTING))) {
+          return yield* new InvalidRequest({ message: `The JSON body nests deeper than ${MAX_JSON_NESTING} levels` })
+        }
+      }
       return principal
     })
   })

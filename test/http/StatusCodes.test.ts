@@ -28,6 +28,21 @@ describe.each([
   const api = (path: string, options: Parameters<typeof request>[2] = {}) => request(gateway.url, path, options)
   const createKey = (body: unknown, key = admin) => api("/api/keys", { key, body })
 
+  it.skipIf(skip)("400 for a JSON body nested past 100 levels, on every route, before it is decoded (it was a 500: decoding recursed per level)", async () => {
+    const deep = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`
+    for (const route of ["/api/keys", "/api/knowledge", "/api/query", "/api/reports"]) {
+      const refused = await api(route, { key: admin, method: "POST", rawBody: deep(10_000), headers: { "content-type": "application/json" } })
+      expect([route, refused.status, refused.json.code, refused.json.message]).toEqual([route, 400, "invalid_request", "The JSON body nests deeper than 100 levels"])
+    }
+    // Nesting in strings is text, and bodies at the limit decode as before.
+    const named = await createKey({ name: `${"[".repeat(500)}`, scopes: ["read"] })
+    expect([named.status, named.json.code]).toEqual([400, "invalid_request"])
+    expect(named.json.message).not.toMatch(/nests deeper/)
+    const atLimit = await api("/api/reports", { key: admin, body: { title: "nested", html: "<p>x</p>", data: JSON.parse(deep(95)) } })
+    expect(atLimit.status, atLimit.text).toBe(201)
+    expect((await api("/health")).status).toBe(200)
+  })
+
   it.skipIf(skip)("200 /health is liveness only and needs no key", async () => {
     const res = await api("/health")
     expect(res.status).toBe(200)
