@@ -52,7 +52,7 @@ interface Reply {
   readonly usage: Response.Usage | undefined
   readonly failed: string | undefined
 }
-const emptyReply = (): Reply => ({ text: "", toolCalls: [], usage: undefined, failed: undefined })
+const EMPTY_REPLY: Reply = { text: "", toolCalls: [], usage: undefined, failed: undefined }
 
 const addPart = (reply: Reply, part: Response.AnyPart): Reply => {
   switch (part.type) {
@@ -236,7 +236,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           // The text reaches the run's followers as it streams, a few pieces at a time; each attempt writes it from offset 0.
           const response = yield* LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }).pipe(
             Stream.groupedWithin(STREAM_BATCH, STREAM_FLUSH),
-            Stream.runFoldEffect(emptyReply(), (reply, parts) => {
+            Stream.runFoldEffect(EMPTY_REPLY, (reply, parts) => {
               const offset = reply.text.length
               const next = Chunk.reduce(parts, reply, addPart)
               return next.failed !== undefined

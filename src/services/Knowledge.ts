@@ -31,6 +31,8 @@ const notFound = (id: string) => new NotFound({ message: `There is no knowledge 
 const placeTaken = (entry: { readonly scope: string; readonly scope_ref: string | null; readonly category: string; readonly title: string }) =>
   `An entry titled ${entry.title} already exists in ${entry.scope}${entry.scope_ref === null ? "" : ` ${entry.scope_ref}`} ${entry.category}`
 
+const newId = () => `kn_${randomUUID().replaceAll("-", "")}`
+
 const contentOf = (input: CreateKnowledge): EntryContent => ({
   scope: input.scope,
   scope_ref: input.scope_ref ?? null,
@@ -72,7 +74,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       yield* admissible(principal, content)
       const by = principalLabel(principal)
       return yield* repo
-        .insert(principal.orgId, { ...content, id: `kn_${randomUUID().replaceAll("-", "")}`, status: "active", proposed_by_agent: false, by, approved: true })
+        .insert(principal.orgId, { ...content, id: newId(), status: "active", proposed_by_agent: false, by, approved: true })
         .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
     })
 
@@ -124,7 +126,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
         return { status: "updated", entry: updated ?? existing } as const
       }
       const created = yield* repo
-        .insert(principal.orgId, { ...content, id: `kn_${randomUUID().replaceAll("-", "")}`, status: trusted ? "active" : "pending", proposed_by_agent: true, by, approved: trusted })
+        .insert(principal.orgId, { ...content, id: newId(), status: trusted ? "active" : "pending", proposed_by_agent: true, by, approved: trusted })
         .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
       return { status: "created", entry: created } as const
     })
@@ -135,7 +137,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       return entry ?? (yield* notFound(id))
     })
 
-    /** Entries by id, in the order asked, each counted as viewed; those missing (or archived, unless asked for) are left out. */
+    /** Entries by id, in the order asked, each counted as viewed; those missing are left out. */
     const read = (principal: Principal, ids: ReadonlyArray<string>) => repo.read(principal.orgId, ids).pipe(storeDown)
 
     /** What a search delivered, rank by rank, as the retrieval log keeps it. */
@@ -145,20 +147,16 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
     /** The entries that best answer `query` (active ones unless the filter asks for another status), best first, each delivery logged. */
     const find = Effect.fn("Knowledge.find")(function* (principal: Principal, query: string, filter: EntryFilter, limit: number, source: RetrievalSource) {
       const hits = yield* search.search(principal.orgId, query, { ...filter, status: filter.status ?? "active" }, limit).pipe(storeDown)
-      const score = new Map(hits.map((hit) => [hit.id, hit.score]))
-      const ranked = (found: ReadonlyArray<Omit<KnowledgeListItem, "score">>) =>
-        hits.flatMap((hit): Array<KnowledgeListItem> => {
-          const item = found.find((each) => each.id === hit.id)
-          return item === undefined ? [] : [{ ...item, score: hit.score }]
-        })
+      // The hits still there, in rank order: an entry archived since the search is neither listed nor logged.
+      const present = (found: ReadonlyArray<{ readonly id: string }>) => hits.filter((hit) => found.some((item) => item.id === hit.id))
       const found = yield* repo
         .deliver(
           principal.orgId,
           hits.map((hit) => hit.id),
-          (items) => retrievalsOf(principal, source, query, ranked(items).map((item) => ({ id: item.id, score: score.get(item.id) ?? 0 })))
+          (items) => retrievalsOf(principal, source, query, present(items))
         )
         .pipe(storeDown)
-      return ranked(found)
+      return present(found).map((hit): KnowledgeListItem => ({ ...found.find((item) => item.id === hit.id)!, score: hit.score }))
     })
 
     /** The organization's approved context (org scope), most recently updated first; not yet counted as delivered. */

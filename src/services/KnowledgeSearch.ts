@@ -80,8 +80,8 @@ export interface KnowledgeHit {
 
 /**
  * Hybrid retrieval over an organization's knowledge: PostgreSQL full-text (websearch_to_tsquery,
- * ts_rank_cd), BM25 with typo tolerance (MiniSearch, an index per org rebuilt when its entries
- * change) and exact keyword matches, fused by reciprocal rank.
+ * ts_rank_cd), BM25 with typo tolerance and keywords as written (in memory, over an org's active
+ * entries, rebuilt when they change), fused by reciprocal rank.
  */
 export class KnowledgeSearch extends Effect.Service<KnowledgeSearch>()("sluice/KnowledgeSearch", {
   effect: Effect.gen(function* () {
