@@ -1,5 +1,6 @@
 // One SQLite database, opened read-only in a child process: a statement inside SQLite's C code
 // cannot be stopped from JavaScript, so a timeout ends the whole process instead.
+import { createHmac } from "node:crypto"
 import Database from "better-sqlite3"
 
 let db = null
@@ -36,6 +37,10 @@ process.on("message", (message) => {
       db = new Database(message.open, { readonly: true, fileMustExist: true, timeout: message.busyTimeoutMs })
       db.pragma("query_only = ON")
       db.defaultSafeIntegers(true)
+      // SQLite has no SHA-256: masking at the source hashes PII with this (the gateway's HMAC, the key given in the statement).
+      db.function("sluice_hmac_sha256", { deterministic: true }, (key, value) =>
+        value === null || typeof key !== "string" ? null : createHmac("sha256", Buffer.from(key, "hex")).update(String(value)).digest("hex")
+      )
       process.send({ ready: true })
     } catch (error) {
       process.send({ ready: false, message: String(error.message) })

@@ -20,9 +20,11 @@ import {
 } from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
 import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
-import { EVERY_COLUMN, maskPlan, maskResult, piiRulesTouched } from "./PiiMasking"
+import { type HashPads, hashPadsOf, withoutKey } from "./MaskExpressions"
+import { maskPlan, maskResult } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
+import { type MaskingCatalog, maskedAtSource } from "./SourceMasking"
 import { SqlGuard } from "./sqlguard/SqlGuard"
 import { type ReachedBlocks, tablePolicyRefusal } from "./TablePolicy"
 
@@ -36,6 +38,8 @@ export interface GovernedQuery {
   readonly pii: PiiPolicy
   /** Relations that read a blocked table (views over it, its partitions and children), from the connection's snapshot. */
   readonly reached: ReachedBlocks
+  /** The connection's relations and the PII actions on their columns, for masking at the source. */
+  readonly masking: MaskingCatalog
   readonly sql: string
   readonly rowLimit: number
   readonly timeoutMs: number
@@ -90,22 +94,31 @@ export const fromConnector = (error: ConnectorError): QueryTimeout | QueryFailed
 /** When a query's last connector step must have answered: its timeout, plus the grace the server-side cancel gets. */
 const deadlineOf = (query: GovernedQuery) => Date.now() + query.timeoutMs + DEADLINE_GRACE_MS
 
-// A database's message can quote the value it failed on (`invalid input syntax for type integer: "ada@…"`).
-const WITHHELD = "The database refused the statement; its message is withheld because the statement reads a table with PII rules"
+// Masked at the source, a statement computes with raw values only inside a view that does, whose message can quote one (`invalid input syntax for type integer: "ada@…"`).
+const WITHHELD = "The database refused the statement; its message is withheld because the statement reads a view that computes with PII values"
 
-const failureOf = (error: ConnectorError, readsPii: boolean) => {
+/** How a database's message about the statement that ran reaches the caller: as it is, without the hash key, or withheld. */
+export interface Messages {
+  readonly withhold: boolean
+  readonly scrub: ((text: string) => string) | undefined
+}
+const AS_IS: Messages = { withhold: false, scrub: undefined }
+
+const failureOf = (error: ConnectorError, messages: Messages) => {
   const failure = fromConnector(error)
-  return readsPii && failure._tag === "QueryFailed" ? new QueryFailed({ message: WITHHELD }) : failure
+  if (failure._tag !== "QueryFailed") return failure
+  if (messages.withhold) return new QueryFailed({ message: WITHHELD })
+  return messages.scrub === undefined ? failure : new QueryFailed({ message: messages.scrub(failure.message) })
 }
 
 /** A connector step that fails as the query's own errors, and at the deadline at the latest. */
 const beforeDeadline =
-  (deadline: number, readsPii: boolean) =>
+  (deadline: number, messages: Messages) =>
   <A, R>(effect: Effect.Effect<A, ConnectorError, R>) =>
     // What is left is measured when the step runs: a stream's later reads get less time, not the same again.
     Effect.suspend(() =>
       effect.pipe(
-        Effect.mapError((error) => failureOf(error, readsPii)),
+        Effect.mapError((error) => failureOf(error, messages)),
         // What an interrupted step still does (a cancel dialling a stalled host, a session reset, a pool that was opening) goes on in the background.
         Effect.disconnect,
         Effect.timeoutFail({
@@ -114,6 +127,12 @@ const beforeDeadline =
         })
       )
     )
+
+/** A plan of a rewritten statement without the hash key its expressions hold. */
+const scrubbed = (plan: QueryResult, messages: Messages): QueryResult => {
+  const scrub = messages.scrub
+  return scrub === undefined ? plan : { ...plan, rows: plan.rows.map((row) => row.map((value) => (typeof value === "string" ? scrub(value) : value === null || typeof value !== "object" ? value : JSON.parse(scrub(JSON.stringify(value)))))) }
+}
 
 /** UTF-8 size of the rows as JSON, or undefined as soon as it passes the cap. */
 const resultBytes = (result: Pick<QueryResult, "rows">) => {
@@ -164,13 +183,18 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           )
         const checked = guard.check(query.sql, connection.db_type, connection.allowed_functions)
         if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
-        const tables = [...new Set(checked.right.analysis.tables.map((t) => t.parts.join(".")))]
-        const policy = tablePolicyRefusal(checked.right.analysis.tables, connection, query.reached)
+        const analysis = checked.right.analysis
+        const tables = [...new Set(analysis.tables.map((t) => t.parts.join(".")))]
+        const policy = tablePolicyRefusal(analysis.tables, connection, query.reached, analysis.databases)
         if (policy !== undefined) return yield* refuse(policy, tables)
         const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
-        // A relation no scan has traced yet is usually a mistyped name, whose error quotes no value: its message is kept.
-        const readsPii = piiRulesTouched(checked.right, query.pii.rules, connection).some((rule) => rule.column !== EVERY_COLUMN)
-        return { capped, tables, readsPii }
+        const key = keyOf(query.target.orgId)
+        // The rewritten text is checked for its shape only: the functions in it are the masking projections' own.
+        const masked = maskedAtSource(capped, connection, query.masking, key.pads, (sql) => guard.check(sql, connection.db_type, "any"))
+        if (Either.isLeft(masked)) return yield* refuse(masked.left.reason, tables)
+        const runs = masked.right
+        const messages: Messages = runs.computesOverPii ? { withhold: true, scrub: undefined } : runs.rewritten ? { withhold: false, scrub: key.scrub } : AS_IS
+        return { capped, runs, tables, messages }
       })
 
     /**
@@ -187,9 +211,9 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
      * A pool that is open and answers by the deadline itself is not raced against it (a race forks fibers on every query).
      * The pool's reference is held in the caller's scope, with the result's hold.
      */
-    const execute = (query: GovernedQuery, sql: string, maxRows: number, readsPii: boolean, hold: ResultHold, deadline: number) => {
-      const withinDeadline = beforeDeadline(deadline, readsPii)
-      const asFailure = (error: ConnectorError) => failureOf(error, readsPii)
+    const execute = (query: GovernedQuery, sql: string, maxRows: number, messages: Messages, hold: ResultHold, deadline: number) => {
+      const withinDeadline = beforeDeadline(deadline, messages)
+      const asFailure = (error: ConnectorError) => failureOf(error, messages)
       const opened = pools.poolIn(query.target)
       return Effect.flatMap(pools.isOpen(query.target) ? Effect.mapError(opened, asFailure) : withinDeadline(opened), (pool) => {
         const run = pool.query(sql, {
@@ -213,8 +237,19 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     })
     const cachedResult = (query: GovernedQuery, sql: string) =>
       (query.target.connection.result_cache_ttl ?? 0) > 0 ? cache.get(cacheKeyOf(query, sql)) : undefined
-    const hashKeyOf = (query: GovernedQuery) =>
-      query.pii.rules.some((r) => r.action === "hash") ? cipher.orgSecret("pii-hash", query.target.orgId) : Buffer.alloc(0)
+    // Each organization's key for hashed PII, as the database computes HMAC with it, and what takes it out of a message.
+    const keys = new Map<string, { readonly key: Buffer; readonly pads: HashPads; readonly scrub: (text: string) => string }>()
+    const keyOf = (orgId: string) => {
+      let known = keys.get(orgId)
+      if (known === undefined) {
+        const key = cipher.orgSecret("pii-hash", orgId)
+        const pads = hashPadsOf(key)
+        known = { key, pads, scrub: withoutKey(pads) }
+        keys.set(orgId, known)
+      }
+      return known
+    }
+    const hashKeyOf = (query: GovernedQuery) => keyOf(query.target.orgId).key
     const columnsOf = (result: Pick<QueryResult, "columns">) => result.columns.map((c) => ({ name: c.name, type: c.type, nullable: null }))
 
     // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
@@ -225,7 +260,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       const queryId = randomUUID()
       const deadline = deadlineOf(query)
       const connection = query.target.connection
-      const { capped, tables, readsPii } = yield* admit(query, queryId, report)
+      const { capped, runs, tables, messages } = yield* admit(query, queryId, report)
       const ttlSeconds = connection.result_cache_ttl ?? 0
       const started = performance.now()
       const hold = yield* holdFor(MAX_RESULT_BYTES, deadline).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
@@ -237,11 +272,11 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         result = hit.value
         oversized = !hold.take(hit.bytes)
       } else {
-        const raw = yield* execute(query, capped.sql, query.rowLimit, readsPii, hold, deadline).pipe(
+        const raw = yield* execute(query, runs.sql, query.rowLimit, messages, hold, deadline).pipe(
           Effect.tapError(() => report({ query_id: queryId, tables }))
         )
         oversized = raw.oversized === true
-        const masked = maskResult(raw, capped, query.pii.rules, connection, hashKeyOf(query))
+        const masked = maskResult(raw, capped, query.pii.rules, connection, hashKeyOf(query), runs.rewritten)
         result = { ...masked.result, masked: masked.masked }
       }
       const executionMs = Number((performance.now() - started).toFixed(3))
@@ -290,9 +325,9 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const stream = Effect.fnUntraced(function* (query: GovernedQuery, report: (facts: QueryFacts) => Effect.Effect<void>) {
       const queryId = randomUUID()
       const deadline = deadlineOf(query)
-      const { capped, tables, readsPii } = yield* admit(query, queryId, report)
+      const { capped, runs, tables, messages } = yield* admit(query, queryId, report)
       const started = performance.now()
-      const withinDeadline = beforeDeadline(deadline, readsPii)
+      const withinDeadline = beforeDeadline(deadline, messages)
       const hit = cachedResult(query, capped.sql)
       const held = holdFor(memory.limit, deadline)
       const source =
@@ -306,7 +341,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
               const pool = yield* withinDeadline(pools.poolIn(query.target))
               const hold = pool.stream === undefined ? yield* held : undefined
               const opened = yield* withinDeadline(
-                batchesOf(pool, capped.sql, {
+                batchesOf(pool, runs.sql, {
                   timeoutMs: query.timeoutMs,
                   maxRows: query.rowLimit,
                   attribution: attributionComment(query.attribution),
@@ -314,7 +349,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
                 })
               )
               if (hold?.refusedBy() !== undefined) return yield* refused(hold)
-              const plan = maskPlan(opened.columns, capped, query.pii.rules, query.target.connection, hashKeyOf(query))
+              const plan = maskPlan(opened.columns, capped, query.pii.rules, query.target.connection, hashKeyOf(query), runs.rewritten)
               const next = withinDeadline(opened.next)
               return {
                 columns: plan?.columns ?? opened.columns,
@@ -364,12 +399,12 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     })
 
     /** The engine's plan of a statement, metered as a result is, and given back as soon as it is summarized. */
-    const explained = (query: GovernedQuery, statement: string, readsPii: boolean) =>
+    const explained = (query: GovernedQuery, statement: string, messages: Messages) =>
       Effect.scoped(
         Effect.gen(function* () {
           const deadline = deadlineOf(query)
           const hold = yield* holdFor(MAX_RESULT_BYTES, deadline)
-          const plan = yield* execute(query, statement, 10_000, readsPii, hold, deadline)
+          const plan = yield* execute(query, statement, 10_000, messages, hold, deadline)
           return plan.oversized === true ? yield* refused(hold) : plan
         })
       )
@@ -381,8 +416,8 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     ) {
       const queryId = randomUUID()
       const dbType = query.target.connection.db_type
-      const { capped, tables, readsPii } = yield* admit(query, queryId, report)
-      const statement = explainStatement(dbType, capped.sql)
+      const { capped, runs, tables, messages } = yield* admit(query, queryId, report)
+      const statement = explainStatement(dbType, runs.sql)
       const failed = () => report({ query_id: queryId, tables })
       if (capped.analysis.kind !== "query") {
         yield* failed()
@@ -390,15 +425,15 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       }
       const summary =
         statement !== undefined
-          ? summarizePlan(dbType, yield* explained(query, statement, readsPii).pipe(Effect.tapError(failed)))
+          ? summarizePlan(dbType, scrubbed(yield* explained(query, statement, messages).pipe(Effect.tapError(failed)), messages))
           : yield* pools
               .withPool(query.target, (pool): Effect.Effect<PlanSummary, InvalidRequest | ConnectorError> =>
                 pool.dryRun === undefined
                   ? Effect.fail(new InvalidRequest({ message: `EXPLAIN is not available for ${dbType} connections in this build` }))
-                  : Effect.map(pool.dryRun(capped.sql), dryRunSummary)
+                  : Effect.map(pool.dryRun(runs.sql), dryRunSummary)
               )
               .pipe(
-                Effect.catchTag("ConnectorError", (error) => Effect.fail(failureOf(error, readsPii))),
+                Effect.catchTag("ConnectorError", (error) => Effect.fail(failureOf(error, messages))),
                 Effect.tapError(failed)
               )
       yield* report({ query_id: queryId, tables, planned: true })

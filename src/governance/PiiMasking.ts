@@ -4,11 +4,13 @@ import type { ConnectionInput } from "../domain/Connection"
 import type { PiiAction, PiiRule } from "../domain/Pii"
 import { columnLineage, type OutputColumn } from "./lineage/ColumnLineage"
 import { queryShapeOf } from "./lineage/QueryShapeOf"
+import { MASK_FILL, REDACTED } from "./MaskExpressions"
 import type { CheckedStatement } from "./sqlguard/SqlGuard"
-import { type QualifiedName, qualify, sameTable } from "./TablePolicy"
+import { type QualifiedName, qualify } from "./sqlguard/Names"
+import { sameTable } from "./TablePolicy"
 
 const STRENGTH: Record<PiiAction, number> = { mask: 1, hash: 2, redact: 3, drop: 4 }
-const strongest = (actions: ReadonlyArray<PiiAction>) =>
+export const strongest = (actions: ReadonlyArray<PiiAction>) =>
   actions.reduce<PiiAction | undefined>((a, b) => (a === undefined || STRENGTH[b] > STRENGTH[a] ? b : a), undefined)
 
 export type MaskedColumns = ReadonlyArray<{ readonly column: string; readonly rule: PiiAction }>
@@ -36,11 +38,11 @@ const maskValue = (action: PiiAction, value: unknown, hashKey: Buffer): unknown 
   const text = typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value)
   switch (action) {
     case "mask":
-      return text.length <= 4 ? "*".repeat(text.length) : "*".repeat(text.length - 4) + text.slice(-4)
+      return MASK_FILL + [...text].slice(-4).join("")
     case "hash":
       return createHmac("sha256", hashKey).update(text).digest("hex")
     default:
-      return "[REDACTED]"
+      return REDACTED
   }
 }
 
@@ -59,17 +61,19 @@ export const piiRulesTouched = (checked: CheckedStatement, rules: ReadonlyArray<
 }
 
 /**
- * PII masking by column lineage: each output column is traced to the base columns it comes from.
- * A value that passes a PII column through unchanged gets that column's rule; a value computed
- * from one is redacted (a count of it is not); where lineage cannot tell which result column is
- * which, every result column is redacted.
+ * PII masking by column lineage, the second line behind masking at the source: each output column
+ * is traced to the base columns it comes from. A value that passes a PII column through unchanged
+ * gets that column's rule (`atSource`: the database already applied it, so it is passed as it
+ * is); a value computed from one is redacted (a count of it is not); where lineage cannot tell
+ * which result column is which, every result column is redacted.
  */
 export const maskPlan = (
   columns: ReadonlyArray<Column>,
   checked: CheckedStatement,
   rules: ReadonlyArray<PiiRule>,
   connection: ConnectionInput,
-  hashKey: Buffer
+  hashKey: Buffer,
+  atSource = false
 ): MaskPlan | undefined => {
   const relevant = piiRulesTouched(checked, rules, connection)
   if (relevant.length === 0) return undefined
@@ -119,10 +123,12 @@ export const maskPlan = (
 
   if (actions.every((a) => a === undefined)) return undefined
   const keep = columns.map((_, i) => actions[i] !== "drop")
+  // Masked at the source, a mask or hash (given only to a column passed through) is there already; redacting is the same again.
+  const applied = atSource ? actions.map((action) => (action === "redact" ? action : undefined)) : actions
   return {
     columns: columns.filter((_, i) => keep[i]),
     masked: columns.flatMap((c, i) => (actions[i] === undefined ? [] : [{ column: c.name, rule: actions[i]! }])),
-    maskRow: (row) => row.flatMap((value, i) => (!keep[i] ? [] : [actions[i] === undefined ? value : maskValue(actions[i]!, value, hashKey)]))
+    maskRow: (row) => row.flatMap((value, i) => (!keep[i] ? [] : [applied[i] === undefined ? value : maskValue(applied[i]!, value, hashKey)]))
   }
 }
 
@@ -132,9 +138,10 @@ export const maskResult = (
   checked: CheckedStatement,
   rules: ReadonlyArray<PiiRule>,
   connection: ConnectionInput,
-  hashKey: Buffer
+  hashKey: Buffer,
+  atSource = false
 ): MaskedResult => {
-  const plan = maskPlan(result.columns, checked, rules, connection, hashKey)
+  const plan = maskPlan(result.columns, checked, rules, connection, hashKey, atSource)
   return plan === undefined
     ? { result, masked: [] }
     : { result: { ...result, columns: plan.columns, rows: result.rows.map(plan.maskRow) }, masked: plan.masked }

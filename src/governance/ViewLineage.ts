@@ -5,7 +5,8 @@ import type { TableInfo } from "../domain/SchemaSnapshot"
 import { maskPlan } from "./PiiMasking"
 import type { CheckedStatement } from "./sqlguard/SqlGuard"
 import type { Refusal } from "./sqlguard/Analysis"
-import { blockedBy, qualify, type ReachedBlocks, reachedBlock, sameTable } from "./TablePolicy"
+import { qualify } from "./sqlguard/Names"
+import { blockedBy, type ReachedBlocks, reachedBlock, sameTable } from "./TablePolicy"
 
 export interface ViewDefinition {
   readonly schema: string
@@ -26,6 +27,12 @@ const MAX_DEPTH = 8
 const CREATE_VIEW = /^\s*create\s+(?:or\s+replace\s+)?(?:temp(?:orary)?\s+)?(?:materialized\s+)?view\s+(?:if\s+not\s+exists\s+)?.+?\s+as\s+/is
 
 const selectOf = (definition: string) => definition.replace(CREATE_VIEW, "").replace(/;\s*$/, "")
+
+/** The relations a view's definition reads; undefined where it does not parse. */
+export const viewReads = (definition: string, check: Check) => {
+  const checked = check(selectOf(definition))
+  return Either.isLeft(checked) ? undefined : checked.right.analysis.tables
+}
 const lastName = (table: string) => table.split(".").at(-1)!.toLowerCase()
 const keyOf = (r: Relation) => `${r.schema}.${r.name}`.toLowerCase()
 const nameOf = (r: Relation) => `${r.schema}.${r.name}`

@@ -96,6 +96,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
           target,
           pii: policy.pii,
           reached: policy.reached,
+          masking: policy.masking,
           sql: request.sql,
           rowLimit,
           timeoutMs: timeoutSeconds * 1000,

@@ -4,15 +4,16 @@ import type { ConnectionInput } from "../domain/Connection"
 import { InvalidRequest, type Unavailable } from "../domain/Errors"
 import type { DatabaseUnavailable, QueryFailed, QueryTimeout } from "../domain/Query"
 import type { OrgId } from "../domain/Ids"
-import type { PiiPolicy, PiiRule } from "../domain/Pii"
+import type { PiiPolicy } from "../domain/Pii"
 import type { Principal } from "../domain/Principal"
 import { onQualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { CatalogReader } from "../governance/CatalogReader"
-import { EVERY_COLUMN } from "../governance/PiiMasking"
+import { maskingCatalog, type MaskingCatalog, NO_MASKING } from "../governance/SourceMasking"
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
-import { blocksThroughRelations, rulesThroughRelations } from "../governance/ViewLineage"
-import { NOTHING_REACHED, qualify, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
+import { blocksThroughRelations, rulesThroughRelations, viewReads } from "../governance/ViewLineage"
+import { qualify } from "../governance/sqlguard/Names"
+import { NOTHING_REACHED, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
 import { catalogGap } from "../schema/catalog/Catalogs"
@@ -76,10 +77,11 @@ export interface SchemaView {
   readonly notes: ReadonlyArray<NoteRow>
 }
 
-/** A connection's PII rules and blocked tables as they follow views, partitions and inheritance children. */
+/** A connection's PII rules and blocked tables as they follow views, partitions and inheritance children, and its relations for masking at the source. */
 export interface RelationPolicy {
   readonly pii: PiiPolicy
   readonly reached: ReachedBlocks
+  readonly masking: MaskingCatalog
 }
 
 /** Changes when any note of the connection does: how many, and the latest write. */
@@ -247,9 +249,11 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
      */
     const policyFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
       Effect.gen(function* () {
-        const plain: RelationPolicy = { pii: target.pii, reached: NOTHING_REACHED }
+        const hasRules = target.pii.rules.length > 0
+        const unscanned: MaskingCatalog = hasRules ? { key: `unscanned:${target.connectionId}`, scannedAt: undefined, hasRules, relations: new Map() } : NO_MASKING
+        const plain: RelationPolicy = { pii: target.pii, reached: NOTHING_REACHED, masking: unscanned }
         // No rules and no blocks, nothing a relation could carry: the query path reads nothing more.
-        const governed = target.pii.rules.length > 0 || (target.connection.blocked_tables ?? []).length > 0
+        const governed = hasRules || (target.connection.blocked_tables ?? []).length > 0
         if (!governed || catalogGap(target.connection) !== undefined) return plain
         let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
         if (entry?.orgId !== orgOf(target)) entry = undefined
@@ -261,23 +265,21 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           else entry = scanned.right
         }
         if (entry === undefined) return plain
-        const key = `${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
+        const key = `${target.connectionId}:${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
         if (entry.throughRelations?.key !== key) {
           // A view's definition is traced, never run: the functions it calls are its owner's business.
           const check = (sql: string) => guard.check(sql, target.connection.db_type, "any")
-          const derived = target.pii.rules.length === 0 ? [] : rulesThroughRelations(entry.tables, target.pii.rules, target.connection, check)
+          const derived = hasRules ? rulesThroughRelations(entry.tables, target.pii.rules, target.connection, check) : []
+          const rules = [...target.pii.rules, ...derived]
           entry.throughRelations = {
             key,
             // The version moves with the snapshot too, so no result cached under other derived rules is served.
-            pii: { rules: [...target.pii.rules, ...derived], version: target.pii.version * 1_000_000 + entry.header.version },
-            reached: blocksThroughRelations(entry.tables, target.connection, check)
+            pii: { rules, version: target.pii.version * 1_000_000 + entry.header.version },
+            reached: blocksThroughRelations(entry.tables, target.connection, check),
+            masking: hasRules ? maskingCatalog(key, entry.header.scanned_at, entry.tables, rules, target.connection, (definition) => viewReads(definition, check)) : NO_MASKING
           }
         }
-        const unknown = target.pii.rules.length === 0 ? [] : unknownRelations(entry, target, sql)
-        if (unknown.length === 0) return entry.throughRelations
-        // A relation no scan has traced (made within FRESH_MS of the last) may be a view over a PII table: every column of it is redacted until one does.
-        const untraced = unknown.map((table): PiiRule => ({ table, column: EVERY_COLUMN, action: "redact" }))
-        return { ...entry.throughRelations, pii: { ...entry.throughRelations.pii, rules: [...entry.throughRelations.pii.rules, ...untraced] } }
+        return entry.throughRelations
       })
 
     /** The connection's PII policy as `policyFor` derives it. */

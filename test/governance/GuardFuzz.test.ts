@@ -56,12 +56,13 @@ const RULES: Array<PiiRule> = [
 const CONNECTIONS: Record<PiiDialect, ConnectionInput> = {
   postgresql: { name: "pg", db_type: "postgresql", host: "h", database: "shop", username: "u" },
   mysql: { name: "my", db_type: "mysql", host: "h", database: "shop", username: "u" },
-  duckdb: { name: "duck", db_type: "duckdb", database: "/data/shop.duckdb" }
+  duckdb: { name: "duck", db_type: "duckdb", database: "/data/shop.duckdb" },
+  sqlite: { name: "lite", db_type: "sqlite", database: "/data/shop.sqlite" }
 }
 const RAW = "raw-secret-4242@example.org"
 
 describe("fuzzed PII lineage: a PII column carried through any query shape never comes back raw", () => {
-  for (const dbType of ["postgresql", "duckdb", "mysql"] as const) {
+  for (const dbType of ["postgresql", "duckdb", "mysql", "sqlite"] as const) {
     it(dbType, () => {
       fc.assert(
         fc.property(piiPlan(dbType), (plan) => {

@@ -300,7 +300,7 @@ export const attackPlan = (dbType: DbType): fc.Arbitrary<Plan> => {
 // ---------------------------------------------------------------------------------------------
 // PII: a query whose output column `p` carries a PII column's value, and `id` beside it.
 
-export type PiiDialect = "postgresql" | "duckdb" | "mysql"
+export type PiiDialect = "postgresql" | "duckdb" | "mysql" | "sqlite"
 export const PII_COLUMNS = ["email", "ssn", "phone"] as const
 
 type Q = (q: string) => string | undefined
@@ -312,6 +312,10 @@ interface PiiTraits {
   readonly lateral: boolean
   readonly values: boolean
   readonly aliasColumns: boolean
+  /** The whole row of a relation as one value (`(d.*)::text`, DuckDB's `d::varchar`). */
+  readonly wholeRow: ((alias: string) => string) | undefined
+  /** LIMIT and OFFSET take an expression (a subquery): the row count can carry a value. */
+  readonly limitExpressions: boolean
 }
 
 const COMMON_VALUE_WRAPPERS: ReadonlyArray<(x: string) => string> = [
@@ -328,8 +332,8 @@ const COMMON_VALUE_WRAPPERS: ReadonlyArray<(x: string) => string> = [
   (x) => `case ${x} when 'z' then 'z' else ${x} end`,
   (x) => `(select ${x})`,
   (x) => `max(${x}) over (partition by 1)`,
-  (x) => `first_value(${x}) over (order by 1)`,
-  (x) => `lag(${x}, 0) over (order by 1)`,
+  (x) => `first_value(${x}) over (order by id)`,
+  (x) => `lag(${x}, 0) over (order by id)`,
   (x) => `greatest(${x}, '')`
 ]
 
@@ -353,11 +357,13 @@ const PII_TRAITS: Record<PiiDialect, PiiTraits> = {
       (x) => `xmlelement(name a, ${x})::text`,
       (x) => `json_build_object('a', ${x}) ->> 'a'`,
       (x) => `row(${x})::text`,
-      (x) => `string_agg(${x}, ',') over ()`
+      (x) => `string_agg(${x}, ',') over (order by id)`
     ],
     lateral: true,
     values: true,
-    aliasColumns: true
+    aliasColumns: true,
+    wholeRow: (alias) => `(${alias}.*)::text`,
+    limitExpressions: true
   },
   duckdb: {
     tables: ["customers", "main.customers", "CUSTOMERS", '"Customers"'],
@@ -374,12 +380,14 @@ const PII_TRAITS: Record<PiiDialect, PiiTraits> = {
       (x) => `struct_pack(a := ${x}).a`,
       (x) => `(${x}).lower()`,
       (x) => `${x} collate nocase`,
-      (x) => `string_agg(${x}, ',') over ()`,
+      (x) => `string_agg(${x}, ',') over (order by id)`,
       (x) => `list_transform([${x}], v -> v)[1]`
     ],
     lateral: true,
     values: true,
-    aliasColumns: true
+    aliasColumns: true,
+    wholeRow: (alias) => `${alias}::varchar`,
+    limitExpressions: true
   },
   mysql: {
     tables: ["customers", "shop.customers", "`customers`"],
@@ -402,7 +410,30 @@ const PII_TRAITS: Record<PiiDialect, PiiTraits> = {
     ],
     lateral: false,
     values: false,
-    aliasColumns: false
+    aliasColumns: false,
+    wholeRow: undefined,
+    limitExpressions: false
+  },
+  sqlite: {
+    tables: ["customers", "main.customers", '"customers"', "[customers]"],
+    columnForms: [(c) => c, (c) => c.toUpperCase(), (c) => `"${c}"`, (c) => `[${c}]`],
+    text: "text",
+    valueWrappers: [
+      ...COMMON_VALUE_WRAPPERS.filter((w) => !w("x").startsWith("greatest")),
+      (x) => `cast(${x} as text)`,
+      (x) => `${x} || ''`,
+      (x) => `printf('%s', ${x})`,
+      (x) => `json_extract(json_object('a', ${x}), '$.a')`,
+      (x) => `substr(${x}, 1)`,
+      (x) => `ifnull(${x}, '')`,
+      (x) => `iif(1 = 1, ${x}, null)`,
+      (x) => `${x} collate nocase`
+    ],
+    lateral: false,
+    values: false,
+    aliasColumns: false,
+    wholeRow: undefined,
+    limitExpressions: true
   }
 }
 
@@ -441,8 +472,20 @@ const piiShapes = (dbType: PiiDialect, t: PiiTraits, wrap: (x: string) => string
   (q) => (dbType === "postgresql" ? `select u.p, d.id from (${q}) as d, unnest(array[d.p]) as u (p)` : undefined),
   (q) => (dbType === "duckdb" ? `select u.p, d.id from (${q}) as d, unnest([d.p]) as u (p)` : undefined),
   (q) => (dbType === "mysql" ? `select j.p, d.id from (${q}) as d, json_table(json_array(d.p), '$[*]' columns (p varchar(200) path '$')) as j` : undefined),
-  (q) => `select * from (values ((select d.p from (${q}) as d limit 1), 0)) as v`,
-  (q) => (t.values ? `select v.p, v.id from (values ('a', 0)) as v (p, id) union all select p, id from (${q}) as d` : undefined)
+  (q) => (dbType === "sqlite" ? undefined : `select * from (values ((select d.p from (${q}) as d limit 1), 0)) as v`),
+  (q) => (t.values ? `select v.p, v.id from (values ('a', 0)) as v (p, id) union all select p, id from (${q}) as d` : undefined),
+  // The value computed with, not only carried: ordering, comparing, ranking, counting, casting the whole row, as row counts.
+  // Patterns and bounds tell kinds of masked values apart, never the characters of a hash: an HMAC's characters say nothing of the value, but differ with it.
+  (q) => `select p, id from (${q}) as d order by p, id`,
+  (q) => `select d.p, d.id from (${q}) as d where d.p < 'm' or d.p is null`,
+  (q) => `select d.p, (select count(*) from (${q}) as e where e.p < d.p) as id from (${q}) as d`,
+  (q) => `select p, rank() over (order by p, id) as id from (${q}) as d`,
+  (q) => `select p, row_number() over (partition by p order by id) as id from (${q}) as d`,
+  (q) => `select max(d.p) as p, count(distinct d.p) as id from (${q}) as d where d.p like '%*%'`,
+  (q) => `select max(d.p) as p, min(d.p) as id from (${q}) as d`,
+  (q) => (t.wholeRow === undefined ? undefined : `select ${t.wholeRow("d")} as p, d.id from (${q}) as d`),
+  (q) => (t.limitExpressions ? `select p, id from (${q}) as d order by id limit (select count(*) from (${q}) as e where e.p < 'm')` : undefined),
+  (q) => (t.limitExpressions ? `select p, id from (${q}) as d order by id limit 10 offset (select count(*) from (${q}) as e where e.p like '%.%')` : undefined)
 ]
 
 /** The SQL of a PII plan: its output columns are `p` (carrying the PII value) and `id`. */

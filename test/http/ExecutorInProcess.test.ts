@@ -68,11 +68,12 @@ describe.skipIf(skip)("the governed executor, in process", () => {
       })
     )
 
-    it.effect("an unknown connection is a 404, and an unknown table the database's own error", () =>
+    it.effect("an unknown connection is a 404, a failing statement the database's own error, and a table no scan lists (on a connection with PII rules) a refusal", () =>
       Effect.gen(function* () {
         const { key } = yield* setUp("failures")
         expect(yield* refusalOf(key, "nope", "select 1")).toEqual([404, "not_found"])
-        expect(yield* refusalOf(key, "failures", "select * from no_such_table")).toEqual([400, "query_failed"])
+        expect(yield* refusalOf(key, "failures", "select no_such_column from orders")).toEqual([400, "query_failed"])
+        expect(yield* refusalOf(key, "failures", "select * from no_such_table")).toEqual([400, "query_blocked"])
       })
     )
   })

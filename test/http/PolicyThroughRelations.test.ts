@@ -125,9 +125,9 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
 
   it.skipIf(skip)("a PII rule on a table applies to its partitions at every level and to its inheritance children", async () => {
     const cases: Array<[string, string, unknown]> = [
-      ["select email from customers_2024", "mask", "***********.com"],
-      ["select email from customers_2025_q1", "mask", "**********.com"],
-      ["select email from public.customers_2025", "mask", "**********.com"],
+      ["select email from customers_2024", "mask", "****.com"],
+      ["select email from customers_2025_q1", "mask", "****.com"],
+      ["select email from public.customers_2025", "mask", "****.com"],
       ["select email from contacts_legacy", "redact", "[REDACTED]"]
     ]
     for (const [sql, rule, value] of cases) {
@@ -167,8 +167,8 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
     expect(steps.isError).toBeFalsy()
     const ctes = (steps.structuredContent as { ctes: Array<{ name: string; ok: boolean; rows: Array<Array<unknown>> }> }).ctes
     expect(ctes.map((c) => [c.name, c.ok, c.rows])).toEqual([
-      ["p", true, [[1, "***********.com"]]],
-      ["q", true, [["***********.com"]]]
+      ["p", true, [[1, "****.com"]]],
+      ["q", true, [["****.com"]]]
     ])
     expect(JSON.stringify(steps)).not.toContain("ada@example.com")
   })

@@ -8,18 +8,13 @@ import { DIALECT_ATTACKS, GENERIC_ATTACKS } from "../governance/corpus/Attacks"
 import { READS } from "../governance/corpus/Reads"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
+import { ORDERS } from "../support/PiiCopies"
 import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
 
 const servers = { postgres: await postgresAvailable(), mysql: await mysqlAvailable() }
 const skip = !servers.postgres || !servers.mysql
 const MYSQL_DATABASE = "sluice_corpus"
 
-const FIXTURE_ROWS = [
-  [1, 1, 12.5, "paid", "2024-01-05 10:00:00", '{"channel":"web","meta":{"source":"ad"}}'],
-  [2, 1, 80, "open", "2024-02-11 09:30:00", '{"channel":"app"}'],
-  [3, 2, 150, "paid", "2024-02-20 17:45:00", '{"channel":"web"}'],
-  [4, 3, 5, "", "2024-03-01 08:00:00", '{"channel":"store"}']
-] as const
 const CUSTOMERS = [
   [1, "Ada", "ada@example.com", "FR"],
   [2, "Bo", "bo@example.com", "DE"],
@@ -33,7 +28,7 @@ const CANARY = [
 const values = (rows: ReadonlyArray<ReadonlyArray<string | number>>) =>
   rows.map((row) => `(${row.map((v) => (typeof v === "number" ? String(v) : `'${v}'`)).join(", ")})`).join(", ")
 const inserts = [
-  `insert into orders values ${values(FIXTURE_ROWS)}`,
+  `insert into orders values ${values(ORDERS)}`,
   `insert into customers values ${values(CUSTOMERS)}`,
   `insert into canary values ${values(CANARY)}`
 ]

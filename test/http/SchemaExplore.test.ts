@@ -57,7 +57,7 @@ describe("schema samples and exploration: governed queries, no side door", () =>
     expect(samples.status, samples.text).toBe(200)
     expect(samples.json).toMatchObject({ table: "public.customers", row_count: 3 })
     expect(samples.json.columns.map((c: any) => c.name)).toEqual(["id", "email", "ssn", "country", "spent", "vip"])
-    expect(samples.json.rows[0].slice(0, 3)).toEqual([1, "*************.com", "[REDACTED]"])
+    expect(samples.json.rows[0].slice(0, 3)).toEqual([1, "****.com", "[REDACTED]"])
     expect(samples.json.pii_masked).toEqual([
       { column: "email", rule: "mask" },
       { column: "ssn", rule: "redact" }
@@ -102,7 +102,8 @@ describe("schema samples and exploration: governed queries, no side door", () =>
     expect(res.json.total_rows).toBe(30)
     const byName = Object.fromEntries(res.json.columns.map((c: any) => [c.name, c]))
     expect(byName["spent"]).toMatchObject({ type: "numeric(10,2)", pii: null, stats: { distinct_count: 30, null_count: 0, min: "1.50", max: "45.00" } })
-    expect(byName["email"]).toMatchObject({ pii: "mask", stats: { distinct_count: 30 } })
+    // Statistics are computed on the masked values: every email masks to ****.com.
+    expect(byName["email"]).toMatchObject({ pii: "mask", stats: { distinct_count: 1 } })
     // An aggregate over a masked column is a derived value: redacted whole.
     expect(byName["email"].stats).toMatchObject({ min: "[REDACTED]", max: "[REDACTED]" })
     expect(byName["vip"].stats).toMatchObject({ distinct_count: 2, min: null, max: null })

@@ -4,6 +4,16 @@ export type StatementKind = "query" | "explain" | "show" | "describe"
 /** A table the statement reads, as written (1 to 3 name parts); CTE references are not tables. */
 export interface TableReference {
   readonly parts: ReadonlyArray<string>
+  /** Where a relation of a FROM clause is named in the statement's text, and whether an alias follows: a derived table can stand in its place. */
+  readonly at?: NameSpan
+}
+
+export interface NameSpan {
+  readonly start: number
+  readonly end: number
+  readonly aliased: boolean
+  /** The last part of the name as written: the alias a derived table in its place takes when none is written. */
+  readonly alias: string
 }
 
 /** The outer query's row limit, located in the SQL text so it can be rewritten. */
@@ -16,6 +26,8 @@ export type OuterLimit =
 export interface Analysis {
   readonly kind: StatementKind
   readonly tables: ReadonlyArray<TableReference>
+  /** Schemas or databases whose relations the statement lists (`SHOW TABLES FROM db`), as written. */
+  readonly databases: ReadonlyArray<string>
   readonly limit: OuterLimit
   /** SQL Server: where `TOP (n)` goes when the outer query is one SELECT (after SELECT [ALL|DISTINCT]). */
   readonly topAt: number | undefined

@@ -178,3 +178,29 @@ export const blankComments = (sql: string, rules: LexicalRules): string => {
   }
   return text + sql.slice(at).replace(/[^\s]/g, " ")
 }
+
+/**
+ * Where a possibly qualified name that starts at `start` ends, and where its last part starts:
+ * name parts (words, quoted names, PostgreSQL's `U&"…"` with its UESCAPE) joined by dots, as
+ * tokenized. Undefined when no name starts there.
+ */
+export const nameEndAt = (tokens: ReadonlyArray<Token>, start: number): { readonly end: number; readonly last: number } | undefined => {
+  let i = tokens.findIndex((t) => t.start === start)
+  if (i < 0) return undefined
+  /** The index after a name part starting at token j, or -1. */
+  const part = (j: number) => {
+    const t = tokens[j]
+    if (t === undefined) return -1
+    if (t.kind === "word" && t.text === "U" && tokens[j + 1]?.text === "&" && tokens[j + 2]?.kind === "quoted" && tokens[j + 1]!.start === t.end && tokens[j + 2]!.start === tokens[j + 1]!.end) {
+      return tokens[j + 3]?.text === "UESCAPE" && tokens[j + 4]?.kind === "string" ? j + 5 : j + 3
+    }
+    return t.kind === "word" || t.kind === "quoted" ? j + 1 : -1
+  }
+  let next = part(i)
+  if (next < 0) return undefined
+  while (tokens[next]?.text === "." && part(next + 1) > 0) {
+    i = next + 1
+    next = part(i)
+  }
+  return { end: tokens[next - 1]!.end, last: tokens[i]!.start }
+}

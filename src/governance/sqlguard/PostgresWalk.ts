@@ -1,5 +1,6 @@
 import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
 import { type DialectProfile, type FunctionAllowance, functionRefusal } from "./Dialects"
+import { nameEndAt, tokenize } from "./Lexer"
 import { systemRelationRefusal } from "./SystemRelations"
 import { type Node, isNode } from "./Tree"
 
@@ -36,6 +37,15 @@ export const walkPostgres = (
   allowedFunctions: FunctionAllowance
 ): Analysis => {
   const tables: Array<TableReference> = []
+  const toChar = charOffset(sql)
+  let tokens: ReturnType<typeof tokenize> | undefined
+  /** Where a relation of a FROM clause is written; ONLY t is not a place a derived table can stand. */
+  const spanOf = (range: Node) => {
+    if (typeof range.location !== "number" || range.inh === false) return undefined
+    const start = toChar(range.location)
+    const name = nameEndAt((tokens ??= tokenize(sql, profile.lexical)), start)
+    return name === undefined ? undefined : { start, end: name.end, aliased: isNode(range.alias), alias: sql.slice(name.last, name.end) }
+  }
   const statements = parsed.stmts ?? []
   if (statements.length !== 1) findings.refuse(statements.length === 0 ? "the statement is empty" : "more than one statement")
   const root = statements[0]?.stmt ?? {}
@@ -91,7 +101,8 @@ export const walkPostgres = (
         if (!(parts.length === 1 && scope.has(parts[0]!))) {
           const system = systemRelationRefusal(profile.relations, parts)
           if (system !== undefined) findings.refuse(system)
-          tables.push({ parts })
+          const at = spanOf(value)
+          tables.push(at === undefined ? { parts } : { parts, at })
         }
       }
       visit(value, scope)
@@ -119,7 +130,7 @@ export const walkPostgres = (
   } else if (rootKey !== undefined) {
     findings.refuse(`${statementName(rootKey)} is not a read`)
   }
-  return { kind, tables, limit, topAt: undefined, ordered: false }
+  return { kind, tables, databases: [], limit, topAt: undefined, ordered: false }
 }
 
 const outerLimit = (select: Node, sql: string): OuterLimit => {

@@ -73,7 +73,7 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowa
   const profile = DIALECTS[dbType]
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
   const pivot = pivotStandIn(text, profile)
-  const standIn = pivot ?? parseTextOf(text, profile)
+  const standIn = pivot?.text ?? parseTextOf(text, profile)
   // libpg_query reads comments as PostgreSQL does; sqlparser-rs nests them where some servers do not.
   const parseText = profile.grammar === "sqlparser" ? blankComments(standIn, { ...profile.lexical, backslashEscapes: profile.lexical.backslashEscapes === true }) : standIn
   const findings = new Findings()
@@ -99,7 +99,8 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowa
   const lexical = lexicalGuard(text, profile)
   if (lexical !== undefined) findings.refuse(lexical)
   if (pivot !== undefined) {
-    analysis = { ...analysis, limit: { kind: "fixed" } }
+    const tables = analysis.tables.map((t) => (t.at === undefined ? t : { ...t, at: { ...t.at, start: pivot.at(t.at.start), end: pivot.at(t.at.end) } }))
+    analysis = { ...analysis, tables, limit: { kind: "fixed" } }
     tree = { grammar: "none", why: "a PIVOT statement" }
   }
   return findings.reason ? Either.left(new Refusal(findings.reason)) : Either.right({ sql: text, profile, analysis, tree })

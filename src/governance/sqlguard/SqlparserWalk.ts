@@ -1,8 +1,8 @@
-import { type Analysis, Findings, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
+import { type Analysis, Findings, type NameSpan, type OuterLimit, type StatementKind, type TableReference } from "./Analysis"
 import { type DialectProfile, type FunctionAllowance, functionRefusal } from "./Dialects"
 import { systemRelationRefusal } from "./SystemRelations"
 import { tokenize } from "./Lexer"
-import { type Node, isNode, isQuery } from "./Tree"
+import { type Node, isNode, isQuery, list } from "./Tree"
 
 /** Statement variants of sqlparser-rs that may appear nested (a CTE body, EXPLAIN's target): none is a read. */
 /**
@@ -46,6 +46,24 @@ const identPart = (ident: Node, computed: boolean): NamePart => ({
   computed
 })
 
+/**
+ * A name as the dialect certainly resolves it, for telling a CTE from a table: where an engine may
+ * keep two spellings apart (case-sensitive names), they stay apart here, so a reference only
+ * counts as a CTE's when the engine cannot read it as a table.
+ */
+const certainName = (dbType: DialectProfile["dbType"], value: string, quote: string | undefined) => {
+  switch (dbType) {
+    case "snowflake":
+      return quote === undefined ? value.toUpperCase() : value
+    case "mysql":
+    case "mssql":
+    case "clickhouse":
+      return value
+    default:
+      return value.toLowerCase()
+  }
+}
+
 /** An ObjectName (a list of parts) or a bare Ident, as function names are written in name parts. */
 const nameParts = (name: unknown): Array<NamePart> => {
   if (isNode(name)) return [identPart(name, false)]
@@ -82,6 +100,20 @@ export const walkSqlparser = (
   allowedFunctions: FunctionAllowance
 ): Analysis => {
   const tables: Array<TableReference> = []
+  const databases: Array<string> = []
+  let at: ReturnType<typeof locator> | undefined
+  /** Where a relation's name is written, from its parts' spans (absent on some parts: then nowhere). */
+  const spanOf = (table: Node): NameSpan | undefined => {
+    const spans = list(table.name).map((p) => (isNode(p) && isNode(p.Identifier) && isNode(p.Identifier.span) ? p.Identifier.span : undefined))
+    const first = spans[0]?.start as Node | undefined
+    const lastStart = spans.at(-1)?.start as Node | undefined
+    const last = spans.at(-1)?.end as Node | undefined
+    if (spans.some((span) => span === undefined || Number((span.start as Node).line) < 1) || first === undefined || last === undefined || lastStart === undefined) return undefined
+    at ??= locator(sql)
+    const end = at(Number(last.line), Number(last.column))
+    const alias = sql.slice(at(Number(lastStart.line), Number(lastStart.column)), end)
+    return { start: at(Number(first.line), Number(first.column)), end, aliased: table.alias !== undefined && table.alias !== null, alias }
+  }
   if (statements.length !== 1) findings.refuse(statements.length === 0 ? "the statement is empty" : "more than one statement")
   const root = isNode(statements[0]) ? statements[0] : {}
   const [rootKey] = Object.keys(root)
@@ -92,7 +124,7 @@ export const walkSqlparser = (
     if (refusal !== undefined) findings.refuse(refusal)
   }
 
-  const checkTable = (table: Node, scope: ReadonlySet<string>) => {
+  const checkTable = (table: Node, scope: ReadonlySet<string>, span?: NameSpan) => {
     const parts = nameParts(table.name)
     if (table.args !== undefined && table.args !== null) return checkFunction(parts)
     if (parts.some((p) => p.computed)) findings.refuse("a table name computed at run time (IDENTIFIER) escapes the table policy")
@@ -100,11 +132,11 @@ export const walkSqlparser = (
     if (profile.pathTables && (parts.some((p) => p.quote === "'" || /[/\\:@~*?[]|^\.|\.[A-Za-z0-9]+$/.test(p.value)) || (parts.length > 1 && FILE_TYPES.test(parts.at(-1)!.value)))) {
       findings.refuse("a file, URL or stage cannot be read as a table")
     }
-    const only = parts.length === 1 ? parts[0]!.value.toLowerCase() : undefined
+    const only = parts.length === 1 ? certainName(profile.dbType, parts[0]!.value, parts[0]!.quote) : undefined
     if (!(only !== undefined && scope.has(only))) {
       const system = systemRelationRefusal(profile.relations, parts.map((p) => p.value))
       if (system !== undefined) findings.refuse(system)
-      tables.push({ parts: parts.map((p) => p.value) })
+      tables.push(span === undefined ? { parts: parts.map((p) => p.value) } : { parts: parts.map((p) => p.value), at: span })
     }
   }
 
@@ -118,7 +150,10 @@ export const walkSqlparser = (
     const withClause = query.with
     if (isNode(withClause)) {
       const ctes = (Array.isArray(withClause.cte_tables) ? withClause.cte_tables : []).filter(isNode)
-      const names = ctes.map((c) => String((isNode(c.alias) && isNode(c.alias.name) ? c.alias.name.value : "") ?? "").toLowerCase())
+      const names = ctes.map((c) => {
+        const name = isNode(c.alias) && isNode(c.alias.name) ? c.alias.name : {}
+        return certainName(profile.dbType, String(name.value ?? ""), typeof name.quote_style === "string" ? name.quote_style : undefined)
+      })
       const all = new Set([...scope, ...names])
       // A CTE sees itself (when recursive) and the ones before it; a later name may be a real table (DuckDB reads it so), so it is checked as one.
       ctes.forEach((cte, i) => visit(cte, new Set([...scope, ...names.slice(0, withClause.recursive ? i + 1 : i)])))
@@ -149,7 +184,7 @@ export const walkSqlparser = (
         continue
       }
       if (key === "Function" && isNode(value)) checkFunction(nameParts(value.name))
-      if (key === "Table" && isNode(value) && Array.isArray(value.name)) checkTable(value, scope)
+      if (key === "Table" && isNode(value) && Array.isArray(value.name)) checkTable(value, scope, spanOf(value))
       // `TABLE t` as a query body (`select 1 union table t`) names its table apart.
       if (key === "Table" && isNode(value) && typeof value.table_name === "string") {
         const parts = [value.schema_name, value.table_name].filter((p): p is string => typeof p === "string")
@@ -157,6 +192,15 @@ export const walkSqlparser = (
       }
       visit(value, scope)
     }
+  }
+
+  /** What a SHOW statement names: the table of SHOW COLUMNS / SHOW CREATE TABLE, the database of SHOW TABLES FROM. */
+  const showing = (rootKey: string, show: Node) => {
+    const shown = isNode(show.show_options) && isNode(show.show_options.show_in) ? show.show_options.show_in.parent_name : undefined
+    const name = rootKey === "ShowCreate" ? show.obj_name : shown
+    if (!Array.isArray(name) || name.length === 0) return
+    if (rootKey === "ShowColumns" || rootKey === "ShowCreate") checkTable({ name }, new Set())
+    else databases.push(...nameParts(name).slice(-1).map((p) => p.value))
   }
 
   let kind: StatementKind = "query"
@@ -179,10 +223,11 @@ export const walkSqlparser = (
     checkTable({ name: rootValue.table_name }, new Set())
   } else if (rootKey !== undefined && SHOW_ROOTS.has(rootKey)) {
     kind = "show"
+    if (isNode(rootValue)) showing(rootKey, rootValue)
   } else if (rootKey !== undefined) {
     findings.refuse(`${upperWords(rootKey)} is not a read`)
   }
-  return { kind, tables, limit, topAt, ordered }
+  return { kind, tables, databases, limit, topAt, ordered }
 }
 
 const literalAt = (expr: unknown, at: ReturnType<typeof locator>): OuterLimit => {

@@ -141,3 +141,12 @@ export const systemRelationRefusal = (rules: SystemRelations, parts: ReadonlyArr
   if (rules.readable.has(`${schema}.${relation}`)) return undefined
   return `${parts.join(".")} is a system relation that can hold data, secrets or other sessions' SQL; only reviewed metadata relations of ${schema} are readable`
 }
+
+/** Whether a relation named by these parts is one of the engine's own (readable or not), rather than the customer's. */
+export const isSystemRelation = (rules: SystemRelations, parts: ReadonlyArray<string>): boolean => {
+  const lower = parts.map((p) => p.toLowerCase())
+  const relation = lower.at(-1) ?? ""
+  if (lower.length >= 3 && rules.catalogs.has(lower.at(-3)!)) return true
+  if (lower.slice(0, -1).some((p) => rules.schemas.has(p))) return true
+  return (lower.length === 1 || rules.prefixScope === "any") && rules.prefixes.some(([prefix]) => relation.startsWith(prefix))
+}

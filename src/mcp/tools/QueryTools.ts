@@ -10,9 +10,9 @@ import { resultText } from "../ResultText"
 import { governanceTools } from "./GovernanceTools"
 import { asFailure, QueryInput, SqlInput } from "./ToolSchemas"
 
-/** Hints for the failures a model most often hits, by what the database said. */
+/** Hints for the failures a model most often hits, by what the database (or the gate, of a name it does not know) said. */
 const SUGGESTIONS: ReadonlyArray<readonly [RegExp, string]> = [
-  [/relation .* does not exist|no such table|table .* doesn't exist|unknown table|table or view not found|not found: table/i,
+  [/there is no relation|relation .* does not exist|no such table|table .* doesn't exist|unknown table|table or view not found|not found: table/i,
     "Check the table name and its schema (qualify it as schema.table); list_connections shows which database this is."],
   [/column .* does not exist|no such column|unknown column|invalid column name|cannot resolve/i,
     "Check the column name; quote names with capitals or spaces in the dialect's identifier quotes."],
@@ -90,7 +90,14 @@ export const queryTools = Effect.gen(function* () {
         Effect.map((plan) => ({ valid: true, code: null, problem: null, suggestion: null, tables: plan.tables, estimated_rows: plan.estimated_rows })),
         Effect.catchTags({
           QueryBlocked: (e) =>
-            Effect.succeed({ valid: false, code: e.code, problem: e.message, suggestion: "Send one read-only statement (SELECT, WITH … SELECT, EXPLAIN, SHOW) on tables this connection allows.", tables: [], estimated_rows: null }),
+            Effect.succeed({
+              valid: false,
+              code: e.code,
+              problem: e.message,
+              suggestion: suggestionFor(e.message) ?? "Send one read-only statement (SELECT, WITH … SELECT, EXPLAIN, SHOW) on tables this connection allows.",
+              tables: [],
+              estimated_rows: null
+            }),
           QueryFailed: (e) => Effect.succeed({ valid: false, code: e.code, problem: e.message, suggestion: suggestionFor(e.message), tables: [], estimated_rows: null }),
           // A statement with no plan (SHOW, DESCRIBE) passed every check.
           InvalidRequest: () => Effect.succeed({ valid: true, code: null, problem: null, suggestion: null, tables: [], estimated_rows: null })

@@ -1,0 +1,185 @@
+import { Either } from "effect"
+import type { ConnectionInput } from "../domain/Connection"
+import type { PiiAction, PiiRule } from "../domain/Pii"
+import type { TableInfo } from "../domain/SchemaSnapshot"
+import { type HashPads, maskedColumn } from "./MaskExpressions"
+import { strongest } from "./PiiMasking"
+import { Refusal, type TableReference } from "./sqlguard/Analysis"
+import { qualify, relationKey } from "./sqlguard/Names"
+import type { CheckedStatement } from "./sqlguard/SqlGuard"
+import { isSystemRelation } from "./sqlguard/SystemRelations"
+import { sameTable } from "./TablePolicy"
+
+export interface SourceColumn {
+  readonly name: string
+  readonly type: string
+  readonly action: PiiAction | undefined
+}
+
+/** A relation the snapshot lists, with the action each of its columns is masked with. */
+export interface CatalogRelation {
+  readonly columns: ReadonlyArray<SourceColumn>
+  /** Some column has a rule: every reference to it reads through a masking projection. */
+  readonly masked: boolean
+  /** A view whose definition computes with a PII column when it is read (a materialized view does not: it stores its result). */
+  readonly computesOverPii: boolean
+}
+
+/**
+ * What masking at the source knows of one connection, for one version of its snapshot and rules:
+ * every relation the snapshot lists (partitions and inheritance children too) by `schema.table`.
+ * `scanned` is false where there is no snapshot to know relations by.
+ */
+export interface MaskingCatalog {
+  readonly key: string
+  /** When the snapshot was taken; undefined where there is none. */
+  readonly scannedAt: Date | undefined
+  readonly hasRules: boolean
+  readonly relations: ReadonlyMap<string, CatalogRelation>
+}
+
+/** A connection with no PII rules: nothing is rewritten. */
+export const NO_MASKING: MaskingCatalog = { key: "none", scannedAt: undefined, hasRules: false, relations: new Map() }
+
+/**
+ * The catalog for masking at the source, from a snapshot and the connection's rules (those derived
+ * through views, partitions and children included). A partition is listed only under its parent
+ * in the snapshot: it has its parent's columns. `viewReads` gives the relations a view's
+ * definition reads, or undefined where it does not parse.
+ */
+export const maskingCatalog = (
+  key: string,
+  scannedAt: Date,
+  tables: ReadonlyArray<TableInfo>,
+  rules: ReadonlyArray<PiiRule>,
+  connection: ConnectionInput,
+  viewReads: (definition: string) => ReadonlyArray<TableReference> | undefined
+): MaskingCatalog => {
+  const named = rules.map((rule) => ({ table: qualify(rule.table.split("."), connection), column: rule.column.toLowerCase(), action: rule.action }))
+  const relationOf = (schema: string, name: string, columns: TableInfo["columns"]): CatalogRelation => {
+    const own = named.filter((rule) => sameTable(rule.table, qualify([schema, name], connection)))
+    const withActions = columns.map((c) => ({ name: c.name, type: c.type, action: strongest(own.filter((r) => r.column === c.name.toLowerCase()).map((r) => r.action)) }))
+    return { columns: withActions, masked: withActions.some((c) => c.action !== undefined), computesOverPii: false }
+  }
+  const relations = new Map<string, CatalogRelation>()
+  const keyOf = (schema: string, name: string) => relationKey(qualify([schema, name], connection))
+  for (const t of tables) relations.set(keyOf(t.schema, t.name), relationOf(t.schema, t.name, t.columns))
+  for (const t of tables) {
+    for (const d of t.descendants ?? []) if (!relations.has(keyOf(d.schema, d.table))) relations.set(keyOf(d.schema, d.table), relationOf(d.schema, d.table, t.columns))
+  }
+  // A view computes over PII when its definition reads a masked relation or such a view; each round finds one more level.
+  const views = tables.filter((t) => t.kind === "view" && t.definition !== null).map((t) => ({ key: keyOf(t.schema, t.name), reads: viewReads(t.definition!) }))
+  for (let added = 1; added > 0; ) {
+    added = 0
+    for (const view of views) {
+      const relation = relations.get(view.key)!
+      if (relation.computesOverPii) continue
+      const reads = view.reads
+      const overPii =
+        reads === undefined
+          ? named.length > 0
+          : reads.some((ref) => {
+              const read = relations.get(relationKey(qualify(ref.parts, connection)))
+              return read !== undefined && (read.masked || read.computesOverPii)
+            })
+      if (overPii) {
+        relations.set(view.key, { ...relation, computesOverPii: true })
+        added++
+      }
+    }
+  }
+  return { key, scannedAt, hasRules: named.length > 0, relations }
+}
+
+/** A statement as it runs: the caller's, or the caller's with every masked relation read through its masking projection. */
+export interface SourceMasked {
+  readonly sql: string
+  readonly rewritten: boolean
+  /** It reads a view that computes with raw PII values, whose errors may quote one. */
+  readonly computesOverPii: boolean
+}
+
+type Recheck = (sql: string) => Either.Either<CheckedStatement, Refusal>
+
+const unlisted = (ref: TableReference, catalog: MaskingCatalog) =>
+  new Refusal(
+    catalog.scannedAt !== undefined
+      ? `there is no relation ${ref.parts.join(".")} in the connection's schema as scanned at ${catalog.scannedAt.toISOString()}: check the name, or, if it is newer than the scan or in a schema the scan leaves out (schema_include, schema_exclude), refresh the schema. On a connection with PII rules Sluice reads no relation it has not checked for PII columns`
+      : "the connection's schema has not been scanned, so Sluice cannot mask its PII columns where they are read; refresh the schema (its catalog must be readable)"
+  )
+
+const unplaceable = (ref: TableReference) =>
+  new Refusal(`${ref.parts.join(".")} has PII rules and is read where Sluice cannot put a masked view of it in its place; name it in a FROM clause (not TABLE, ONLY or a sampled table)`)
+
+/**
+ * Masking at the source: every reference to a relation with PII rules is rewritten into a derived
+ * table that selects its columns with each masked column replaced by its masked value, computed
+ * in the database, so no predicate, join, aggregate, ordering, cast, whole-row value or error
+ * can see a raw value. The rewritten text must parse, and every reference to a masked relation in
+ * it must be the one inside a projection put there, or the statement is refused. So is one that
+ * reads a relation the snapshot does not list, while the connection has rules.
+ */
+export const maskAtSource = (
+  checked: CheckedStatement,
+  connection: ConnectionInput,
+  catalog: MaskingCatalog,
+  pads: HashPads,
+  recheck: Recheck
+): Either.Either<SourceMasked, Refusal> => {
+  const asWritten: SourceMasked = { sql: checked.sql, rewritten: false, computesOverPii: false }
+  if (!catalog.hasRules || (checked.analysis.kind !== "query" && checked.analysis.kind !== "explain")) return Either.right(asWritten)
+  const { profile, sql } = checked
+  const relationOf = (ref: TableReference) => catalog.relations.get(relationKey(qualify(ref.parts, connection)))
+  const edits: Array<{ readonly ref: TableReference; readonly relation: CatalogRelation }> = []
+  let computesOverPii = false
+  for (const ref of checked.analysis.tables) {
+    if (isSystemRelation(profile.relations, ref.parts)) continue
+    const relation = relationOf(ref)
+    if (relation === undefined) return Either.left(unlisted(ref, catalog))
+    computesOverPii ||= relation.computesOverPii
+    if (!relation.masked) continue
+    if (ref.at === undefined) return Either.left(unplaceable(ref))
+    edits.push({ ref, relation })
+  }
+  if (edits.length === 0) return Either.right({ ...asWritten, computesOverPii })
+  edits.sort((a, b) => a.ref.at!.start - b.ref.at!.start)
+  let text = ""
+  let from = 0
+  const placed = new Set<number>()
+  for (const { ref, relation } of edits) {
+    const at = ref.at!
+    if (at.start < from) return Either.left(unplaceable(ref))
+    const columns = relation.columns.map((c) => maskedColumn(profile.dbType, c, pads)).join(", ")
+    text += `${sql.slice(from, at.start)}(select ${columns} from `
+    placed.add(text.length)
+    text += `${sql.slice(at.start, at.end)})${at.aliased ? "" : ` as ${at.alias}`}`
+    from = at.end
+  }
+  text += sql.slice(from)
+  // The rewritten text must parse, and read every masked relation only inside a projection put there.
+  const rechecked = recheck(text)
+  const reads = Either.isRight(rechecked) ? rechecked.right.analysis.tables.filter((ref) => relationOf(ref)?.masked === true) : []
+  const inPlace = reads.filter((ref) => ref.at !== undefined && placed.has(ref.at.start))
+  if (Either.isLeft(rechecked) || inPlace.length !== reads.length || inPlace.length !== placed.size) {
+    return Either.left(new Refusal("the statement could not be rewritten to mask its PII columns where they are read; simplify how it names tables with PII rules"))
+  }
+  return Either.right({ sql: text, rewritten: true, computesOverPii })
+}
+
+// A checked statement is the guard's memoized verdict (its capped form too), so a repeated statement's rewrite is known by the same object.
+const rewrites = new WeakMap<CheckedStatement, Map<string, Either.Either<SourceMasked, Refusal>>>()
+const REWRITES_PER_STATEMENT = 8
+
+/** `maskAtSource`, remembered per statement, catalog version and key. */
+export const maskedAtSource = (checked: CheckedStatement, connection: ConnectionInput, catalog: MaskingCatalog, pads: HashPads, recheck: Recheck) => {
+  if (!catalog.hasRules) return maskAtSource(checked, connection, catalog, pads, recheck)
+  const key = `${catalog.key}\u0000${pads.key}`
+  let known = rewrites.get(checked)
+  const hit = known?.get(key)
+  if (hit !== undefined) return hit
+  const verdict = maskAtSource(checked, connection, catalog, pads, recheck)
+  if (known === undefined) rewrites.set(checked, (known = new Map()))
+  if (known.size >= REWRITES_PER_STATEMENT) known.delete(known.keys().next().value!)
+  known.set(key, verdict)
+  return verdict
+}

@@ -1,0 +1,273 @@
+import { Effect } from "effect"
+import fc from "fast-check"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { CredentialCipher } from "../../layers/CredentialCipher"
+import { hashPadsOf, hmacHex } from "../../src/governance/MaskExpressions"
+import { LOCAL_ORG } from "../../src/domain/Ids"
+import { READS } from "../governance/corpus/Reads"
+import { piiPlan, renderPii } from "../governance/GuardGrammar"
+import { request } from "../support/Http"
+import { startInProcess } from "../support/InProcess"
+import { BLOCKED, type CopyOf, createPiiCopies, type Engine, PII_RULES, type PiiCopies, piiCopiesDir, RAW_FRAGMENTS } from "../support/PiiCopies"
+import { mysqlAvailable, postgresAvailable } from "../support/Servers"
+
+const skip = !(await postgresAvailable()) || !(await mysqlAvailable())
+
+/** Statements an attacker with a query key used to read masked values (issue 26), per engine; {db} is the copy's database or catalog. */
+const PROBES: Record<Engine, ReadonlyArray<string>> = {
+  postgresql: [
+    "select (c.*)::text from customers c order by c.id",
+    "select cast((c.*) as varchar) from customers c order by c.id",
+    "select (customers.*)::text from customers order by id",
+    "select t::text from customers t order by t.id",
+    "select row_to_json(c)::text from customers c order by c.id",
+    "with x as (select * from customers) select (x.*)::text from x order by id",
+    "select (s.*)::text from (select * from customers) s order by id",
+    "select (v.*)::text from v_customers v order by id",
+    "select (p.*)::text from customers_part p order by id",
+    "select (p.*)::text from customers_part_1 p order by id",
+    "select c.id, i, (select count(*) from generate_series(1, 300) g where g <= ascii(substr(c.email || '|' || c.ssn, i, 1))) from customers c, generate_series(1, 40) i order by 1, 2",
+    "select 1 from generate_series(1, 300) limit (select ascii(substr(email, 1, 1)) from customers where id = 1)",
+    "select 1 from generate_series(1, 300) offset (select ascii(substr(ssn, 1, 1)) from customers where id = 1)",
+    "select c.id, (select count(*) from customers c2 where c2.email < c.email) from customers c order by 1",
+    "select id, rank() over (order by email, id), rank() over (order by ssn, id) from customers order by id",
+    "select id from customers order by ssn nulls first, id",
+    "select count(*) from customers where email = 'alice.smith@example.com'",
+    "select count(*) from customers where ssn like '123%'",
+    "select count(*) from customers where length(email) > 15",
+    "select count(*) from customers where ssn is null",
+    "select count(*) from customers where income > 1000",
+    "select count(*) from customers where birth < '1985-01-01'",
+    "select email::int from customers",
+    "select ssn::int from customers",
+    "select 1 / (ascii(ssn) - 49) from customers where id = 1",
+    "select sum(income), max(email), min(ssn), max(birth) from customers",
+    "select id, email, ssn, phone, income, birth from customers order by id",
+    "select count(distinct phone), count(distinct email), count(distinct ssn) from customers",
+    "select a.id, b.id from customers a join customers b on a.phone = b.phone order by 1, 2",
+    "select id, name from customers where name = 'Ada'",
+    "select * from v_customers order by id",
+    "select count(*) from customers_part where email like 'alice%'",
+    "select count(*) from public.customers where email like 'a%'",
+    'select count(*) from "customers" where "email" like \'a%\'',
+    'select count(*) from U&"cust\\006Fmers" where email like \'a%\'',
+    "select count(*) from {db}.public.customers where email like 'a%'"
+  ],
+  mysql: [
+    "select c.id, i.n, (select count(*) from big g where g.id <= ascii(substr(concat(c.email, '|', c.ssn), i.n, 1))) from customers c, (select id as n from big where id <= 40) i order by 1, 2",
+    "select c.id, (select count(*) from customers c2 where c2.email < c.email) from customers c order by 1",
+    "select id, rank() over (order by email, id), rank() over (order by ssn, id) from customers order by id",
+    "select id from customers order by ssn, id",
+    "select count(*) from customers where email = 'alice.smith@example.com'",
+    "select count(*) from customers where ssn like '123%'",
+    "select count(*) from customers where length(email) > 15",
+    "select count(*) from customers where ssn is null",
+    "select count(*) from customers where income > 1000",
+    "select count(*) from customers where birth < '1985-01-01'",
+    "select sum(income), max(email), min(ssn), max(birth) from customers",
+    "select id, email, ssn, phone, income, birth from customers order by id",
+    "select count(distinct phone), count(distinct email), count(distinct ssn) from customers",
+    "select a.id, b.id from customers a join customers b on a.phone = b.phone order by 1, 2",
+    "select * from v_customers order by id",
+    "select count(*) from {db}.customers where email like 'a%'",
+    "select count(*) from `{db}`.`customers` where email like 'a%'",
+    "select count(*) from CUSTOMERS where email like 'a%'",
+    "select json_arrayagg(json_object('e', email, 's', ssn)) from customers"
+  ],
+  sqlite: [
+    "with recursive s(n) as (select 1 union all select n + 1 from s where n < 300) select c.id, i.n, (select count(*) from s where s.n <= unicode(substr(c.email || '|' || c.ssn, i.n, 1))) from customers c, (select n from s where n <= 40) i order by 1, 2",
+    "select 1 from big limit (select unicode(substr(email, 1, 1)) from customers where id = 1)",
+    "select 1 from big limit 1 offset (select unicode(substr(ssn, 1, 1)) from customers where id = 1)",
+    "select c.id, (select count(*) from customers c2 where c2.email < c.email) from customers c order by 1",
+    "select id from customers order by ssn, id",
+    "select count(*) from customers where email = 'alice.smith@example.com'",
+    "select count(*) from customers where ssn like '123%'",
+    "select count(*) from customers where length(email) > 15",
+    "select count(*) from customers where income > 1000",
+    "select sum(income), max(email), min(ssn), max(birth) from customers",
+    "select id, email, ssn, phone, income, birth from customers order by id",
+    "select count(distinct phone), count(distinct email), count(distinct ssn) from customers",
+    "select * from v_customers order by id",
+    "select count(*) from main.customers where email like 'a%'",
+    'select count(*) from [customers] where email like \'a%\'',
+    "select json_group_array(json_object('e', email, 's', ssn)) from customers"
+  ],
+  duckdb: [
+    "select c::varchar from customers c order by c.id",
+    "select cast(c as varchar) from customers c order by c.id",
+    "select to_json(c)::varchar from customers c order by c.id",
+    "select c.id, i, (select count(*) from range(1, 300) g(g) where g <= ascii(substr(c.email || '|' || c.ssn, i, 1))) from customers c, range(1, 41) r(i) order by 1, 2",
+    "select 1 from range(300) limit (select ascii(substr(email, 1, 1)) from customers where id = 1)",
+    "select c.id, (select count(*) from customers c2 where c2.email < c.email) from customers c order by 1",
+    "select id from customers order by ssn nulls first, id",
+    "select count(*) from customers where email = 'alice.smith@example.com'",
+    "select count(*) from customers where ssn like '123%'",
+    "select count(*) from customers where length(email) > 15",
+    "select count(*) from customers where income > 1000",
+    "select email::int from customers",
+    "select email::int from duck.customers",
+    "select ssn::int from main.customers",
+    "select sum(income), max(email), min(ssn), max(birth) from customers",
+    "select id, email, ssn, phone, income, birth from customers order by id",
+    "select count(distinct phone), count(distinct email), count(distinct ssn) from customers",
+    "select * from v_customers order by id",
+    "select count(*) from {db}.customers where email like 'a%'",
+    "select count(*) from {db}.main.customers where email like 'a%'",
+    'select count(*) from "Duck"."Main"."Customers" where email like \'a%\''
+  ]
+}
+
+/** Every way each engine lets a statement name the blocked table. */
+const BLOCKED_SPELLINGS: Record<Engine, ReadonlyArray<string>> = {
+  postgresql: ["secret_salaries", "public.secret_salaries", '"secret_salaries"', '"public"."secret_salaries"', "{db}.public.secret_salaries", "SECRET_SALARIES", 'U&"secret\\005Fsalaries"', "public . secret_salaries", "/* x */ secret_salaries"],
+  mysql: ["secret_salaries", "{db}.secret_salaries", "`secret_salaries`", "`{db}`.`secret_salaries`", "SECRET_SALARIES", "{db} . secret_salaries"],
+  sqlite: ["secret_salaries", "main.secret_salaries", '"secret_salaries"', "[secret_salaries]", "`secret_salaries`", "MAIN.SECRET_SALARIES", '"main"."secret_salaries"'],
+  duckdb: ["secret_salaries", "main.secret_salaries", "{db}.secret_salaries", "{db}.main.secret_salaries", '"duck"."main"."secret_salaries"', "DUCK.SECRET_SALARIES", "Duck.Main.Secret_Salaries"]
+}
+
+const HASHES = /[0-9a-f]{64}/g
+
+/**
+ * An answer as a caller sees it, hashes (alone or inside a value, such as a whole row as text)
+ * renamed in order of first appearance, and the copy's database name as {db}: hashed values may
+ * only be told equal or not, and the two copies live in databases of different names. The rows of
+ * a statement with no ORDER BY of its own come in any order: they are sorted first.
+ */
+const normalized = (copy: CopyOf, sql: string, result: { status: number; json: any }) => {
+  const unordered = !/order\s+by[^()]*$/i.test(sql)
+  const rows = (json: any): Array<unknown> => (unordered ? [...json.rows].sort((x, y) => (JSON.stringify(x) < JSON.stringify(y) ? -1 : 1)) : json.rows)
+  const answer =
+    result.status !== 200
+      ? { status: result.status, code: result.json?.code, message: result.json?.message }
+      : { status: 200, columns: result.json.columns, rows: rows(result.json), row_count: result.json.row_count, completeness: result.json.completeness, pii_masked: result.json.pii_masked }
+  const names = new Map<string, string>()
+  // MariaDB's binary strings come as bytes.
+  const text = JSON.stringify(answer, (_, value) => (value?.type === "Buffer" && Array.isArray(value.data) ? Buffer.from(value.data).toString("utf8") : value))
+    .replaceAll(copy.database, "{db}")
+    .replace(HASHES, (hash) => names.get(hash) ?? names.set(hash, `#${names.size}`).get(hash)!)
+  return JSON.parse(text) as typeof answer
+}
+
+// Statements that read the clock answer differently from one moment to the next, on any data.
+const READS_THE_CLOCK = /now\(\)|current_timestamp|current_date|localtime/i
+
+describe.skipIf(skip)("PII is masked at the source: no statement can compute with a masked value (issue 26)", () => {
+  let app: Awaited<ReturnType<typeof startInProcess>>
+  let copies: PiiCopies
+  let reader: string
+  let hashKey: Buffer
+
+  beforeAll(async () => {
+    const dir = piiCopiesDir()
+    app = await startInProcess({ SP_LOCAL_DB_DIRS: dir, SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000", SP_PER_KEY_RPM: "1000000" })
+    hashKey = await app.runtime.runPromise(Effect.map(CredentialCipher, (cipher) => cipher.orgSecret("pii-hash", LOCAL_ORG)))
+    copies = await createPiiCopies(hashKey, dir)
+    const admin = await app.keyWith(["admin", "read", "write", "query"])
+    reader = await app.keyWith(["read", "query"])
+    for (const copy of copies.copies) {
+      const name = `${copy.engine}_${copy.copy}`
+      const created = await request(app.url, "/api/connections", { key: admin, body: { ...copy.connection, name, blocked_tables: BLOCKED } })
+      expect(created.status, created.text).toBe(201)
+      const rules = PII_RULES.filter((r) => copy.engine === "postgresql" || r.table === "customers")
+      expect((await request(app.url, `/api/connections/${name}/pii`, { key: admin, method: "PUT", body: { rules } })).status).toBe(200)
+    }
+  }, 120_000)
+  afterAll(async () => {
+    await app?.stop()
+    await copies?.drop()
+  })
+
+  const copyOf = (engine: Engine, copy: "a" | "b") => copies.copies.find((c) => c.engine === engine && c.copy === copy)!
+  const ask = async (copy: CopyOf, sql: string) =>
+    normalized(copy, sql, await request(app.url, "/api/query", { key: reader, body: { connection_name: `${copy.engine}_${copy.copy}`, sql: sql.replaceAll("{db}", copy.database) } }))
+
+  /** Statements whose answers differ between the copies, or show a raw value of copy a; and how many answered with rows. */
+  const leaks = async (engine: Engine, statements: ReadonlyArray<string>) => {
+    const found: Array<string> = []
+    let answered = 0
+    for (const sql of statements) {
+      const [a, b] = [await ask(copyOf(engine, "a"), sql), await ask(copyOf(engine, "b"), sql)]
+      if (a.status === 200) answered++
+      const text = JSON.stringify(a)
+      const raw = RAW_FRAGMENTS.find((fragment) => text.includes(fragment))
+      if (raw !== undefined) found.push(`${sql}\n   shows ${raw}: ${text.slice(0, 600)}`)
+      else if (JSON.stringify(a) !== JSON.stringify(b)) found.push(`${sql}\n   a: ${text.slice(0, 600)}\n   b: ${JSON.stringify(b).slice(0, 600)}`)
+    }
+    return Object.assign(found, { answered })
+  }
+
+  for (const engine of ["postgresql", "mysql", "sqlite", "duckdb"] as const) {
+    it(`${engine}: the attack's probes learn nothing: the same answer on both copies, no raw value`, { timeout: 120_000 }, async () => {
+      const found = await leaks(engine, PROBES[engine])
+      expect([...found]).toEqual([])
+      // They run (a refusal would prove nothing): only a database's own error, the same on both copies, stops a few.
+      expect(found.answered).toBeGreaterThan(PROBES[engine].length * 0.8)
+    })
+
+    it(`${engine}: every read of the guard's corpus answers the same on both copies`, { timeout: 120_000 }, async () => {
+      const reads = READS[engine].filter((sql) => !READS_THE_CLOCK.test(sql))
+      const found = await leaks(engine, reads)
+      expect([...found]).toEqual([])
+      expect(found.answered).toBeGreaterThan(reads.length * 0.9)
+    })
+
+    it(`${engine}: fuzzed statements that carry, compare, order, rank, count and cast PII answer the same on both copies`, { timeout: 240_000 }, async () => {
+      const seed = Number(process.env["FUZZ_SEED"] ?? Date.now() % 2 ** 31)
+      const statements = fc.sample(piiPlan(engine), { numRuns: 120, seed }).map((plan) => renderPii(plan).replaceAll("shop.", "{db}."))
+      const found = await leaks(engine, statements)
+      expect([...found], `seed ${seed}`).toEqual([])
+      // Most of them run: a refusal answers the same on both copies, and would prove nothing.
+      expect(found.answered, `seed ${seed}`).toBeGreaterThan(statements.length * 0.8)
+    })
+
+    it(`${engine}: every spelling of a blocked relation is refused; unblocked tables keep working`, { timeout: 60_000 }, async () => {
+      const copy = copyOf(engine, "a")
+      const let_through: Array<string> = []
+      for (const name of BLOCKED_SPELLINGS[engine]) {
+        for (const sql of [`select count(*) from ${name}`, `select * from ${name}`]) {
+          const answer = await ask(copy, sql)
+          if (answer.status !== 400 || !("code" in answer) || answer.code !== "query_blocked") let_through.push(`${sql} → ${JSON.stringify(answer).slice(0, 200)}`)
+        }
+      }
+      expect(let_through).toEqual([])
+      expect(await ask(copy, "select count(*) as n from canary")).toMatchObject({ status: 200, rows: [[expect.anything()]] })
+    })
+  }
+
+  it("the result shows each rule's masked value, and a typo in a PII table's query gets the database's own message", async () => {
+    const pg = copyOf("postgresql", "a")
+    const all = await ask(pg, "select id, email, ssn, phone, income, birth from customers order by id")
+    expect(all).toMatchObject({ status: 200, columns: [{ name: "id" }, { name: "email" }, { name: "ssn" }, { name: "phone" }, { name: "income" }] })
+    const rows = (all as { rows: Array<Array<unknown>> }).rows
+    expect(rows[0]!.slice(0, 3)).toEqual([1, "****.com", "[REDACTED]"])
+    expect(rows[1]![2]).toBe("[REDACTED]")
+    expect(rows[0]![3]).toBe("#0")
+    expect(rows[2]![3]).toBe("#0")
+    const typo = await ask(pg, "select emial from customers")
+    expect(typo).toMatchObject({ status: 400, code: "query_failed" })
+    expect((typo as { message: string }).message).toMatch(/emial/)
+  })
+
+  it("every engine hashes a value to the gateway's own HMAC of it, so hashes join across connections", async () => {
+    for (const engine of ["postgresql", "mysql", "sqlite", "duckdb"] as const) {
+      const answer = await request(app.url, "/api/query", { key: reader, body: { connection_name: `${engine}_a`, sql: "select phone from customers where id = 1" } })
+      expect(answer.json.rows, engine).toEqual([[hmacHex(hashKey, "+1 555 0100")]])
+    }
+  })
+
+  it("explain refuses what a query refuses, and no plan or message holds the hash key", async () => {
+    const explain = (connection: string, sql: string) => request(app.url, "/api/query/explain", { key: reader, body: { connection_name: connection, sql } })
+    expect((await explain("duckdb_a", "select * from duck.secret_salaries")).json.code).toBe("query_blocked")
+    const pads = hashPadsOf(hashKey)
+    for (const [connection, sql] of [
+      ["postgresql_a", "select id from customers where phone = 'x' and email like '%a'"],
+      ["mysql_a", "select id from customers where phone = 'x'"],
+      ["duckdb_a", "select id from customers where phone = 'x'"],
+      ["duckdb_a", "select phone::int from customers"],
+      ["postgresql_a", "select phone::int from customers"]
+    ] as const) {
+      const answer = await (sql.includes("::int") ? request(app.url, "/api/query", { key: reader, body: { connection_name: connection, sql } }) : explain(connection, sql))
+      for (const secret of [pads.key, pads.inner, pads.outer]) expect(answer.text).not.toContain(secret.slice(0, 16))
+    }
+  })
+})
