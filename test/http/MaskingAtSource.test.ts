@@ -248,6 +248,17 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
     expect((typo as { message: string }).message).toMatch(/emial/)
   })
 
+  it("MariaDB lists the tables and columns of its own database only, as SELECT reads it", async () => {
+    const [a, b] = [copyOf("mysql", "a"), copyOf("mysql", "b")]
+    const show = (sql: string) => request(app.url, "/api/query", { key: reader, body: { connection_name: "mysql_a", sql } })
+    for (const sql of [`show tables from ${b.database}`, `show full tables in ${b.database}`, `show columns from ${b.database}.customers`, `show columns from customers from ${b.database}`, `describe ${b.database}.customers`]) {
+      const refused = await show(sql)
+      expect([sql, refused.status, refused.json.code]).toEqual([sql, 400, "query_blocked"])
+    }
+    expect((await show("show tables")).status).toBe(200)
+    expect((await show(`show columns from ${a.database}.customers`)).status).toBe(200)
+  })
+
   it("every engine hashes a value to the gateway's own HMAC of it, so hashes join across connections", async () => {
     for (const engine of ["postgresql", "mysql", "sqlite", "duckdb"] as const) {
       const answer = await request(app.url, "/api/query", { key: reader, body: { connection_name: `${engine}_a`, sql: "select phone from customers where id = 1" } })
