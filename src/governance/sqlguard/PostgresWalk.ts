@@ -11,6 +11,17 @@ const SHOWN_SETTINGS = new Set([
   "lc_collate", "lc_ctype", "lc_monetary", "lc_numeric", "lc_time", "max_identifier_length", "extra_float_digits", "bytea_output"
 ])
 
+/**
+ * `current_setting('…')` of a setting SHOW may show: the same reviewed list, named by a literal
+ * (a name computed at run time could be any setting), with or without missing_ok.
+ */
+const showsSetting = (call: Node) => {
+  const [name, missingOk, ...rest] = Array.isArray(call.args) ? call.args : []
+  const literal = isNode(name) && isNode(name.A_Const) && isNode(name.A_Const.sval) ? String(name.A_Const.sval.sval ?? "") : undefined
+  const flag = missingOk === undefined || (isNode(missingOk) && isNode(missingOk.A_Const) && isNode(missingOk.A_Const.boolval))
+  return literal !== undefined && SHOWN_SETTINGS.has(literal.toLowerCase()) && flag && rest.length === 0
+}
+
 /** "CreateTableAsStmt" → "CREATE TABLE AS". */
 const statementName = (key: string) => key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
 
@@ -90,7 +101,11 @@ export const walkPostgres = (
       if (key === "intoClause") findings.refuse("SELECT … INTO writes a table")
       if (key === "LockingClause") findings.refuse("a locking clause (FOR UPDATE / FOR SHARE)")
       // SQL-standard syntax (TRIM, SUBSTRING … FROM, COLLATION FOR, AT TIME ZONE, SIMILAR TO, SYSTEM_USER) becomes a call of a built-in the grammar chose.
-      if (key === "FuncCall" && isNode(value) && value.funcformat !== "COERCE_SQL_SYNTAX") checkFunction(nameParts(value.funcname))
+      if (key === "FuncCall" && isNode(value) && value.funcformat !== "COERCE_SQL_SYNTAX") {
+        const parts = nameParts(value.funcname)
+        const setting = profile.grammar === "postgres" && parts.at(-1) === "current_setting" && (parts.length === 1 || (parts.length === 2 && parts[0] === "pg_catalog")) && showsSetting(value)
+        if (!setting) checkFunction(parts)
+      }
       // OPERATOR(schema.op) calls whatever function that schema's operator names.
       if (key === "A_Expr" && isNode(value)) {
         const qualifier = nameParts(value.name).slice(0, -1)

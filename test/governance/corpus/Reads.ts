@@ -55,7 +55,8 @@ export const READS: Record<DbType, ReadonlyArray<string>> = {
     "select * from (select id, total from orders) t where t.total > 1",
     "select (select max(total) from orders) as top",
     "select x from unnest('{a,b}'::text[]) with ordinality as u(x, n)",
-    "select 1 as \"delete\", 2 as \"update\""
+    "select 1 as \"delete\", 2 as \"update\"",
+    "select current_setting('server_version'), current_setting('TimeZone'), pg_catalog.current_setting('search_path', true)"
   ],
   redshift: [
     "select * from orders",
