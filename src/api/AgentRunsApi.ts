@@ -4,7 +4,7 @@ import { AgentRun, AgentRunEvent, PatchAgentRun, StartAgentRun } from "../domain
 import { Conflict, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
-import { docs, RequiredScope, withAlternateContent } from "./Annotations"
+import { DRIVES_AGENT, docs, RequiredScope, withAlternateContent } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 const ById = Schema.Struct({ id: ResourceId })
@@ -28,11 +28,11 @@ export class AgentRunsApi extends HttpApiGroup.make("agentRuns")
       .addError(InvalidRequest)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(RequiredScope, "agent:run")
+      .annotate(RequiredScope, DRIVES_AGENT)
       .annotateContext(
         docs(
           "Start an agent run",
-          "Starts the built-in agent on `prompt`: it answers with the MCP tools (schema search, governed queries…) acting as this key, with at most the read, query and write scopes (write only proposes knowledge), and every tool call audited under the run. The run is a durable job: poll it, or read its events. `connection_name` pins a connection; `max_turns` (1–200, default 50) bounds its model calls. Needs the `agent:run` scope."
+          "Starts the built-in agent on `prompt`: it answers with the MCP tools (schema search, governed queries…) acting as this key, with at most the read, query and write scopes (write only proposes knowledge), and every tool call audited under the run. The run is a durable job: poll it, or read its events. `connection_name` pins a connection; `max_turns` (1–200, default 50) bounds its model calls. Needs the `write` or the `agent:run` scope."
         )
       )
   )
@@ -75,7 +75,7 @@ export class AgentRunsApi extends HttpApiGroup.make("agentRuns")
       .addSuccess(AgentRun)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(RequiredScope, "agent:run")
+      .annotate(RequiredScope, DRIVES_AGENT)
       .annotateContext(
         docs(
           "Cancel, answer or approve an agent run",

@@ -2,8 +2,12 @@ import { OpenApi } from "@effect/platform"
 import { Context } from "effect"
 import type { Scope } from "../domain/Scope"
 
-/** The scope an endpoint requires; "authenticated" means any valid credential. Every /api endpoint has one. */
-export class RequiredScope extends Context.Tag("sluice/RequiredScope")<RequiredScope, Scope | "authenticated">() {}
+/** The scope an endpoint requires, or scopes any one of which will do; "authenticated" means any valid credential. Every /api endpoint has one. */
+export type ScopeRequirement = Scope | ReadonlyArray<Scope> | "authenticated"
+export class RequiredScope extends Context.Tag("sluice/RequiredScope")<RequiredScope, ScopeRequirement>() {}
+
+/** Starting and driving the built-in agent: `write`, as the specification's table gives it, or `agent:run`, whose definition is just that. */
+export const DRIVES_AGENT: ReadonlyArray<Scope> = ["write", "agent:run"]
 
 /** Which per-IP budget an endpoint draws from; unannotated endpoints are "general". */
 export class RateClass extends Context.Tag("sluice/RateClass")<RateClass, "auth" | "general" | "expensive">() {}

@@ -6,7 +6,7 @@ import { Conflict, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
 import { EventParams, withEventStream } from "./AgentRunsApi"
-import { docs, RequiredScope } from "./Annotations"
+import { DRIVES_AGENT, docs, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 const ById = Schema.Struct({ id: ResourceId })
@@ -56,7 +56,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .addError(InvalidRequest)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(RequiredScope, "write")
+      .annotate(RequiredScope, DRIVES_AGENT)
       .annotateContext(
         docs(
           "Send a message",
@@ -94,7 +94,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .addSuccess(AgentRun)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(RequiredScope, "write")
+      .annotate(RequiredScope, DRIVES_AGENT)
       .annotateContext(docs("Cancel a run", "Stops the run at its next step, at once when it waits. 409 when it has ended."))
   )
   .add(
@@ -105,7 +105,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .addError(InvalidRequest)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(RequiredScope, "write")
+      .annotate(RequiredScope, DRIVES_AGENT)
       .annotateContext(docs("Answer the agent's question", "Answers the question the run waits on (`waiting_for_user`). 409 when it is not waiting for one."))
   )
   .add(
@@ -116,7 +116,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
       .addError(InvalidRequest)
       .addError(NotFound)
       .addError(Conflict)
-      .annotate(RequiredScope, "write")
+      .annotate(RequiredScope, DRIVES_AGENT)
       .annotateContext(
         docs(
           "Approve or decline a query",

@@ -1,7 +1,6 @@
 import { HttpApi } from "@effect/platform"
 import { Context, Option } from "effect"
-import type { Scope } from "../domain/Scope"
-import { RateClass, RequiredScope } from "./Annotations"
+import { RateClass, RequiredScope, type ScopeRequirement } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 export interface EndpointPolicy {
@@ -10,7 +9,7 @@ export interface EndpointPolicy {
   readonly method: string
   readonly path: string
   readonly authenticated: boolean
-  readonly scope: Scope | "authenticated" | null
+  readonly scope: ScopeRequirement | null
   readonly rateClass: "auth" | "general" | "expensive"
 }
 

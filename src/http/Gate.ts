@@ -1,6 +1,7 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { type RateClass, RateLimits } from "../../layers/RateLimits"
+import type { ScopeRequirement } from "../api/Annotations"
 import { InsufficientScope, Unauthenticated } from "../domain/Errors"
 import type { Principal } from "../domain/Principal"
 import type { Scope } from "../domain/Scope"
@@ -48,10 +49,11 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
       })
 
     /** What the caller may do here: the declared scope (fail closed), then the per-key and per-org limits for work that costs. */
-    const authorize = (principal: Principal, scope: Scope | "authenticated", what: string, costly: boolean) =>
+    const authorize = (principal: Principal, scope: ScopeRequirement, what: string, costly: boolean) =>
       Effect.gen(function* () {
-        if (scope !== "authenticated" && !principal.scopes.includes(scope)) {
-          return yield* new InsufficientScope({ message: `${what} needs the ${scope} scope`, required_scope: scope })
+        const anyOf: ReadonlyArray<Scope> = scope === "authenticated" ? [] : typeof scope === "string" ? [scope] : scope
+        if (anyOf.length > 0 && !anyOf.some((s) => principal.scopes.includes(s))) {
+          return yield* new InsufficientScope({ message: `${what} needs the ${anyOf.join(" or ")} scope`, required_scope: anyOf[0]! })
         }
         if (costly) yield* limits.perPrincipal(principal)
       })

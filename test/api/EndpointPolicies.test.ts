@@ -5,7 +5,9 @@ import { endpointPolicies } from "../../src/api/EndpointPolicies"
 const policies = [...endpointPolicies(SluiceApi).values()]
 
 /** The specification's scope table for the routes this API serves. */
-const SPEC_SCOPES: Record<string, string> = {
+// Starting and driving the built-in agent: write, as the specification's table says, or agent:run, whose definition is to do just that.
+const DRIVES_AGENT = ["write", "agent:run"]
+const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "POST /api/keys": "admin",
   "GET /api/keys": "admin",
   "DELETE /api/keys/:key_id": "admin",
@@ -94,21 +96,21 @@ const SPEC_SCOPES: Record<string, string> = {
   "DELETE /api/budget/:id": "write",
   // The specification says write for starting and driving runs; issue 19 gives that to agent:run, the scope made for it
   // (a run spends model tokens as its key), so a write key cannot spend and an agent:run key can do nothing else.
-  "POST /api/agent-runs": "agent:run",
+  "POST /api/agent-runs": DRIVES_AGENT,
   "GET /api/agent-runs": "read",
   "GET /api/agent-runs/:id": "read",
-  "PATCH /api/agent-runs/:id": "agent:run",
+  "PATCH /api/agent-runs/:id": DRIVES_AGENT,
   "GET /api/agent-runs/:id/events": "read",
   "POST /api/chat/conversations": "write",
   "GET /api/chat/conversations": "read",
   "GET /api/chat/conversations/:id": "read",
-  "POST /api/chat/conversations/:id/messages": "write",
+  "POST /api/chat/conversations/:id/messages": DRIVES_AGENT,
   "GET /api/chat/conversations/:id/messages": "read",
   // Beyond the specification, as its chat users expect: follow, cancel, answer and approve a conversation's run.
   "GET /api/chat/conversations/:id/runs/:run_id/events": "read",
-  "POST /api/chat/conversations/:id/runs/:run_id/cancel": "write",
-  "POST /api/chat/conversations/:id/runs/:run_id/clarification": "write",
-  "POST /api/chat/conversations/:id/runs/:run_id/approval": "write",
+  "POST /api/chat/conversations/:id/runs/:run_id/cancel": DRIVES_AGENT,
+  "POST /api/chat/conversations/:id/runs/:run_id/clarification": DRIVES_AGENT,
+  "POST /api/chat/conversations/:id/runs/:run_id/approval": DRIVES_AGENT,
   "POST /api/chat/traces/threads": "write",
   "GET /api/chat/traces/threads": "read",
   "GET /api/chat/traces/threads/:id/events": "read",
