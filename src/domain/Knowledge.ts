@@ -1,4 +1,6 @@
 import { Schema } from "effect"
+import { CONNECTION_NAME_PATTERN } from "./Connection"
+import { PROJECT_NAME_PATTERN } from "./Project"
 import { noNul, ResourceId } from "./Text"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -44,6 +46,8 @@ const placed = <S extends Schema.Schema.Any>(schema: S) =>
       const ref = entry.scope_ref ?? null
       if (entry.scope === "org" && ref !== null) return "scope_ref must be absent for scope org"
       if (entry.scope !== "org" && ref === null) return `scope_ref is required for scope ${entry.scope}: the ${entry.scope}'s name`
+      const pattern = entry.scope === "project" ? PROJECT_NAME_PATTERN : CONNECTION_NAME_PATTERN
+      if (ref !== null && !pattern.test(ref)) return `scope_ref of scope ${entry.scope} must be a ${entry.scope}'s name: 1 to 64 letters, digits, '_' or '-'`
       if (!CATEGORIES_OF[entry.scope].includes(entry.category)) return `category ${entry.category} is not one scope ${entry.scope} takes: ${CATEGORIES_OF[entry.scope].join(", ")}`
       return true
     })

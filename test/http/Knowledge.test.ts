@@ -62,6 +62,9 @@ for (const store of ["embedded", "postgresql"] as const) {
         [{ ...revenue, scope_ref: "growth", title: "x" }, 400, /scope_ref must be absent for scope org/],
         [{ ...revenue, scope: "connection", scope_ref: "nope", category: "context", title: "x" }, 404, /nope/],
         [{ ...revenue, scope: "project", scope_ref: "bad\u0007ref", title: "x" }, 400, /scope_ref must be/],
+        // A project is named as a project is: no paths, dots or colons.
+        [{ ...revenue, scope: "project", scope_ref: "../../etc", title: "x" }, 400, /scope_ref of scope project must be a project's name/],
+        [{ ...revenue, scope: "project", scope_ref: "growth:2026", title: "x" }, 400, /scope_ref of scope project must be a project's name/],
         [{ ...revenue, title: "Net Revenue" }, 400, /lowercase slug/],
         [{ ...revenue, title: "a".repeat(121) }, 400, /at most 120/],
         [{ ...revenue, title: "nul", body: "a\u0000b" }, 400, /NUL/],
