@@ -62,14 +62,16 @@ const SECURITY_SCHEMES = {
   bearer: { type: "http", scheme: "bearer", description: "An API key (sp_…) or, in cloud mode, a session JWT" }
 }
 
-/** Adds the credential schemes and, on each authenticated operation, the scope it needs (`x-required-scope`). */
+/** Adds the credential schemes and, on each authenticated operation, the scope it needs (`x-required-scope`, and `x-any-of-scopes` where several will do). */
 const declareSecurity = (spec: Record<string, any>) => {
   for (const policy of endpointPolicies(SluiceApi).values()) {
     if (!policy.authenticated) continue
     const operation = spec.paths?.[policy.path.replace(/:(\w+)/g, "{$1}")]?.[policy.method.toLowerCase()]
     if (operation === undefined) continue
     operation.security = [{ apiKey: [] }, { bearer: [] }]
-    operation["x-required-scope"] = policy.scope
+    // The specification's scope; where another scope also grants the operation, every one that does.
+    operation["x-required-scope"] = typeof policy.scope === "string" ? policy.scope : policy.scope?.[0]
+    if (Array.isArray(policy.scope)) operation["x-any-of-scopes"] = policy.scope
   }
   return { ...spec, components: { ...spec.components, securitySchemes: SECURITY_SCHEMES } }
 }

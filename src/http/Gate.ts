@@ -62,9 +62,8 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
     const recheck = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const state = yield* Effect.serviceOption(RequestState)
-      const token = yield* readToken(request.headers)
       const localPeer = Option.exists(state, (info) => info.client.local)
-      return authenticator.authenticate({ token, localPeer })
+      return Effect.flatMap(readToken(request.headers), (token) => authenticator.authenticate({ token, localPeer }))
     })
 
     return { admit, authorize, recheck } as const

@@ -3,7 +3,7 @@ import { Duration, Effect, Stream } from "effect"
 import type { AgentRunEvent, RunTextDelta } from "../domain/AgentRun"
 import type { Principal } from "../domain/Principal"
 import type { AgentRuns } from "../services/AgentRuns"
-import { credentialLost } from "../services/Queries"
+import { eventStream } from "./EventStream"
 import type { Gate } from "./Gate"
 
 const EVENT_STREAM = "text/event-stream"
@@ -42,17 +42,9 @@ export const runEventsResponse = (
       return HttpServerResponse.unsafeJson({ items: yield* runs.events(principal, runId, params.after ?? 0, params.limit ?? 200) })
     }
     yield* runs.get(principal, runId)
-    const recheck = yield* gate.recheck
     const after = lastEventId(request.headers["last-event-id"]) ?? params.after ?? 0
-    const events = runs.follow(principal, runId, after).pipe(
-      Stream.map(sse),
-      Stream.interruptWhen(credentialLost(recheck)),
-      // A failure mid-stream is the stream's last event; the client reconnects with Last-Event-ID.
-      Stream.catchAll((error) => Stream.make(encoder.encode(`event: error\ndata: ${JSON.stringify({ code: error.code, message: error.message })}\n\n`)))
-    )
+    // A failure mid-stream is the stream's last event; the client reconnects with Last-Event-ID.
+    const events = Stream.map(runs.follow(principal, runId, after), sse)
     const keepAlive = Stream.map(Stream.tick(KEEP_ALIVE), () => encoder.encode(": keep-alive\n\n"))
-    return HttpServerResponse.stream(Stream.merge(events, keepAlive, { haltStrategy: "left" }), {
-      contentType: EVENT_STREAM,
-      headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
-    })
+    return yield* eventStream(gate, Stream.merge(events, keepAlive, { haltStrategy: "left" }))
   })

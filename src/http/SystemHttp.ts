@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { SluiceApi } from "../api/Api"
 import { RateLimited } from "../domain/Errors"
@@ -6,6 +6,8 @@ import { CurrentPrincipal } from "../domain/Principal"
 import { Metrics } from "../services/Metrics"
 import { Posture } from "../services/Posture"
 import { Settings } from "../services/Settings"
+import { eventStream } from "./EventStream"
+import { Gate } from "./Gate"
 
 const METRICS_INTERVAL = "2 seconds"
 
@@ -14,6 +16,7 @@ export const SystemHttp = HttpApiBuilder.group(SluiceApi, "system", (handlers) =
     const posture = yield* Posture
     const settings = yield* Settings
     const metrics = yield* Metrics
+    const gate = yield* Gate
 
     const metricsStream = Effect.flatMap(CurrentPrincipal, (principal) => {
       if (!metrics.tryOpenStream()) {
@@ -24,9 +27,7 @@ export const SystemHttp = HttpApiBuilder.group(SluiceApi, "system", (handlers) =
         Stream.encodeText,
         Stream.ensuring(Effect.sync(metrics.closeStream))
       )
-      return Effect.succeed(
-        HttpServerResponse.stream(events, { contentType: "text/event-stream", headers: { "x-accel-buffering": "no" } })
-      )
+      return eventStream(gate, events)
     })
 
     return handlers

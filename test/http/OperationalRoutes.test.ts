@@ -133,4 +133,22 @@ describe("operational routes and local access on a self-hosted gateway", () => {
       ["errors_total", "mean_latency_ms", "refused_total", "requests_total", "success_total", "uptime_seconds"]
     )
   })
+
+  it("a metrics stream ends when its key is deleted, as every stream does", async () => {
+    const created = (await api("/api/keys", { key: admin, body: { name: "metrics watcher", scopes: ["read"] } })).json
+    const res = await fetch(`${gateway.url}/api/metrics`, { headers: { "x-api-key": created.key } })
+    const reader = res.body!.getReader()
+    let text = ""
+    while (!text.includes("\n\n")) text += new TextDecoder().decode((await reader.read()).value)
+    expect((await api(`/api/keys/${created.id}`, { key: admin, method: "DELETE" })).status).toBe(204)
+    const deleted = Date.now()
+    for (;;) {
+      const chunk = await reader.read()
+      if (chunk.done) break
+      text += new TextDecoder().decode(chunk.value)
+    }
+    // Keys are held for 500 ms and checked again every second: the stream ends within a few seconds, saying why.
+    expect(Date.now() - deleted).toBeLessThan(5_000)
+    expect(text).toMatch(/event: error\ndata: \{"code":"invalid_api_key","message":"The stream stopped: /)
+  }, 15_000)
 })
