@@ -34,8 +34,8 @@ export const IndexInfo = Schema.Struct({
 })
 export type IndexInfo = typeof IndexInfo.Type
 
-/** A partition or inheritance child, with the relation it directly belongs to. */
-export const Descendant = Schema.Struct({ schema: Schema.String, table: Schema.String, parent: TableRef })
+/** A partition or inheritance child, with the relation it directly belongs to, and its own partition key where it is partitioned in turn. */
+export const Descendant = Schema.Struct({ schema: Schema.String, table: Schema.String, parent: TableRef, partition_key: Schema.optional(Schema.NullOr(Schema.String)) })
 export type Descendant = typeof Descendant.Type
 
 export const TABLE_KINDS = ["table", "view", "materialized_view", "partitioned_table", "foreign_table"] as const

@@ -20,7 +20,7 @@ import {
 } from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
 import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
-import { type HashPads, hashPadsOf, withoutKey } from "./MaskExpressions"
+import { type HashPads, hashPadsOf, PLAN_PADS, withoutKey } from "./MaskExpressions"
 import { maskPlan, maskResult } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
@@ -172,8 +172,11 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const cipher = yield* CredentialCipher
     const memory = yield* ResultMemory
 
-    /** Check, table policy and row cap: what every use of customer SQL passes before it reaches a database. */
-    const admit = (query: GovernedQuery, queryId: string, report: (facts: QueryFacts) => Effect.Effect<void>) =>
+    /**
+     * Check, table policy, row cap and masking at the source: what every use of customer SQL passes
+     * before it reaches a database. `planned`: only its plan will be read.
+     */
+    const admit = (query: GovernedQuery, queryId: string, report: (facts: QueryFacts) => Effect.Effect<void>, planned = false) =>
       Effect.gen(function* () {
         const connection = query.target.connection
         const refuse = (reason: string, tables: ReadonlyArray<string>) =>
@@ -189,8 +192,9 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         if (policy !== undefined) return yield* refuse(policy, tables)
         const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
         const key = keyOf(query.target.orgId)
+        const pads = planned || capped.analysis.kind === "explain" ? PLAN_PADS : key.pads
         // The rewritten text is checked for its shape only: the functions in it are the masking projections' own.
-        const masked = maskedAtSource(capped, connection, query.masking, key.pads, (sql) => guard.check(sql, connection.db_type, "any"))
+        const masked = maskedAtSource(capped, connection, query.masking, pads, (sql) => guard.check(sql, connection.db_type, "any"))
         if (Either.isLeft(masked)) return yield* refuse(masked.left.reason, tables)
         const runs = masked.right
         const messages: Messages = runs.computesOverPii ? { withhold: true, scrub: undefined } : runs.rewritten ? { withhold: false, scrub: key.scrub } : AS_IS
@@ -416,7 +420,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     ) {
       const queryId = randomUUID()
       const dbType = query.target.connection.db_type
-      const { capped, runs, tables, messages } = yield* admit(query, queryId, report)
+      const { capped, runs, tables, messages } = yield* admit(query, queryId, report, true)
       const statement = explainStatement(dbType, runs.sql)
       const failed = () => report({ query_id: queryId, tables })
       if (capped.analysis.kind !== "query") {

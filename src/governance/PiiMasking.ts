@@ -4,7 +4,7 @@ import type { ConnectionInput } from "../domain/Connection"
 import type { PiiAction, PiiRule } from "../domain/Pii"
 import { columnLineage, type OutputColumn } from "./lineage/ColumnLineage"
 import { queryShapeOf } from "./lineage/QueryShapeOf"
-import { MASK_FILL, REDACTED } from "./MaskExpressions"
+import { maskText, REDACTED } from "./MaskExpressions"
 import type { CheckedStatement } from "./sqlguard/SqlGuard"
 import { type QualifiedName, qualify } from "./sqlguard/Names"
 import { sameTable } from "./TablePolicy"
@@ -38,7 +38,7 @@ const maskValue = (action: PiiAction, value: unknown, hashKey: Buffer): unknown 
   const text = typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value)
   switch (action) {
     case "mask":
-      return MASK_FILL + [...text].slice(-4).join("")
+      return maskText(text)
     case "hash":
       return createHmac("sha256", hashKey).update(text).digest("hex")
     default:

@@ -2,6 +2,7 @@ import { Either } from "effect"
 import type { ConnectionInput } from "../domain/Connection"
 import type { PiiAction, PiiRule } from "../domain/Pii"
 import type { TableInfo } from "../domain/SchemaSnapshot"
+import { quoteIdentifier } from "./Catalog"
 import { type HashPads, maskedColumn } from "./MaskExpressions"
 import { strongest } from "./PiiMasking"
 import { Refusal, type TableReference } from "./sqlguard/Analysis"
@@ -18,11 +19,16 @@ export interface SourceColumn {
 
 /** A relation the snapshot lists, with the action each of its columns is masked with. */
 export interface CatalogRelation {
+  /** Its schema and name as the catalog spells them. */
+  readonly schema: string
+  readonly name: string
   readonly columns: ReadonlyArray<SourceColumn>
   /** Some column has a rule: every reference to it reads through a masking projection. */
   readonly masked: boolean
   /** A view whose definition computes with a PII column when it is read (a materialized view does not: it stores its result). */
   readonly computesOverPii: boolean
+  /** A partition placed by the value of a masked column (its table, or a level between, is partitioned by one): the table it belongs to. */
+  readonly placedByPiiOf?: string
 }
 
 /**
@@ -59,13 +65,19 @@ export const maskingCatalog = (
   const relationOf = (schema: string, name: string, columns: TableInfo["columns"]): CatalogRelation => {
     const own = named.filter((rule) => sameTable(rule.table, qualify([schema, name], connection)))
     const withActions = columns.map((c) => ({ name: c.name, type: c.type, action: strongest(own.filter((r) => r.column === c.name.toLowerCase()).map((r) => r.action)) }))
-    return { columns: withActions, masked: withActions.some((c) => c.action !== undefined), computesOverPii: false }
+    return { schema, name, columns: withActions, masked: withActions.some((c) => c.action !== undefined), computesOverPii: false }
   }
   const relations = new Map<string, CatalogRelation>()
   const keyOf = (schema: string, name: string) => relationKey(qualify([schema, name], connection))
   for (const t of tables) relations.set(keyOf(t.schema, t.name), relationOf(t.schema, t.name, t.columns))
   for (const t of tables) {
-    for (const d of t.descendants ?? []) if (!relations.has(keyOf(d.schema, d.table))) relations.set(keyOf(d.schema, d.table), relationOf(d.schema, d.table, t.columns))
+    const table = relations.get(keyOf(t.schema, t.name))!
+    const placedByPii = partitionedByPii(t, table)
+    for (const d of t.descendants ?? []) {
+      if (relations.has(keyOf(d.schema, d.table))) continue
+      const partition = relationOf(d.schema, d.table, t.columns)
+      relations.set(keyOf(d.schema, d.table), placedByPii(d) ? { ...partition, placedByPiiOf: `${t.schema}.${t.name}` } : partition)
+    }
   }
   // A view computes over PII when its definition reads a masked relation or such a view; each round finds one more level.
   const views = tables.filter((t) => t.kind === "view" && t.definition !== null).map((t) => ({ key: keyOf(t.schema, t.name), reads: viewReads(t.definition!) }))
@@ -91,6 +103,27 @@ export const maskingCatalog = (
   return { key, scannedAt, hasRules: named.length > 0, relations }
 }
 
+/**
+ * Which of a table's partitions hold their rows by the value of a masked column: under a level
+ * (the table itself, or a partition partitioned in turn) whose partition key names one. Reading
+ * such a partition alone says where its rows' values lie.
+ */
+const partitionedByPii = (t: TableInfo, table: CatalogRelation) => {
+  const masked = new Set(table.columns.filter((c) => c.action !== undefined).map((c) => c.name.toLowerCase()))
+  const keyed = (key: string | null | undefined) => key != null && key.toLowerCase().split(/[^\p{L}\p{N}_$]+/u).some((word) => masked.has(word))
+  const levels = new Map((t.descendants ?? []).map((d) => [`${d.schema}.${d.table}`, d]))
+  return (d: NonNullable<TableInfo["descendants"]>[number]) => {
+    for (let parent = d.parent, hops = 0; hops <= levels.size; hops++) {
+      if (parent.schema === t.schema && parent.table === t.name) return keyed(t.partition_key)
+      const level = levels.get(`${parent.schema}.${parent.table}`)
+      if (level === undefined) return true
+      if (keyed(level.partition_key)) return true
+      parent = level.parent
+    }
+    return true
+  }
+}
+
 /** A statement as it runs: the caller's, or the caller's with every masked relation read through its masking projection. */
 export interface SourceMasked {
   readonly sql: string
@@ -106,6 +139,11 @@ const unlisted = (ref: TableReference, catalog: MaskingCatalog) =>
     catalog.scannedAt !== undefined
       ? `there is no relation ${ref.parts.join(".")} in the connection's schema as scanned at ${catalog.scannedAt.toISOString()}: check the name, or, if it is newer than the scan or in a schema the scan leaves out (schema_include, schema_exclude), refresh the schema. On a connection with PII rules Sluice reads no relation it has not checked for PII columns`
       : "the connection's schema has not been scanned, so Sluice cannot mask its PII columns where they are read; refresh the schema (its catalog must be readable)"
+  )
+
+const placedByPii = (ref: TableReference, table: string) =>
+  new Refusal(
+    `${ref.parts.join(".")} is a partition of ${table}, which is partitioned by a column with PII rules: the rows it holds say where their values lie; read ${table} instead`
   )
 
 const unplaceable = (ref: TableReference) =>
@@ -136,6 +174,7 @@ export const maskAtSource = (
     if (isSystemRelation(profile.relations, ref.parts)) continue
     const relation = relationOf(ref)
     if (relation === undefined) return Either.left(unlisted(ref, catalog))
+    if (relation.placedByPiiOf !== undefined) return Either.left(placedByPii(ref, relation.placedByPiiOf))
     computesOverPii ||= relation.computesOverPii
     if (!relation.masked) continue
     if (ref.at === undefined) return Either.left(unplaceable(ref))
@@ -152,7 +191,8 @@ export const maskAtSource = (
     const columns = relation.columns.map((c) => maskedColumn(profile.dbType, c, pads)).join(", ")
     text += `${sql.slice(from, at.start)}(select ${columns} from `
     placed.add(text.length)
-    text += `${sql.slice(at.start, at.end)})${at.aliased ? "" : ` as ${at.alias}`}`
+    // Qualified as the catalog spells it: a name a CTE of the statement could take (WITH RECURSIVE reads later ones) would not be the table.
+    text += `${quoteIdentifier(profile.dbType, relation.schema)}.${quoteIdentifier(profile.dbType, relation.name)})${at.aliased ? "" : ` as ${at.alias}`}`
     from = at.end
   }
   text += sql.slice(from)

@@ -133,7 +133,13 @@ export const scanCatalog = <E>(queries: CatalogQueries, scan: CatalogScan<E>) =>
     }
     if (queries.descendants !== undefined) {
       for (const r of yield* rowsOf(queries.descendants)) {
-        tables.get(keyOf(r[0], r[1]))?.descendants.push({ schema: String(r[2]), table: String(r[3]), parent: { schema: String(r[4]), table: String(r[5]) } })
+        const partitionKey = text(r[6])
+        tables.get(keyOf(r[0], r[1]))?.descendants.push({
+          schema: String(r[2]),
+          table: String(r[3]),
+          parent: { schema: String(r[4]), table: String(r[5]) },
+          ...(partitionKey === null ? {} : { partition_key: partitionKey })
+        })
       }
     }
     const total = tables.size

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
 import type { PiiRule } from "../../src/domain/Pii"
 import type { TableInfo } from "../../src/domain/SchemaSnapshot"
-import { hashPadsOf, withoutKey } from "../../src/governance/MaskExpressions"
+import { hashPadsOf, maskText, withoutKey } from "../../src/governance/MaskExpressions"
 import { maskAtSource, maskingCatalog } from "../../src/governance/SourceMasking"
 import { SqlGuard } from "../../src/governance/sqlguard/SqlGuard"
 import { tablePolicyRefusal } from "../../src/governance/TablePolicy"
@@ -118,11 +118,18 @@ describe("masking at the source, the rewrite itself, on every dialect", () => {
     })
   }
 
-  it("keeps the alias a reference has, and gives an unaliased one its own name as written", () => {
+  it("keeps the alias a reference has, gives an unaliased one its own name as written, and reads the table by its qualified name", () => {
     const masked = Either.getOrThrow(rewrite("postgresql", 'select customers.id, "c".email from customers, customers as "c"'))
-    expect(masked.sql).toMatch(/^select customers\.id, "c"\.email from \(select "id", .* from customers\) as customers, \(select "id", .* from customers\) as "c"$/)
+    expect(masked.sql).toMatch(/^select customers\.id, "c"\.email from \(select "id", .* from "public"\."customers"\) as customers, \(select "id", .* from "public"\."customers"\) as "c"$/)
     const quoted = Either.getOrThrow(rewrite("postgresql", 'select * from public."customers"'))
-    expect(quoted.sql).toMatch(/from public\."customers"\) as "customers"$/)
+    expect(quoted.sql).toMatch(/from "public"\."customers"\) as "customers"$/)
+    // A later CTE of the same name (WITH RECURSIVE lets an earlier one read it) is not what the projection reads.
+    const shadowed = Either.getOrThrow(rewrite("postgresql", "with recursive g as (select phone from customers), customers as (select 1 as phone) select * from g"))
+    expect(shadowed.sql).toMatch(/^with recursive g as \(select phone from \(select .* from "public"\."customers"\) as customers\)/)
+  })
+
+  it("masks to a fixed fill and the last four characters, only of values long enough to hide most of themselves", () => {
+    expect([maskText("alice@example.com"), maskText("abcdefgh"), maskText("abcdefg"), maskText("b@x"), maskText("")]).toEqual(["****.com", "****efgh", "****", "****", "****"])
   })
 
   it("refuses the places a derived table cannot stand, rather than leave the relation unmasked", () => {
@@ -130,6 +137,22 @@ describe("masking at the source, the rewrite itself, on every dialect", () => {
       const masked = rewrite("postgresql", sql)
       expect(Either.isLeft(masked), sql).toBe(true)
     }
+  })
+
+  it("refuses a partition placed by a masked column's value, at any level, and reads the others", () => {
+    const visits = table("public", "visits", [["id", "int"], ["email", "text"]], {
+      partition_key: "RANGE (id)",
+      descendants: [
+        { schema: "public", table: "visits_low", parent: { schema: "public", table: "visits" }, partition_key: "LIST (lower(email))" },
+        { schema: "public", table: "visits_low_a", parent: { schema: "public", table: "visits_low" } },
+        { schema: "public", table: "visits_high", parent: { schema: "public", table: "visits" } }
+      ]
+    })
+    const catalog = maskingCatalog("k", new Date(0), [visits], [{ table: "visits", column: "email", action: "mask" }], CONNECTIONS.postgresql, () => [])
+    const masked = (sql: string) => maskAtSource(Either.getOrThrow(guard.check(sql, "postgresql")), CONNECTIONS.postgresql, catalog, pads, (text) => guard.check(text, "postgresql", "any"))
+    const refused = masked("select count(*) from visits_low_a")
+    expect(Either.isLeft(refused) && refused.left.reason).toMatch(/visits_low_a is a partition of public\.visits, which is partitioned by a column with PII rules/)
+    for (const sql of ["select count(*) from visits", "select count(*) from visits_low", "select count(*) from visits_high"]) expect(Either.isRight(masked(sql)), sql).toBe(true)
   })
 
   it("marks a read of a view that computes with a PII column, whose errors could quote one", () => {
@@ -156,6 +179,11 @@ describe("one name resolver: a CTE shadows a table only where the engine resolve
     expect(refusal("snowflake", 'with "secrets" as (select 1) select * from secrets', ["secrets"])).toMatch(/blocked/)
     expect(refusal("snowflake", "with secrets as (select 1) select * from SECRETS", ["secrets"])).toBeUndefined()
     expect(refusal("duckdb", "with Secrets as (select 1) select * from secrets", ["secrets"])).toBeUndefined()
+  })
+  it("an engine folds ASCII letters only: a CTE spelled with the Kelvin sign is not the table spelled with k", () => {
+    for (const dbType of ["sqlite", "duckdb", "trino"] as const) {
+      expect(refusal(dbType, "with ban\u212A as (select 1 as x) select * from bank", ["bank"]), dbType).toMatch(/blocked/)
+    }
   })
   it("DuckDB's file catalog written out is the default catalog", () => {
     for (const name of ["shop.secrets", "shop.main.secrets", "SHOP.SECRETS", '"shop"."main"."secrets"']) {

@@ -154,7 +154,7 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
     const customers = schema.json.tables.find((t: { name: string }) => t.name === "customers")
     expect(customers.descendants).toEqual([
       { schema: "public", table: "customers_2024", parent: { schema: "public", table: "customers" } },
-      { schema: "public", table: "customers_2025", parent: { schema: "public", table: "customers" } },
+      { schema: "public", table: "customers_2025", parent: { schema: "public", table: "customers" }, partition_key: "RANGE (id)" },
       { schema: "public", table: "customers_2025_q1", parent: { schema: "public", table: "customers_2025" } }
     ])
   })

@@ -24,7 +24,8 @@ export const PII_RULES = [
   { table: "customers", column: "phone", action: "hash" },
   { table: "customers", column: "income", action: "redact" },
   { table: "customers", column: "birth", action: "drop" },
-  { table: "customers_part", column: "email", action: "mask" }
+  { table: "customers_part", column: "email", action: "mask" },
+  { table: "visits", column: "birth", action: "drop" }
 ] as const
 export const BLOCKED = ["secret_salaries"]
 
@@ -44,15 +45,16 @@ const PEOPLE_A: ReadonlyArray<Person> = [
   { id: 2, name: "Bo", country: "DE", email: "bo@example.org", ssn: null, phone: "+1 555 0101", income: null, birth: "1990-02-02" },
   { id: 3, name: "Cy", country: "US", email: "c@example.net", ssn: "987-65-4321", phone: "+1 555 0100", income: 12, birth: null },
   { id: 4, name: "Di", country: "FR", email: null, ssn: "555-55-5555", phone: null, income: 45000, birth: "2000-03-03" },
-  { id: 5, name: "Ed", country: "DE", email: "zed@ex.io", ssn: "000-11-2222", phone: "+1 555 0199", income: 7, birth: "1970-12-31" }
+  { id: 5, name: "Ed", country: "DE", email: "z@x.io", ssn: "000-11-2222", phone: "+1 555 0199", income: 7, birth: "1970-12-31" }
 ]
 
 /** Copy b: emails keep their last four characters, phones map one for one in hash order, the rest differs whole. */
 const peopleB = (hashKey: Buffer): ReadonlyArray<Person> => {
-  const emails = ["q@other.com", "robert.long@z.org", "xyzzy-mail@mail.net", null, "qx.io"]
+  // Seven characters or fewer show the fill alone: any such value stands for any other.
+  const emails = ["q@other.com", "robert.long@z.org", "xyzzy-mail@mail.net", null, "ab@c.de"]
   const ssns = ["999-99-9999", "111-11-1111", null, "x", "222"]
   const incomes = [5, 800000, null, 1, 99]
-  const births = [null, "1955-05-05", "2011-11-11", "1999-09-09", "1980-01-01"]
+  const births = [null, "1955-05-05", "2011-11-11", "1999-09-09", "1990-01-01"]
   const hash = (value: string) => createHmac("sha256", hashKey).update(value).digest("hex")
   // Each phone of b hashes to the same first four hex digits as its phone of a: hashes order and compare to short constants alike.
   const twin = new Map<string, string>()
@@ -100,7 +102,12 @@ const schemaSql = (engine: Engine, people: ReadonlyArray<Person>) => {
       ? [
           "create table customers_part (id int, email text) partition by range (id)",
           "create table customers_part_1 partition of customers_part for values from (1) to (100)",
-          `insert into customers_part select id, email from customers`
+          `insert into customers_part select id, email from customers`,
+          "create table visits (id int, birth date) partition by range (birth)",
+          "create table visits_old partition of visits for values from (minvalue) to ('1985-01-01')",
+          "create table visits_new partition of visits for values from ('1985-01-01') to (maxvalue)",
+          "create table visits_none partition of visits default",
+          "insert into visits select id, birth from customers"
         ]
       : [])
   ]
@@ -172,4 +179,4 @@ export const createPiiCopies = async (hashKey: Buffer, dir: string): Promise<Pii
 }
 
 /** Raw values of copy a that no answer may hold, in any form the probes could spell them. */
-export const RAW_FRAGMENTS = ["alice.smith", "example.com", "123-45-6789", "987-65", "555-55", "+1 555", "91000", "1980-01-01", "999999", "chief-exec"]
+export const RAW_FRAGMENTS = ["alice.smith", "example.com", "z@x.io", "x.io", "123-45-6789", "987-65", "555-55", "+1 555", "91000", "1980-01-01", "999999", "chief-exec"]

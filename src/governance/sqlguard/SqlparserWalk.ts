@@ -52,15 +52,16 @@ const identPart = (ident: Node, computed: boolean): NamePart => ({
  * counts as a CTE's when the engine cannot read it as a table.
  */
 const certainName = (dbType: DialectProfile["dbType"], value: string, quote: string | undefined) => {
+  // Engines fold ASCII letters only: JavaScript's case mapping would make the Kelvin sign a k.
   switch (dbType) {
     case "snowflake":
-      return quote === undefined ? value.toUpperCase() : value
+      return quote === undefined ? value.replace(/[a-z]/g, (c) => c.toUpperCase()) : value
     case "mysql":
     case "mssql":
     case "clickhouse":
       return value
     default:
-      return value.toLowerCase()
+      return value.replace(/[A-Z]/g, (c) => c.toLowerCase())
   }
 }
 

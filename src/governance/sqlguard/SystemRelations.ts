@@ -86,8 +86,8 @@ const sqlite: SystemRelations = {
   catalogs: new Set(),
   // sqlite_stat4 keeps sampled rows of every index.
   readable: new Set(qualified("sqlite_system", "sqlite_master sqlite_schema sqlite_temp_master sqlite_temp_schema sqlite_sequence")),
-  // pragma_* are eponymous virtual tables: a pragma read as a table.
-  prefixes: [["sqlite_", "sqlite_system"], ["pragma_", "sqlite_system"]],
+  // pragma_* are eponymous virtual tables: a pragma read as a table; dbstat shows every table's pages, cells and payload.
+  prefixes: [["sqlite_", "sqlite_system"], ["pragma_", "sqlite_system"], ["dbstat", "sqlite_system"]],
   prefixScope: "any"
 }
 

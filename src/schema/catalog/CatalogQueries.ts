@@ -26,7 +26,7 @@ export interface CatalogQueries {
   readonly keys?: string
   /** The same as `keys`, one row per key column in key order (for catalogs without JSON aggregation): schema, table, name, kind (p|f|u), column, ref_schema, ref_table, ref_column */
   readonly keyColumns?: string | ReadonlyArray<ReshapedRead>
-  /** schema, table, then each of its partitions and inheritance children at every level: schema, name, and its direct parent's schema and name */
+  /** schema, table, then each of its partitions and inheritance children at every level: schema, name, its direct parent's schema and name, and its own partition key where it is partitioned in turn */
   readonly descendants?: string
   /** schema, table, name, unique, columns (JSON array), definition */
   readonly indexes?: string

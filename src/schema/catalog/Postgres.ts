@@ -56,7 +56,7 @@ export const postgresCatalog: CatalogQueries = {
       select inhparent, inhparent, inhrelid from pg_inherits
       union select t.root, i.inhparent, i.inhrelid from tree t join pg_inherits i on i.inhparent = t.child
     )
-    select n.nspname, c.relname, dn.nspname, d.relname, pn.nspname, p.relname
+    select n.nspname, c.relname, dn.nspname, d.relname, pn.nspname, p.relname, case when d.relkind = 'p' then pg_get_partkeydef(d.oid) end
     from tree join pg_class c on c.oid = tree.root join pg_namespace n on n.oid = c.relnamespace
     join pg_class d on d.oid = tree.child join pg_namespace dn on dn.oid = d.relnamespace
     join pg_class p on p.oid = tree.parent join pg_namespace pn on pn.oid = p.relnamespace

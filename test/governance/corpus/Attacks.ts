@@ -212,6 +212,8 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select * from (select master_gtid_wait('0-1-1', 1) as x) d"
   ],
   sqlite: [
+    "select * from dbstat",
+    "select name, ncell, payload from dbstat where name = 'canary'",
     "select * from sqlite_stat4",
     "select * from main.sqlite_stat1",
     "select * from pragma_compile_options",
