@@ -5,6 +5,7 @@ import { LanguageModels, costOf } from "../../layers/LanguageModels"
 import type { OrgId } from "../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import { type Principal, principalLabel } from "../../src/domain/Principal"
+import { mayReadRows, WITHHELD_FOR_ROWS } from "../../src/domain/Visibility"
 import type { Scope } from "../../src/domain/Scope"
 import { childQueryRow } from "../../src/http/AuditRow"
 import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "../../src/mcp/McpTool"
@@ -200,14 +201,16 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         runId,
         Effect.gen(function* () {
           const stored = yield* load(orgId, runId)
-          yield* actingAs(stored)
+          const principal = yield* actingAs(stored)
           yield* repo.setStatus(orgId, runId, "running", { model: models.model })
           const history = stored.run.conversation_id === null ? [] : yield* repo.exchangesBefore(orgId, stored.run.conversation_id, runId, HISTORY_EXCHANGES)
+          // The conversation's earlier answers are what a model wrote after reading rows: a run that may not read rows is not given them.
+          const answerOf = (answer: string) => (mayReadRows(principal) ? answer.slice(0, HISTORY_ANSWER_CHARS) : `(withheld: ${WITHHELD_FOR_ROWS})`)
           return {
             prompt: stored.run.prompt,
             connectionName: stored.run.connection_name,
             maxTurns: stored.run.max_turns,
-            history: history.map((exchange) => ({ prompt: exchange.prompt, answer: exchange.answer.slice(0, HISTORY_ANSWER_CHARS) }))
+            history: history.map((exchange) => ({ prompt: exchange.prompt, answer: answerOf(exchange.answer) }))
           }
         })
       )

@@ -88,7 +88,9 @@ export const KnowledgeEntry = Schema.Struct({
   approved_by: Schema.NullOr(Schema.String),
   approved_at: Schema.NullOr(Schema.Date),
   created_at: Schema.Date,
-  updated_at: Schema.Date
+  updated_at: Schema.Date,
+  /** What is left out for this caller: an agent's proposal to a caller without the query scope (a model wrote it, perhaps after reading rows). */
+  withheld: Schema.optional(Schema.Array(Schema.Literal("title", "body")))
 })
 export type KnowledgeEntry = typeof KnowledgeEntry.Type
 
@@ -106,6 +108,7 @@ export const KnowledgeEdit = Schema.Struct({
   ...placeFields,
   body: Schema.String,
   status: KnowledgeStatus,
+  withheld: Schema.optional(Schema.Array(Schema.Literal("title", "body"))),
   /** Who wrote this version, and when. */
   edited_by: Schema.String,
   edited_at: Schema.Date,

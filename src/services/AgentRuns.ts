@@ -16,6 +16,7 @@ import {
 import { Conflict, Forbidden, InsufficientScope, NotFound, Unavailable } from "../domain/Errors"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
+import { mayReadRows, WITHHELD_FOR_ROWS } from "../domain/Visibility"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { Connections } from "./Connections"
@@ -25,7 +26,6 @@ import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 const storeDown = storeUnavailable("agent runs")
 const FOLLOW_BATCH = 200
 const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
-const WITHHELD = "the query scope is needed to see what the model and the tools said: it can quote rows"
 // What the model wrote or a tool returned, per event type: it can quote rows.
 const MODEL_WORDS: Readonly<Record<string, ReadonlyArray<string>>> = {
   model_call: ["text"],
@@ -33,7 +33,6 @@ const MODEL_WORDS: Readonly<Record<string, ReadonlyArray<string>>> = {
   question: ["question"],
   completed: ["answer"]
 }
-const mayQuery = (principal: Principal) => principal.scopes.includes("query")
 const redacted = (sql: unknown) => (typeof sql === "string" ? redactSqlLiterals(sql, null) : sql)
 
 /**
@@ -42,12 +41,12 @@ const redacted = (sql: unknown) => (typeof sql === "string" ? redactSqlLiterals(
  * and SQL with its literals redacted, as in the audit log.
  */
 const eventFor = (principal: Principal) => (event: AgentRunEvent): AgentRunEvent => {
-  if (mayQuery(principal)) return event
+  if (mayReadRows(principal)) return event
   const data: Record<string, unknown> = { ...event.data }
   for (const field of MODEL_WORDS[event.type] ?? []) {
     if (field in data) {
       delete data[field]
-      data[`${field}_withheld`] = WITHHELD
+      data[`${field}_withheld`] = WITHHELD_FOR_ROWS
     }
   }
   if ("sql" in data) data["sql"] = redacted(data["sql"])
@@ -55,7 +54,7 @@ const eventFor = (principal: Principal) => (event: AgentRunEvent): AgentRunEvent
 }
 
 const runFor = (principal: Principal) => ({ run }: StoredRun): AgentRun => {
-  if (mayQuery(principal)) return run
+  if (mayReadRows(principal)) return run
   const pending =
     run.pending === null ? null : run.pending.kind === "question" ? { ...run.pending, question: "" } : { ...run.pending, sql: redactSqlLiterals(run.pending.sql, null) }
   return { ...run, answer: null, pending, withheld: run.pending?.kind === "question" ? ["answer", "pending.question"] : ["answer"] }
@@ -164,7 +163,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
           })
         )
       )
-      return mayQuery(principal) ? Stream.merge(events, feed.texts(id), { haltStrategy: "left" }) : events
+      return mayReadRows(principal) ? Stream.merge(events, feed.texts(id), { haltStrategy: "left" }) : events
     }
 
     /** Hands the waiting run the user's decision (or its cancellation) at the step it waits at. */

@@ -6,17 +6,28 @@ import {
   type CreateKnowledge,
   KNOWLEDGE_BODY_MAX_BYTES,
   type KnowledgeListItem,
+  type KnowledgeStatus,
   type KnowledgeListParams,
   type RetrievalParams
 } from "../domain/Knowledge"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import { type Principal, principalLabel } from "../domain/Principal"
+import { mayReadRows } from "../domain/Visibility"
 import { type EntryContent, type EntryFilter, KnowledgeRepo, type RetrievalRow } from "../repos/KnowledgeRepo"
 import { Connections } from "./Connections"
 import { type KnowledgeHit, KnowledgeSearch } from "./KnowledgeSearch"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("knowledge base")
+
+/**
+ * An entry as this caller may see it: a pending one is an agent's proposal, what a model wrote,
+ * perhaps after reading rows, so without the query scope its title and text are withheld.
+ */
+const seenBy = <T extends { readonly status: KnowledgeStatus; readonly title: string; readonly body?: string; readonly snippet?: string }>(principal: Principal, entry: T): T =>
+  entry.status !== "pending" || mayReadRows(principal)
+    ? entry
+    : { ...entry, title: "", ...("body" in entry ? { body: "" } : {}), ...("snippet" in entry ? { snippet: "" } : {}), withheld: ["title", "body"] }
 const DEFAULT_LIMIT = 50
 const DEFAULT_SEARCH_LIMIT = 10
 const DEFAULT_SINCE_DAYS = 30
@@ -134,11 +145,12 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
     /** One entry, counted as viewed. */
     const get = Effect.fn("Knowledge.get")(function* (principal: Principal, id: string) {
       const [entry] = yield* repo.read(principal.orgId, [id]).pipe(storeDown)
-      return entry ?? (yield* notFound(id))
+      return entry === undefined ? yield* notFound(id) : seenBy(principal, entry)
     })
 
     /** Entries by id, in the order asked, each counted as viewed; those missing are left out. */
-    const read = (principal: Principal, ids: ReadonlyArray<string>) => repo.read(principal.orgId, ids).pipe(storeDown)
+    const read = (principal: Principal, ids: ReadonlyArray<string>) =>
+      Effect.map(repo.read(principal.orgId, ids).pipe(storeDown), (entries) => entries.map((entry) => seenBy(principal, entry)))
 
     /** What a search delivered, rank by rank, as the retrieval log keeps it. */
     const retrievalsOf = (principal: Principal, source: RetrievalSource, query: string | null, hits: ReadonlyArray<KnowledgeHit>): ReadonlyArray<RetrievalRow> =>
@@ -190,13 +202,13 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       const filter: EntryFilter = { scope: params.scope, scope_ref: params.scope_ref, category: params.category, status: params.status }
       if (params.q !== undefined) {
         if (params.cursor !== undefined) return yield* new InvalidRequest({ message: "a search (q) is one ranked page: it takes limit, not cursor" })
-        return { items: yield* find(principal, params.q, filter, params.limit ?? DEFAULT_SEARCH_LIMIT, "rest"), next_cursor: null }
+        return { items: (yield* find(principal, params.q, filter, params.limit ?? DEFAULT_SEARCH_LIMIT, "rest")).map((item) => seenBy(principal, item)), next_cursor: null }
       }
       const limit = params.limit ?? DEFAULT_LIMIT
       const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
       const rows = yield* repo.page(principal.orgId, filter, before, limit + 1).pipe(storeDown)
       return pageOf(
-        rows.map((row): KnowledgeListItem => ({ ...row, score: null })),
+        rows.map((row): KnowledgeListItem => seenBy(principal, { ...row, score: null })),
         limit,
         (last) => [last.updated_at.toISOString(), last.id]
       )
@@ -204,7 +216,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
 
     const edits = Effect.fn("Knowledge.edits")(function* (principal: Principal, id: string) {
       yield* found(principal, id)
-      return { items: yield* repo.edits(principal.orgId, id).pipe(storeDown) }
+      return { items: (yield* repo.edits(principal.orgId, id).pipe(storeDown)).map((edit) => seenBy(principal, edit)) }
     })
 
     const retrievals = (principal: Principal, params: RetrievalParams) =>

@@ -118,6 +118,17 @@ describe("chat: conversations whose messages start governed agent runs, approval
     ])
     expect((await api(`/api/chat/conversations/${conversation}/messages`)).json.items).toHaveLength(4)
     expect((await api("/api/chat/conversations")).json.items[0]).toMatchObject({ id: conversation })
+
+    // A caller who may not read rows (read and write, no query) gets a run that is not given the earlier answers: they quote rows.
+    script = () => ({ text: "Noted." })
+    const writer = (await api("/api/keys", { key: admin, body: { name: "writer without query", scopes: ["read", "write"] } })).json.key
+    const third = await api(`/api/chat/conversations/${conversation}/messages`, { key: writer, body: { content: "Repeat what you said before" } })
+    expect(third.status, third.text).toBe(202)
+    expect(await ended(third.json.run.id)).toMatchObject({ status: "completed" })
+    const withheld = JSON.stringify(fake.received.find((r) => r.raw.includes("Repeat what you said before"))!.body.messages)
+    expect(withheld).toContain("How many orders are there?")
+    expect(withheld).not.toContain("42 orders")
+    expect(withheld).not.toContain("420")
   }, 60_000)
 
   it.skipIf(skip)("messages posted at once start one run: the others are refused with 409 by the store itself", async () => {

@@ -134,6 +134,16 @@ for (const store of ["embedded", "postgresql"] as const) {
       const archiveByWriter = await client.callTool({ name: "archive_knowledge", arguments: { id: proposed.id } })
       expect(archiveByWriter.isError).toBe(true)
 
+      // An agent's proposal is what a model wrote, perhaps after reading rows: without the query scope its title and text are withheld, as a run's words are.
+      const seenByReader = (await request(gateway.url, `/api/knowledge/${proposed.id}`, { key: reader })).json
+      expect(seenByReader).toMatchObject({ status: "pending", title: "", body: "", withheld: ["title", "body"] })
+      const listedForReader = (await request(gateway.url, "/api/knowledge?status=pending", { key: reader })).json.items
+      expect(listedForReader.find((e: any) => e.id === proposed.id)).toMatchObject({ title: "", snippet: "", withheld: ["title", "body"] })
+      expect(JSON.stringify(listedForReader)).not.toContain("non-direct click")
+      const readerMcp = await mcp(gateway, reader)
+      expect(textOf(await readerMcp.callTool({ name: "read_knowledge", arguments: { ids: [proposed.id] } }))).not.toContain("non-direct click")
+      expect((await api(`/api/knowledge/${proposed.id}`)).json).toMatchObject({ title: "attribution-model", body: proposal.body })
+
       const approved = await api(`/api/knowledge/${proposed.id}/approve`, { method: "POST" })
       expect(approved.json).toMatchObject({ status: "active", proposed_by_agent: true, approved_by: expect.any(String) })
       expect((await api(`/api/knowledge/${proposed.id}/approve`, { method: "POST" })).status).toBe(409)

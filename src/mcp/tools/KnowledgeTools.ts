@@ -1,4 +1,5 @@
 import { Effect, Schema } from "effect"
+import { WITHHELD_FOR_ROWS } from "../../domain/Visibility"
 import { CreateKnowledge, KnowledgeCategory, KnowledgeEntry, KnowledgePlace, KnowledgeScope, ScopeRef } from "../../domain/Knowledge"
 import { noNul, ResourceId } from "../../domain/Text"
 import { Knowledge } from "../../services/Knowledge"
@@ -30,7 +31,9 @@ const heading = (entry: Pick<KnowledgeEntry, "scope" | "scope_ref" | "category" 
 const rendered = (entry: KnowledgeEntry) =>
   entry.status === "active"
     ? `${heading(entry)}\n\n${entry.body}`
-    : `${heading(entry)} [status: ${entry.status === "pending" ? "proposed, not approved" : entry.status}]\n\n${untrusted("A proposed entry, not the organization's approved knowledge.", entry.body)}`
+    : entry.withheld !== undefined
+      ? `${heading(entry)} [status: proposed, not approved; its title and text are withheld: ${WITHHELD_FOR_ROWS}]`
+      : `${heading(entry)} [status: ${entry.status === "pending" ? "proposed, not approved" : entry.status}]\n\n${untrusted("A proposed entry, not the organization's approved knowledge.", entry.body)}`
 
 /** Sections joined while they fit under the cap (one too large is left out, not the rest after it), with a note on how to narrow when any was left out. */
 const capped = (sections: ReadonlyArray<string>) => {
