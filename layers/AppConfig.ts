@@ -84,6 +84,9 @@ const raw = Config.all({
   knowledgeHistoryVersions: boundedInt("SP_KNOWLEDGE_HISTORY_VERSIONS", "must be between 1 and 1000", (n) => n >= 1 && n <= 1000).pipe(Config.withDefault(25)),
   // What an MCP client's proposed knowledge entry is: pending an admin's approval, or (self-hosted only) active at once.
   knowledgeProposals: Config.literal("pending", "active")("SP_KNOWLEDGE_PROPOSALS").pipe(Config.withDefault("pending" as const)),
+  // How many agents' proposals, and how many MiB of them, an organization holds waiting for review.
+  knowledgePendingMax: boundedInt("SP_KNOWLEDGE_PENDING_MAX", "must be between 1 and 100000", (n) => n >= 1 && n <= 100_000).pipe(Config.withDefault(200)),
+  knowledgePendingMaxMb: boundedInt("SP_KNOWLEDGE_PENDING_MAX_MB", "must be between 1 and 1024", (n) => n >= 1 && n <= 1024).pipe(Config.withDefault(16)),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
   encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))

@@ -29,6 +29,14 @@ const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 // Which runner did a step, for operators following a run across a failover.
 const RUNNER = `${os.hostname()}:${process.pid}`
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504, 529])
+const PROPOSE_KNOWLEDGE = "propose_knowledge"
+const MAX_PROPOSALS_PER_RUN = 10
+const proposalLimit: ToolFailure = {
+  code: "proposal_limit",
+  message: `This run has made ${MAX_PROPOSALS_PER_RUN} knowledge proposals, the most a run makes; name what else you would propose in your answer instead`
+}
+const emptyRecord = (runId: string, step: string): ToolCallRecord => ({ requestId: `${runId}:${step}`, connection: null, dialect: undefined, sql: null, details: null, childQueries: new Map(), outcome: null })
+
 // Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
 const HISTORY_EXCHANGES = 20
 const HISTORY_ANSWER_CHARS = 8_000
@@ -313,7 +321,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
       Effect.gen(function* () {
         const found: McpTool | undefined = byName.get(name)
         const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
-        const record: ToolCallRecord = { requestId: `${runId}:${step}`, connection: null, dialect: undefined, sql: null, details: null, childQueries: new Map(), outcome: null }
+        const record = emptyRecord(runId, step)
         const started = performance.now()
         const outcome: Either.Either<ToolOutput, ToolFailure> =
           tool === undefined
@@ -387,7 +395,11 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
             return { id: call.id, name: call.name, text: done["result"], isFailure: done["is_error"] === true }
           }
           const principal = yield* actingAs(yield* load(orgId, runId))
-          const { outcome, record, durationMs } = yield* runTool(principal, runId, step, call.name, call.params)
+          // A model steered by what it read could fill the review queue: a run proposes a few entries, not a flood.
+          const overProposals = call.name === PROPOSE_KNOWLEDGE && (yield* repo.toolCallsMade(orgId, runId, PROPOSE_KNOWLEDGE)) >= MAX_PROPOSALS_PER_RUN
+          const { outcome, record, durationMs } = overProposals
+            ? { outcome: Either.left(proposalLimit), record: emptyRecord(runId, step), durationMs: 0 }
+            : yield* runTool(principal, runId, step, call.name, call.params)
           const result = Either.match(outcome, {
             onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true }),
             onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false })

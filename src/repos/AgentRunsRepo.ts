@@ -173,6 +173,14 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
         withOrg(orgId)
       )
 
+    /** How many calls of `tool` the run made that did not fail. */
+    const toolCallsMade = (orgId: OrgId, runId: string, tool: string) =>
+      sql<{ n: number }>`select count(*)::int as n from agent_run_events
+        where run_id = ${runId} and type = 'tool_call' and data->>'tool' = ${tool} and coalesce(data->>'is_error', 'false') <> 'true'`.pipe(
+        Effect.map((rows) => rows[0]?.n ?? 0),
+        withOrg(orgId)
+      )
+
     const events = (orgId: OrgId, runId: string, afterSeq: number, limit: number) =>
       sql<AgentRunEvent>`select seq, type, data, created_at from agent_run_events
         where run_id = ${runId} and seq > ${afterSeq} order by seq limit ${limit}`.pipe(withOrg(orgId))
@@ -210,6 +218,6 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
         where r.org_id = ${orgId} and r.conversation_id = ${conversationId}
         order by r.created_at, r.id, e.seq limit ${limit}`.pipe(withOrg(orgId))
 
-    return { insert, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, latestSeqs, eventOf, events } as const
+    return { insert, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, latestSeqs, eventOf, toolCallsMade, events } as const
   })
 }) {}

@@ -91,6 +91,26 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
         withOrg(orgId)
       )
 
+    /**
+     * Runs `write`, which adds `added` to the organization's pending proposals, only while they stay
+     * within `limits`; proposals of one organization are written one at a time (a transaction lock),
+     * so writers at once cannot pass them together. Otherwise says which limit it would pass.
+     */
+    const withinPendingLimits = <A, E, R>(
+      orgId: OrgId,
+      added: { readonly entries: number; readonly bytes: number },
+      limits: { readonly entries: number; readonly bytes: number },
+      write: Effect.Effect<A, E, R>
+    ) =>
+      Effect.gen(function* () {
+        yield* sql`select pg_advisory_xact_lock(hashtext(${`sluice:knowledge-pending:${orgId}`}))`
+        const [held] = yield* sql<{ entries: number; bytes: number }>`select count(*)::int as entries, coalesce(sum(bytes), 0)::float8 as bytes
+          from knowledge_entries where org_id = ${orgId} and status = 'pending'`
+        if (held!.entries + added.entries > limits.entries) return { full: "entries", held: held! } as const
+        if (held!.bytes + added.bytes > limits.bytes) return { full: "bytes", held: held! } as const
+        return { written: yield* write } as const
+      }).pipe(withOrg(orgId))
+
     const find = (orgId: OrgId, id: string) =>
       sql<KnowledgeEntry>`select ${sql.unsafe(ENTRY)} from knowledge_entries where org_id = ${orgId} and id = ${id}`.pipe(
         Effect.map((rows) => rows[0] ?? null),
@@ -242,6 +262,6 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
         Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
       )
 
-    return { insert, find, findAt, entries, delivered, read, replace, page, rankingInputs, deliver, edits, retrievals, usage, pruneRetrievals } as const
+    return { insert, withinPendingLimits, find, findAt, entries, delivered, read, replace, page, rankingInputs, deliver, edits, retrievals, usage, pruneRetrievals } as const
   })
 }) {}

@@ -117,6 +117,22 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       return approved ?? (yield* notFound(id))
     })
 
+    const pendingLimits = { entries: config.knowledgePendingMax, bytes: config.knowledgePendingMaxMb * 1024 * 1024 }
+    /** A write of a pending proposal, refused when the organization's proposals waiting for review would pass their limits. */
+    const withinPending = <A, E, R>(principal: Principal, added: { readonly entries: number; readonly bytes: number }, write: Effect.Effect<A, E, R>) =>
+      Effect.flatMap(repo.withinPendingLimits(principal.orgId, added, pendingLimits, write).pipe(storeDown), (outcome) =>
+        "written" in outcome
+          ? Effect.succeed(outcome.written)
+          : Effect.fail(
+              new Conflict({
+                message:
+                  outcome.full === "entries"
+                    ? `The organization has ${outcome.held.entries} proposals waiting for review, the most it holds (SP_KNOWLEDGE_PENDING_MAX): an admin approves or archives some first`
+                    : `The organization's proposals waiting for review hold ${Math.round(outcome.held.bytes / 1024)} KiB; this one would take them past ${config.knowledgePendingMaxMb} MiB (SP_KNOWLEDGE_PENDING_MAX_MB): an admin approves or archives some first`
+              })
+            )
+      )
+
     /**
      * An agent's entry, or its new version of the entry at the same place (`overwrite`): pending an
      * admin's approval, unless an MCP client's proposals are active by the self-hosted setting. An
@@ -131,14 +147,16 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       if (existing !== null && !options.overwrite) return { status: "rejected_duplicate", entry: existing } as const
       // Approved or archived knowledge is changed by people (or a trusted client): a proposal never takes it out of service or buries its text.
       if (existing !== null && existing.status !== "pending" && !trusted) return { status: "rejected_approved", entry: existing } as const
+      const bytes = Buffer.byteLength(content.body)
       if (existing !== null) {
         const status = existing.status === "archived" ? "archived" : trusted ? "active" : "pending"
-        const updated = yield* repo.replace(principal.orgId, existing.id, { ...content, status, by, approved: status === "active" }, config.knowledgeHistoryVersions).pipe(storeDown)
+        const replaced = repo.replace(principal.orgId, existing.id, { ...content, status, by, approved: status === "active" }, config.knowledgeHistoryVersions)
+        const updated =
+          status === "pending" ? yield* withinPending(principal, { entries: 0, bytes: bytes - existing.bytes }, replaced) : yield* replaced.pipe(storeDown)
         return { status: "updated", entry: updated ?? existing } as const
       }
-      const created = yield* repo
-        .insert(principal.orgId, { ...content, id: newId(), status: trusted ? "active" : "pending", proposed_by_agent: true, by, approved: trusted })
-        .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
+      const inserted = repo.insert(principal.orgId, { ...content, id: newId(), status: trusted ? "active" : "pending", proposed_by_agent: true, by, approved: trusted })
+      const created = trusted ? yield* inserted.pipe(conflictOnDuplicate(placeTaken(content)), storeDown) : yield* withinPending(principal, { entries: 1, bytes }, inserted.pipe(conflictOnDuplicate(placeTaken(content))))
       return { status: "created", entry: created } as const
     })
 

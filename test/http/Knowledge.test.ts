@@ -233,7 +233,17 @@ describe("knowledge and the built-in agent (issue 20): it reads the approved kno
     if (skip) return
     fake = await startModelFake((req) => script(req))
     // Self-hosted, with MCP clients' proposals active at once: the built-in agent's still wait.
-    gateway = await startGateway({ env: { SP_KNOWLEDGE_PROPOSALS: "active", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test", SP_LLM_MODEL: "claude-sonnet-4-5" } })
+    gateway = await startGateway({
+      env: {
+        SP_KNOWLEDGE_PROPOSALS: "active",
+        SP_KNOWLEDGE_PENDING_MAX: "20",
+        SP_KNOWLEDGE_PENDING_MAX_MB: "1",
+        SP_LLM_PROVIDER: "anthropic",
+        SP_LLM_BASE_URL: fake.url,
+        SP_LLM_API_KEY: "sk-ant-test",
+        SP_LLM_MODEL: "claude-sonnet-4-5"
+      }
+    })
   }, 60_000)
   afterAll(async () => {
     await gateway?.kill()
@@ -272,4 +282,36 @@ describe("knowledge and the built-in agent (issue 20): it reads the approved kno
     expect(viaMcp).toMatchObject({ status: "created", entry_status: "active" })
     await client.close()
   }, 60_000)
+
+  it.skipIf(skip)("a run proposes at most 10 entries, and an organization holds at most its limits of proposals waiting for review, by count and by size", async () => {
+    const admin = await localKey(gateway)
+    const key = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "flooder", scopes: ["read", "write", "agent:run"] } })).json.key
+    const proposals = (prefix: string, count: number, bytes: number) =>
+      Array.from({ length: count }, (_, i) => ({ name: "propose_knowledge", args: { scope: "org", category: "decisions", title: `${prefix}-${i}`, body: `${prefix} ${i} `.padEnd(bytes, "x") } }))
+    /** One run whose single turn asks for these proposals; the tool results the model got back. */
+    const runProposing = async (prefix: string, calls: ReturnType<typeof proposals>) => {
+      script = (req) => (req.toolResults.length === 0 ? { toolCalls: calls } : { text: "done" })
+      const started = await request(gateway.url, "/api/agent-runs", { key, body: { prompt: `Note ${prefix}` } })
+      expect(started.status, started.text).toBe(202)
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        const run = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
+        if (run.status === "completed") return fake.received.filter((r) => r.raw.includes(`Note ${prefix}`)).at(-1)!.toolResults.map((result) => result.text)
+      }
+      throw new Error(`run ${prefix} did not complete`)
+    }
+    const pending = async () => (await request(gateway.url, "/api/knowledge?status=pending&limit=100", { key: admin })).json.items.length
+
+    const before = await pending()
+    const flood = await runProposing("flood", proposals("flood", 12, 40))
+    expect(flood.filter((text) => text.includes('"status":"created"'))).toHaveLength(10)
+    expect(flood.slice(10)).toEqual([expect.stringMatching(/^proposal_limit: This run has made 10 knowledge proposals/), expect.stringMatching(/^proposal_limit: /)])
+
+    const large = await runProposing("large", proposals("large", 5, 250_000))
+    expect(large.slice(0, 4).every((text) => text.includes('"status":"created"'))).toBe(true)
+    expect(large[4]).toMatch(/^conflict: The organization's proposals waiting for review hold \d+ KiB; this one would take them past 1 MiB/)
+
+    const many = await runProposing("many", proposals("many", 20 - before - 14 + 1, 40))
+    expect(many.at(-1)).toMatch(/^conflict: The organization has 20 proposals waiting for review, the most it holds/)
+    expect(await pending()).toBe(20)
+  }, 120_000)
 })
