@@ -29,6 +29,14 @@ const toolMessage = (results: ReadonlyArray<ToolResult>): Prompt.MessageEncoded 
   content: results.map((result) => ({ type: "tool-result" as const, id: result.id, name: result.name, isFailure: result.isFailure, result: result.text, providerExecuted: false }))
 })
 
+const declinedQuery = (call: ToolCallRequest): ToolResult => ({
+  id: call.id,
+  name: call.name,
+  text: "The user declined to run this query. Do not run it again; answer without it or propose a cheaper query.",
+  isFailure: true,
+  stopped: false
+})
+
 const questionOf = (params: unknown) => {
   const question = (params as { question?: unknown } | null)?.question
   return typeof question === "string" && question.trim().length > 0 ? question.slice(0, 2000) : null
@@ -70,10 +78,23 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
     const toolCall = (step: string, call: ToolCallRequest) =>
       Effect.gen(function* () {
         const check = yield* Activity.make({ name: `estimate/${step}`, success: CostCheck, error: RunStopped, execute: steps.estimate(orgId, runId, step, call) })
-        if (check.needsApproval && (yield* decided(step)).kind === "decline") {
-          return { id: call.id, name: call.name, text: "The user declined to run this query. Do not run it again; answer without it or propose a cheaper query.", isFailure: true }
-        }
-        return yield* Activity.make({ name: `tool/${step}`, success: ToolResultSchema, error: RunStopped, execute: steps.callTool(orgId, runId, step, call, check.estimatedUsd) })
+        if (check.needsApproval && (yield* decided(step)).kind === "decline") return declinedQuery(call)
+        const result = yield* Activity.make({
+          name: `tool/${step}`,
+          success: ToolResultSchema,
+          error: RunStopped,
+          execute: steps.callTool(orgId, runId, step, call, check.estimatedUsd, !check.needsApproval)
+        })
+        if (!result.stopped) return result
+        // Stopped at what the threshold allows: now it needs the user's approval, as a query estimated over it does.
+        yield* Activity.make({ name: `stopped/${step}`, error: RunStopped, execute: steps.approveAfterStop(orgId, runId, step, call, result) })
+        if ((yield* decided(`${step}/stopped`)).kind === "decline") return declinedQuery(call)
+        return yield* Activity.make({
+          name: `tool/${step}/approved`,
+          success: ToolResultSchema,
+          error: RunStopped,
+          execute: steps.callTool(orgId, runId, `${step}/approved`, call, check.estimatedUsd, false)
+        })
       })
 
     for (let turn = 0; turn < start.maxTurns; turn++) {
@@ -97,7 +118,7 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
         }
         yield* Activity.make({ name: `ask/${step}`, error: RunStopped, execute: steps.ask(orgId, runId, step, question) })
         const answer = yield* decided(step)
-        results.push({ id: call.id, name: call.name, text: answer.kind === "answer" ? answer.text : "", isFailure: false })
+        results.push({ id: call.id, name: call.name, text: answer.kind === "answer" ? answer.text : "", isFailure: false, stopped: false })
       }
       conversation.push(toolMessage(results))
     }

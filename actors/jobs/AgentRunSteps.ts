@@ -16,12 +16,13 @@ import type { AuditInsert } from "../../src/repos/AuditRepo"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { Audit } from "../../src/services/Audit"
-import { QueryPlanning } from "../../src/services/Queries"
+import { QueryCostCap, QueryPlanning } from "../../src/services/Queries"
 import { RunEventsFeed } from "../../src/services/RunEventsFeed"
 import { Secrets } from "../../src/services/Secrets"
 import { AppConfig } from "../../layers/AppConfig"
 import { formatUsd } from "../../src/domain/Usd"
-import { ASK_USER, type Decision, RunStopped, type ToolCallRequest } from "./AgentRunWorkflow"
+import type { PendingAsk } from "../../src/domain/AgentRun"
+import { ASK_USER, type Decision, RunStopped, type ToolCallRequest, type ToolResult } from "./AgentRunWorkflow"
 
 // A run reads, queries and proposes knowledge (write: workspace content, never a database), whatever else its credential may do.
 const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write"])
@@ -317,7 +318,14 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
      * Runs one tool of the MCP tool table as any client's call runs: scope, limits, decoding, the
      * governed executor, and audit rows tied to the run and step.
      */
-    const runTool = (principal: Principal, runId: string, step: string, name: string, params: unknown, planning?: QueryPlanning["Type"]) =>
+    const runTool = (
+      principal: Principal,
+      runId: string,
+      step: string,
+      name: string,
+      params: unknown,
+      options: { readonly planning?: QueryPlanning["Type"]; readonly costCap?: QueryCostCap["Type"] } = {}
+    ) =>
       Effect.gen(function* () {
         const found: McpTool | undefined = byName.get(name)
         const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
@@ -326,15 +334,48 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         const outcome: Either.Either<ToolOutput, ToolFailure> =
           tool === undefined
             ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
-            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params, "agent_run")).pipe(planning === undefined ? identity : Effect.provideService(QueryPlanning, planning))
+            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params, "agent_run")).pipe(
+                options.planning === undefined ? identity : Effect.provideService(QueryPlanning, options.planning),
+                options.costCap === undefined ? identity : Effect.provideService(QueryCostCap, options.costCap)
+              )
         const durationMs = performance.now() - started
         if (tool !== undefined) {
-          const row = auditRow(principal, runId, step, record, durationMs, planning !== undefined)
+          const row = auditRow(principal, runId, step, record, durationMs, options.planning !== undefined)
           const children = [...record.childQueries.values()].map((child) => childQueryRow(row, { ...child, parent: { ...child.parent, run_id: runId, step } }))
           yield* audit.record(record.dialect ?? null, row, ...children).pipe(Effect.orDie)
         }
         return { outcome, record, durationMs }
       })
+
+    /** The run waits for its user's decision on a query (the event at `eventStep`, the decision at `pending.step`). */
+    const awaitApproval = (orgId: OrgId, runId: string, eventStep: string, ask: Omit<Extract<PendingAsk, { kind: "query_approval" }>, "kind">) =>
+      Effect.gen(function* () {
+        const pending: PendingAsk = { kind: "query_approval", ...ask }
+        yield* writeEvent(orgId, runId, eventStep, "approval_requested", pending)
+        yield* repo.setStatus(orgId, runId, "waiting_for_query_approval", { pending })
+      })
+
+    /**
+     * A query the run had not had approved was stopped at what the approval threshold allows while it
+     * ran (its estimate was too low): the run asks its user before running it again, uncapped.
+     */
+    const approveAfterStop = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest, stopped: ToolResult) =>
+      guarded(
+        orgId,
+        runId,
+        Effect.gen(function* () {
+          yield* actingAs(yield* load(orgId, runId))
+          const ran = yield* repo.eventOf(orgId, runId, `tool/${step}`)
+          yield* awaitApproval(orgId, runId, `stopped/${step}`, {
+            step: `${step}/stopped`,
+            tool: call.name,
+            connection_name: typeof ran?.["connection"] === "string" ? ran["connection"] : "",
+            sql: typeof ran?.["sql"] === "string" ? ran["sql"] : "",
+            estimated_usd: config.agentQueryApprovalUsd,
+            reason: `it ran past what its estimate allowed and was stopped (${stopped.text.replace(/^query_timeout: |^query_failed: /, "")})`
+          })
+        })
+      )
 
     /**
      * Before a tool that reads rows (the query scope) runs: the tool itself run with each of its
@@ -354,7 +395,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           const principal = yield* actingAs(stored)
           const plans: Array<{ readonly sql: string; readonly estimated_usd: number | null }> = []
           const planning = { planned: (plan: (typeof plans)[number]) => Effect.sync(() => plans.push(plan)) }
-          const planned = yield* runTool(principal, runId, `estimate/${step}`, call.name, call.params, planning)
+          const planned = yield* runTool(principal, runId, `estimate/${step}`, call.name, call.params, { planning })
           const known = plans.flatMap((plan) => (plan.estimated_usd === null ? [] : [plan.estimated_usd]))
           if (known.length === 0) return { estimatedUsd: null, needsApproval: false }
           const usd = known.reduce((sum, each) => sum + each, 0)
@@ -366,17 +407,14 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
                 ? `estimated at ${formatUsd(usd)}, which takes the ${stored.run.conversation_id === null ? "run" : "conversation"}'s query spend (${formatUsd(spent)} so far) past its $${config.agentConversationBudgetUsd} budget`
                 : null
           if (reason === null) return { estimatedUsd: usd, needsApproval: false }
-          const pending = {
-            kind: "query_approval" as const,
+          yield* awaitApproval(orgId, runId, `estimate/${step}`, {
             step,
             tool: call.name,
             connection_name: planned.record.connection ?? "",
             sql: plans.map((plan) => plan.sql).join(";\n"),
             estimated_usd: usd,
             reason
-          }
-          yield* writeEvent(orgId, runId, `estimate/${step}`, "approval_requested", pending)
-          yield* repo.setStatus(orgId, runId, "waiting_for_query_approval", { pending })
+          })
           return { estimatedUsd: usd, needsApproval: true }
         })
       )
@@ -385,24 +423,27 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
      * One tool call the model asked for, with its estimated cost for the spend it adds to. A call whose result was recorded (the step ran before a
      * crash) is not run again.
      */
-    const callTool = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest, estimatedUsd: number | null) =>
+    const callTool = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest, estimatedUsd: number | null, capped: boolean) =>
       guarded(
         orgId,
         runId,
         Effect.gen(function* () {
           const done = yield* repo.eventOf(orgId, runId, `tool/${step}`)
           if (done !== null && typeof done["result"] === "string") {
-            return { id: call.id, name: call.name, text: done["result"], isFailure: done["is_error"] === true }
+            return { id: call.id, name: call.name, text: done["result"], isFailure: done["is_error"] === true, stopped: done["stopped_at_cost_cap"] === true }
           }
+          // Not approved, a query runs no further than what the approval threshold allows, whatever its estimate said.
+          let stopped = false
+          const costCap = capped ? { usd: config.agentQueryApprovalUsd, stopped: Effect.sync(() => (stopped = true)) } : undefined
           const principal = yield* actingAs(yield* load(orgId, runId))
           // A model steered by what it read could fill the review queue: a run proposes a few entries, not a flood.
           const overProposals = call.name === PROPOSE_KNOWLEDGE && (yield* repo.toolCallsMade(orgId, runId, PROPOSE_KNOWLEDGE)) >= MAX_PROPOSALS_PER_RUN
           const { outcome, record, durationMs } = overProposals
             ? { outcome: Either.left(proposalLimit), record: emptyRecord(runId, step), durationMs: 0 }
-            : yield* runTool(principal, runId, step, call.name, call.params)
+            : yield* runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap })
           const result = Either.match(outcome, {
-            onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true }),
-            onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false })
+            onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true, stopped }),
+            onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false, stopped: false })
           })
           yield* writeEvent(orgId, runId, `tool/${step}`, "tool_call", {
             step,
@@ -416,7 +457,8 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
             estimated_usd: estimatedUsd,
             is_error: result.isFailure,
             duration_ms: Math.round(durationMs),
-            result: result.text
+            result: result.text,
+            ...(result.stopped ? { stopped_at_cost_cap: true } : {})
           })
           return result
         })
@@ -459,7 +501,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
 
     const fail = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) => guarded(orgId, runId, stop(orgId, runId, status, code, message))
 
-    return { begin, think, estimate, callTool, ask, decided, complete, fail } as const
+    return { begin, think, estimate, callTool, approveAfterStop, ask, decided, complete, fail } as const
   }),
   dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default]
 }) {}

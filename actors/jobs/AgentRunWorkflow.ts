@@ -17,7 +17,14 @@ export type ToolCallRequest = typeof ToolCallRequest.Type
 export const ModelTurn = Schema.Struct({ text: Schema.String, toolCalls: Schema.Array(ToolCallRequest) })
 export type ModelTurn = typeof ModelTurn.Type
 
-export const ToolResult = Schema.Struct({ id: Schema.String, name: Schema.String, text: Schema.String, isFailure: Schema.Boolean })
+export const ToolResult = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  text: Schema.String,
+  isFailure: Schema.Boolean,
+  /** Stopped at what the approval threshold allows while it ran: the run asks before running it again. Optional: results journaled before it have none. */
+  stopped: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
 export type ToolResult = typeof ToolResult.Type
 
 /** An earlier exchange of the run's conversation, given to the model before the run's own prompt. */

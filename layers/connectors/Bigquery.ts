@@ -211,18 +211,20 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
         bytesProcessed: Number(metadata?.statistics?.totalBytesProcessed ?? 0)
       }))
 
+    /** The most a job may bill: the connection's maximum_bytes_billed, lowered for one statement by its caller's budget. */
+    const billable = (options: QueryOptions) =>
+      [c.maximum_bytes_billed, options.maxBytesBilled].filter((n): n is number => n !== undefined).reduce<number | undefined>((a, b) => (a === undefined ? b : Math.min(a, b)), undefined)
+
     /** Dry run first: only a SELECT within the byte cap becomes a job. */
-    const dryRun = (query: Query) =>
+    const dryRun = (query: Query, options: QueryOptions) =>
       Effect.gen(function* () {
         const { statementType, bytesProcessed: bytes } = yield* estimate(query)
         if (statementType !== "SELECT") {
           return yield* new ConnectorError({ step: "query", message: `Only SELECT statements run here; BigQuery reports this statement as ${statementType}` })
         }
-        if (c.maximum_bytes_billed !== undefined && bytes > c.maximum_bytes_billed) {
-          return yield* new ConnectorError({
-            step: "query",
-            message: `The statement would process ${bytes} bytes, above this connection's maximum_bytes_billed of ${c.maximum_bytes_billed}`
-          })
+        const cap = billable(options)
+        if (cap !== undefined && bytes > cap) {
+          return yield* new ConnectorError({ step: "query", message: `The statement would process ${bytes} bytes, above the ${cap} bytes it may bill (maximum_bytes_billed)` })
         }
       })
 
@@ -251,12 +253,13 @@ const open = (request: OpenRequest<BigqueryConnection>): Effect.Effect<Connector
         const jobId = `sluice_${randomUUID().replaceAll("-", "_")}`
         const query = base(attributedSql(sql, options))
         return Effect.gen(function* () {
-          yield* dryRun(query)
+          yield* dryRun(query, options)
+          const cap = billable(options)
           const insert = bigquery.createQueryJob({
             ...query,
             jobId,
             jobTimeoutMs: Math.max(1, Math.floor(options.timeoutMs)),
-            ...(c.maximum_bytes_billed !== undefined ? { maximumBytesBilled: String(c.maximum_bytes_billed) } : {})
+            ...(cap !== undefined ? { maximumBytesBilled: String(cap) } : {})
           })
           submitted.set(jobId, insert)
           const [job] = yield* call("query", () => insert)

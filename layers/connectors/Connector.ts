@@ -27,6 +27,8 @@ export interface QueryOptions {
   readonly attribution?: string
   /** Counts the result's bytes as its rows are read; once it refuses, reading stops (the statement is cancelled) and the result is `oversized`. */
   readonly meter?: ByteMeter
+  /** BigQuery: the most the job may bill, below the connection's own maximum_bytes_billed. */
+  readonly maxBytesBilled?: number
 }
 
 /** The gateway's count of a result's bytes while it is read. */

@@ -59,6 +59,22 @@ const USD_PER_SCANNED_ROW: Record<DbType, number> = {
 // BigQuery on demand bills bytes scanned, which its dry run states exactly.
 const BIGQUERY_USD_PER_BYTE = 6.25 / 2 ** 40
 
+// The rows a statement is taken to read in a second, to turn a budget in dollars into a time limit while it runs: slow on purpose, so a
+// statement that reads no more than its budget's worth of rows is not stopped by it.
+const SCANNED_ROWS_PER_SECOND = 250_000
+
+/**
+ * What a budget in dollars allows a running statement, at the same list prices as the estimates:
+ * BigQuery the bytes it may bill (its jobs stop past them), the other priced engines the seconds it
+ * takes to read the budget's worth of rows at a slow rate. Nothing where reading costs nothing.
+ */
+export const runtimeCapOf = (dbType: DbType, usd: number): { readonly seconds?: number; readonly bytes?: number } =>
+  dbType === "bigquery"
+    ? { bytes: Math.max(1, Math.floor(usd / BIGQUERY_USD_PER_BYTE)) }
+    : USD_PER_SCANNED_ROW[dbType] === 0
+      ? {}
+      : { seconds: usd / (USD_PER_SCANNED_ROW[dbType] * SCANNED_ROWS_PER_SECOND) }
+
 const priced = (dbType: DbType, summary: Omit<PlanSummary, "estimated_usd">): PlanSummary => ({
   ...summary,
   estimated_usd:

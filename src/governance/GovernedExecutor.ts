@@ -43,6 +43,8 @@ export interface GovernedQuery {
   readonly sql: string
   readonly rowLimit: number
   readonly timeoutMs: number
+  /** BigQuery: the most the statement may bill, below the connection's own limit. */
+  readonly maxBytesBilled?: number
   readonly attribution: Attribution
 }
 
@@ -225,7 +227,8 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           timeoutMs: Math.max(1, deadline - DEADLINE_GRACE_MS - Date.now()),
           maxRows,
           meter: hold,
-          attribution: attributionComment(query.attribution)
+          attribution: attributionComment(query.attribution),
+          ...(query.maxBytesBilled === undefined ? {} : { maxBytesBilled: query.maxBytesBilled })
         })
         return pool.answersByDeadline ? Effect.mapError(run, asFailure) : withinDeadline(run)
       })
@@ -349,6 +352,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
                   timeoutMs: query.timeoutMs,
                   maxRows: query.rowLimit,
                   attribution: attributionComment(query.attribution),
+                  ...(query.maxBytesBilled === undefined ? {} : { maxBytesBilled: query.maxBytesBilled }),
                   ...(hold !== undefined ? { meter: hold } : {})
                 })
               )

@@ -2,8 +2,20 @@ import { Context, Duration, Effect, Option, Stream } from "effect"
 import { InvalidRequest } from "../domain/Errors"
 import type { Usage } from "../domain/Budget"
 import type { Principal } from "../domain/Principal"
-import { type ExplainRequest, type QueryRequest, type QueryResponse, type QueryStreamPart, ROW_LIMITS, STREAMED_ROW_LIMIT, STREAMING_HINT, type Surface } from "../domain/Query"
-import { GovernedExecutor, type QueryFacts } from "../governance/GovernedExecutor"
+import {
+  type ExplainRequest,
+  QueryFailed,
+  type QueryRequest,
+  type QueryResponse,
+  type QueryStreamPart,
+  QueryTimeout,
+  ROW_LIMITS,
+  STREAMED_ROW_LIMIT,
+  STREAMING_HINT,
+  type Surface
+} from "../domain/Query"
+import { runtimeCapOf } from "../governance/ExplainPlan"
+import { GovernedExecutor, type GovernedQuery, type GovernedQueryError, type QueryFacts } from "../governance/GovernedExecutor"
 import { ResultCache } from "../governance/ResultCache"
 import { Budgets } from "./Budgets"
 import { Connections } from "./Connections"
@@ -37,6 +49,14 @@ export class QueryPlanning extends Context.Tag("sluice/QueryPlanning")<
   QueryPlanning,
   { readonly planned: (plan: { readonly sql: string; readonly estimated_usd: number | null }) => Effect.Effect<void> }
 >() {}
+
+/**
+ * While provided, `run` stops a statement once it has run past what `usd` allows at the engine's
+ * list price (BigQuery: the bytes it may bill; elsewhere the time it takes to read that many
+ * dollars' worth of rows), says so in its error, and tells `stopped`: an agent's query that was
+ * not approved costs no more than the approval threshold, whatever its planner's estimate said.
+ */
+export class QueryCostCap extends Context.Tag("sluice/QueryCostCap")<QueryCostCap, { readonly usd: number; readonly stopped: Effect.Effect<void> }>() {}
 
 // Keys are cached for 500 ms, so a key deleted anywhere stops its streams within 1.5 s.
 const RECHECK_INTERVAL = Duration.seconds(1)
@@ -104,6 +124,39 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         }
       })
 
+    /** The query under the running cost cap, when one is provided, and its failures with a stop at the cap told apart. */
+    const costCapped = (query: GovernedQuery) =>
+      Effect.map(Effect.serviceOption(QueryCostCap), (cap) => {
+        type Stop = <A, R>(run: Effect.Effect<A, GovernedQueryError, R>) => Effect.Effect<A, GovernedQueryError, R>
+        if (Option.isNone(cap)) return { query, stopped: ((run) => run) as Stop }
+        const { usd, stopped: told } = cap.value
+        const dbType = query.target.connection.db_type
+        const limit = runtimeCapOf(dbType, usd)
+        const seconds = limit.seconds === undefined ? undefined : Math.max(limit.seconds, 0.05)
+        const binding = seconds !== undefined && seconds * 1000 < query.timeoutMs
+        const capped: GovernedQuery = {
+          ...query,
+          ...(binding ? { timeoutMs: Math.ceil(seconds * 1000) } : {}),
+          ...(limit.bytes === undefined ? {} : { maxBytesBilled: limit.bytes })
+        }
+        const over = `over the $${usd} a query may cost without approval`
+        const stopped: Stop = (run) =>
+          Effect.catchIf(
+            run,
+            (error) => (binding && error._tag === "QueryTimeout") || (limit.bytes !== undefined && error._tag === "QueryFailed" && /bytes it may bill|bytes billed/i.test(error.message)),
+            (error) =>
+              Effect.zipRight(
+                told,
+                Effect.fail(
+                  error._tag === "QueryTimeout"
+                    ? new QueryTimeout({ message: `The statement was stopped after ${seconds!.toFixed(2)} s: at ${dbType}'s list price, reading longer costs ${over}` })
+                    : new QueryFailed({ message: `The statement would bill more than ${limit.bytes} bytes, ${over}` })
+                )
+              )
+          )
+        return { query: capped, stopped }
+      })
+
     // Bytes scanned where the warehouse reports them (BigQuery); no connector reports credits, so cost is rows × columns.
     const usageOf = (
       outcome: { readonly row_count: number; readonly cached: boolean; readonly bytes_scanned: number | null; readonly execution_ms: number },
@@ -140,10 +193,11 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
           yield* planning.value.planned({ sql: query.sql, estimated_usd: plan.estimated_usd })
           return nothingRan(plan)
         }
+        const capped = yield* costCapped(query)
         return yield* budgets.withReservation(principal, request.session, query.rowLimit, (reservation) =>
           Effect.gen(function* () {
             const facts = factsOf(context)
-            const outcome = yield* executor.run({ ...query, rowLimit: reservation.rowCap }, facts.report)
+            const outcome = yield* executor.run({ ...capped.query, rowLimit: reservation.rowCap }, facts.report).pipe(capped.stopped)
             const usage = usageOf(outcome, outcome.columns.length)
             const budget = yield* reservation.settle(usage)
             yield* facts.charged(budget, usage)

@@ -234,6 +234,33 @@ describe("chat: conversations whose messages start governed agent runs, approval
     }
   }, 60_000)
 
+  it.skipIf(skip)("a query whose estimate is too low is stopped at what the threshold allows while it runs, and runs again only once approved", async () => {
+    // The planner prices a recursive CTE at a few rows; it reads millions.
+    const recursive = "with recursive r (n) as (select 1 union all select n + 1 from r where n < 3000000) select count(*) from r"
+    script = (req) =>
+      req.toolResults.length === 0
+        ? { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: recursive } }] }
+        : { text: `Done: ${req.toolResults.at(-1)!.text}` }
+    const conversation = await converse()
+    const counting = await say(conversation, "Count a lot")
+    const waiting = await until(counting, "waiting_for_query_approval")
+    expect(waiting.pending).toMatchObject({ kind: "query_approval", tool: "query_database", connection_name: "shop", sql: recursive, estimated_usd: QUERY_APPROVAL_USD })
+    expect(waiting.pending.reason).toMatch(/ran past what its estimate allowed and was stopped \(The statement was stopped after 0\.13 s: at postgresql's list price, reading longer costs over the \$0\.01 a query may cost without approval\)/)
+    const stopped = (await api(`/api/agent-runs/${counting}/events`)).json.items.find((e: any) => e.type === "tool_call")
+    expect(stopped.data).toMatchObject({ is_error: true, stopped_at_cost_cap: true })
+    expect((await api(`/api/chat/conversations/${conversation}/runs/${counting}/approval`, { body: { decision: "approve" } })).status).toBe(200)
+    expect(await ended(counting)).toMatchObject({ status: "completed", answer: expect.stringMatching(/3000000/) })
+    expect((await api(`/api/agent-runs/${counting}/events`)).json.items.map((e: any) => e.type)).toEqual([
+      "model_call",
+      "tool_call",
+      "approval_requested",
+      "approval",
+      "tool_call",
+      "model_call",
+      "completed"
+    ])
+  }, 60_000)
+
   it.skipIf(skip)("a clarification is answered and a run cancelled through the conversation's routes", async () => {
     script = (req) => {
       const last = req.body.messages.at(-1)
