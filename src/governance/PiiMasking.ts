@@ -46,13 +46,10 @@ const maskValue = (action: PiiAction, value: unknown, hashKey: Buffer): unknown 
   }
 }
 
-/** A rule's column that stands for every column of its table (a relation no scan has traced yet). */
-export const EVERY_COLUMN = "*"
-
-const covers = (rule: { readonly column: string }, column: string) => rule.column === column || rule.column === EVERY_COLUMN
+const covers = (rule: { readonly column: string }, column: string) => rule.column === column
 
 /** The rules of the tables a statement reads, resolved to qualified names. */
-export const piiRulesTouched = (checked: CheckedStatement, rules: ReadonlyArray<PiiRule>, connection: ConnectionInput): Array<ResolvedRule> => {
+const piiRulesTouched = (checked: CheckedStatement, rules: ReadonlyArray<PiiRule>, connection: ConnectionInput): Array<ResolvedRule> => {
   if (rules.length === 0) return []
   const touched = checked.analysis.tables.map((t) => qualify(t.parts, connection))
   return rules
