@@ -21,6 +21,9 @@ import { fromDriverError, sessionReusable, statementTimedOut } from "./DriverErr
 import { dialPinned } from "./EgressPolicy"
 import { tlsOptions } from "./Tls"
 
+/** How every statement reads strings, as the SQL guard reads them: backslash escapes on, "…" a string (not ANSI_QUOTES), whatever the server's default. */
+export const SESSION_STRING_RULES = "sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_BACKSLASH_ESCAPES', ''), 'ANSI_QUOTES', '')"
+
 type MysqlConnection = typeof MysqlInput.Type
 
 const address = (c: MysqlConnection): Endpoint => ({ host: c.host, port: c.port ?? 3306 })
@@ -120,11 +123,10 @@ const open = (request: OpenRequest<MysqlConnection>): Effect.Effect<ConnectorPoo
     ).pipe(Effect.map(([rows]) => (String((rows as Array<Array<unknown>>)[0]?.[0]).includes("MariaDB") ? "mariadb" : "mysql")))
 
     // The SQL guard reads backslashes in strings as escapes and "…" as a string, so the session must too.
-    const STRING_RULES = "sql_mode = REPLACE(REPLACE(@@sql_mode, 'NO_STRING_RULES', ''), 'ANSI_QUOTES', '')"
     const guards = (options: QueryOptions) =>
       flavour === "mariadb"
-        ? `SET SESSION max_statement_time = ${(options.timeoutMs / 1000).toFixed(3)}, sql_select_limit = ${options.maxRows + 1}, ${STRING_RULES}`
-        : `SET SESSION max_execution_time = ${Math.ceil(options.timeoutMs)}, sql_select_limit = ${options.maxRows + 1}, ${STRING_RULES}`
+        ? `SET SESSION max_statement_time = ${(options.timeoutMs / 1000).toFixed(3)}, sql_select_limit = ${options.maxRows + 1}, ${SESSION_STRING_RULES}`
+        : `SET SESSION max_execution_time = ${Math.ceil(options.timeoutMs)}, sql_select_limit = ${options.maxRows + 1}, ${SESSION_STRING_RULES}`
 
     const columnsOf = (fields: ReadonlyArray<mysql.FieldPacket>) =>
       fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.type ?? -1) ?? String(f.type) }))

@@ -11,6 +11,7 @@ import type { ConnectorPool } from "../../../layers/connectors/Connector"
 import { openTarget } from "../../../layers/connectors/ConnectorPools"
 import { PostgresCappedRead } from "../../../layers/connectors/PostgresCappedRead"
 import type { ConnectionInput } from "../../../src/domain/Connection"
+import { SESSION_STRING_RULES } from "../../../layers/connectors/Mysql"
 import { createTestDatabase, mysqlAvailable, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../../support/Servers"
 
 const skip = !(await postgresAvailable()) || !(await mysqlAvailable())
@@ -161,6 +162,20 @@ describe("session guards and server-side cancel, per connector", () => {
     expect(sleeping).toEqual([])
     const [count] = await maria.query(`select count(*) as n from ${mariaDb}.t`)
     expect((count as Array<{ n: number }>)[0]!.n).toBe(3)
+  })
+
+  it.skipIf(skip)("mariadb: every statement reads strings as the guard does, backslash escapes on and ANSI_QUOTES off, whatever the server's default", async () => {
+    const raw = await mysql.createConnection({ uri: TEST_MYSQL_URL })
+    try {
+      // A server whose default mode is otherwise: the session the connector sets up undoes it.
+      await raw.query("set session sql_mode = concat(@@sql_mode, ',NO_BACKSLASH_ESCAPES,ANSI_QUOTES')")
+      await raw.query(`set session ${SESSION_STRING_RULES}`)
+      const [rows] = (await raw.query("select @@sql_mode as mode, 'a\\'b' as quoted")) as unknown as [Array<{ mode: string; quoted: string }>]
+      expect(rows[0]!.mode).not.toMatch(/NO_BACKSLASH_ESCAPES|ANSI_QUOTES/)
+      expect(rows[0]!.quoted).toBe("a'b")
+    } finally {
+      await raw.end()
+    }
   })
 
   it.skipIf(skip)("sqlite: read-only file, non-reading statements refused, a runaway statement ended with its process", async () => {
