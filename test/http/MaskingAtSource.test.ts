@@ -78,6 +78,10 @@ const PROBES: Record<Engine, ReadonlyArray<string>> = {
     "select count(*) from `{db}`.`customers` where email like 'a%'",
     "select count(*) from CUSTOMERS where email like 'a%'",
     "select json_arrayagg(json_object('e', email, 's', ssn)) from customers",
+    // MariaDB reads \" inside "…" as an escaped quote, and ends a line comment at a newline only.
+    'select "\\" /* ", email, ssn, phone, income from customers order by id -- */ "',
+    "select id -- \r, '\n, email, ssn, phone, income from customers order by id -- '",
+    "select id # \r, '\n, email, ssn, phone, income from customers order by id -- '",
     "with recursive g as (select name as guess, phone from customers), customers as (select 0 as id, '' as name, '' as country, '' as email, '' as ssn, concat('+1 555 0', lpad(id - 1, 3, '0')) as phone, 0 as income, null as birth from big) select c.id, g.phone from {db}.customers c join g on c.phone = g.phone order by 1"
   ],
   sqlite: [
@@ -97,6 +101,8 @@ const PROBES: Record<Engine, ReadonlyArray<string>> = {
     "select count(*) from main.customers where email like 'a%'",
     'select count(*) from [customers] where email like \'a%\'',
     "select json_group_array(json_object('e', email, 's', ssn)) from customers",
+    // SQLite ends a line comment at a newline only.
+    "select id -- \r, '\n, email, ssn, phone, income from customers order by id -- '",
     "with recursive g as (select name as guess, phone from customers), customers as (select 0 as id, '' as name, '' as country, '' as email, '' as ssn, '+1 555 0' || substr('00' || (id - 1), -3) as phone, 0 as income, null as birth from big) select c.id, g.phone from main.customers c join g on c.phone = g.phone order by 1",
     "with g as (select name as guess, phone from customers), customers as (select 0 as id, '' as name, '' as country, '' as email, '' as ssn, '+1 555 0' || substr('00' || (id - 1), -3) as phone, 0 as income, null as birth from big) select c.id, g.phone from main.customers c join g on c.phone = g.phone order by 1"
   ],
@@ -121,11 +127,21 @@ const PROBES: Record<Engine, ReadonlyArray<string>> = {
     "select * from v_customers order by id",
     "select count(*) from {db}.customers where email like 'a%'",
     "select count(*) from {db}.main.customers where email like 'a%'",
-    'select count(*) from "Duck"."Main"."Customers" where email like \'a%\''
+    'select count(*) from "Duck"."Main"."Customers" where email like \'a%\'',
+    // DuckDB nests block comments: the text in them is not what a flat reading takes for code.
+    "select id /* /* */ , ' */ , email, ssn, phone, income from customers order by id -- '"
   ]
 }
 
 /** Every way each engine lets a statement name the blocked table. */
+/** Ways a reading of comments or quotes other than the engine's own could hide the blocked table from the guard. */
+const HIDDEN_IN_LEXING: Record<Engine, ReadonlyArray<string>> = {
+  postgresql: ["select 1 /* /* */ , ' */ , * from secret_salaries -- '"],
+  mysql: ['select "\\" /* ", salary from secret_salaries -- */ "', "select 1 -- \r, '\n, salary from secret_salaries -- '", "select 1 # \r, '\n, salary from secret_salaries -- '"],
+  sqlite: ["select 1 -- \r, '\n, salary from secret_salaries -- '"],
+  duckdb: ["select 1 /* /* */ , ' */ , * from secret_salaries -- '"]
+}
+
 const BLOCKED_SPELLINGS: Record<Engine, ReadonlyArray<string>> = {
   postgresql: ["secret_salaries", "public.secret_salaries", '"secret_salaries"', '"public"."secret_salaries"', "{db}.public.secret_salaries", "SECRET_SALARIES", 'U&"secret\\005Fsalaries"', "public . secret_salaries", "/* x */ secret_salaries"],
   mysql: ["secret_salaries", "{db}.secret_salaries", "`secret_salaries`", "`{db}`.`secret_salaries`", "SECRET_SALARIES", "{db} . secret_salaries"],
@@ -240,6 +256,10 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
           const answer = await ask(copy, sql)
           if (answer.status !== 400 || !("code" in answer) || answer.code !== "query_blocked") let_through.push(`${sql} → ${JSON.stringify(answer).slice(0, 200)}`)
         }
+      }
+      for (const sql of HIDDEN_IN_LEXING[engine]) {
+        const answer = await ask(copy, sql)
+        if (answer.status !== 400 || !("code" in answer) || answer.code !== "query_blocked") let_through.push(`${sql} → ${JSON.stringify(answer).slice(0, 200)}`)
       }
       expect(let_through).toEqual([])
       expect(await ask(copy, "select count(*) as n from canary")).toMatchObject({ status: 200, rows: [[expect.anything()]] })

@@ -49,14 +49,20 @@ export interface DialectProfile {
   readonly pathTables: boolean
 }
 
+// Where the guard does not know how an engine reads comments and double quotes, it reads them both ways (and refuses what they disagree on).
 const plain: LexicalRules = {
   backslashEscapes: false,
   escapeStrings: false,
   hashComments: false,
   bracketIdentifiers: false,
   dollarQuotes: false,
-  dashCommentNeedsSpace: false
+  dashCommentNeedsSpace: false,
+  nestedComments: "either",
+  carriageReturnEndsLine: "either",
+  doubleQuotedStrings: false
 }
+// PostgreSQL's scanner, and DuckDB's, which descends from it.
+const postgresComments = { nestedComments: true, carriageReturnEndsLine: true } as const
 
 // Every dialect: a name resolved from a string at run time escapes the table policy.
 const EVERYWHERE = ["identifier"]
@@ -183,7 +189,7 @@ const postgresFamily = (dbType: "postgresql" | "redshift"): DialectProfile => ({
   sqlparser: "generic",
   postgresCrossCheck: false,
   // The postgresql connector pins standard_conforming_strings on; Redshift's setting is its own.
-  lexical: { ...plain, dollarQuotes: true, escapeStrings: true, backslashEscapes: dbType === "redshift" ? "either" : false },
+  lexical: { ...plain, ...postgresComments, dollarQuotes: true, escapeStrings: true, backslashEscapes: dbType === "redshift" ? "either" : false },
   limitSyntax: "limit",
   maxNameParts: 3,
   ...allowList(dbType === "postgresql" ? POSTGRES_FUNCTIONS : REDSHIFT_FUNCTIONS, ["pg_catalog"]),
@@ -200,7 +206,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "duckdb",
     postgresCrossCheck: true,
-    lexical: { ...plain, dollarQuotes: true, escapeStrings: true },
+    lexical: { ...plain, ...postgresComments, dollarQuotes: true, escapeStrings: true },
     limitSyntax: "limit",
     maxNameParts: 3,
     ...allowList(DUCKDB_FUNCTIONS, ["main", "system.main", "pg_catalog"], true),
@@ -213,7 +219,8 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "mysql",
     postgresCrossCheck: false,
-    lexical: { ...plain, backslashEscapes: true, hashComments: true, dashCommentNeedsSpace: true },
+    // The connector pins backslash escapes and "…" strings (no ANSI_QUOTES), but a statement whose meaning would hang on that second setting is refused too; comments do not nest and end at a newline.
+    lexical: { ...plain, backslashEscapes: true, hashComments: true, dashCommentNeedsSpace: true, nestedComments: false, carriageReturnEndsLine: false, doubleQuotedStrings: "either" },
     limitSyntax: "limit",
     maxNameParts: 2,
     ...allowList(MYSQL_FUNCTIONS, []),
@@ -248,7 +255,8 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "mssql",
     postgresCrossCheck: false,
-    lexical: { ...plain, bracketIdentifiers: true },
+    // T-SQL nests block comments; QUOTED_IDENTIFIER OFF makes "…" a string.
+    lexical: { ...plain, bracketIdentifiers: true, nestedComments: true, doubleQuotedStrings: "either" },
     limitSyntax: "top",
     maxNameParts: 3,
     ...allowList(MSSQL_FUNCTIONS, ["sys"]),
@@ -261,7 +269,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "snowflake",
     postgresCrossCheck: false,
-    lexical: { ...plain, backslashEscapes: true, dollarQuotes: true },
+    lexical: { ...plain, backslashEscapes: true, dollarQuotes: true, nestedComments: false },
     limitSyntax: "limit",
     maxNameParts: 3,
     // RESULT_SCAN reads an earlier statement's raw, unmasked result, perhaps another caller's on a pooled session.
@@ -275,7 +283,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "bigquery",
     postgresCrossCheck: false,
-    lexical: { ...plain, backslashEscapes: true, hashComments: true },
+    lexical: { ...plain, backslashEscapes: true, hashComments: true, doubleQuotedStrings: true, nestedComments: false },
     limitSyntax: "limit",
     maxNameParts: 3,
     ...allowList(BIGQUERY_FUNCTIONS, []),
@@ -331,7 +339,8 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "databricks",
     postgresCrossCheck: false,
-    lexical: { ...plain, backslashEscapes: true },
+    // Spark SQL nests bracketed comments.
+    lexical: { ...plain, backslashEscapes: true, doubleQuotedStrings: true, nestedComments: true },
     limitSyntax: "limit",
     maxNameParts: 3,
     ...allowList(DATABRICKS_FUNCTIONS, []),
@@ -357,7 +366,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "generic",
     postgresCrossCheck: false,
-    lexical: plain,
+    lexical: { ...plain, nestedComments: false },
     limitSyntax: "limit",
     maxNameParts: 3,
     ...allowList(TRINO_FUNCTIONS, []),
@@ -370,7 +379,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "sqlite",
     postgresCrossCheck: false,
-    lexical: { ...plain, bracketIdentifiers: true },
+    lexical: { ...plain, bracketIdentifiers: true, nestedComments: false, carriageReturnEndsLine: false },
     limitSyntax: "limit",
     maxNameParts: 2,
     ...allowList(SQLITE_FUNCTIONS, []),

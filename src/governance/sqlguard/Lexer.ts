@@ -15,6 +15,19 @@ export interface LexicalRules {
   readonly dollarQuotes: boolean
   /** `--` starts a comment only when followed by a space or control character (MySQL). */
   readonly dashCommentNeedsSpace: boolean
+  /** Block comments nest (PostgreSQL, DuckDB); "either" where the guard does not know, so it reads both ways. */
+  readonly nestedComments: boolean | "either"
+  /** A carriage return ends a `--` or `#` comment, as a newline does (PostgreSQL, DuckDB; not SQLite, MySQL). */
+  readonly carriageReturnEndsLine: boolean | "either"
+  /** `"…"` is a string, with backslash escapes where the dialect has them (MySQL, BigQuery, Databricks), not a name. */
+  readonly doubleQuotedStrings: boolean | "either"
+}
+
+/** Every way a server may read SQL under these rules: one per combination of the settings the guard does not know. */
+export const readingsOf = (rules: LexicalRules): ReadonlyArray<LexicalRules> => {
+  const ways = <K extends "backslashEscapes" | "nestedComments" | "carriageReturnEndsLine" | "doubleQuotedStrings">(list: ReadonlyArray<LexicalRules>, key: K) =>
+    list.flatMap((r) => (r[key] === "either" ? [{ ...r, [key]: false }, { ...r, [key]: true }] : [r]))
+  return ways(ways(ways(ways([rules], "backslashEscapes"), "nestedComments"), "carriageReturnEndsLine"), "doubleQuotedStrings")
 }
 
 export type TokenKind = "word" | "quoted" | "string" | "number" | "punct"
@@ -35,11 +48,34 @@ const DOLLAR_TAG = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/
 /** Where `/*!…*\/` (MySQL) and `/*M!…*\/` (MariaDB) begin: the server runs their contents as code. */
 export const EXECUTABLE_COMMENT = /\/\*M?!\d{0,6}/y
 
-const endOfLine = (sql: string, from: number) => {
+const endOfLine = (sql: string, from: number, carriageReturn = true) => {
   let i = from
-  while (i < sql.length && sql[i] !== "\n" && sql[i] !== "\r") i++
+  while (i < sql.length && sql[i] !== "\n" && (!carriageReturn || sql[i] !== "\r")) i++
   return i
 }
+
+/** Where a block comment opened at `from` ends; nested ones count where the rules say comments nest. */
+const endOfComment = (sql: string, from: number, nested: boolean) => {
+  if (!nested) {
+    const end = sql.indexOf("*/", from + 2)
+    return end === -1 ? sql.length : end + 2
+  }
+  let depth = 1
+  let i = from + 2
+  while (i < sql.length && depth > 0) {
+    if (sql[i] === "/" && sql[i + 1] === "*") {
+      depth++
+      i += 2
+    } else if (sql[i] === "*" && sql[i + 1] === "/") {
+      depth--
+      i += 2
+    } else i++
+  }
+  return i
+}
+
+// The white space every engine reads as such; any other character is code, never skipped.
+const SPACE = /[ \t\n\r\f\v]/
 
 const closeQuote = (sql: string, from: number, quote: string, backslash: boolean) => {
   let i = from
@@ -54,25 +90,25 @@ const closeQuote = (sql: string, from: number, quote: string, backslash: boolean
 }
 
 /**
- * Splits SQL into significant tokens. Executable comments are read as code, block comments do not
- * nest, and an unterminated string or comment runs to the end: each choice errs towards seeing
- * more code than a server would, never less.
+ * Splits SQL into significant tokens under one reading of the rules (a setting left "either" is read
+ * one way here; `readingsOf` gives every way). Executable comments are read as code, and an
+ * unterminated string or comment runs to the end.
  */
 export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
-  // Where a setting decides, positions are read the server's default way; the guard reads both.
   const backslash = rules.backslashEscapes === true
+  const carriageReturn = rules.carriageReturnEndsLine !== false
   const tokens: Array<Token> = []
   let openExecutable = 0
   let i = 0
   while (i < sql.length) {
     const ch = sql[i]!
     const next = sql[i + 1]
-    if (/\s/.test(ch)) {
+    if (SPACE.test(ch)) {
       i++
-    } else if (ch === "-" && next === "-" && (!rules.dashCommentNeedsSpace || i + 2 >= sql.length || /[\s\x00-\x1f]/.test(sql[i + 2]!))) {
-      i = endOfLine(sql, i)
+    } else if (ch === "-" && next === "-" && (!rules.dashCommentNeedsSpace || i + 2 >= sql.length || /[ \t\n\r\f\v\x00-\x1f]/.test(sql[i + 2]!))) {
+      i = endOfLine(sql, i, carriageReturn)
     } else if (ch === "#" && rules.hashComments) {
-      i = endOfLine(sql, i)
+      i = endOfLine(sql, i, carriageReturn)
     } else if (ch === "/" && next === "*") {
       EXECUTABLE_COMMENT.lastIndex = i
       const executable = EXECUTABLE_COMMENT.exec(sql)
@@ -80,8 +116,7 @@ export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
         openExecutable++
         i += executable[0].length
       } else {
-        const end = sql.indexOf("*/", i + 2)
-        i = end === -1 ? sql.length : end + 2
+        i = endOfComment(sql, i, rules.nestedComments === true)
       }
     } else if (ch === "*" && next === "/" && openExecutable > 0) {
       openExecutable--
@@ -89,6 +124,10 @@ export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
     } else if (ch === "'") {
       const end = closeQuote(sql, i + 1, "'", backslash)
       tokens.push({ kind: "string", start: i, end, text: "'" })
+      i = end
+    } else if (ch === '"' && rules.doubleQuotedStrings === true) {
+      const end = closeQuote(sql, i + 1, ch, backslash)
+      tokens.push({ kind: "string", start: i, end, text: ch })
       i = end
     } else if (ch === '"' || ch === "`") {
       const end = closeQuote(sql, i + 1, ch, false)
@@ -203,4 +242,28 @@ export const nameEndAt = (tokens: ReadonlyArray<Token>, start: number): { readon
     next = part(i)
   }
   return { end: tokens[next - 1]!.end, last: tokens[i]!.start }
+}
+
+/**
+ * What each character of the statement is under one reading: code (`c`, white space included),
+ * inside a string or quoted name (`s`), or inside a comment (`m`).
+ */
+const classesOf = (sql: string, rules: LexicalRules) => {
+  const classes = new Array<string>(sql.length).fill("m")
+  for (const token of tokenize(sql, rules)) classes.fill(token.kind === "string" || token.kind === "quoted" ? "s" : "c", token.start, token.end)
+  for (let i = 0; i < sql.length; i++) if (classes[i] === "m" && SPACE.test(sql[i]!)) classes[i] = "c"
+  return classes.join("")
+}
+
+/**
+ * Whether every way a server may read the statement (`readingsOf`) agrees on what is code, what is
+ * a string or name and what is a comment. Where they disagree (a quote or comment mark inside a
+ * string or comment, a comment in a comment, a carriage return in a line comment), the text the
+ * guard checks could be another statement than the one the server runs.
+ */
+export const readsAlike = (sql: string, rules: LexicalRules) => {
+  const readings = readingsOf(rules)
+  if (readings.length === 1) return true
+  const first = classesOf(sql, readings[0]!)
+  return readings.slice(1).every((reading) => classesOf(sql, reading) === first)
 }

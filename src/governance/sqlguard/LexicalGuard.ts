@@ -1,7 +1,7 @@
 import type { DbType } from "../../domain/Connection"
 import { Findings } from "./Analysis"
 import type { DialectProfile } from "./Dialects"
-import { type Token, tokenize } from "./Lexer"
+import { readingsOf, type Token, tokenize } from "./Lexer"
 
 // PIVOT: DuckDB's pivot statement (the other grammars do not parse one).
 const FIRST_WORDS = new Set(["SELECT", "WITH", "VALUES", "TABLE", "EXPLAIN", "SHOW", "DESCRIBE", "DESC", "FROM", "PIVOT"])
@@ -46,11 +46,10 @@ const scan = (tokens: ReadonlyArray<Token>, profile: DialectProfile, findings: F
 
 /**
  * A conservative second opinion that must agree with the parser: it refuses statement words outside
- * quotes, stacking and locking clauses, reading backslashes both ways where a setting decides.
+ * quotes, stacking and locking clauses, under every way a server may read the statement.
  */
 export const lexicalGuard = (sql: string, profile: DialectProfile): string | undefined => {
   const findings = new Findings()
-  const readings = profile.lexical.backslashEscapes === "either" ? [false, true] : [profile.lexical.backslashEscapes]
-  for (const backslashEscapes of readings) scan(tokenize(sql, { ...profile.lexical, backslashEscapes }), profile, findings)
+  for (const reading of readingsOf(profile.lexical)) scan(tokenize(sql, reading), profile, findings)
   return findings.reason
 }

@@ -11,7 +11,7 @@ import { tokenize } from "./Lexer"
 export const parseTextOf = (sql: string, profile: DialectProfile): string => {
   const rewrites = REWRITES[profile.dbType]
   if (rewrites === undefined || !rewrites.hint.test(sql)) return sql
-  const tokens = tokenize(sql, { ...profile.lexical, backslashEscapes: profile.lexical.backslashEscapes === true })
+  const tokens = tokenize(sql, profile.lexical)
   let text = sql
   tokens.forEach((token, i) => {
     if (token.kind !== "word") return

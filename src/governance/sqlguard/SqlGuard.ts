@@ -5,7 +5,7 @@ import type { DbType } from "../../domain/Connection"
 import { type Analysis, Findings, Refusal } from "./Analysis"
 import { DIALECTS, type DialectProfile, type FunctionAllowance } from "./Dialects"
 import { pivotStandIn } from "./DuckdbPivot"
-import { blankComments, expandExecutableComments } from "./Lexer"
+import { blankComments, expandExecutableComments, readsAlike } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
 import { parseTextOf } from "./ParseText"
 import { walkPostgres } from "./PostgresWalk"
@@ -72,10 +72,16 @@ const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
 const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowance): Either.Either<CheckedStatement, Refusal> => {
   const profile = DIALECTS[dbType]
   const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
+  // The walks read the text one way; the server must not be able to read it another.
+  if (!readsAlike(text, profile.lexical)) {
+    return Either.left(
+      new Refusal("the statement reads differently under the ways a server may read its comments and quotes (a comment or quote mark inside a comment or string, a comment inside a comment, a carriage return in a line comment); write it so that every reading agrees")
+    )
+  }
   const pivot = pivotStandIn(text, profile)
   const standIn = pivot?.text ?? parseTextOf(text, profile)
   // libpg_query reads comments as PostgreSQL does; sqlparser-rs nests them where some servers do not.
-  const parseText = profile.grammar === "sqlparser" ? blankComments(standIn, { ...profile.lexical, backslashEscapes: profile.lexical.backslashEscapes === true }) : standIn
+  const parseText = profile.grammar === "sqlparser" ? blankComments(standIn, profile.lexical) : standIn
   const findings = new Findings()
   let analysis: Analysis
   let tree: CheckedStatement["tree"]

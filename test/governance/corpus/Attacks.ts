@@ -151,6 +151,8 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select top 5 * from canary; delete from canary"
   ],
   mysql: [
+    // Read with "…" as a name, a comment opens inside it; read as a string with escapes, the rest is code: refused, whichever the server takes.
+    "select \"\\\" /* \", secret from canary -- */ \"",
     "select @@datadir",
     "select @@global.secure_file_priv",
     "show engine innodb status",
