@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
-import { Conflict, InvalidRequest, NotFound, PayloadTooLarge } from "../domain/Errors"
+import { Conflict, InsufficientScope, InvalidRequest, NotFound, PayloadTooLarge } from "../domain/Errors"
 import {
   type CreateKnowledge,
   KNOWLEDGE_BODY_MAX_BYTES,
@@ -21,13 +21,26 @@ import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 const storeDown = storeUnavailable("knowledge base")
 
 /**
- * An entry as this caller may see it: a pending one is an agent's proposal, what a model wrote,
- * perhaps after reading rows, so without the query scope its title and text are withheld.
+ * An entry as this caller may see it: what an agent wrote that no person has approved (a pending
+ * proposal, or one archived unapproved) is what a model wrote, perhaps after reading rows, so
+ * without the query scope its title, text and size are withheld. A history version is judged by
+ * its status alone.
  */
-const seenBy = <T extends { readonly status: KnowledgeStatus; readonly title: string; readonly body?: string; readonly snippet?: string }>(principal: Principal, entry: T): T =>
-  entry.status !== "pending" || mayReadRows(principal)
-    ? entry
-    : { ...entry, title: "", ...("body" in entry ? { body: "" } : {}), ...("snippet" in entry ? { snippet: "" } : {}), withheld: ["title", "body"] }
+const seenBy = <T extends { readonly status: KnowledgeStatus; readonly title: string; readonly body?: string; readonly snippet?: string; readonly bytes?: number; readonly proposed_by_agent?: boolean; readonly approved_by?: string | null }>(
+  principal: Principal,
+  entry: T
+): T => {
+  const agents = entry.proposed_by_agent === undefined ? entry.status === "pending" : entry.proposed_by_agent && entry.approved_by === null
+  if (!agents || mayReadRows(principal)) return entry
+  return {
+    ...entry,
+    title: "",
+    ...("body" in entry ? { body: "" } : {}),
+    ...("snippet" in entry ? { snippet: "" } : {}),
+    ...("bytes" in entry ? { bytes: 0 } : {}),
+    withheld: ["title", "body"]
+  }
+}
 const DEFAULT_LIMIT = 50
 const DEFAULT_SEARCH_LIMIT = 10
 const DEFAULT_SINCE_DAYS = 30
@@ -220,6 +233,10 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       const filter: EntryFilter = { scope: params.scope, scope_ref: params.scope_ref, category: params.category, status: params.status }
       if (params.q !== undefined) {
         if (params.cursor !== undefined) return yield* new InvalidRequest({ message: "a search (q) is one ranked page: it takes limit, not cursor" })
+        // What matches a search says what an entry holds: proposals' text is for callers who may read rows.
+        if (params.status !== undefined && params.status !== "active" && !mayReadRows(principal)) {
+          return yield* new InsufficientScope({ message: "Searching proposals and archived entries needs the query scope: an agent's unapproved text can quote rows", required_scope: "query" })
+        }
         return { items: (yield* find(principal, params.q, filter, params.limit ?? DEFAULT_SEARCH_LIMIT, "rest")).map((item) => seenBy(principal, item)), next_cursor: null }
       }
       const limit = params.limit ?? DEFAULT_LIMIT

@@ -136,7 +136,15 @@ for (const store of ["embedded", "postgresql"] as const) {
 
       // An agent's proposal is what a model wrote, perhaps after reading rows: without the query scope its title and text are withheld, as a run's words are.
       const seenByReader = (await request(gateway.url, `/api/knowledge/${proposed.id}`, { key: reader })).json
-      expect(seenByReader).toMatchObject({ status: "pending", title: "", body: "", withheld: ["title", "body"] })
+      expect(seenByReader).toMatchObject({ status: "pending", title: "", body: "", bytes: 0, withheld: ["title", "body"] })
+      // A search would say what it holds, guess by guess.
+      const oracle = await request(gateway.url, "/api/knowledge?status=pending&q=attribution", { key: reader })
+      expect([oracle.status, oracle.json.code]).toEqual([403, "insufficient_scope"])
+      // Archived without a person's approval, it is still a model's text.
+      const rejected = JSON.parse(textOf(await client.callTool({ name: "propose_knowledge", arguments: { ...proposal, title: "rejected-idea", body: "Ada earns 120000" } })))
+      expect((await api(`/api/knowledge/${rejected.id}`, { method: "DELETE" })).status).toBe(200)
+      expect((await request(gateway.url, `/api/knowledge/${rejected.id}`, { key: reader })).json).toMatchObject({ status: "archived", body: "", withheld: ["title", "body"] })
+      expect(JSON.stringify((await request(gateway.url, "/api/knowledge?status=archived", { key: reader })).json)).not.toContain("120000")
       const listedForReader = (await request(gateway.url, "/api/knowledge?status=pending", { key: reader })).json.items
       expect(listedForReader.find((e: any) => e.id === proposed.id)).toMatchObject({ title: "", snippet: "", withheld: ["title", "body"] })
       expect(JSON.stringify(listedForReader)).not.toContain("non-direct click")
