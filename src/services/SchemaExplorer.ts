@@ -129,6 +129,12 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
     })
 
     /** Every (or the named) column's metadata, with statistics from one aggregate query and distinct values from a sample. */
+    /** A column's distinct values in a sample, found by name: a dropped column is left out of the result, and the others move up. */
+    const valuesOf = (sample: { readonly columns: ReadonlyArray<{ readonly name: string }>; readonly rows: ReadonlyArray<ReadonlyArray<unknown>> }, name: string, limit: number) => {
+      const at = sample.columns.findIndex((column) => column.name.toLowerCase() === name.toLowerCase())
+      return at < 0 ? [] : distinctValues(sample.rows, at, limit)
+    }
+
     const exploreColumns = Effect.fn("SchemaExplorer.exploreColumns")(function* (
       principal: Principal,
       request: {
@@ -191,7 +197,7 @@ export class SchemaExplorer extends Effect.Service<SchemaExplorer>()("sluice/Sch
                     max: aggregate[4 + i * 4] ?? null
                   }
                 }),
-            ...(sample === undefined ? {} : { values: distinctValues(sample.rows, i, request.value_limit ?? DEFAULT_VALUE_LIMIT) })
+            ...(sample === undefined ? {} : { values: valuesOf(sample, c.name, request.value_limit ?? DEFAULT_VALUE_LIMIT) })
           }
         }),
         total_rows: stats === undefined ? null : total,

@@ -132,4 +132,17 @@ describe("schema samples and exploration: governed queries, no side door", () =>
     const spent = await api("/api/connections/pg/schema/samples?table=customers&session=explore-budget")
     expect(spent.json.code).toBe("budget_exhausted")
   })
+
+  it.skipIf(skip)("explore-columns keeps each column's values under its own name when a dropped column leaves the sample", async () => {
+    const put = (rules: unknown) => request(gateway.url, "/api/connections/pg/pii", { key: admin, method: "PUT", body: { rules } })
+    expect((await put([{ table: "customers", column: "email", action: "drop" }])).status).toBe(200)
+    try {
+      const res = await api("/api/connections/pg/schema/explore-columns", { body: { table: "customers", value_limit: 3, include_stats: false } })
+      const byName = Object.fromEntries(res.json.columns.map((c: any) => [c.name, c]))
+      expect(byName["email"].values).toEqual([])
+      expect(byName["country"].values).toEqual(["DE", "O'Brien Isle", "FR"])
+    } finally {
+      await put([{ table: "customers", column: "email", action: "mask" }, { table: "customers", column: "ssn", action: "redact" }])
+    }
+  })
 })
