@@ -12,7 +12,9 @@ import { maskingCatalog, type MaskingCatalog, NO_MASKING } from "../governance/S
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
 import { blocksThroughRelations, rulesThroughRelations, viewReads } from "../governance/ViewLineage"
+import { DIALECTS } from "../governance/sqlguard/Dialects"
 import { qualify } from "../governance/sqlguard/Names"
+import { isSystemRelation } from "../governance/sqlguard/SystemRelations"
 import { NOTHING_REACHED, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
@@ -33,7 +35,6 @@ const CACHE_CAPACITY = 1_000
 const QUERY_SCAN_EVERY_MS = 60_000
 // A snapshot this young is taken to list every relation: a name it lacks does not exist.
 const FRESH_MS = 10_000
-const SYSTEM_SCHEMAS = new Set(["pg_catalog", "information_schema", "sys", "system", "mysql", "performance_schema"])
 
 type Target = PoolTarget
 // Pool targets carry the org as a plain string; every one here came from the org's own lookup.
@@ -235,7 +236,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       const names = entry.names
       return checked.right.analysis.tables.flatMap((ref) => {
         const [, schema, table] = qualify(ref.parts, target.connection)
-        if (SYSTEM_SCHEMAS.has(schema ?? "")) return []
+        if (isSystemRelation(DIALECTS[target.connection.db_type].relations, ref.parts)) return []
         const known = schema === undefined ? names.bare.has(table) : names.qualified.has(`${schema}.${table}`)
         return known ? [] : [ref.parts.join(".")]
       })
