@@ -16,7 +16,9 @@ const readingsFor = (dbType: DbType) => {
     ...rules,
     doubleQuotedStrings: DOUBLE_QUOTED_STRINGS.has(dbType) ? "either" : rules.doubleQuotedStrings,
     nestedComments: "either",
-    carriageReturnEndsLine: "either"
+    carriageReturnEndsLine: "either",
+    // A versioned comment the server skipped is a comment: its text is redacted as one.
+    executableComments: rules.executableComments === true ? "either" : rules.executableComments
   })
 }
 

@@ -90,7 +90,7 @@ const WRAPPERS: ReadonlyArray<Wrapper> = [
   onExpr((e, t) => (t.extras.includes("filter") ? `count(*) filter (where ${e} is null)` : undefined)),
   onExpr((e, t) => executableComment("/*!", e, t)),
   onExpr((e, t) => executableComment("/*!50000", e, t)),
-  onExpr((e, t) => executableComment("/*M!100100", e, t)),
+  onExpr((e, t) => executableComment("/*!40101", e, t)),
   // FROM item → FROM item: derived tables, joins, LATERAL
   onFrom((f) => from(`(select * from ${f}) as d`)),
   onFrom((f) => from(`(select * from orders as o cross join ${f}) as j`)),

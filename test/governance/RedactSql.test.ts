@@ -37,6 +37,10 @@ describe("redactSqlLiterals", () => {
     ["postgresql", "select 1 /* outer /* inner */ Ada 123-45-6789 */ from t", "select ? /* ? */ from t"],
     ["sqlite", "select id -- \r Ada ssn 123-45-6789\n from t", "select id /* ? */\n from t"],
     ["mysql", "select id # \r Ada 4111111111111111\n from t", "select id /* ? */\n from t"],
+    // A dollar-quoted string's tag is any run of letters (non-ASCII too), of any length.
+    ["postgresql", "select name from t where name = $é$Ada Lovelace s123_45_6789$é$", "select name from t where name = '?'"],
+    // What a versioned comment holds may have been skipped by the server as a comment: redacted as one.
+    ["mysql", "select 1 /*!99999 Ada Lovelace ssn 123 */ from t", "select ? /* ? */ from t"],
     // Unknown dialect: every dialect's reading, double quotes included.
     [null, `select "alice@example.com", 'O\\'Brien secret' from t`, "select '?', '?'"]
   ])("%s: %s", (dialect, input, expected) => {

@@ -6,6 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { eventually } from "../support/Eventually"
 import { request } from "../support/Http"
 import mysql from "mysql2/promise"
 import {
@@ -282,6 +283,10 @@ describe("names resolve as the engine resolves them", () => {
     // The predicate sees the masked email (****.com), as every statement does.
     expect((await query("lite", "select id from customers where email glob '*.com'")).json.rows).toEqual([[1]])
     await maria.query(`create sequence ${home}.s; select nextval(${home}.s)`)
+    // The sequence PREVIOUS VALUE FOR reads is a relation like any other: on a connection with PII rules, once a scan lists it.
+    expect((await query("maria", "select previous value for s")).json.code).toBe("query_blocked")
+    expect((await request(gateway.url, "/api/connections/maria/schema/refresh", { key, method: "POST" })).status).toBeLessThan(300)
+    await eventually(async () => (await query("maria", "select previous value for s")).status, (status) => status === 200, "the sequence to be scanned")
     const previous = await query("maria", "select previous value for s")
     expect([previous.status, previous.json.rows]).toEqual([200, [[null]]])
     const asof = await query("duck", "select o.v from open o asof join open p on o.v >= p.v")

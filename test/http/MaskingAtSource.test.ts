@@ -137,9 +137,25 @@ const PROBES: Record<Engine, ReadonlyArray<string>> = {
 /** Ways a reading of comments or quotes other than the engine's own could hide the blocked table from the guard. */
 const HIDDEN_IN_LEXING: Record<Engine, ReadonlyArray<string>> = {
   postgresql: ["select 1 /* /* */ , ' */ , * from secret_salaries -- '"],
-  mysql: ['select "\\" /* ", salary from secret_salaries -- */ "', "select 1 -- \r, '\n, salary from secret_salaries -- '", "select 1 # \r, '\n, salary from secret_salaries -- '"],
+  mysql: [
+    'select "\\" /* ", salary from secret_salaries -- */ "',
+    "select 1 -- \r, '\n, salary from secret_salaries -- '",
+    "select 1 # \r, '\n, salary from secret_salaries -- '",
+    // A versioned comment runs or not by the server's version; a backtick has no escapes; -- takes a control character after it.
+    "select 1 as `a\\`, 2 /*!99999 , ' */ , s.* from secret_salaries s -- '",
+    "select 1 --\x01 '\n, 2 /*!99999 , ' */, salary from secret_salaries -- '",
+    "select 1 /*M!999999 , ' */ , salary from secret_salaries -- '",
+    "select previous value for secret_salaries"
+  ],
   sqlite: ["select 1 -- \r, '\n, salary from secret_salaries -- '"],
-  duckdb: ["select 1 /* /* */ , ' */ , * from secret_salaries -- '"]
+  duckdb: [
+    "select 1 /* /* */ , ' */ , * from secret_salaries -- '",
+    // Dollar-quote tags as PostgreSQL's scanner reads them: any letter, any length.
+    "select $é$/*$é$, s.* from secret_salaries s --*/ $é$",
+    `select $${"a".repeat(70)}$/*$${"a".repeat(70)}$, s.* from secret_salaries s --*/ $${"a".repeat(70)}$`,
+    // An executable comment is MySQL's: to DuckDB it is a comment.
+    "select 1 /*! ' */, * from secret_salaries -- '"
+  ]
 }
 
 const BLOCKED_SPELLINGS: Record<Engine, ReadonlyArray<string>> = {

@@ -59,7 +59,8 @@ const plain: LexicalRules = {
   dashCommentNeedsSpace: false,
   nestedComments: "either",
   carriageReturnEndsLine: "either",
-  doubleQuotedStrings: false
+  doubleQuotedStrings: false,
+  executableComments: false
 }
 // PostgreSQL's scanner, and DuckDB's, which descends from it.
 const postgresComments = { nestedComments: true, carriageReturnEndsLine: true } as const
@@ -220,7 +221,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     sqlparser: "mysql",
     postgresCrossCheck: false,
     // The connector pins backslash escapes and "…" strings (no ANSI_QUOTES), but a statement whose meaning would hang on that second setting is refused too; comments do not nest and end at a newline.
-    lexical: { ...plain, backslashEscapes: true, hashComments: true, dashCommentNeedsSpace: true, nestedComments: false, carriageReturnEndsLine: false, doubleQuotedStrings: "either" },
+    lexical: { ...plain, backslashEscapes: true, hashComments: true, dashCommentNeedsSpace: true, nestedComments: false, carriageReturnEndsLine: false, doubleQuotedStrings: "either", executableComments: true },
     limitSyntax: "limit",
     maxNameParts: 2,
     ...allowList(MYSQL_FUNCTIONS, []),

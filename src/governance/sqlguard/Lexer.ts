@@ -21,13 +21,15 @@ export interface LexicalRules {
   readonly carriageReturnEndsLine: boolean | "either"
   /** `"…"` is a string, with backslash escapes where the dialect has them (MySQL, BigQuery, Databricks), not a name. */
   readonly doubleQuotedStrings: boolean | "either"
+  /** `/*!…*\/` and `/*M!…*\/` are code (MySQL, MariaDB); to every other engine they are comments. */
+  readonly executableComments: boolean | "either"
 }
 
 /** Every way a server may read SQL under these rules: one per combination of the settings the guard does not know. */
 export const readingsOf = (rules: LexicalRules): ReadonlyArray<LexicalRules> => {
-  const ways = <K extends "backslashEscapes" | "nestedComments" | "carriageReturnEndsLine" | "doubleQuotedStrings">(list: ReadonlyArray<LexicalRules>, key: K) =>
+  const ways = <K extends "backslashEscapes" | "nestedComments" | "carriageReturnEndsLine" | "doubleQuotedStrings" | "executableComments">(list: ReadonlyArray<LexicalRules>, key: K) =>
     list.flatMap((r) => (r[key] === "either" ? [{ ...r, [key]: false }, { ...r, [key]: true }] : [r]))
-  return ways(ways(ways(ways([rules], "backslashEscapes"), "nestedComments"), "carriageReturnEndsLine"), "doubleQuotedStrings")
+  return ways(ways(ways(ways(ways([rules], "backslashEscapes"), "nestedComments"), "carriageReturnEndsLine"), "doubleQuotedStrings"), "executableComments")
 }
 
 export type TokenKind = "word" | "quoted" | "string" | "number" | "punct"
@@ -43,7 +45,8 @@ export interface Token {
 
 const WORD_START = /[A-Za-z_\p{L}]/u
 const WORD_PART = /[A-Za-z0-9_$\p{L}\p{N}]/u
-const DOLLAR_TAG = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/
+// PostgreSQL's scanner (and DuckDB's): a tag of letters (any non-ASCII character counts as one), digits and _, not led by a digit, of any length.
+const DOLLAR_TAG = /\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/y
 
 /** Where `/*!…*\/` (MySQL) and `/*M!…*\/` (MariaDB) begin: the server runs their contents as code. */
 export const EXECUTABLE_COMMENT = /\/\*M?!\d{0,6}/y
@@ -89,12 +92,22 @@ const closeQuote = (sql: string, from: number, quote: string, backslash: boolean
   return sql.length
 }
 
+// MySQL 5.7 and later run /*!NNNNN below 50700 as MariaDB 10 and later do; from 50700 on they part ways (MariaDB skips 50700 to 99999), and /*M! is MariaDB's alone.
+const conditionalComment = (opener: string) => opener.includes("M") || Number(opener.replace(/\D/g, "") || "0") >= 50_700
+
+/** Where an executable comment opens or closes, and whether the server runs its opening one only by its version (or only on MariaDB). */
+export interface ExecutableMarker {
+  readonly start: number
+  readonly end: number
+  readonly conditional: boolean
+}
+
 /**
  * Splits SQL into significant tokens under one reading of the rules (a setting left "either" is read
- * one way here; `readingsOf` gives every way). Executable comments are read as code, and an
- * unterminated string or comment runs to the end.
+ * one way here; `readingsOf` gives every way). Executable comments, where the rules have them, are
+ * read as code (their markers go to `markers`), and an unterminated string or comment runs to the end.
  */
-export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
+export const tokenize = (sql: string, rules: LexicalRules, markers?: Array<ExecutableMarker>): Array<Token> => {
   const backslash = rules.backslashEscapes === true
   const carriageReturn = rules.carriageReturnEndsLine !== false
   const tokens: Array<Token> = []
@@ -111,15 +124,17 @@ export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
       i = endOfLine(sql, i, carriageReturn)
     } else if (ch === "/" && next === "*") {
       EXECUTABLE_COMMENT.lastIndex = i
-      const executable = EXECUTABLE_COMMENT.exec(sql)
+      const executable = rules.executableComments === true ? EXECUTABLE_COMMENT.exec(sql) : null
       if (executable) {
         openExecutable++
+        markers?.push({ start: i, end: i + executable[0].length, conditional: conditionalComment(executable[0]) })
         i += executable[0].length
       } else {
         i = endOfComment(sql, i, rules.nestedComments === true)
       }
     } else if (ch === "*" && next === "/" && openExecutable > 0) {
       openExecutable--
+      markers?.push({ start: i, end: i + 2, conditional: false })
       i += 2
     } else if (ch === "'") {
       const end = closeQuote(sql, i + 1, "'", backslash)
@@ -137,8 +152,8 @@ export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
       const end = closeQuote(sql, i + 1, "]", false)
       tokens.push({ kind: "quoted", start: i, end, text: "[" })
       i = end
-    } else if (ch === "$" && rules.dollarQuotes && DOLLAR_TAG.test(sql.slice(i, i + 66))) {
-      const tag = DOLLAR_TAG.exec(sql.slice(i, i + 66))![0]
+    } else if (ch === "$" && rules.dollarQuotes && ((DOLLAR_TAG.lastIndex = i), DOLLAR_TAG.test(sql))) {
+      const tag = sql.slice(i, DOLLAR_TAG.lastIndex)
       const close = sql.indexOf(tag, i + tag.length)
       const end = close === -1 ? sql.length : close + tag.length
       tokens.push({ kind: "string", start: i, end, text: "$" })
@@ -167,39 +182,19 @@ export const tokenize = (sql: string, rules: LexicalRules): Array<Token> => {
 
 /**
  * MySQL runs the body of `/*! … *\/` as code. Blanking the opener and its closer (same length, so
- * offsets hold) lets the parser see what the server will run, and that text is what runs.
+ * offsets hold) lets the parser see what the server will run, and that text is what runs. The
+ * markers are found by `tokenize` itself, so the two never read the text apart. `conditional`:
+ * a comment that MySQL and MariaDB servers run or skip by their kind and version (`/*!NNNNN` from
+ * 50700 on, `/*M!`), which the guard cannot tell.
  */
-export const expandExecutableComments = (sql: string): string => {
-  if (!sql.includes("/*")) return sql
+export const expandExecutableComments = (sql: string, rules: LexicalRules): { readonly text: string; readonly conditional: boolean } => {
+  if (!sql.includes("/*")) return { text: sql, conditional: false }
+  const markers: Array<ExecutableMarker> = []
+  tokenize(sql, rules, markers)
+  if (markers.length === 0) return { text: sql, conditional: false }
   const chars = sql.split("")
-  let open = 0
-  let i = 0
-  while (i < sql.length) {
-    EXECUTABLE_COMMENT.lastIndex = i
-    const executable = sql[i] === "/" && sql[i + 1] === "*" ? EXECUTABLE_COMMENT.exec(sql) : null
-    if (executable) {
-      for (let k = i; k < i + executable[0].length; k++) chars[k] = " "
-      open++
-      i += executable[0].length
-    } else if (open > 0 && sql[i] === "*" && sql[i + 1] === "/") {
-      chars[i] = " "
-      chars[i + 1] = " "
-      open--
-      i += 2
-    } else if (sql[i] === "/" && sql[i + 1] === "*") {
-      const end = sql.indexOf("*/", i + 2)
-      i = end === -1 ? sql.length : end + 2
-    } else if (sql[i] === "'" || sql[i] === '"' || sql[i] === "`") {
-      i = closeQuote(sql, i + 1, sql[i]!, true)
-    } else if (sql[i] === "-" && sql[i + 1] === "-" && /[\s]/.test(sql[i + 2] ?? " ")) {
-      i = endOfLine(sql, i)
-    } else if (sql[i] === "#") {
-      i = endOfLine(sql, i)
-    } else {
-      i++
-    }
-  }
-  return chars.join("")
+  for (const marker of markers) chars.fill(" ", marker.start, marker.end)
+  return { text: chars.join(""), conditional: markers.some((marker) => marker.conditional) }
 }
 
 /**

@@ -46,3 +46,19 @@ const REWRITES: Partial<Record<DialectProfile["dbType"], Rewrites>> = {
     }
   }
 }
+
+/** The sequences MariaDB's `PREVIOUS VALUE FOR s` reads (its stand-in reads s as a value): relations for the table policy like any other. */
+export const sequencesRead = (sql: string, profile: DialectProfile): Array<{ readonly parts: ReadonlyArray<string> }> => {
+  if (profile.dbType !== "mysql" || !/previous/i.test(sql)) return []
+  const tokens = tokenize(sql, profile.lexical)
+  const unquoted = (text: string) => (text.startsWith("`") ? text.slice(1, -1).replaceAll("``", "`") : text)
+  return tokens.flatMap((token, i) => {
+    if (!(token.text === "PREVIOUS" && tokens[i + 1]?.text === "VALUE" && tokens[i + 2]?.text === "FOR")) return []
+    const parts: Array<string> = []
+    for (let j = i + 3; tokens[j]?.kind === "word" || tokens[j]?.kind === "quoted"; j += 2) {
+      parts.push(unquoted(sql.slice(tokens[j]!.start, tokens[j]!.end)))
+      if (tokens[j + 1]?.text !== ".") break
+    }
+    return [{ parts }]
+  })
+}

@@ -7,7 +7,7 @@ import { DIALECTS, type DialectProfile, type FunctionAllowance } from "./Dialect
 import { pivotStandIn } from "./DuckdbPivot"
 import { blankComments, expandExecutableComments, readsAlike } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
-import { parseTextOf } from "./ParseText"
+import { parseTextOf, sequencesRead } from "./ParseText"
 import { walkPostgres } from "./PostgresWalk"
 import { walkSqlparser } from "./SqlparserWalk"
 
@@ -71,13 +71,19 @@ const tryParse = <A>(parse: () => A): Either.Either<A, unknown> => {
  */
 const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowance): Either.Either<CheckedStatement, Refusal> => {
   const profile = DIALECTS[dbType]
-  const text = dbType === "mysql" ? expandExecutableComments(sql) : sql
+  // MariaDB and SQLite end a statement at a NUL: the text after it would be checked and not run.
+  if (sql.includes("\u0000")) return Either.left(new Refusal("the statement contains a NUL character"))
   // The walks read the text one way; the server must not be able to read it another.
-  if (!readsAlike(text, profile.lexical)) {
+  if (!readsAlike(sql, profile.lexical)) {
     return Either.left(
       new Refusal("the statement reads differently under the ways a server may read its comments and quotes (a comment or quote mark inside a comment or string, a comment inside a comment, a carriage return in a line comment); write it so that every reading agrees")
     )
   }
+  const expanded = expandExecutableComments(sql, profile.lexical)
+  if (expanded.conditional) {
+    return Either.left(new Refusal("a versioned comment (/*!NNNNN … */, /*M! … */) runs or not by the server's version and kind; write what it holds as plain SQL, or leave it out"))
+  }
+  const text = expanded.text
   const pivot = pivotStandIn(text, profile)
   const standIn = pivot?.text ?? parseTextOf(text, profile)
   // libpg_query reads comments as PostgreSQL does; sqlparser-rs nests them where some servers do not.
@@ -102,6 +108,8 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowa
       if (Either.isRight(postgres) && treeDepth(postgres.right) <= MAX_TREE_DEPTH) walkPostgres(postgres.right, parseText, profile, findings, allowedFunctions)
     }
   }
+  const sequences = sequencesRead(text, profile)
+  if (sequences.length > 0) analysis = { ...analysis, tables: [...analysis.tables, ...sequences] }
   const lexical = lexicalGuard(text, profile)
   if (lexical !== undefined) findings.refuse(lexical)
   if (pivot !== undefined) {

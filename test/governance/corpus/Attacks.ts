@@ -151,6 +151,11 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select top 5 * from canary; delete from canary"
   ],
   mysql: [
+    // A versioned comment runs or not by the server's kind and version: refused, whichever it is.
+    "select 1 as `a\\`, 2 /*!99999 , ' */ , secret into outfile '/tmp/sluice-outfile' from canary -- '",
+    "select 1 /*!99999 , ' */ , secret from canary -- '",
+    "select 1 /*M! , secret */ from canary",
+    "select 1 --\x01 '\n, 2 /*!99999 , ' */, secret from canary -- '",
     // Read with "…" as a name, a comment opens inside it; read as a string with escapes, the rest is code: refused, whichever the server takes.
     "select \"\\\" /* \", secret from canary -- */ \"",
     "select @@datadir",
