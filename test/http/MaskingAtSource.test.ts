@@ -145,7 +145,9 @@ const HIDDEN_IN_LEXING: Record<Engine, ReadonlyArray<string>> = {
     "select 1 as `a\\`, 2 /*!99999 , ' */ , s.* from secret_salaries s -- '",
     "select 1 --\x01 '\n, 2 /*!99999 , ' */, salary from secret_salaries -- '",
     "select 1 /*M!999999 , ' */ , salary from secret_salaries -- '",
-    "select previous value for secret_salaries"
+    "select previous value for secret_salaries",
+    // The guard's parser took -- and a non-ASCII space for a comment; MariaDB reads code.
+    "select `\u00a0` --\u00a0, s.* from secret_salaries s, (select 1 as `\u00a0`) z\n"
   ],
   sqlite: ["select 1 -- \r, '\n, salary from secret_salaries -- '"],
   duckdb: [
@@ -154,7 +156,9 @@ const HIDDEN_IN_LEXING: Record<Engine, ReadonlyArray<string>> = {
     "select $é$/*$é$, s.* from secret_salaries s --*/ $é$",
     `select $${"a".repeat(70)}$/*$${"a".repeat(70)}$, s.* from secret_salaries s --*/ $${"a".repeat(70)}$`,
     // An executable comment is MySQL's: to DuckDB it is a comment.
-    "select 1 /*! ' */, * from secret_salaries -- '"
+    "select 1 /*! ' */, * from secret_salaries -- '",
+    // DuckDB's E'…' has backslash escapes; the guard's parser reads e as a name and the rest otherwise.
+    "select e'\\'' as a, '-- ' , s.* from secret_salaries s\n"
   ]
 }
 

@@ -207,7 +207,8 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     grammar: "sqlparser",
     sqlparser: "duckdb",
     postgresCrossCheck: true,
-    lexical: { ...plain, ...postgresComments, dollarQuotes: true, escapeStrings: true },
+    // sqlparser-rs's DuckDB dialect has no E'…' strings: one whose escapes matter reads otherwise to the guard's parser, and is refused.
+    lexical: { ...plain, ...postgresComments, dollarQuotes: true, escapeStrings: "either" },
     limitSyntax: "limit",
     maxNameParts: 3,
     ...allowList(DUCKDB_FUNCTIONS, ["main", "system.main", "pg_catalog"], true),

@@ -6,7 +6,7 @@ export interface LexicalRules {
    */
   readonly backslashEscapes: boolean | "either"
   /** `E'…'` is a string with backslash escapes (PostgreSQL, DuckDB). */
-  readonly escapeStrings: boolean
+  readonly escapeStrings: boolean | "either"
   /** `#` starts a line comment (MySQL, ClickHouse). */
   readonly hashComments: boolean
   /** `[…]` quotes an identifier (SQL Server, SQLite). */
@@ -27,9 +27,9 @@ export interface LexicalRules {
 
 /** Every way a server may read SQL under these rules: one per combination of the settings the guard does not know. */
 export const readingsOf = (rules: LexicalRules): ReadonlyArray<LexicalRules> => {
-  const ways = <K extends "backslashEscapes" | "nestedComments" | "carriageReturnEndsLine" | "doubleQuotedStrings" | "executableComments">(list: ReadonlyArray<LexicalRules>, key: K) =>
+  const ways = <K extends "backslashEscapes" | "escapeStrings" | "nestedComments" | "carriageReturnEndsLine" | "doubleQuotedStrings" | "executableComments">(list: ReadonlyArray<LexicalRules>, key: K) =>
     list.flatMap((r) => (r[key] === "either" ? [{ ...r, [key]: false }, { ...r, [key]: true }] : [r]))
-  return ways(ways(ways(ways(ways([rules], "backslashEscapes"), "nestedComments"), "carriageReturnEndsLine"), "doubleQuotedStrings"), "executableComments")
+  return ways(ways(ways(ways(ways(ways([rules], "backslashEscapes"), "escapeStrings"), "nestedComments"), "carriageReturnEndsLine"), "doubleQuotedStrings"), "executableComments")
 }
 
 export type TokenKind = "word" | "quoted" | "string" | "number" | "punct"
@@ -158,7 +158,7 @@ export const tokenize = (sql: string, rules: LexicalRules, markers?: Array<Execu
       const end = close === -1 ? sql.length : close + tag.length
       tokens.push({ kind: "string", start: i, end, text: "$" })
       i = end
-    } else if (rules.escapeStrings && (ch === "E" || ch === "e") && next === "'") {
+    } else if (rules.escapeStrings === true && (ch === "E" || ch === "e") && next === "'") {
       const end = closeQuote(sql, i + 2, "'", true)
       tokens.push({ kind: "string", start: i, end, text: "'" })
       i = end
@@ -245,7 +245,11 @@ export const nameEndAt = (tokens: ReadonlyArray<Token>, start: number): { readon
  */
 const classesOf = (sql: string, rules: LexicalRules) => {
   const classes = new Array<string>(sql.length).fill("m")
-  for (const token of tokenize(sql, rules)) classes.fill(token.kind === "string" || token.kind === "quoted" ? "s" : "c", token.start, token.end)
+  for (const token of tokenize(sql, rules)) {
+    classes.fill(token.kind === "string" || token.kind === "quoted" ? "s" : "c", token.start, token.end)
+    // The E of E'…' is code under every reading: as the string's prefix, or as a name before a string.
+    if (token.kind === "string" && /[Ee]/.test(sql[token.start]!) && sql[token.start + 1] === "'") classes[token.start] = "c"
+  }
   for (let i = 0; i < sql.length; i++) if (classes[i] === "m" && SPACE.test(sql[i]!)) classes[i] = "c"
   return classes.join("")
 }
@@ -261,4 +265,15 @@ export const readsAlike = (sql: string, rules: LexicalRules) => {
   if (readings.length === 1) return true
   const first = classesOf(sql, readings[0]!)
   return readings.slice(1).every((reading) => classesOf(sql, reading) === first)
+}
+
+// White space other than ASCII's: engines and the guard's parser do not agree on which is which (MariaDB reads --U+00A0 as code, sqlparser-rs as a comment).
+const UNICODE_SPACE = /[\u0085\u00a0\u1680\u180e\u2000-\u200d\u2028\u2029\u202f\u205f\u2060\u3000\ufeff]/g
+
+/** Where a non-ASCII space stands in code (not inside a string, name or comment), under one reading. */
+export const unicodeSpaceInCode = (sql: string, rules: LexicalRules): number | undefined => {
+  if (!/[^\x00-\x7f]/.test(sql)) return undefined
+  const classes = classesOf(sql, rules)
+  for (const match of sql.matchAll(UNICODE_SPACE)) if (classes[match.index] === "c") return match.index
+  return undefined
 }

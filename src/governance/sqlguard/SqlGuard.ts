@@ -1,11 +1,11 @@
-import { dialectFromString, init as loadSqlparser, Parser } from "@guanmingchiu/sqlparser-ts"
+import { dialectFromString, init as loadSqlparser, Parser, parseWithComments } from "@guanmingchiu/sqlparser-ts"
 import { Effect, Either } from "effect"
 import { loadModule as loadPgQuery, parseSync as parsePostgres } from "libpg-query"
 import type { DbType } from "../../domain/Connection"
 import { type Analysis, Findings, Refusal } from "./Analysis"
 import { DIALECTS, type DialectProfile, type FunctionAllowance } from "./Dialects"
 import { pivotStandIn } from "./DuckdbPivot"
-import { blankComments, expandExecutableComments, readsAlike } from "./Lexer"
+import { blankComments, expandExecutableComments, readsAlike, unicodeSpaceInCode } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
 import { parseTextOf, sequencesRead } from "./ParseText"
 import { walkPostgres } from "./PostgresWalk"
@@ -54,6 +54,18 @@ const sqlparserFor = (dialect: string) => {
   return parser
 }
 
+/**
+ * The parse text has no comments left (they were blanked as the engine reads them): a comment the
+ * parser still finds is text it skips and the engine may run (sqlparser-rs reads `--` before a
+ * non-ASCII space, or Snowflake's `#`, as a comment), so the statement is refused.
+ */
+const commentsTheParserSees = (parseText: string, profile: DialectProfile): Refusal | undefined => {
+  if (!/--|\/\*|#|\/\//.test(parseText)) return undefined
+  const found = tryParse(() => parseWithComments(parseText, profile.sqlparser).comments)
+  if (Either.isRight(found) && found.right.length === 0) return undefined
+  return new Refusal("the guard's parser reads part of the statement as a comment that the database may run as code; write the statement without that comment mark outside strings")
+}
+
 const tooDeep = () =>
   new Refusal(`the statement nests more than ${MAX_TREE_DEPTH} levels deep (subqueries, set operations, parentheses); split it into smaller statements`)
 
@@ -79,6 +91,10 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowa
       new Refusal("the statement reads differently under the ways a server may read its comments and quotes (a comment or quote mark inside a comment or string, a comment inside a comment, a carriage return in a line comment); write it so that every reading agrees")
     )
   }
+  const space = unicodeSpaceInCode(sql, profile.lexical)
+  if (space !== undefined) {
+    return Either.left(new Refusal(`the statement has a non-ASCII space (U+${sql.codePointAt(space)!.toString(16).toUpperCase().padStart(4, "0")}) outside a string or name, which engines and the guard read differently; use an ordinary space`))
+  }
   const expanded = expandExecutableComments(sql, profile.lexical)
   if (expanded.conditional) {
     return Either.left(new Refusal("a versioned comment (/*!NNNNN … */, /*M! … */) runs or not by the server's version and kind; write what it holds as plain SQL, or leave it out"))
@@ -101,6 +117,8 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowa
     const parsed = tryParse(() => sqlparserFor(profile.sqlparser).parse(parseText) as Array<unknown>)
     if (Either.isLeft(parsed)) return Either.left(parseError(dbType, parsed.left))
     if (treeDepth(parsed.right) > MAX_TREE_DEPTH) return Either.left(tooDeep())
+    const hidden = commentsTheParserSees(parseText, profile)
+    if (hidden !== undefined) return Either.left(hidden)
     analysis = walkSqlparser(parsed.right, parseText, profile, findings, allowedFunctions)
     tree = { grammar: "sqlparser", root: parsed.right[0] }
     if (profile.postgresCrossCheck) {

@@ -151,6 +151,7 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select top 5 * from canary; delete from canary"
   ],
   mysql: [
+    "select `\u00a0` --\u00a0, secret from canary, (select 1 as `\u00a0`) z\n",
     // A versioned comment runs or not by the server's kind and version: refused, whichever it is.
     "select 1 as `a\\`, 2 /*!99999 , ' */ , secret into outfile '/tmp/sluice-outfile' from canary -- '",
     "select 1 /*!99999 , ' */ , secret from canary -- '",
@@ -252,6 +253,7 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "select * from canary union all select 1, (select count(*) from sqlite_stat4)"
   ],
   duckdb: [
+    "select e'\\'' as a, '-- ' , secret from canary\n",
     "select * from package.json",
     "select * from \"**\".json",
     "select * from x.y.csv",
@@ -334,6 +336,8 @@ export const DIALECT_ATTACKS: Record<DbType, ReadonlyArray<string>> = {
     "USE master"
   ],
   snowflake: [
+    // To sqlparser-rs # starts a comment here; the guard reads code: refused, whichever Snowflake takes.
+    "select 1 # , secret from canary\n",
     "CALL SYSTEM$WAIT(10)",
     "SELECT SYSTEM$CANCEL_ALL_QUERIES(1)",
     "SELECT system$abort_session(1)",
