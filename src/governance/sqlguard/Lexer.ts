@@ -277,3 +277,31 @@ export const unicodeSpaceInCode = (sql: string, rules: LexicalRules): number | u
   for (const match of sql.matchAll(UNICODE_SPACE)) if (classes[match.index] === "c") return match.index
   return undefined
 }
+
+// What a parser's tokenizer reads specially inside a string: delimiters, escapes and comment marks (a date's lone - is not one).
+const DELICATE = /--|\/\*|\*\/|\/\/|['"`\\#$[\];]/g
+
+/**
+ * The text with every string's content made plain (its delicate characters replaced by x, same
+ * length), as the engine delimits strings; undefined when no string holds such a character. A
+ * parser that reads the plain text to other tables, functions or statements than the text itself
+ * read a string otherwise than the engine does.
+ */
+export const plainStrings = (sql: string, rules: LexicalRules): string | undefined => {
+  let text = ""
+  let at = 0
+  for (const token of tokenize(sql, rules)) {
+    if (token.kind !== "string") continue
+    DOLLAR_TAG.lastIndex = token.start
+    const tag = sql[token.start] === "$" && DOLLAR_TAG.test(sql) ? DOLLAR_TAG.lastIndex - token.start : 0
+    const open = tag > 0 ? tag : /[Ee]/.test(sql[token.start]!) && sql[token.start + 1] === "'" ? 2 : 1
+    const delimiter = tag > 0 ? sql.slice(token.start, token.start + tag) : sql[token.start + open - 1]!
+    const close = token.end - token.start >= open + delimiter.length && sql.slice(token.end - delimiter.length, token.end) === delimiter ? delimiter.length : 0
+    const content = sql.slice(token.start + open, token.end - close)
+    const plain = content.replace(DELICATE, (mark) => "x".repeat(mark.length))
+    if (plain === content) continue
+    text += sql.slice(at, token.start + open) + plain
+    at = token.end - close
+  }
+  return at === 0 ? undefined : text + sql.slice(at)
+}

@@ -5,7 +5,7 @@ import type { DbType } from "../../domain/Connection"
 import { type Analysis, Findings, Refusal } from "./Analysis"
 import { DIALECTS, type DialectProfile, type FunctionAllowance } from "./Dialects"
 import { pivotStandIn } from "./DuckdbPivot"
-import { blankComments, expandExecutableComments, readsAlike, unicodeSpaceInCode } from "./Lexer"
+import { blankComments, expandExecutableComments, plainStrings, readsAlike, unicodeSpaceInCode } from "./Lexer"
 import { lexicalGuard } from "./LexicalGuard"
 import { parseTextOf, sequencesRead } from "./ParseText"
 import { walkPostgres } from "./PostgresWalk"
@@ -66,6 +66,25 @@ const commentsTheParserSees = (parseText: string, profile: DialectProfile): Refu
   return new Refusal("the guard's parser reads part of the statement as a comment that the database may run as code; write the statement without that comment mark outside strings")
 }
 
+/**
+ * The statement parsed again with its strings' contents made plain (`plainStrings`): if the parser
+ * read a string otherwise than the engine delimits it, code hid in it, and the plain text shows it
+ * (another table, a function, a refusal). The same walk must find the same tables at the same
+ * places and nothing it refuses.
+ */
+const stringsTheParserMisreads = (parseText: string, profile: DialectProfile, analysis: Analysis, allowedFunctions: FunctionAllowance): Refusal | undefined => {
+  const plain = plainStrings(parseText, profile.lexical)
+  if (plain === undefined) return undefined
+  const misread = new Refusal("the guard's parser reads a string of the statement otherwise than the database delimits it; write the string without quote, escape or comment marks in it")
+  const parsed = tryParse(() => sqlparserFor(profile.sqlparser).parse(plain) as Array<unknown>)
+  if (Either.isLeft(parsed) || treeDepth(parsed.right) > MAX_TREE_DEPTH) return misread
+  const findings = new Findings()
+  const again = walkSqlparser(parsed.right, plain, profile, findings, allowedFunctions)
+  if (findings.reason !== undefined) return new Refusal(findings.reason)
+  const places = (a: Analysis) => a.tables.map((t) => t.at?.start ?? -1).sort((x, y) => x - y).join(",")
+  return places(again) === places(analysis) ? undefined : misread
+}
+
 const tooDeep = () =>
   new Refusal(`the statement nests more than ${MAX_TREE_DEPTH} levels deep (subqueries, set operations, parentheses); split it into smaller statements`)
 
@@ -121,6 +140,8 @@ const checkWith = (sql: string, dbType: DbType, allowedFunctions: FunctionAllowa
     if (hidden !== undefined) return Either.left(hidden)
     analysis = walkSqlparser(parsed.right, parseText, profile, findings, allowedFunctions)
     tree = { grammar: "sqlparser", root: parsed.right[0] }
+    const misread = stringsTheParserMisreads(parseText, profile, analysis, allowedFunctions)
+    if (misread !== undefined) return Either.left(misread)
     if (profile.postgresCrossCheck) {
       const postgres = tryParse(() => parsePostgres(parseText))
       if (Either.isRight(postgres) && treeDepth(postgres.right) <= MAX_TREE_DEPTH) walkPostgres(postgres.right, parseText, profile, findings, allowedFunctions)
