@@ -14,8 +14,9 @@ export const explainStatement = (dbType: DbType, sql: string): string | undefine
       return `EXPLAIN FORMAT=JSON ${sql}`
     case "sqlite":
       return `EXPLAIN QUERY PLAN ${sql}`
-    case "redshift":
     case "duckdb":
+      return `EXPLAIN (FORMAT JSON) ${sql}`
+    case "redshift":
     case "clickhouse":
     case "trino":
     case "snowflake":
@@ -191,11 +192,20 @@ const mysqlSummary = (plan: unknown): Omit<PlanSummary, "estimated_usd"> => {
   return { plan, estimated_rows: rows, estimated_cost: Number.isFinite(cost) ? cost : null, estimated_bytes: null, scanned_rows: scanned, warnings }
 }
 
+type DuckdbNode = { name?: string; children?: Array<DuckdbNode>; extra_info?: Record<string, unknown> }
+
+const duckdbSummary = (plan: unknown): Omit<PlanSummary, "estimated_usd"> => {
+  const root = Array.isArray(plan) ? (plan[0] as DuckdbNode | undefined) : undefined
+  const rows = Number(root?.extra_info?.["Estimated Cardinality"])
+  return { plan, estimated_rows: Number.isFinite(rows) ? rows : null, estimated_cost: null, estimated_bytes: null, scanned_rows: null, warnings: [] }
+}
+
 /** The plan as the engine gave it, with row and cost estimates and warnings where the engine states them. */
 export const summarizePlan = (dbType: DbType, result: QueryResult): PlanSummary => {
   const unknown = { estimated_rows: null, estimated_cost: null, estimated_bytes: null, scanned_rows: null }
   if (dbType === "postgresql") return priced(dbType, postgresSummary(parseJson(result.rows[0]?.[0])))
   if (dbType === "mysql") return priced(dbType, mysqlSummary(parseJson(result.rows[0]?.[0])))
+  if (dbType === "duckdb") return priced(dbType, duckdbSummary(parseJson(result.rows[0]?.[1])))
   if (dbType === "sqlite") {
     const details = result.rows.map((row) => String(row.at(-1)))
     const warnings = details.filter((d) => /^SCAN /.test(d) && !/USING (COVERING )?INDEX/.test(d)).map((d) => `full ${d.toLowerCase()}`)
@@ -203,4 +213,51 @@ export const summarizePlan = (dbType: DbType, result: QueryResult): PlanSummary 
   }
   const lines = result.rows.map((row) => row.map((cell) => String(cell)).join("\t"))
   return priced(dbType, { plan: lines, ...unknown, warnings: [] })
+}
+
+// The fields of a plan node that say what the engine does, not what it computes with: an allow-list
+// per engine. Anything else (conditions, outputs, keys, widths, per-node estimates, constants the
+// optimizer took from the data, such as DuckDB's compression bounds) can hold a value or a statistic of one.
+const POSTGRES_SHAPE = new Set([
+  "Plan", "Plans", "Node Type", "Parent Relationship", "Relation Name", "Schema", "Alias", "Join Type", "Strategy", "Partial Mode",
+  "Parallel Aware", "Async Capable", "Scan Direction", "Index Name", "Subplan Name", "CTE Name", "Function Name", "Command",
+  "Workers Planned", "Inner Unique"
+])
+const MYSQL_SHAPE = new Set([
+  "query_block", "select_id", "table", "table_name", "access_type", "possible_keys", "key", "used_key_parts", "using_index",
+  "nested_loop", "ordering_operation", "grouping_operation", "duplicates_removal", "filesort", "temporary_table",
+  "using_temporary_table", "using_filesort", "read_sorted_file", "materialized_from_subquery", "materialized", "subqueries",
+  "attached_subqueries", "union_result", "query_specifications", "block-nl-join", "join_type", "derived"
+])
+const DUCKDB_SHAPE = new Set(["name", "children", "extra_info", "Table", "Type", "Join Type"])
+
+const keepOnly = (fields: ReadonlySet<string>) => {
+  const kept = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(kept)
+    if (typeof value !== "object" || value === null) return value
+    return Object.fromEntries(Object.entries(value).flatMap(([field, inner]) => (fields.has(field) ? [[field, kept(inner)]] : [])))
+  }
+  return kept
+}
+
+/**
+ * A plan for a statement that reads columns with PII rules, as the caller may see it: the engine
+ * planned it over the raw columns, so only the shape of its plan is shown (operators, relations,
+ * indexes, joins). SQLite's plan lines hold no values; the engines whose plans are text are withheld.
+ * The estimates stay: they are what the statement is priced and approved by.
+ */
+export const planShape = (dbType: DbType, summary: PlanSummary): PlanSummary => {
+  switch (dbType) {
+    case "postgresql":
+      return { ...summary, plan: keepOnly(POSTGRES_SHAPE)(summary.plan) }
+    case "mysql":
+      return { ...summary, plan: keepOnly(MYSQL_SHAPE)(summary.plan) }
+    case "duckdb":
+      return { ...summary, plan: keepOnly(DUCKDB_SHAPE)(summary.plan) }
+    case "sqlite":
+    case "bigquery":
+      return summary
+    default:
+      return { ...summary, plan: null, warnings: [...summary.warnings, "The plan's text is withheld: the statement reads columns with PII rules"] }
+  }
 }

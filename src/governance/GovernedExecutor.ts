@@ -19,7 +19,7 @@ import {
   ResultTooLarge
 } from "../domain/Query"
 import { type Attribution, attributionComment } from "./Attribution"
-import { dryRunSummary, explainStatement, type PlanSummary, summarizePlan } from "./ExplainPlan"
+import { dryRunSummary, explainStatement, type PlanSummary, planShape, summarizePlan } from "./ExplainPlan"
 import { type HashPads, hashPadsOf, PLAN_PADS, withoutKey } from "./MaskExpressions"
 import { maskPlan, maskResult } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
@@ -445,7 +445,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
                 Effect.tapError(failed)
               )
       yield* report({ query_id: queryId, tables, planned: true })
-      return { query_id: queryId, ...summary, tables, sql: capped.sql }
+      return { query_id: queryId, ...(runs.rewritten ? planShape(dbType, summary) : summary), tables, sql: capped.sql }
     })
 
     return { run, stream, explain } as const
