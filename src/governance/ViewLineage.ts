@@ -2,6 +2,7 @@ import { Either } from "effect"
 import type { ConnectionInput } from "../domain/Connection"
 import type { PiiRule } from "../domain/Pii"
 import type { TableInfo } from "../domain/SchemaSnapshot"
+import { quoteIdentifier } from "./Catalog"
 import { maskPlan } from "./PiiMasking"
 import type { CheckedStatement } from "./sqlguard/SqlGuard"
 import type { Refusal } from "./sqlguard/Analysis"
@@ -118,10 +119,43 @@ const inheritanceOf = (tables: ReadonlyArray<TableInfo>) => {
   return [...nodes].map(([key, node]) => ({ node, related: [...walk(key, children), ...walk(key, parents)] }))
 }
 
+/** The words of an expression that could name a column. */
+const wordsOf = (text: string) => new Set(text.toLowerCase().split(/[^\p{L}\p{N}_$]+/u))
+
+/**
+ * PII rules for generated columns, which the catalog gives as their column's default: a column
+ * whose expression passes a masked column of its table through gets its rule, one computed from it
+ * is redacted, as a view's column is. An expression that names one but does not parse is redacted.
+ */
+const rulesThroughGeneratedColumns = (
+  tables: ReadonlyArray<TableInfo>,
+  rules: ReadonlyArray<PiiRule>,
+  connection: ConnectionInput,
+  check: Check
+): Array<PiiRule> =>
+  tables.flatMap((t) => {
+    if (t.kind === "view" || t.kind === "materialized_view") return []
+    const own = rules.filter((rule) => sameTable(qualify(rule.table.split("."), connection), qualify([t.schema, t.name], connection)))
+    if (own.length === 0) return []
+    const masked = new Set(own.map((rule) => rule.column.toLowerCase()))
+    const table = `${t.schema}.${t.name}`
+    const from = `${quoteIdentifier(connection.db_type, t.schema)}.${quoteIdentifier(connection.db_type, t.name)}`
+    return t.columns.flatMap((column) => {
+      if (column.default === null || masked.has(column.name.toLowerCase())) return []
+      if (![...wordsOf(column.default)].some((word) => masked.has(word))) return []
+      const checked = check(`select ${column.default} from ${from}`)
+      const action = Either.isLeft(checked)
+        ? "redact"
+        : maskPlan([{ name: column.name, type: "" }], checked.right, rules, connection, Buffer.alloc(0))?.masked[0]?.rule
+      return action === undefined ? [] : [{ table, column: column.name, action }]
+    })
+  })
+
 /**
  * PII rules through relations: a partition or inheritance child gets the rules of the tables it
- * belongs to (every level), a table those of its partitions and children (it reads their rows),
- * and a view the rules lineage traces through its definition from any of these.
+ * belongs to (every level), a table those of its partitions and children (it reads their rows), a
+ * generated column those of the columns it is computed from, and a view the rules lineage traces
+ * through its definition from any of these.
  */
 export const rulesThroughRelations = (
   tables: ReadonlyArray<TableInfo>,
@@ -134,7 +168,8 @@ export const rulesThroughRelations = (
     const own = named.filter((r) => sameTable(r.table, qualify([node.schema, node.name], connection)))
     return related.flatMap((other) => own.map(({ rule }) => ({ table: nameOf(other), column: rule.column, action: rule.action })))
   })
-  return [...inherited, ...rulesThroughViews(viewsOf(tables), [...rules, ...inherited], connection, check)]
+  const generated = rulesThroughGeneratedColumns(tables, [...rules, ...inherited], connection, check)
+  return [...inherited, ...generated, ...rulesThroughViews(viewsOf(tables), [...rules, ...inherited, ...generated], connection, check)]
 }
 
 /**

@@ -5,6 +5,7 @@ import type { PiiRule } from "../../src/domain/Pii"
 import type { TableInfo } from "../../src/domain/SchemaSnapshot"
 import { hashPadsOf, maskText, withoutKey } from "../../src/governance/MaskExpressions"
 import { maskAtSource, maskingCatalog } from "../../src/governance/SourceMasking"
+import { rulesThroughRelations } from "../../src/governance/ViewLineage"
 import { SqlGuard } from "../../src/governance/sqlguard/SqlGuard"
 import { tablePolicyRefusal } from "../../src/governance/TablePolicy"
 
@@ -204,5 +205,25 @@ describe("one name resolver: a CTE shadows a table only where the engine resolve
     expect(show("show tables from shop")).toBeUndefined()
     expect(show("show tables")).toBeUndefined()
     expect(show("show tables from other_db", ["other_db.t"])).toBeUndefined()
+  })
+})
+
+describe("rules for columns computed from masked ones", () => {
+  it("a generated column gets the rule of the column it passes through, redaction when it computes from one; plain defaults get none", () => {
+    for (const dbType of ["postgresql", "mysql", "duckdb"] as const) {
+      const schema = SCHEMA[dbType]
+      const columns = table(schema, "customers", [["id", "int"], ["email", "text"], ["email_lc", "text"], ["email_copy", "text"], ["created", "timestamp"], ["note", "text"], ["odd", "text"]]).columns
+      const defaults: Record<string, string> = {
+        id: "nextval('customers_id_seq'::regclass)",
+        email_lc: dbType === "mysql" ? "lower(`email`)" : "lower(email)",
+        email_copy: "email",
+        created: "now()",
+        note: "'no email here'",
+        odd: "email ||| broken ("
+      }
+      const customers = { ...table(schema, "customers", []), columns: columns.map((c) => ({ ...c, default: defaults[c.name] ?? null })) }
+      const derived = rulesThroughRelations([customers], [{ table: "customers", column: "email", action: "mask" }], CONNECTIONS[dbType], (sql) => guard.check(sql, dbType, "any"))
+      expect(derived.map((r) => [r.column, r.action]).sort(), dbType).toEqual([["email_copy", "mask"], ["email_lc", "redact"], ["odd", "redact"]])
+    }
   })
 })

@@ -25,7 +25,8 @@ export const PII_RULES = [
   { table: "customers", column: "income", action: "redact" },
   { table: "customers", column: "birth", action: "drop" },
   { table: "customers_part", column: "email", action: "mask" },
-  { table: "visits", column: "birth", action: "drop" }
+  { table: "visits", column: "birth", action: "drop" },
+  { table: "customer_keys", column: "email", action: "mask" }
 ] as const
 export const BLOCKED = ["secret_salaries"]
 
@@ -98,6 +99,9 @@ const schemaSql = (engine: Engine, people: ReadonlyArray<Person>) => {
     `create table big (id int primary key)`,
     `insert into big ${engine === "postgresql" ? "select generate_series(1, 300)" : engine === "duckdb" ? "select range from range(1, 301)" : "with recursive s(n) as (select 1 union all select n + 1 from s where n < 300) select n from s"}`,
     `create view v_customers as select id, name, email, ssn, phone from customers`,
+    // Columns the engine computes from a masked one, which the catalog gives as their default.
+    `create table customer_keys (id int primary key, email ${text}, email_lc ${text} generated always as (lower(email))${engine === "postgresql" ? " stored" : ""}, email_len int generated always as (length(email))${engine === "postgresql" ? " stored" : ""})`,
+    `insert into customer_keys (id, email) select id, email from customers`,
     ...(engine === "postgresql"
       ? [
           "create table customers_part (id int, email text) partition by range (id)",

@@ -17,7 +17,8 @@ export const mysqlCatalog = (database: string | undefined): CatalogQueries => {
       from information_schema.tables t
       left join information_schema.views v on v.table_schema = t.table_schema and v.table_name = t.table_name
       where ${where("t")} order by 1, 2`,
-    columns: `select c.table_schema, c.table_name, c.column_name, c.column_type, c.is_nullable = 'YES', c.column_default,
+    columns: `select c.table_schema, c.table_name, c.column_name, c.column_type, c.is_nullable = 'YES',
+        coalesce(nullif(c.generation_expression, ''), c.column_default),
         nullif(c.column_comment, ''), null, null, null
       from information_schema.columns c where ${where("c")}
       order by c.table_schema, c.table_name, c.ordinal_position`,
