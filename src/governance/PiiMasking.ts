@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto"
 import type { Column, QueryResult, Row } from "../../layers/connectors/Connector"
 import type { ConnectionInput } from "../domain/Connection"
 import type { PiiAction, PiiRule } from "../domain/Pii"
+import type { TableInfo } from "../domain/SchemaSnapshot"
 import { columnLineage, type OutputColumn } from "./lineage/ColumnLineage"
 import { queryShapeOf } from "./lineage/QueryShapeOf"
 import { maskText, REDACTED } from "./MaskExpressions"
@@ -142,4 +143,19 @@ export const maskResult = (
   return plan === undefined
     ? { result, masked: [] }
     : { result: { ...result, columns: plan.columns, rows: result.rows.map(plan.maskRow) }, masked: plan.masked }
+}
+
+/**
+ * Tables as a caller may see them: the planner's statistics of a column with a rule (its distinct
+ * values, its share of nulls) describe its raw values, and are withheld like them.
+ */
+export const withoutPiiStatistics = (tables: ReadonlyArray<TableInfo>, rules: ReadonlyArray<PiiRule>, connection: ConnectionInput): ReadonlyArray<TableInfo> => {
+  if (rules.length === 0) return tables
+  const named = rules.map((rule) => ({ table: qualify(rule.table.split("."), connection), column: rule.column.toLowerCase() }))
+  return tables.map((t) => {
+    const own = named.filter((rule) => sameTable(rule.table, qualify([t.schema, t.name], connection)))
+    if (own.length === 0) return t
+    const hidden = (column: string) => own.some((rule) => covers(rule, column.toLowerCase()))
+    return { ...t, columns: t.columns.map((c) => (hidden(c.name) ? { ...c, distinct_estimate: null, null_fraction: null } : c)) }
+  })
 }

@@ -8,6 +8,7 @@ import type { PiiPolicy } from "../domain/Pii"
 import type { Principal } from "../domain/Principal"
 import { onQualifiedName, type RefreshStatus, type SchemaSnapshot, type TableInfo } from "../domain/SchemaSnapshot"
 import { CatalogReader } from "../governance/CatalogReader"
+import { withoutPiiStatistics } from "../governance/PiiMasking"
 import { maskingCatalog, type MaskingCatalog, NO_MASKING } from "../governance/SourceMasking"
 import { ResultCache } from "../governance/ResultCache"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
@@ -306,14 +307,17 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         if (cached !== undefined) cached.checkedAt = 0
       })
 
-    const viewOf = (target: Target, entry: Cached): SchemaView => {
+    /** The snapshot as callers see it: tables that reach a blocked one left out, statistics of PII columns withheld. */
+    const viewOf = (target: Target, entry: Cached, pii: PiiPolicy): SchemaView => {
       const connection = target.connection
-      const key = `${target.version}:${notesKey(entry.notes)}`
+      const key = `${target.version}:${pii.version}:${notesKey(entry.notes)}`
       if (entry.curated?.key !== key) {
-        const all = withNotes(entry.tables, entry.notes)
+        const shownOf = (tables: ReadonlyArray<TableInfo>) => withoutPiiStatistics(tables, pii.rules, connection)
+        const all = shownOf(withNotes(entry.tables, entry.notes))
+        const scanned = shownOf(entry.tables)
         const shows = visibleAmong(connection, entry.tables)
         const shown = all.map((t, i) => ({ t, i })).filter(({ t }) => shows(t.schema, t.name))
-        entry.curated = { key, all, tables: shown.map(({ t }) => t), scanned: shown.map(({ i }) => entry.tables[i]!), set: new Set(shown.map(({ t }) => t)) }
+        entry.curated = { key, all, tables: shown.map(({ t }) => t), scanned: shown.map(({ i }) => scanned[i]!), set: new Set(shown.map(({ t }) => t)) }
       }
       const curated = entry.curated
       const visible = (t: TableInfo) => curated.set.has(t)
@@ -342,7 +346,9 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     /** The connection's schema as the caller may see it. */
     const view = Effect.fn("Schemas.view")(function* (principal: Principal, name: string) {
       const target = yield* connections.target(principal, name)
-      return viewOf(target, yield* current(target))
+      const entry = yield* current(target)
+      // The rules a view, partition or generated column takes from a PII column are withheld alike.
+      return viewOf(target, entry, (yield* policyFor(target, "")).pii)
     })
 
     const statusOf = (target: Target) =>

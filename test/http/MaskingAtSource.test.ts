@@ -6,6 +6,7 @@ import { hashPadsOf, hmacHex } from "../../src/governance/MaskExpressions"
 import { LOCAL_ORG } from "../../src/domain/Ids"
 import { READS } from "../governance/corpus/Reads"
 import { piiPlan, renderPii } from "../governance/GuardGrammar"
+import { eventually } from "../support/Eventually"
 import { request } from "../support/Http"
 import { startInProcess } from "../support/InProcess"
 import { BLOCKED, type CopyOf, createPiiCopies, type Engine, PII_RULES, type PiiCopies, piiCopiesDir, RAW_FRAGMENTS } from "../support/PiiCopies"
@@ -348,6 +349,31 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
       }
     }
     expect(found).toEqual([])
+  })
+
+  it("the schema shows no statistic of a PII column (distinct values, nulls): the same on both copies", async () => {
+    const admin = await app.keyWith(["admin", "read", "write", "query"])
+    for (const engine of ["postgresql", "mysql", "duckdb"] as const) {
+      const [a, b] = await Promise.all(
+        (["a", "b"] as const).map(async (copy) => {
+          const name = `${engine}_${copy}`
+          // Statistics are only as fresh as the last scan: scan again after the engine has counted.
+          expect((await request(app.url, `/api/connections/${name}/schema/refresh`, { key: admin, method: "POST" })).status).toBe(202)
+          await eventually(() => request(app.url, `/api/connections/${name}/schema/status`, { key: reader }), (status) => status.json.state !== "running", `${name} scanned`)
+          const snapshot = (await request(app.url, `/api/connections/${name}/schema`, { key: reader })).json
+          const ddl = (await request(app.url, `/api/connections/${name}/schema/ddl`, { key: reader })).text
+          const customers = snapshot.tables.find((t: { name: string }) => t.name === "customers")
+          return { columns: customers.columns, ddl: ddl.replaceAll(copyOf(engine, copy).database, "{db}").match(/CREATE TABLE [^;]*customers \([^;]*;/g) }
+        })
+      )
+      const pii = (columns: Array<{ name: string }>) => columns.filter((c) => ["email", "ssn", "phone", "income", "birth"].includes(c.name))
+      expect(pii(a!.columns).length, engine).toBe(5)
+      expect(pii(a!.columns), engine).toEqual(pii(b!.columns))
+      for (const column of pii(a!.columns)) expect(column, engine).toMatchObject({ distinct_estimate: null, null_fraction: null })
+      // PostgreSQL keeps statistics, and shows them for the other columns.
+      if (engine === "postgresql") expect(a!.columns.find((c: { name: string }) => c.name === "name")).toMatchObject({ distinct_estimate: 5, null_fraction: 0 })
+      expect(a!.ddl, engine).toEqual(b!.ddl)
+    }
   })
 
   it("explain refuses what a query refuses, and no plan or message holds the hash key", async () => {
