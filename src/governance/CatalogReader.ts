@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { InvalidRequest } from "../domain/Errors"
+import type { NamedRelation } from "../schema/catalog/CatalogQueries"
 import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
 import { type CatalogScan, scanCatalog } from "../schema/CatalogScan"
 import { columnsQuery } from "./Catalog"
@@ -48,7 +49,24 @@ export class CatalogReader extends Effect.Service<CatalogReader>()("sluice/Catal
       return Effect.map(read(target, sql), (result) => result.rows.map((row) => row.map(String) as [string, string, string]))
     }
 
-    return { tables, columns } as const
+    /**
+     * Kind and definition of these relations as the catalog has them now (schema, name, kind,
+     * definition); undefined where the engine's catalog is not read per statement.
+     */
+    const relationsNow = (target: PoolTarget, relations: ReadonlyArray<NamedRelation>) => {
+      const queries = catalogFor(target.connection)
+      if ("needs" in queries || queries.relationsNow === undefined || relations.length === 0) return Effect.succeed(undefined)
+      return Effect.map(read(target, queries.relationsNow(relations)), (result) =>
+        result.rows.map(([schema, name, kind, definition]) => ({
+          schema: String(schema),
+          name: String(name),
+          kind: String(kind),
+          definition: definition === null || definition === undefined ? null : String(definition)
+        }))
+      )
+    }
+
+    return { tables, columns, relationsNow } as const
   }),
   dependencies: [ConnectorPools.Default]
 }) {}

@@ -40,6 +40,8 @@ export interface GovernedQuery {
   readonly reached: ReachedBlocks
   /** The connection's relations and the PII actions on their columns, for masking at the source. */
   readonly masking: MaskingCatalog
+  /** Why the statement may not run whatever it is: the relations it reads could not be told from what the snapshot says. */
+  readonly refusal?: string
   readonly sql: string
   readonly rowLimit: number
   readonly timeoutMs: number
@@ -190,6 +192,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
         const analysis = checked.right.analysis
         const tables = [...new Set(analysis.tables.map((t) => t.parts.join(".")))]
+        if (query.refusal !== undefined) return yield* refuse(query.refusal, tables)
         const policy = tablePolicyRefusal(analysis.tables, connection, query.reached, analysis.databases)
         if (policy !== undefined) return yield* refuse(policy, tables)
         const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))

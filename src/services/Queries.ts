@@ -117,6 +117,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
           pii: policy.pii,
           reached: policy.reached,
           masking: policy.masking,
+          ...(policy.refusal === undefined ? {} : { refusal: policy.refusal }),
           sql: request.sql,
           rowLimit,
           timeoutMs: timeoutSeconds * 1000,

@@ -11,10 +11,11 @@ import { CatalogReader } from "../governance/CatalogReader"
 import { withoutPiiStatistics } from "../governance/PiiMasking"
 import { maskingCatalog, type MaskingCatalog, NO_MASKING } from "../governance/SourceMasking"
 import { ResultCache } from "../governance/ResultCache"
+import type { TableReference } from "../governance/sqlguard/Analysis"
 import { SqlGuard } from "../governance/sqlguard/SqlGuard"
 import { blocksThroughRelations, rulesThroughRelations, viewReads } from "../governance/ViewLineage"
 import { DIALECTS } from "../governance/sqlguard/Dialects"
-import { qualify } from "../governance/sqlguard/Names"
+import { qualify, relationKey } from "../governance/sqlguard/Names"
 import { isSystemRelation } from "../governance/sqlguard/SystemRelations"
 import { NOTHING_REACHED, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
@@ -36,6 +37,9 @@ const CACHE_CAPACITY = 1_000
 const QUERY_SCAN_EVERY_MS = 60_000
 // A snapshot this young is taken to list every relation: a name it lacks does not exist.
 const FRESH_MS = 10_000
+// What a statement reads is confirmed against the catalog when the last confirmation is older than this:
+// a DDL change reaches the query path within it, and a busy connection reads its catalog once a second.
+const CONFIRMED_FOR_MS = 1_000
 
 type Target = PoolTarget
 // Pool targets carry the org as a plain string; every one here came from the org's own lookup.
@@ -52,6 +56,13 @@ interface Cached {
   notes: ReadonlyArray<NoteRow>
   /** The PII policy with rules derived through this snapshot's views, partitions and children, and the relations that reach a blocked table, for one version of the connection's settings and rules. */
   throughRelations?: { readonly key: string } & RelationPolicy
+  /** The snapshot's relations (partitions and children too) by resolved name, and the relations each view's definition reads. */
+  relations?: {
+    readonly byKey: ReadonlyMap<string, ScannedRelation>
+    readonly reads: Map<string, ReadonlyArray<string>>
+    /** When the catalog last said each relation is still what the snapshot says. */
+    readonly confirmedAt: Map<string, number>
+  }
   /** The snapshot's relation names (partitions and children included), lower-cased, for telling a relation it does not list. */
   names?: { readonly qualified: ReadonlySet<string>; readonly bare: ReadonlySet<string> }
   /** The tables with their notes, visible under one version of the connection's settings and notes, worked out once. */
@@ -84,7 +95,20 @@ export interface RelationPolicy {
   readonly pii: PiiPolicy
   readonly reached: ReachedBlocks
   readonly masking: MaskingCatalog
+  /** Why no statement may run under this policy now: what it reads changed since the snapshot, which could not be taken again. */
+  readonly refusal?: string
 }
+
+/** A relation of a snapshot as the catalog's kind and definition tell it from what it is now. */
+interface ScannedRelation {
+  readonly schema: string
+  readonly name: string
+  readonly kind: string
+  readonly definition: string | null
+}
+
+// A table, a partition, a partitioned or a foreign table hold rows alike; a view or a materialized view computes them.
+const shapeOf = (kind: string) => (kind === "view" || kind === "materialized_view" ? kind : "table")
 
 /** Changes when any note of the connection does: how many, and the latest write. */
 const notesKey = (notes: ReadonlyArray<NoteRow>) => `${notes.length}:${Math.max(0, ...notes.map((n) => n.updated_at.getTime()))}`
@@ -243,6 +267,61 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       })
     }
 
+    /** The snapshot's relations by resolved name, worked out once per snapshot. */
+    const scannedRelations = (entry: Cached, target: Target) => {
+      if (entry.relations === undefined) {
+        const byKey = new Map<string, ScannedRelation>()
+        const keyOf = (schema: string, name: string) => relationKey(qualify([schema, name], target.connection))
+        for (const t of entry.tables) {
+          byKey.set(keyOf(t.schema, t.name), { schema: t.schema, name: t.name, kind: t.kind, definition: t.definition })
+          for (const d of t.descendants ?? []) byKey.set(keyOf(d.schema, d.table), { schema: d.schema, name: d.table, kind: "table", definition: null })
+        }
+        entry.relations = { byKey, reads: new Map(), confirmedAt: new Map() }
+      }
+      return entry.relations
+    }
+
+    /**
+     * Whether a relation the statement reads, or a view under it at any depth, is no longer what
+     * the snapshot says (a view redefined, a table replaced by a view): its masking and blocking
+     * were derived from what it was. One catalog read of those relations, where the engine's is cheap.
+     */
+    const changedSinceScan = (entry: Cached, target: Target, sql: string) =>
+      Effect.gen(function* () {
+        const checked = guard.check(sql, target.connection.db_type, "any")
+        if (Either.isLeft(checked)) return false
+        const check = (text: string) => guard.check(text, target.connection.db_type, "any")
+        const { byKey, reads, confirmedAt } = scannedRelations(entry, target)
+        const resolve = (refs: ReadonlyArray<TableReference>) =>
+          refs.flatMap((ref) => (isSystemRelation(DIALECTS[target.connection.db_type].relations, ref.parts) ? [] : [relationKey(qualify(ref.parts, target.connection))]))
+        const read = new Set<string>()
+        const next = resolve(checked.right.analysis.tables)
+        while (next.length > 0) {
+          const key = next.pop()!
+          const relation = byKey.get(key)
+          if (relation === undefined || read.has(key)) continue
+          read.add(key)
+          if (relation.definition === null) continue
+          let under = reads.get(key)
+          if (under === undefined) reads.set(key, (under = resolve(viewReads(relation.definition, check) ?? [])))
+          next.push(...under)
+        }
+        const started = Date.now()
+        const unconfirmed = [...read].filter((key) => started - (confirmedAt.get(key) ?? 0) > CONFIRMED_FOR_MS)
+        if (unconfirmed.length === 0) return false
+        const relations = unconfirmed.map((key) => byKey.get(key)!)
+        const now = yield* Effect.either(catalog.relationsNow(target, relations))
+        if (Either.isLeft(now)) return true
+        if (now.right === undefined) return false
+        const found = new Map(now.right.map((r) => [`${r.schema}\u0000${r.name}`, r]))
+        const changed = relations.some((r) => {
+          const current = found.get(`${r.schema}\u0000${r.name}`)
+          return current === undefined || shapeOf(current.kind) !== shapeOf(r.kind) || current.definition !== r.definition
+        })
+        if (!changed) for (const key of unconfirmed) confirmedAt.set(key, started)
+        return changed
+      })
+
     /**
      * The connection's PII policy with rules for its views (derived by lineage over their scanned
      * definitions), partitions and inheritance children, and the relations that reach a blocked
@@ -261,12 +340,21 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         if (entry?.orgId !== orgOf(target)) entry = undefined
         const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > FRESH_MS && unknownRelations(entry, target, sql).length > 0
         const failedAt = scanFailedAt.get(target.connectionId)
+        let scanned = false
         if ((entry === undefined || stale) && (failedAt === undefined || Date.now() - failedAt > QUERY_SCAN_EVERY_MS)) {
-          const scanned = yield* Effect.either(Effect.flatMap(scanning(target), Deferred.await))
-          if (Either.isLeft(scanned)) scanFailedAt.set(target.connectionId, Date.now())
-          else entry = scanned.right
+          const rescanned = yield* Effect.either(Effect.flatMap(scanning(target), Deferred.await))
+          if (Either.isLeft(rescanned)) scanFailedAt.set(target.connectionId, Date.now())
+          else [entry, scanned] = [rescanned.right, true]
         }
         if (entry === undefined) return plain
+        if (!scanned && (yield* changedSinceScan(entry, target, sql))) {
+          const rescanned = yield* Effect.either(Effect.flatMap(scanning(target), Deferred.await))
+          if (Either.isLeft(rescanned)) {
+            scanFailedAt.set(target.connectionId, Date.now())
+            return { ...plain, refusal: "a relation it reads changed since the connection's schema was scanned, and the schema could not be scanned again; retry shortly" }
+          }
+          entry = rescanned.right
+        }
         const key = `${target.connectionId}:${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
         if (entry.throughRelations?.key !== key) {
           // A view's definition is traced, never run: the functions it calls are its owner's business.

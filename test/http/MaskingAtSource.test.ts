@@ -376,6 +376,24 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
     }
   })
 
+  it("a view redefined after the scan is read as it is now: masked, and refused where it now reads a blocked table", async () => {
+    for (const engine of ["postgresql", "mysql", "sqlite"] as const) {
+      const copy = copyOf(engine, "a")
+      // The snapshot knows v_safe as it was; nothing has read it since (what was read is confirmed at most a second before).
+      const snapshot = (await request(app.url, `/api/connections/${engine}_a/schema`, { key: reader })).json
+      expect(snapshot.tables.find((t: { name: string }) => t.name === "v_safe").columns.map((c: { name: string }) => c.name), engine).toEqual(["id", "name"])
+      await copies.exec(copy, "drop view v_safe")
+      await copies.exec(copy, "create view v_safe as select id, name, email, ssn from customers")
+      await copies.exec(copy, "drop view v_plain")
+      await copies.exec(copy, "create view v_plain as select 1 as id, salary as total from secret_salaries")
+      const widened = await ask(copy, "select * from v_safe order by id")
+      expect(widened, engine).toMatchObject({ status: 200, columns: [{ name: "id" }, { name: "name" }, { name: "email" }, { name: "ssn" }] })
+      expect(RAW_FRAGMENTS.filter((fragment) => JSON.stringify(widened).includes(fragment)), engine).toEqual([])
+      expect((widened as { rows: Array<Array<unknown>> }).rows[0]!.slice(2), engine).toEqual(["****.com", "[REDACTED]"])
+      expect(await ask(copy, "select * from v_plain"), engine).toMatchObject({ status: 400, code: "query_blocked" })
+    }
+  })
+
   it("explain refuses what a query refuses, and no plan or message holds the hash key", async () => {
     const explain = (connection: string, sql: string) => request(app.url, "/api/query/explain", { key: reader, body: { connection_name: connection, sql } })
     expect((await explain("duckdb_a", "select * from duck.secret_salaries")).json.code).toBe("query_blocked")

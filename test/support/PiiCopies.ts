@@ -99,6 +99,9 @@ const schemaSql = (engine: Engine, people: ReadonlyArray<Person>) => {
     `create table big (id int primary key)`,
     `insert into big ${engine === "postgresql" ? "select generate_series(1, 300)" : engine === "duckdb" ? "select range from range(1, 301)" : "with recursive s(n) as (select 1 union all select n + 1 from s where n < 300) select n from s"}`,
     `create view v_customers as select id, name, email, ssn, phone from customers`,
+    // Views a DBA redefines after the scan (a test does).
+    `create view v_safe as select id, name from customers`,
+    `create view v_plain as select id, total from orders`,
     // Columns the engine computes from a masked one, which the catalog gives as their default.
     `create table customer_keys (id int primary key, email ${text}, email_lc ${text} generated always as (lower(email))${engine === "postgresql" ? " stored" : ""}, email_len int generated always as (length(email))${engine === "postgresql" ? " stored" : ""})`,
     `insert into customer_keys (id, email) select id, email from customers`,
@@ -129,6 +132,8 @@ export interface CopyOf {
 export interface PiiCopies {
   readonly copies: ReadonlyArray<CopyOf>
   readonly dir: string
+  /** Runs statements on a copy as its owner would (PostgreSQL, MariaDB and SQLite; the gateway holds DuckDB's file). */
+  readonly exec: (copy: CopyOf, sql: string) => Promise<void>
   readonly drop: () => Promise<void>
 }
 
@@ -173,6 +178,15 @@ export const createPiiCopies = async (hashKey: Buffer, dir: string): Promise<Pii
   return {
     copies,
     dir,
+    exec: async (copy, sql) => {
+      if (copy.engine === "postgresql") await pgs.find((pg) => pg.name === copy.database)!.query(sql)
+      else if (copy.engine === "mysql") await maria.query(`use ${copy.database}; ${sql}`)
+      else if (copy.engine === "sqlite") {
+        const lite = new Database(copy.connection["database"] as string)
+        lite.exec(sql)
+        lite.close()
+      } else throw new Error(`${copy.engine}: not while the gateway holds the file`)
+    },
     drop: async () => {
       for (const pg of pgs) await pg.drop()
       for (const db of marias) await maria.query(`drop database if exists ${db}`)

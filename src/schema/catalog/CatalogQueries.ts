@@ -1,3 +1,13 @@
+/** A schema and a relation in it, as the catalog spells them. */
+export interface NamedRelation {
+  readonly schema: string
+  readonly name: string
+}
+
+/** A string literal: quotes doubled, and backslashes too where the session reads escapes (MySQL's). */
+export const literal = (value: string, backslashEscapes = false) =>
+  `'${(backslashEscapes ? value.replaceAll("\\", "\\\\") : value).replaceAll("'", "''")}'`
+
 /** A row of a catalog read, by position. */
 export type CatalogRow = ReadonlyArray<unknown>
 
@@ -36,4 +46,10 @@ export interface CatalogQueries {
    * tables, they do not define them.
    */
   readonly facts?: ReadonlyArray<string>
+  /**
+   * schema, name, kind and definition of these relations now, as `relations` gives them: what a
+   * statement is about to read, to be told from the snapshot it is governed by (a view redefined
+   * since). Absent where reading the catalog on every statement would cost too much.
+   */
+  readonly relationsNow?: (relations: ReadonlyArray<NamedRelation>) => string
 }

@@ -1,4 +1,4 @@
-import type { CatalogQueries } from "./CatalogQueries"
+import { type CatalogQueries, literal } from "./CatalogQueries"
 
 const own = `database_name = current_database() and not internal`
 
@@ -20,5 +20,11 @@ export const duckdbCatalog: CatalogQueries = {
       and constraint_type in ('PRIMARY KEY', 'FOREIGN KEY', 'UNIQUE')
     order by 1, 2, 3`,
   indexes: `select schema_name, table_name, index_name, is_unique, null, sql
-    from duckdb_indexes() where database_name = current_database() order by 1, 2, 3`
+    from duckdb_indexes() where database_name = current_database() order by 1, 2, 3`,
+  relationsNow: (relations) => {
+    const named = (schema: string, name: string) => `(${schema}, ${name}) in (${relations.map((r) => `(${literal(r.schema)}, ${literal(r.name)})`).join(", ")})`
+    return `select schema_name, table_name, 'table', null from duckdb_tables() where ${own} and ${named("schema_name", "table_name")}
+    union all
+    select schema_name, view_name, 'view', sql from duckdb_views() where ${own} and ${named("schema_name", "view_name")}`
+  }
 }

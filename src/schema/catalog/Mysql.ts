@@ -1,4 +1,4 @@
-import type { CatalogQueries } from "./CatalogQueries"
+import { type CatalogQueries, literal } from "./CatalogQueries"
 
 const jsonList = (column: string, order: string) => `concat('[', group_concat(json_quote(${column}) order by ${order} separator ','), ']')`
 
@@ -31,6 +31,11 @@ export const mysqlCatalog = (database: string | undefined): CatalogQueries => {
       order by 1, 2, 3`,
     indexes: `select s.table_schema, s.table_name, s.index_name, max(s.non_unique) = 0, ${jsonList("s.column_name", "s.seq_in_index")}, null
       from information_schema.statistics s where ${where("s")} and s.index_name <> 'PRIMARY'
-      group by s.table_schema, s.table_name, s.index_name order by 1, 2, 3`
+      group by s.table_schema, s.table_name, s.index_name order by 1, 2, 3`,
+    // One equality on schema and name per relation: information_schema then opens only those tables' definitions.
+    relationsNow: (relations) => `select t.table_schema, t.table_name, case t.table_type when 'VIEW' then 'view' else 'table' end, v.view_definition
+      from information_schema.tables t
+      left join information_schema.views v on v.table_schema = t.table_schema and v.table_name = t.table_name
+      where ${relations.map((r) => `(t.table_schema = ${literal(r.schema, true)} and t.table_name = ${literal(r.name, true)})`).join(" or ")}`
   }
 }

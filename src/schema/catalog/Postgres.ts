@@ -1,4 +1,4 @@
-import type { CatalogQueries } from "./CatalogQueries"
+import { type CatalogQueries, literal } from "./CatalogQueries"
 
 // pg_catalog, not information_schema: the same scan is orders of magnitude faster on large catalogs.
 // Sizes come from the planner's page counts (as of the last VACUUM/ANALYZE): pg_total_relation_size stats
@@ -7,6 +7,10 @@ const readable = `n.nspname not in ('pg_catalog', 'information_schema') and n.ns
   and (has_table_privilege(c.oid, 'SELECT') or has_any_column_privilege(c.oid, 'SELECT'))`
 
 const relation = `c.relkind in ('r', 'v', 'm', 'p', 'f') and not c.relispartition and ${readable}`
+
+const KIND = `case c.relkind when 'r' then 'table' when 'v' then 'view' when 'm' then 'materialized_view'
+        when 'p' then 'partitioned_table' else 'foreign_table' end`
+const DEFINITION = `case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) end`
 
 const names = (key: string, rel: string) =>
   `(select json_agg(a.attname order by k.ord) from unnest(${key}) with ordinality k(num, ord)
@@ -18,15 +22,14 @@ const names = (key: string, rel: string) =>
  */
 export const postgresCatalog: CatalogQueries = {
   relations: `select n.nspname, c.relname,
-      case c.relkind when 'r' then 'table' when 'v' then 'view' when 'm' then 'materialized_view'
-        when 'p' then 'partitioned_table' else 'foreign_table' end,
+      ${KIND},
       d.description,
       case when c.relkind = 'p' then (select sum(greatest(p.reltuples, 0)) from pg_inherits i join pg_class p on p.oid = i.inhrelid where i.inhparent = c.oid)
         when c.reltuples >= 0 then c.reltuples end,
       case when c.relkind in ('r', 'm') and c.reltuples >= 0
           then (c.relpages + coalesce(toast.relpages, 0) + coalesce(ix.pages, 0))::int8 * current_setting('block_size')::int
         when c.relkind = 'p' then (select sum(p.relpages)::int8 * current_setting('block_size')::int from pg_inherits i join pg_class p on p.oid = i.inhrelid where i.inhparent = c.oid) end,
-      case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) end,
+      ${DEFINITION},
       case when c.relkind = 'p' then pg_get_partkeydef(c.oid) end,
       null, null, null
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -66,5 +69,8 @@ export const postgresCatalog: CatalogQueries = {
     from pg_index i join pg_class c on c.oid = i.indrelid join pg_namespace n on n.oid = c.relnamespace
     join pg_class ic on ic.oid = i.indexrelid
     where not i.indisprimary and ${relation}
-    order by 1, 2, 3`
+    order by 1, 2, 3`,
+  relationsNow: (relations) => `select n.nspname, c.relname, ${KIND}, ${DEFINITION}
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where (n.nspname, c.relname) in (${relations.map((r) => `(${literal(r.schema)}, ${literal(r.name)})`).join(", ")})`
 }

@@ -1,4 +1,4 @@
-import type { CatalogQueries } from "./CatalogQueries"
+import { type CatalogQueries, literal } from "./CatalogQueries"
 
 const objects = `sqlite_master m where m.type in ('table', 'view') and m.name not like 'sqlite_%'`
 
@@ -14,5 +14,7 @@ export const sqliteCatalog: CatalogQueries = {
     group by name, id, "table" order by name, id`,
   indexes: `select 'main', m.name, il.name, il."unique",
       (select json_group_array(ii.name) from (select name from pragma_index_info(il.name) order by seqno) ii), null
-    from ${objects.replace(" where ", " join pragma_index_list(m.name) il where ")} and il.origin <> 'pk' order by m.name, il.name`
+    from ${objects.replace(" where ", " join pragma_index_list(m.name) il where ")} and il.origin <> 'pk' order by m.name, il.name`,
+  relationsNow: (relations) => `select 'main', m.name, m.type, case m.type when 'view' then m.sql end
+    from ${objects} and m.name in (${relations.filter((r) => r.schema === "main").map((r) => literal(r.name)).join(", ")})`
 }
