@@ -8,7 +8,7 @@ import { strongest } from "./PiiMasking"
 import { Refusal, type TableReference } from "./sqlguard/Analysis"
 import { qualify, relationKey } from "./sqlguard/Names"
 import type { CheckedStatement } from "./sqlguard/SqlGuard"
-import { isSystemRelation } from "./sqlguard/SystemRelations"
+import { isSystemRelation, ownRowsColumn } from "./sqlguard/SystemRelations"
 import { sameTable } from "./TablePolicy"
 
 export interface SourceColumn {
@@ -153,9 +153,12 @@ const unplaceable = (ref: TableReference) =>
  * Masking at the source: every reference to a relation with PII rules is rewritten into a derived
  * table that selects its columns with each masked column replaced by its masked value, computed
  * in the database, so no predicate, join, aggregate, ordering, cast, whole-row value or error
- * can see a raw value. The rewritten text must parse, and every reference to a masked relation in
- * it must be the one inside a projection put there, or the statement is refused. So is one that
- * reads a relation the snapshot does not list, while the connection has rules.
+ * can see a raw value. So is every reference to a system relation that describes every database
+ * of the server (MySQL's information_schema), into one that keeps the rows about the connection's
+ * own: the database boundary SELECT and SHOW keep. The rewritten text must parse, and every
+ * reference to such a relation in it must be the one inside a projection put there, or the
+ * statement is refused. So is one that reads a relation the snapshot does not list, while the
+ * connection has rules.
  */
 export const maskAtSource = (
   checked: CheckedStatement,
@@ -165,40 +168,56 @@ export const maskAtSource = (
   recheck: Recheck
 ): Either.Either<SourceMasked, Refusal> => {
   const asWritten: SourceMasked = { sql: checked.sql, rewritten: false, computesOverPii: false }
-  if (!catalog.hasRules || (checked.analysis.kind !== "query" && checked.analysis.kind !== "explain")) return Either.right(asWritten)
+  if (checked.analysis.kind !== "query" && checked.analysis.kind !== "explain") return Either.right(asWritten)
   const { profile, sql } = checked
+  const quote = (name: string) => quoteIdentifier(profile.dbType, name)
   const relationOf = (ref: TableReference) => catalog.relations.get(relationKey(qualify(ref.parts, connection)))
-  const edits: Array<{ readonly ref: TableReference; readonly relation: CatalogRelation }> = []
+  // The column naming the database a system relation's row is about, where the connection names its own.
+  const ownDatabase = connection.db_type === "mysql" ? connection.database : undefined
+  const boundaryOf = (ref: TableReference) => (ownDatabase === undefined ? undefined : ownRowsColumn(profile.relations, ref.parts))
+  // The derived table put in a reference's place: what it selects, the relation it reads, and what follows.
+  const edits: Array<{ readonly ref: TableReference; readonly select: string; readonly relation: string; readonly rest: string }> = []
   let computesOverPii = false
   for (const ref of checked.analysis.tables) {
-    if (isSystemRelation(profile.relations, ref.parts)) continue
+    if (isSystemRelation(profile.relations, ref.parts)) {
+      const column = boundaryOf(ref)
+      if (column === undefined) continue
+      if (ref.at === undefined) return Either.left(unplaceable(ref))
+      edits.push({ ref, select: "*", relation: ref.parts.map(quote).join("."), rest: ` where ${quote(column)} = database()` })
+      continue
+    }
+    if (!catalog.hasRules) continue
     const relation = relationOf(ref)
     if (relation === undefined) return Either.left(unlisted(ref, catalog))
     if (relation.placedByPiiOf !== undefined) return Either.left(placedByPii(ref, relation.placedByPiiOf))
     computesOverPii ||= relation.computesOverPii
     if (!relation.masked) continue
     if (ref.at === undefined) return Either.left(unplaceable(ref))
-    edits.push({ ref, relation })
+    const columns = relation.columns.map((c) => maskedColumn(profile.dbType, c, pads)).join(", ")
+    // Qualified as the catalog spells it: a name a CTE of the statement could take (WITH RECURSIVE reads later ones) would not be the table.
+    edits.push({ ref, select: columns, relation: `${quote(relation.schema)}.${quote(relation.name)}`, rest: "" })
   }
   if (edits.length === 0) return Either.right({ ...asWritten, computesOverPii })
   edits.sort((a, b) => a.ref.at!.start - b.ref.at!.start)
   let text = ""
   let from = 0
   const placed = new Set<number>()
-  for (const { ref, relation } of edits) {
+  for (const { ref, select, relation, rest } of edits) {
     const at = ref.at!
     if (at.start < from) return Either.left(unplaceable(ref))
-    const columns = relation.columns.map((c) => maskedColumn(profile.dbType, c, pads)).join(", ")
-    text += `${sql.slice(from, at.start)}(select ${columns} from `
+    text += `${sql.slice(from, at.start)}(select ${select} from `
     placed.add(text.length)
-    // Qualified as the catalog spells it: a name a CTE of the statement could take (WITH RECURSIVE reads later ones) would not be the table.
-    text += `${quoteIdentifier(profile.dbType, relation.schema)}.${quoteIdentifier(profile.dbType, relation.name)})${at.aliased ? "" : ` as ${at.alias}`}`
+    text += `${relation}${rest})${at.aliased ? "" : ` as ${at.alias}`}`
     from = at.end
   }
   text += sql.slice(from)
-  // The rewritten text must parse, and read every masked relation only inside a projection put there.
+  // The rewritten text must parse, and read every masked or bounded relation only inside a projection put there.
   const rechecked = recheck(text)
-  const reads = Either.isRight(rechecked) ? rechecked.right.analysis.tables.filter((ref) => relationOf(ref)?.masked === true) : []
+  const reads = Either.isRight(rechecked)
+    ? rechecked.right.analysis.tables.filter((ref) =>
+        isSystemRelation(profile.relations, ref.parts) ? boundaryOf(ref) !== undefined : relationOf(ref)?.masked === true
+      )
+    : []
   const inPlace = reads.filter((ref) => ref.at !== undefined && placed.has(ref.at.start))
   if (Either.isLeft(rechecked) || inPlace.length !== reads.length || inPlace.length !== placed.size) {
     return Either.left(new Refusal("the statement could not be rewritten to mask its PII columns where they are read; simplify how it names tables with PII rules"))

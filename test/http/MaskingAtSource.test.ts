@@ -318,6 +318,19 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
     }
     expect((await show("show tables")).status).toBe(200)
     expect((await show(`show columns from ${a.database}.customers`)).status).toBe(200)
+    // information_schema describes every database of the server: its rows about another are left out, however the statement asks.
+    for (const sql of [
+      "select distinct table_schema from information_schema.tables where table_name = 'customers'",
+      "select distinct t.table_schema from information_schema.columns t join information_schema.tables u on u.table_name = t.table_name",
+      `select distinct table_schema from information_schema.views where table_schema in ('${a.database}', '${b.database}')`,
+      "select schema_name from INFORMATION_SCHEMA.SCHEMATA",
+      "select distinct table_schema from (select * from information_schema.statistics) s",
+      "with x as (select table_schema from information_schema.key_column_usage) select distinct table_schema from x"
+    ]) {
+      const answer = await show(sql)
+      expect([sql, answer.status, answer.json.rows]).toEqual([sql, 200, [[a.database]]])
+    }
+    expect(Number((await show("select count(*) from information_schema.character_sets")).json.rows[0][0])).toBeGreaterThan(10)
   })
 
   it("every engine hashes a value to the gateway's own HMAC of it, so hashes join across connections", async () => {

@@ -15,6 +15,11 @@ export interface SystemRelations {
   readonly prefixes: ReadonlyArray<readonly [string, string]>
   /** Whether a prefix counts only for an unqualified name, or whatever schema qualifies it (DuckDB's `main.duckdb_settings`). */
   readonly prefixScope: "unqualified" | "any"
+  /**
+   * Readable `schema.relation`s that describe every database of the server, by the column naming
+   * the database each row is about: read only for the connection's own (MySQL's information_schema).
+   */
+  readonly ownRowsBy?: ReadonlyMap<string, string>
 }
 
 const names = (text: string) => text.trim().split(/\s+/)
@@ -58,7 +63,26 @@ const mysql: SystemRelations = {
   catalogs: new Set(),
   readable: new Set(MYSQL_INFORMATION_SCHEMA),
   prefixes: [],
-  prefixScope: "unqualified"
+  prefixScope: "unqualified",
+  // character_sets, collations and engines describe the server, not a database.
+  ownRowsBy: new Map(
+    Object.entries({
+      tables: "table_schema",
+      columns: "table_schema",
+      schemata: "schema_name",
+      views: "table_schema",
+      statistics: "table_schema",
+      key_column_usage: "table_schema",
+      referential_constraints: "constraint_schema",
+      table_constraints: "table_schema",
+      check_constraints: "constraint_schema",
+      routines: "routine_schema",
+      parameters: "specific_schema",
+      triggers: "trigger_schema",
+      partitions: "table_schema",
+      events: "event_schema"
+    }).map(([relation, column]) => [`information_schema.${relation}`, column])
+  )
 }
 
 const DUCKDB_INFORMATION_SCHEMA = qualified("information_schema", "tables columns schemata views table_constraints key_column_usage referential_constraints character_sets check_constraints constraint_column_usage")
@@ -150,3 +174,7 @@ export const isSystemRelation = (rules: SystemRelations, parts: ReadonlyArray<st
   if (lower.slice(0, -1).some((p) => rules.schemas.has(p))) return true
   return (lower.length === 1 || rules.prefixScope === "any") && rules.prefixes.some(([prefix]) => relation.startsWith(prefix))
 }
+
+/** The column naming the database a row of this system relation is about, where it describes every database of the server. */
+export const ownRowsColumn = (rules: SystemRelations, parts: ReadonlyArray<string>): string | undefined =>
+  parts.length === 2 ? rules.ownRowsBy?.get(parts.map((p) => p.toLowerCase()).join(".")) : undefined
