@@ -27,7 +27,7 @@ export interface CatalogRelation {
   readonly masked: boolean
   /** A view whose definition computes with a PII column when it is read (a materialized view does not: it stores its result). */
   readonly computesOverPii: boolean
-  /** A partition placed by the value of a masked column (its table, or a level between, is partitioned by one): the table it belongs to. */
+  /** A partition or inheritance child that may hold its rows by the value of a masked column (see `partitionedByPii`): the table it belongs to. */
   readonly placedByPiiOf?: string
 }
 
@@ -104,13 +104,16 @@ export const maskingCatalog = (
 }
 
 /**
- * Which of a table's partitions hold their rows by the value of a masked column: under a level
- * (the table itself, or a partition partitioned in turn) whose partition key names one. Reading
- * such a partition alone says where its rows' values lie.
+ * Which of a table's partitions and inheritance children may hold their rows by the value of a
+ * masked column: those under a level (the table itself, or a descendant with descendants of its
+ * own) partitioned by a key that names one, and every inheritance child of a table with masked
+ * columns (it holds the rows its writers or its constraints chose, by whatever column). Reading
+ * such a relation alone says where its rows' values lie.
  */
 const partitionedByPii = (t: TableInfo, table: CatalogRelation) => {
   const masked = new Set(table.columns.filter((c) => c.action !== undefined).map((c) => c.name.toLowerCase()))
-  const keyed = (key: string | null | undefined) => key != null && key.toLowerCase().split(/[^\p{L}\p{N}_$]+/u).some((word) => masked.has(word))
+  // An unpartitioned level's descendants are inheritance children.
+  const keyed = (key: string | null | undefined) => (key == null ? masked.size > 0 : key.toLowerCase().split(/[^\p{L}\p{N}_$]+/u).some((word) => masked.has(word)))
   const levels = new Map((t.descendants ?? []).map((d) => [`${d.schema}.${d.table}`, d]))
   return (d: NonNullable<TableInfo["descendants"]>[number]) => {
     for (let parent = d.parent, hops = 0; hops <= levels.size; hops++) {
@@ -143,7 +146,7 @@ const unlisted = (ref: TableReference, catalog: MaskingCatalog) =>
 
 const placedByPii = (ref: TableReference, table: string) =>
   new Refusal(
-    `${ref.parts.join(".")} is a partition of ${table}, which is partitioned by a column with PII rules: the rows it holds say where their values lie; read ${table} instead`
+    `${ref.parts.join(".")} holds a share of ${table}'s rows, chosen by a partition key or by what was put in it, where a column has PII rules: which rows it holds can say what their values are; read ${table} instead`
   )
 
 const unplaceable = (ref: TableReference) =>

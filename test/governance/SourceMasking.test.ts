@@ -152,8 +152,19 @@ describe("masking at the source, the rewrite itself, on every dialect", () => {
     const catalog = maskingCatalog("k", new Date(0), [visits], [{ table: "visits", column: "email", action: "mask" }], CONNECTIONS.postgresql, () => [])
     const masked = (sql: string) => maskAtSource(Either.getOrThrow(guard.check(sql, "postgresql")), CONNECTIONS.postgresql, catalog, pads, (text) => guard.check(text, "postgresql", "any"))
     const refused = masked("select count(*) from visits_low_a")
-    expect(Either.isLeft(refused) && refused.left.reason).toMatch(/visits_low_a is a partition of public\.visits, which is partitioned by a column with PII rules/)
+    expect(Either.isLeft(refused) && refused.left.reason).toMatch(/visits_low_a holds a share of public\.visits's rows, chosen by a partition key .* read public\.visits instead/)
     for (const sql of ["select count(*) from visits", "select count(*) from visits_low", "select count(*) from visits_high"]) expect(Either.isRight(masked(sql)), sql).toBe(true)
+  })
+
+  it("refuses an inheritance child of a table with masked columns: its writers or its constraints chose its rows", () => {
+    const staff = table("public", "staff", [["id", "int"], ["salary", "numeric"]], {
+      descendants: [{ schema: "public", table: "staff_high", parent: { schema: "public", table: "staff" } }]
+    })
+    const plain = table("public", "teams", [["id", "int"]], { descendants: [{ schema: "public", table: "teams_eu", parent: { schema: "public", table: "teams" } }] })
+    const catalog = maskingCatalog("k", new Date(0), [staff, plain], [{ table: "staff", column: "salary", action: "redact" }], CONNECTIONS.postgresql, () => [])
+    const masked = (sql: string) => maskAtSource(Either.getOrThrow(guard.check(sql, "postgresql")), CONNECTIONS.postgresql, catalog, pads, (text) => guard.check(text, "postgresql", "any"))
+    expect(Either.isLeft(masked("select id from staff_high"))).toBe(true)
+    for (const sql of ["select id, salary from staff", "select id from teams_eu"]) expect(Either.isRight(masked(sql)), sql).toBe(true)
   })
 
   it("marks a read of a view that computes with a PII column, whose errors could quote one", () => {
