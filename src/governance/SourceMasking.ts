@@ -149,8 +149,9 @@ const placedByPii = (ref: TableReference, table: string) =>
     `${ref.parts.join(".")} holds a share of ${table}'s rows, chosen by a partition key or by what was put in it, where a column has PII rules: which rows it holds can say what their values are; read ${table} instead`
   )
 
-const unplaceable = (ref: TableReference) =>
-  new Refusal(`${ref.parts.join(".")} has PII rules and is read where Sluice cannot put a masked view of it in its place; name it in a FROM clause (not TABLE, ONLY or a sampled table)`)
+/** `instead`: what Sluice reads in the relation's place (a masked view of it, its rows about this database). */
+const unplaceable = (ref: TableReference, instead: string) =>
+  new Refusal(`${ref.parts.join(".")} is read where Sluice cannot put ${instead} in its place; name it in a FROM clause (not TABLE, ONLY or a sampled table)`)
 
 /**
  * Masking at the source: every reference to a relation with PII rules is rewritten into a derived
@@ -185,7 +186,7 @@ export const maskAtSource = (
     if (isSystemRelation(profile.relations, ref.parts)) {
       const column = boundaryOf(ref)
       if (column === undefined) continue
-      if (ref.at === undefined) return Either.left(unplaceable(ref))
+      if (ref.at === undefined) return Either.left(unplaceable(ref, "its rows about this database"))
       edits.push({ ref, select: "*", relation: ref.parts.map(quote).join("."), rest: ` where ${quote(column)} = database()` })
       continue
     }
@@ -195,7 +196,7 @@ export const maskAtSource = (
     if (relation.placedByPiiOf !== undefined) return Either.left(placedByPii(ref, relation.placedByPiiOf))
     computesOverPii ||= relation.computesOverPii
     if (!relation.masked) continue
-    if (ref.at === undefined) return Either.left(unplaceable(ref))
+    if (ref.at === undefined) return Either.left(unplaceable(ref, "a masked view of it"))
     const columns = relation.columns.map((c) => maskedColumn(profile.dbType, c, pads)).join(", ")
     // Qualified as the catalog spells it: a name a CTE of the statement could take (WITH RECURSIVE reads later ones) would not be the table.
     edits.push({ ref, select: columns, relation: `${quote(relation.schema)}.${quote(relation.name)}`, rest: "" })
@@ -207,7 +208,7 @@ export const maskAtSource = (
   const placed = new Set<number>()
   for (const { ref, select, relation, rest } of edits) {
     const at = ref.at!
-    if (at.start < from) return Either.left(unplaceable(ref))
+    if (at.start < from) return Either.left(unplaceable(ref, "a masked view of it"))
     text += `${sql.slice(from, at.start)}(select ${select} from `
     placed.add(text.length)
     text += `${relation}${rest})${at.aliased ? "" : ` as ${at.alias}`}`
