@@ -2,7 +2,8 @@
  * What masking at the source costs (issue 26): the rewrite of a statement that reads a table with
  * PII rules beside the read-only check it follows, new and repeated, per dialect; then what the
  * rewritten statement costs PostgreSQL beside the statement as written (a point lookup by key and
- * the 2 KB analytic query, run directly through `pg`). Not a test: prints Markdown for bench/README.md.
+ * the 2 KB analytic query, run directly through `pg`), and what confirming a statement's relations
+ * against the catalog costs. Not a test: prints Markdown for bench/README.md.
  *
  *   npm run bench:masking
  */
@@ -14,6 +15,7 @@ import type { TableInfo } from "../src/domain/SchemaSnapshot"
 import { hashPadsOf } from "../src/governance/MaskExpressions"
 import { maskAtSource, maskedAtSource, maskingCatalog } from "../src/governance/SourceMasking"
 import { SqlGuard } from "../src/governance/sqlguard/SqlGuard"
+import { postgresCatalog } from "../src/schema/catalog/Postgres"
 import { createTestDatabase } from "../test/support/Servers"
 import { ANALYTIC } from "./support/Statements"
 
@@ -106,6 +108,7 @@ for (const dbType of ["postgresql", "mysql", "duckdb"] as const) {
 // The database's side: the statement as written and as rewritten, straight through pg.
 const database = await createTestDatabase()
 const dbRows: Array<string> = []
+let confirmP50 = 0
 try {
   await database.query(`create table customers (id int primary key, name text, email text, ssn text, phone text, country text, segment text);
     insert into customers select g, 'name ' || g, 'user' || g || '@example.com', '123-45-' || g, '+1 555 ' || g, (array['FR','DE','US'])[1 + g % 3], (array['smb','ent',''])[1 + g % 3] from generate_series(1, 20000) g;
@@ -131,6 +134,16 @@ try {
     const [asWritten, asRewritten] = [await p50(sql), await p50(rewritten)]
     dbRows.push(`| ${name} | ${asWritten.toFixed(3)} | ${asRewritten.toFixed(3)} | ${(asRewritten - asWritten).toFixed(3)} |`)
   }
+  // What the query path reads to confirm a statement's relations against the snapshot, at most once a second per relation.
+  await database.query("create view v_customers as select id, name, email from customers")
+  const confirm = postgresCatalog.relationsNow!([{ schema: "public", name: "customers" }, { schema: "public", name: "v_customers" }])
+  const times: Array<number> = []
+  for (let i = 0; i < 3010; i++) {
+    const started = performance.now()
+    await pool.query(confirm)
+    if (i >= 10) times.push(performance.now() - started)
+  }
+  confirmP50 = times.sort((a, b) => a - b)[Math.floor(times.length / 2)]!
   await pool.end()
 } finally {
   await database.drop()
@@ -145,3 +158,4 @@ console.log("\nPostgreSQL 15 (loopback), one connection, p50 ms of the statement
 console.log("| statement | as written | rewritten | added |")
 console.log("|---|---:|---:|---:|")
 for (const row of dbRows) console.log(row)
+console.log(`\nConfirming a table and a view against the catalog (kind and definition, one statement): p50 ${confirmP50.toFixed(3)} ms.`)
