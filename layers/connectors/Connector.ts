@@ -10,7 +10,9 @@ export type FailureStep = typeof FailureStep.Type
 /** A sanitized failure: the message never carries a secret, a stack trace or the driver's raw error. */
 export class ConnectorError extends Schema.TaggedError<ConnectorError>()("ConnectorError", {
   step: FailureStep,
-  message: Schema.String
+  message: Schema.String,
+  /** The database could not compute a value of some row (a cast, a division, a number out of range): SQLSTATE class 22 and the engines' own names for it. */
+  data: Schema.optional(Schema.Boolean)
 }) {}
 
 /**

@@ -14,6 +14,17 @@ const AUTH_STATES = new Set([
 const PRIVILEGE_STATES = new Set(["42501", "ER_TABLEACCESS_DENIED_ERROR", "ER_COLUMNACCESS_DENIED_ERROR", "ACCESS_DENIED", "PERMISSION_DENIED"])
 // The server ended the session under the statement (a DBA's kill, a restart or failover), or the driver lost it: the database's fault, not the statement's.
 const SESSION_ENDED = new Set(["57P01", "57P02", "57P03", "ER_CONNECTION_KILLED", "ER_SERVER_SHUTDOWN", "PROTOCOL_CONNECTION_LOST"])
+// A value the database could not compute: SQLSTATE class 22 (data exception), and the names engines without SQLSTATEs give it.
+const DATA_STATE = /^22[0-9A-Z]{3}$/
+const DATA_NAMES = new Set([
+  "ER_DATA_OUT_OF_RANGE", "ER_TRUNCATED_WRONG_VALUE", "ER_DIVISION_BY_ZERO", "ER_INVALID_JSON_TEXT_IN_PARAM", "ER_WARN_DATA_OUT_OF_RANGE",
+  "INVALID_CAST_ARGUMENT", "DIVISION_BY_ZERO", "NUMERIC_VALUE_OUT_OF_RANGE", "INVALID_FUNCTION_ARGUMENT", "CANNOT_PARSE_TEXT", "CANNOT_PARSE_NUMBER",
+  "CANNOT_PARSE_DATE", "CANNOT_PARSE_DATETIME", "ILLEGAL_DIVISION", "VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE", "CANNOT_CONVERT_TYPE"
+])
+// DuckDB names the kind of its error first; SQLite says what it could not read.
+const DATA_MESSAGE = /^(Conversion Error|Out of Range Error|Invalid Input Error(?!: More than one row))|^(malformed JSON|integer overflow|JSON cannot hold BLOB values)/
+const isDataError = (codes: ReadonlyArray<string>, message: string) => codes.some((c) => DATA_STATE.test(c) || DATA_NAMES.has(c)) || DATA_MESSAGE.test(message)
+
 const TIMEOUT_STATES = new Set(["57014", "ER_QUERY_TIMEOUT", "ER_STATEMENT_TIMEOUT", "ER_QUERY_INTERRUPTED", "TIMEOUT_EXCEEDED", "EXCEEDED_TIME_LIMIT", "ETIMEOUT"])
 
 const FIXED: Partial<Record<FailureStep, string>> = {
@@ -65,15 +76,15 @@ const refusalIn = (error: unknown, depth = 0): ConnectorError | null => {
 export const fromDriverError = (error: unknown, scrub: (message: string) => string, during: "connect" | "query"): ConnectorError => {
   const refusal = refusalIn(error)
   if (refusal !== null) return refusal
-  const raw = error as { code?: unknown; type?: unknown; errorName?: unknown; response?: { status?: unknown }; message?: unknown } | null
-  // ClickHouse names its error in `type` and Trino in `errorName`; an HTTP driver's refusal carries the response status.
-  const codes = [...wrappedCodes(error), raw?.type, raw?.errorName].filter((c): c is string => typeof c === "string")
+  const raw = error as { code?: unknown; type?: unknown; errorName?: unknown; sqlState?: unknown; response?: { status?: unknown }; message?: unknown } | null
+  // ClickHouse names its error in `type` and Trino in `errorName`, MySQL's driver gives the SQLSTATE in `sqlState`; an HTTP driver's refusal carries the response status.
+  const codes = [...wrappedCodes(error), raw?.type, raw?.errorName, raw?.sqlState].filter((c): c is string => typeof c === "string")
   const message = typeof raw?.message === "string" ? raw.message : String(error)
   const step = stepOf(codes, message, raw?.response?.status)
   const fixed = step === "tcp" && during === "query" && lostSession(codes, message) ? LOST : FIXED[step]
   if (fixed !== undefined) return new ConnectorError({ step, message: fixed })
-  const prefix = during === "connect" && step === "query" ? "Connecting failed: " : ""
-  return new ConnectorError({ step: during === "connect" && step === "query" ? "auth" : step, message: prefix + scrub(message).slice(0, MAX_MESSAGE) })
+  if (during === "connect" && step === "query") return new ConnectorError({ step: "auth", message: `Connecting failed: ${scrub(message).slice(0, MAX_MESSAGE)}` })
+  return new ConnectorError({ step, message: scrub(message).slice(0, MAX_MESSAGE), ...(step === "query" && isDataError(codes, message) ? { data: true } : {}) })
 }
 
 export const statementTimedOut = () => new ConnectorError({ step: "timeout", message: FIXED.timeout! })

@@ -101,18 +101,34 @@ const deadlineOf = (query: GovernedQuery) => Date.now() + query.timeoutMs + DEAD
 // Masked at the source, a statement computes with raw values only inside a view that does, whose message can quote one (`invalid input syntax for type integer: "ada@…"`).
 const WITHHELD = "The database refused the statement; its message is withheld because the statement reads a view that computes with PII values"
 
-/** How a database's message about the statement that ran reaches the caller: as it is, without the hash key, or withheld. */
+// The database stops at the first row whose value it cannot compute, in the order it reads rows, which can follow a masked value.
+const DATA_BY_KIND =
+  "The database could not compute a value of some row (a cast, a division, a number or date out of range, malformed JSON); over tables with PII rules Sluice does not say which value, since the row the database meets first can follow a masked one"
+
+// Over PII a result is ordered by every column (RowOrder): a type with no ordering fails there, where the caller wrote no ORDER BY.
+const UNORDERED_TYPE = /could not identify an ordering operator for type/
+
+/**
+ * How a database's message about the statement that ran reaches the caller: as it is, without the
+ * hash key, or withheld. `overPii`: the statement reads relations with PII rules, so a value that
+ * failed is told by its kind only, and a failed ordering says why Sluice ordered.
+ */
 export interface Messages {
   readonly withhold: boolean
   readonly scrub: ((text: string) => string) | undefined
+  readonly overPii: boolean
 }
-const AS_IS: Messages = { withhold: false, scrub: undefined }
+const AS_IS: Messages = { withhold: false, scrub: undefined, overPii: false }
 
 const failureOf = (error: ConnectorError, messages: Messages) => {
   const failure = fromConnector(error)
   if (failure._tag !== "QueryFailed") return failure
   if (messages.withhold) return new QueryFailed({ message: WITHHELD })
-  return messages.scrub === undefined ? failure : new QueryFailed({ message: messages.scrub(failure.message) })
+  if (messages.overPii && error.data === true) return new QueryFailed({ message: DATA_BY_KIND })
+  const message = messages.scrub === undefined ? failure.message : messages.scrub(failure.message)
+  return new QueryFailed({
+    message: messages.overPii && UNORDERED_TYPE.test(message) ? `${message}. Sluice orders a result over tables with PII rules by every column, so the order rows come in says nothing of masked values: cast this column (::text, ::jsonb)` : message
+  })
 }
 
 /** A connector step that fails as the query's own errors, and at the deadline at the latest. */
@@ -202,7 +218,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         const masked = maskedAtSource(capped, connection, query.masking, pads, (sql) => guard.check(sql, connection.db_type, "any"))
         if (Either.isLeft(masked)) return yield* refuse(masked.left.reason, tables)
         const runs = masked.right
-        const messages: Messages = runs.computesOverPii ? { withhold: true, scrub: undefined } : runs.rewritten ? { withhold: false, scrub: key.scrub } : AS_IS
+        const messages: Messages = runs.computesOverPii ? { withhold: true, scrub: undefined, overPii: true } : runs.rewritten ? { withhold: false, scrub: key.scrub, overPii: true } : AS_IS
         return { capped, runs, tables, messages }
       })
 

@@ -3,8 +3,10 @@ import type { ConnectionInput } from "../domain/Connection"
 import type { PiiAction, PiiRule } from "../domain/Pii"
 import type { TableInfo } from "../domain/SchemaSnapshot"
 import { quoteIdentifier } from "./Catalog"
+import { queryShapeOf } from "./lineage/QueryShapeOf"
 import { type HashPads, maskedColumn } from "./MaskExpressions"
 import { strongest } from "./PiiMasking"
+import { inTotalOrder, outputCount } from "./RowOrder"
 import { Refusal, type TableReference } from "./sqlguard/Analysis"
 import { qualify, relationKey } from "./sqlguard/Names"
 import type { CheckedStatement } from "./sqlguard/SqlGuard"
@@ -215,6 +217,15 @@ export const maskAtSource = (
     from = at.end
   }
   text += sql.slice(from)
+  if (checked.analysis.kind === "query" && edits.some((edit) => edit.rest === "")) {
+    const columnsOf = (parts: ReadonlyArray<string>) => relationOf({ parts })?.columns.length
+    const ordered = inTotalOrder(text, profile.dbType, profile.lexical, () => outputCount(queryShapeOf(checked), columnsOf))
+    if (Either.isLeft(ordered)) return Either.left(ordered.left)
+    const shifted = [...placed].map((at) => at + ordered.right.inserts.reduce((by, insert) => (insert.at < at ? by + insert.text.length : by), 0))
+    placed.clear()
+    for (const at of shifted) placed.add(at)
+    text = ordered.right.sql
+  }
   // The rewritten text must parse, and read every masked or bounded relation only inside a projection put there.
   const rechecked = recheck(text)
   const reads = Either.isRight(rechecked)

@@ -332,8 +332,10 @@ const COMMON_VALUE_WRAPPERS: ReadonlyArray<(x: string) => string> = [
   (x) => `case ${x} when 'z' then 'z' else ${x} end`,
   (x) => `(select ${x})`,
   (x) => `max(${x}) over (partition by 1)`,
-  (x) => `first_value(${x}) over (order by id)`,
   (x) => `lag(${x}, 0) over (order by id)`,
+  // Over PII, first_value needs a ROWS frame (a RANGE frame ends at the current row's last tie).
+  (x) => `first_value(${x}) over (order by id rows between unbounded preceding and current row)`,
+  (x) => `max(${x}) over (partition by id order by id range between unbounded preceding and current row)`,
   (x) => `greatest(${x}, '')`
 ]
 
@@ -357,7 +359,7 @@ const PII_TRAITS: Record<PiiDialect, PiiTraits> = {
       (x) => `xmlelement(name a, ${x})::text`,
       (x) => `json_build_object('a', ${x}) ->> 'a'`,
       (x) => `row(${x})::text`,
-      (x) => `string_agg(${x}, ',') over (order by id)`
+      (x) => `(select string_agg(v, ',') from (values (${x})) as s (v))`
     ],
     lateral: true,
     values: true,
@@ -380,7 +382,7 @@ const PII_TRAITS: Record<PiiDialect, PiiTraits> = {
       (x) => `struct_pack(a := ${x}).a`,
       (x) => `(${x}).lower()`,
       (x) => `${x} collate nocase`,
-      (x) => `string_agg(${x}, ',') over (order by id)`,
+      (x) => `(select string_agg(v, ',') from (values (${x})) as s (v))`,
       (x) => `list_transform([${x}], v -> v)[1]`
     ],
     lateral: true,

@@ -121,9 +121,9 @@ describe("masking at the source, the rewrite itself, on every dialect", () => {
 
   it("keeps the alias a reference has, gives an unaliased one its own name as written, and reads the table by its qualified name", () => {
     const masked = Either.getOrThrow(rewrite("postgresql", 'select customers.id, "c".email from customers, customers as "c"'))
-    expect(masked.sql).toMatch(/^select customers\.id, "c"\.email from \(select "id", .* from "public"\."customers"\) as customers, \(select "id", .* from "public"\."customers"\) as "c"$/)
+    expect(masked.sql).toMatch(/^select customers\.id, "c"\.email from \(select "id", .* from "public"\."customers"\) as customers, \(select "id", .* from "public"\."customers"\) as "c" order by 1, 2$/)
     const quoted = Either.getOrThrow(rewrite("postgresql", 'select * from public."customers"'))
-    expect(quoted.sql).toMatch(/from "public"\."customers"\) as "customers"$/)
+    expect(quoted.sql).toMatch(/from "public"\."customers"\) as "customers" order by 1, 2, 3, 4, 5$/)
     // A later CTE of the same name (WITH RECURSIVE lets an earlier one read it) is not what the projection reads.
     const shadowed = Either.getOrThrow(rewrite("postgresql", "with recursive g as (select phone from customers), customers as (select 1 as phone) select * from g"))
     expect(shadowed.sql).toMatch(/^with recursive g as \(select phone from \(select .* from "public"\."customers"\) as customers\)/)

@@ -180,13 +180,104 @@ const BLOCKED_SPELLINGS: Record<Engine, ReadonlyArray<string>> = {
 const HASHES = /[0-9a-f]{64}/g
 
 /**
+ * Statements whose rows, or which rows, follow the order the engine reads them in: signups are
+ * stored in the order of their SSNs, with an index on their emails, and members keyed by a masked
+ * handle (fifth attack). Their answers are compared in the order they come.
+ */
+const ORDER_PROBES = [
+  "select id from signups",
+  "select id, country from signups",
+  "select id from signups limit 2",
+  "select id from signups order by ssn",
+  "select id from signups order by email",
+  "select id from signups order by country",
+  "select id from signups order by country limit 2",
+  "select country, id from signups order by 1",
+  "select * from signups",
+  "select s.id from signups s join orders o on o.customer_id = s.id",
+  "select id from signups union all select id from orders",
+  "select distinct country from signups",
+  "select id from signups where email is not null",
+  "select id from (select id from signups limit 1) t",
+  "select id from (select id from signups order by ssn limit 2) t order by id",
+  "select (select id from signups limit 1) as first",
+  "select id from signups where id in (select id from signups limit 2) order by id",
+  "with s as (select id from signups limit 3) select id from s order by id",
+  "select id from signups order by country limit 1 offset 1",
+  "select (select id from signups where country = 'DE') as x",
+  "select rank() over (order by country) as r, id from signups order by id",
+  "select row_number() over () as n, id from signups",
+  "select * from (select * from signups limit 2) s",
+  // MySQL and SQLite answer a column neither grouped nor aggregated from a row of the group they choose.
+  "select country, id from members group by country",
+  "select max(country), id from members",
+  "select country, id + 0 as n from members group by 1 order by 1",
+  "select id from members"
+]
+
+/** The seventh attack's, where a name was quoted, a frame computed, an alias list short, a column named like a keyword. */
+const SEVENTH_ATTACK_PROBES: Record<Engine, ReadonlyArray<string>> = {
+  postgresql: [
+    'select "row_number"() over () as n, id from signups',
+    'select pg_catalog."row_number"() over () as n, id from signups',
+    'select "lag"(id) over () as n, id from signups',
+    "select sum(id) over (rows (1000) preceding) as s, id from signups",
+    "select sum(id) over (rows 1000+0 preceding) as s, id from signups",
+    `select "string_agg"(id::text, ',') from signups`,
+    'select "array_agg"(id) from signups',
+    "select array(select id from signups) as a",
+    "select * from (select country, id from signups) t(a)",
+    "with c(a) as (select country, id from signups) select * from c"
+  ],
+  mysql: [
+    "select country as c, id as country from members group by country",
+    "select country as c, id country from members group by country",
+    "select max(country), t.date from (select id as date, country from members) t",
+    "select id, rand(1) as r from members",
+    "select id from members order by rand(1)"
+  ],
+  sqlite: [
+    'select "row_number"() over () as n, id from members',
+    'select "group_concat"(id) from members',
+    "select sum(id) over (rows (1) preceding) as s, id from members",
+    "select country as c, id as country from members group by country",
+    "select string_agg(country, ','), id from members"
+  ],
+  duckdb: [
+    `select "string_agg"(id::varchar, ',') from signups`,
+    'select "list"(id) from signups',
+    'select "any_value"(id) from signups',
+    'select "first"(id) from signups',
+    "select arg_min_null(id, country) from signups",
+    "select sum(id) over (rows (1) preceding) as s, id from signups order by id",
+    "select * from (select country, id from signups) t(a) order by a",
+    "with c(a) as (select country, id from signups) select * from c order by a"
+  ]
+}
+
+/** The same, in each engine's words for listing a group's values. */
+const LISTING_PROBES: Record<Engine, ReadonlyArray<string>> = {
+  postgresql: [
+    // The database stops at the first row whose value it cannot compute, in the order it reads them.
+    "select cast(country as int) from signups",
+    "select id from signups where case when id = 3 then 1 / 0 else cast(country as int) end > 0",
+    "select country, string_agg(cast(id as text), ',') from signups group by country", "select array_agg(id order by country) from signups", "select distinct on (country) country, id from signups order by country"],
+  mysql: ["select country, group_concat(id) from signups group by country", "select group_concat(id, country order by country separator ';') from signups"],
+  sqlite: ["select country, group_concat(id) from signups group by country", "select group_concat(id, ';' order by country) from signups"],
+  duckdb: [
+    "select cast(country as int) from signups",
+    "select id from signups where case when id = 3 then 1 // 0 else cast(country as int) end > 0",
+    "select country, string_agg(cast(id as varchar), ',') from signups group by country", "select list(id order by country) from signups", "select distinct on (country) country, id from signups order by country"]
+}
+
+/**
  * An answer as a caller sees it, hashes (alone or inside a value, such as a whole row as text)
  * renamed in order of first appearance, and the copy's database name as {db}: hashed values may
  * only be told equal or not, and the two copies live in databases of different names. The rows of
  * a statement with no ORDER BY of its own come in any order: they are sorted first.
  */
-const normalized = (copy: CopyOf, sql: string, result: { status: number; json: any }) => {
-  const unordered = !/order\s+by[^()]*$/i.test(sql)
+const normalized = (copy: CopyOf, sql: string, result: { status: number; json: any }, inOrder = false) => {
+  const unordered = !inOrder && !/order\s+by[^()]*$/i.test(sql)
   const rows = (json: any): Array<unknown> => (unordered ? [...json.rows].sort((x, y) => (JSON.stringify(x) < JSON.stringify(y) ? -1 : 1)) : json.rows)
   const answer =
     result.status !== 200
@@ -224,7 +315,7 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
       const name = `${copy.engine}_${copy.copy}`
       const created = await request(app.url, "/api/connections", { key: admin, body: { ...copy.connection, name, blocked_tables: BLOCKED } })
       expect(created.status, created.text).toBe(201)
-      const rules = PII_RULES.filter((r) => copy.engine === "postgresql" || r.table === "customers" || r.table === "customer_keys")
+      const rules = PII_RULES.filter((r) => copy.engine === "postgresql" || r.table !== "customers_part" && r.table !== "visits")
       expect((await request(app.url, `/api/connections/${name}/pii`, { key: admin, method: "PUT", body: { rules } })).status).toBe(200)
     }
   }, 120_000)
@@ -234,16 +325,17 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
   })
 
   const copyOf = (engine: Engine, copy: "a" | "b") => copies.copies.find((c) => c.engine === engine && c.copy === copy)!
-  const ask = async (copy: CopyOf, sql: string) =>
-    normalized(copy, sql, await request(app.url, "/api/query", { key: reader, body: { connection_name: `${copy.engine}_${copy.copy}`, sql: sql.replaceAll("{db}", copy.database) } }))
+  const ask = async (copy: CopyOf, sql: string, inOrder = false) =>
+    normalized(copy, sql, await request(app.url, "/api/query", { key: reader, body: { connection_name: `${copy.engine}_${copy.copy}`, sql: sql.replaceAll("{db}", copy.database) } }), inOrder)
 
   /** Statements whose answers differ between the copies, or show a raw value of copy a; and how many answered with rows. */
-  const leaks = async (engine: Engine, statements: ReadonlyArray<string>) => {
+  const leaks = async (engine: Engine, statements: ReadonlyArray<string>, inOrder = false) => {
     const found: Array<string> = []
     let answered = 0
     for (const sql of statements) {
-      const [a, b] = [await ask(copyOf(engine, "a"), sql), await ask(copyOf(engine, "b"), sql)]
+      const [a, b] = [await ask(copyOf(engine, "a"), sql, inOrder), await ask(copyOf(engine, "b"), sql, inOrder)]
       if (a.status === 200) answered++
+      else if (process.env["SHOW_REFUSALS"]) console.log(`${sql}\n  → ${JSON.stringify(a).slice(0, 300)}`)
       const text = JSON.stringify(a)
       const raw = RAW_FRAGMENTS.find((fragment) => text.includes(fragment))
       if (raw !== undefined) found.push(`${sql}\n   shows ${raw}: ${text.slice(0, 600)}`)
@@ -259,6 +351,14 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
       expect([...found]).toEqual([])
       // They run (a refusal would prove nothing): only a database's own error, the same on both copies, stops a few.
       expect(found.answered).toBeGreaterThan(probes.length * 0.8)
+    })
+
+    it(`${engine}: the order rows come in, and which rows a limit keeps, say nothing of masked values`, { timeout: 60_000 }, async () => {
+      const probes = [...ORDER_PROBES, ...LISTING_PROBES[engine], ...SEVENTH_ATTACK_PROBES[engine]]
+      const found = await leaks(engine, probes, true)
+      expect([...found]).toEqual([])
+      // Some are refused, or fail alike on both copies, by design: most run.
+      expect(found.answered).toBeGreaterThan(probes.length * 0.6)
     })
 
     it(`${engine}: every read of the guard's corpus answers the same on both copies`, { timeout: 120_000 }, async () => {
@@ -304,6 +404,11 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
     expect(rows[1]![2]).toBe("[REDACTED]")
     expect(rows[0]![3]).toBe("#0")
     expect(rows[2]![3]).toBe("#0")
+    // A result over PII is ordered by every column: one whose type has no ordering is refused by the database, with a way out.
+    const json = await ask(pg, "select id, row_to_json(c) from customers c")
+    expect(json).toMatchObject({ status: 400, code: "query_failed" })
+    expect((json as { message: string }).message).toMatch(/could not identify an ordering operator for type json\. Sluice orders a result .* cast this column/)
+    expect(await ask(pg, "select id, row_to_json(c)::jsonb from customers c")).toMatchObject({ status: 200 })
     const typo = await ask(pg, "select emial from customers")
     expect(typo).toMatchObject({ status: 400, code: "query_failed" })
     expect((typo as { message: string }).message).toMatch(/emial/)

@@ -109,7 +109,8 @@ describe("schema samples and exploration: governed queries, no side door", () =>
     expect(byName["vip"].stats).toMatchObject({ distinct_count: 2, min: null, max: null })
     expect(byName["id"]).toMatchObject({ primary_key: true, values: [1, 2] })
     const some = await api("/api/connections/pg/schema/explore-columns", { body: { table: "customers", columns: ["country"], include_stats: false } })
-    expect(some.json.columns).toEqual([expect.objectContaining({ name: "country", values: ["DE", "O'Brien Isle", "FR", null].slice(0, 3) })])
+    // Values as common ties in their own order (a table with PII rules is read in an order of its values, never its storage's).
+    expect(some.json.columns).toEqual([expect.objectContaining({ name: "country", values: ["DE", "FR", "O'Brien Isle"] })])
     expect(some.json.total_rows).toBeNull()
   })
 

@@ -26,7 +26,10 @@ export const PII_RULES = [
   { table: "customers", column: "birth", action: "drop" },
   { table: "customers_part", column: "email", action: "mask" },
   { table: "visits", column: "birth", action: "drop" },
-  { table: "customer_keys", column: "email", action: "mask" }
+  { table: "customer_keys", column: "email", action: "mask" },
+  { table: "signups", column: "email", action: "mask" },
+  { table: "signups", column: "ssn", action: "redact" },
+  { table: "members", column: "handle", action: "mask" }
 ] as const
 export const BLOCKED = ["secret_salaries"]
 
@@ -105,6 +108,13 @@ const schemaSql = (engine: Engine, people: ReadonlyArray<Person>) => {
     // Columns the engine computes from a masked one, which the catalog gives as their default.
     `create table customer_keys (id int primary key, email ${text}, email_lc ${text} generated always as (lower(email))${engine === "postgresql" ? " stored" : ""}, email_len int generated always as (length(email))${engine === "postgresql" ? " stored" : ""})`,
     `insert into customer_keys (id, email) select id, email from customers`,
+    // Stored in the order of a masked column, with an index on another: the order rows are read in follows masked values.
+    `create table signups (id int primary key, country ${text}, email ${text}, ssn ${text})`,
+    `insert into signups select id, country, email, ssn from customers order by ssn`,
+    `create index signups_email on signups (email)`,
+    // Keyed by a masked column: InnoDB and SQLite (WITHOUT ROWID) store rows in its order.
+    `create table members (handle ${text} primary key, id int, country ${text})${engine === "sqlite" ? " without rowid" : ""}`,
+    `insert into members select coalesce(email, 'none'), id, country from customers`,
     ...(engine === "postgresql"
       ? [
           "create table customers_part (id int, email text) partition by range (id)",
