@@ -164,7 +164,8 @@ const unplaceable = (ref: TableReference, instead: string) =>
  * own: the database boundary SELECT and SHOW keep. The rewritten text must parse, and every
  * reference to such a relation in it must be the one inside a projection put there, or the
  * statement is refused. So is one that reads a relation the snapshot does not list, while the
- * connection has rules.
+ * connection has rules. A statement that reads a masked relation is also put in an order of its
+ * own values (`inTotalOrder`), since the engine's read order can follow a masked one.
  */
 export const maskAtSource = (
   checked: CheckedStatement,
@@ -181,15 +182,15 @@ export const maskAtSource = (
   // The column naming the database a system relation's row is about, where the connection names its own.
   const ownDatabase = connection.db_type === "mysql" ? connection.database : undefined
   const boundaryOf = (ref: TableReference) => (ownDatabase === undefined ? undefined : ownRowsColumn(profile.relations, ref.parts))
-  // The derived table put in a reference's place: what it selects, the relation it reads, and what follows.
-  const edits: Array<{ readonly ref: TableReference; readonly select: string; readonly relation: string; readonly rest: string }> = []
+  // The derived table put in a reference's place: what it selects, the relation it reads, what follows, and whether it masks PII.
+  const edits: Array<{ readonly ref: TableReference; readonly select: string; readonly relation: string; readonly rest: string; readonly masks: boolean }> = []
   let computesOverPii = false
   for (const ref of checked.analysis.tables) {
     if (isSystemRelation(profile.relations, ref.parts)) {
       const column = boundaryOf(ref)
       if (column === undefined) continue
       if (ref.at === undefined) return Either.left(unplaceable(ref, "its rows about this database"))
-      edits.push({ ref, select: "*", relation: ref.parts.map(quote).join("."), rest: ` where ${quote(column)} = database()` })
+      edits.push({ ref, select: "*", relation: ref.parts.map(quote).join("."), rest: ` where ${quote(column)} = database()`, masks: false })
       continue
     }
     if (!catalog.hasRules) continue
@@ -201,7 +202,7 @@ export const maskAtSource = (
     if (ref.at === undefined) return Either.left(unplaceable(ref, "a masked view of it"))
     const columns = relation.columns.map((c) => maskedColumn(profile.dbType, c, pads)).join(", ")
     // Qualified as the catalog spells it: a name a CTE of the statement could take (WITH RECURSIVE reads later ones) would not be the table.
-    edits.push({ ref, select: columns, relation: `${quote(relation.schema)}.${quote(relation.name)}`, rest: "" })
+    edits.push({ ref, select: columns, relation: `${quote(relation.schema)}.${quote(relation.name)}`, rest: "", masks: true })
   }
   if (edits.length === 0) return Either.right({ ...asWritten, computesOverPii })
   edits.sort((a, b) => a.ref.at!.start - b.ref.at!.start)
@@ -217,7 +218,8 @@ export const maskAtSource = (
     from = at.end
   }
   text += sql.slice(from)
-  if (checked.analysis.kind === "query" && edits.some((edit) => edit.rest === "")) {
+  // Rows read from a masked relation come in the order the engine reads them, which can follow a masked value: the statement is put in an order of its own.
+  if (checked.analysis.kind === "query" && edits.some((edit) => edit.masks)) {
     const columnsOf = (parts: ReadonlyArray<string>) => relationOf({ parts })?.columns.length
     const ordered = inTotalOrder(text, profile.dbType, profile.lexical, () => outputCount(queryShapeOf(checked), columnsOf))
     if (Either.isLeft(ordered)) return Either.left(ordered.left)
