@@ -266,13 +266,18 @@ const listedInOrder = (sql: string, tokens: ReadonlyArray<Token>, level: Level, 
   return { at, text: ordered ? `, ${values}` : ` order by ${values}` }
 }
 
-/** How many columns a level's select list yields: its items, with each `*` counted by `stars` (the outer query's shape), or undefined. */
-const selectWidth = (tokens: ReadonlyArray<Token>, own: ReadonlyArray<number>, select: number, stars: () => number | undefined): number | undefined => {
+/** Where a level's select list starts in its own tokens: past SELECT and its modifiers (DISTINCT ON's parenthesized keys are a level of their own). */
+const firstItem = (tokens: ReadonlyArray<Token>, own: ReadonlyArray<number>, select: number) => {
   let k = own.indexOf(select) + 1
   while (k < own.length && tokens[own[k]!]!.kind === "word" && SELECT_MODIFIERS.has(tokens[own[k]!]!.text)) {
-    // DISTINCT ON (…): its parenthesized expressions are a level of their own.
     k += word(tokens, own[k], "DISTINCT") && word(tokens, own[k + 1], "ON") ? 3 : 1
   }
+  return k
+}
+
+/** How many columns a level's select list yields: its items, with each `*` counted by `stars` (the outer query's shape), or undefined. */
+const selectWidth = (tokens: ReadonlyArray<Token>, own: ReadonlyArray<number>, select: number, stars: () => number | undefined): number | undefined => {
+  let k = firstItem(tokens, own, select)
   let items = 1
   let star = false
   for (; k < own.length; k++) {
@@ -325,9 +330,7 @@ const closing = (tokens: ReadonlyArray<Token>, open: number) => {
  */
 const bareColumn = (sql: string, tokens: ReadonlyArray<Token>, level: Level, select: number): string | undefined => {
   const own = level.own
-  let k = own.indexOf(select) + 1
-  while (k < own.length && tokens[own[k]!]!.kind === "word" && SELECT_MODIFIERS.has(tokens[own[k]!]!.text)) k++
-  const items = partsOf(tokens, level, k, AFTER_SELECT_LIST)
+  const items = partsOf(tokens, level, firstItem(tokens, own, select), AFTER_SELECT_LIST)
   const groupAt = own.findIndex((i, g) => word(tokens, i, "GROUP") && word(tokens, own[g + 1], "BY"))
   const isAggregate = (i: number) => AGGREGATES.has(calledAt(sql, tokens, i) ?? "") && !word(tokens, closing(tokens, i + 1) + 1, "OVER")
   const isSubquery = (i: number) => tokens[i]!.text === "(" && tokens[i]!.kind === "punct" && (word(tokens, i + 1, "SELECT") || word(tokens, i + 1, "WITH"))
@@ -411,9 +414,7 @@ const windowInOrder = (sql: string, tokens: ReadonlyArray<Token>, spec: Level, c
   const literal = (a: number, b: number) => b === a + 1 && (tokens[a]!.kind === "number" || tokens[a]!.kind === "string")
   const keys: Array<string> = []
   if (select !== undefined) {
-    let k = owner.own.indexOf(select) + 1
-    while (k < owner.own.length && tokens[owner.own[k]!]!.kind === "word" && SELECT_MODIFIERS.has(tokens[owner.own[k]!]!.text)) k++
-    for (const [a, b] of partsOf(tokens, owner, k, AFTER_SELECT_LIST)) {
+    for (const [a, b] of partsOf(tokens, owner, firstItem(tokens, owner.own, select), AFTER_SELECT_LIST)) {
       if (range(a, b).some((i) => word(tokens, i, "OVER"))) continue
       if (range(a, b).some((i) => tokens[i]!.text === "*" && tokens[i]!.kind === "punct" && (i === a || tokens[i - 1]!.text === "."))) {
         return { reason: `${name.toLowerCase()} takes tied rows in the order they are read in where Sluice cannot order them by the columns of a *`, advice: "name the query's columns" }
