@@ -7,9 +7,9 @@ import { HealthLoop } from "../actors/loops/HealthLoop"
 import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
 import { SchemaWatchLoop } from "../actors/loops/SchemaWatchLoop"
 import { ResultCache } from "../src/governance/ResultCache"
-import { Gate } from "../src/http/Gate"
-import { McpTools } from "../src/mcp/McpTools"
-import { ToolCalls } from "../src/mcp/ToolCalls"
+import { Gate } from "../src/gate/Gate"
+import { ToolCatalogue } from "../src/tools/ToolCatalogue"
+import { ToolCalls } from "../src/tools/ToolCalls"
 import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ChatRepo } from "../src/repos/ChatRepo"
@@ -84,7 +84,7 @@ export const ServicesLive = Layer.mergeAll(
   LanguageModels.Default,
   Leases.Default,
   LocalAccess.Default,
-  McpTools.Default,
+  ToolCatalogue.Default,
   Metrics.Default,
   PiiDetector.Default,
   Posture.Default,
@@ -110,21 +110,15 @@ export const ServicesLive = Layer.mergeAll(
 /** Every kind of durable job, registered on this process's runner: every runner registers every kind. */
 export const JobsLive = AgentRunJob.pipe(Layer.provide(JobEngineLive))
 
-/** The single composition root: the HTTP server and every background loop, on one store; stopped within the shutdown deadline. */
-export const AppLive = Layer.mergeAll(
-  HttpServerLive,
-  JobsLive,
-  AuditRetentionLoop,
-  HealthLoop,
-  KnowledgeRetentionLoop,
-  SchemaRefreshLoop,
-  SchemaWatchLoop,
-  ShutdownDeadline
-).pipe(
+/** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
+export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)
 )
+
+/** The single composition root: a gateway, stopped within the shutdown deadline or the process is ended. */
+export const AppLive = Layer.merge(GatewayLive, ShutdownDeadline)
 
 /** `sluice worker`: a runner of every job kind on the store, without the HTTP server or the loops. */
 export const WorkerLive = JobsLive.pipe(Layer.provide(ServicesLive))

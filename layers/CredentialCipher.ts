@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, scryptSync } from "node:crypto"
 import * as path from "node:path"
 import { ConfigError, Effect, Option, Redacted, Schema } from "effect"
-import { readOrCreateSecretFile, replaceSecretFile } from "../src/services/SecretFile"
+import { readOrCreateSecretFile, replaceSecretFile } from "./SecretFile"
 import { AppConfig } from "./AppConfig"
 
 const VERSION = "v1"

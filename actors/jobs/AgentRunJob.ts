@@ -14,7 +14,7 @@ import {
   type ToolCallRequest,
   type ToolResult,
   ToolResult as ToolResultSchema
-} from "./AgentRunWorkflow"
+} from "../../src/jobs/AgentRunWorkflow"
 
 const assistantMessage = (turn: ModelTurn): Prompt.MessageEncoded => ({
   role: "assistant",

@@ -7,12 +7,12 @@ import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import { type Principal, principalLabel } from "../../src/domain/Principal"
 import { mayReadRows, WITHHELD_FOR_ROWS } from "../../src/domain/Visibility"
 import type { Scope } from "../../src/domain/Scope"
-import { childQueryRow } from "../../src/http/AuditRow"
-import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "../../src/mcp/McpTool"
-import { McpTools } from "../../src/mcp/McpTools"
-import { type ToolCallRecord, ToolCalls } from "../../src/mcp/ToolCalls"
+import { childQueryRow } from "../../src/gate/AuditRow"
+import { describeTool, type ToolDefinition, type ToolFailure, type ToolOutput } from "../../src/tools/ToolDefinition"
+import { ToolCatalogue } from "../../src/tools/ToolCatalogue"
+import { type ToolCallRecord, ToolCalls } from "../../src/tools/ToolCalls"
 import { AgentRunsRepo, type StoredRun } from "../../src/repos/AgentRunsRepo"
-import type { AuditInsert } from "../../src/repos/AuditRepo"
+import type { AuditInsert } from "../../src/repos/AuditInsert"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { Audit } from "../../src/services/Audit"
@@ -22,7 +22,7 @@ import { Secrets } from "../../src/services/Secrets"
 import { AppConfig } from "../../layers/AppConfig"
 import { formatUsd } from "../../src/domain/Usd"
 import type { PendingAsk } from "../../src/domain/AgentRun"
-import { ASK_USER, type Decision, RunStopped, type ToolCallRequest, type ToolResult } from "./AgentRunWorkflow"
+import { ASK_USER, type Decision, RunStopped, type ToolCallRequest, type ToolResult } from "../../src/jobs/AgentRunWorkflow"
 
 // A run reads, queries and proposes knowledge (write: workspace content, never a database), whatever else its credential may do.
 const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write"])
@@ -134,7 +134,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     const orgs = yield* OrgsRepo
     const models = yield* LanguageModels
     const secrets = yield* Secrets
-    const { tools, byName } = yield* McpTools
+    const { tools, byName } = yield* ToolCatalogue
     const toolCalls = yield* ToolCalls
     const audit = yield* Audit
     const config = yield* AppConfig
@@ -327,7 +327,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
       options: { readonly planning?: QueryPlanning["Type"]; readonly costCap?: QueryCostCap["Type"] } = {}
     ) =>
       Effect.gen(function* () {
-        const found: McpTool | undefined = byName.get(name)
+        const found: ToolDefinition | undefined = byName.get(name)
         const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
         const record = emptyRecord(runId, step)
         const started = performance.now()
@@ -503,5 +503,5 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
 
     return { begin, think, estimate, callTool, approveAfterStop, ask, decided, complete, fail } as const
   }),
-  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, McpTools.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default]
+  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, ToolCatalogue.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default]
 }) {}

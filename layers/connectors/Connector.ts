@@ -1,7 +1,7 @@
+import type { LookupAddress } from "node:dns"
 import type { LookupFunction } from "node:net"
 import { Effect, Schema, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
-import type { EgressPolicy } from "./EgressPolicy"
 
 /** Where a connection attempt or statement failed; the diagnose route reports the same steps. */
 export const FailureStep = Schema.Literal("config", "dns", "tcp", "tls", "ssh", "auth", "privileges", "query", "timeout")
@@ -109,6 +109,12 @@ export interface Capabilities {
 export interface Endpoint {
   readonly host: string
   readonly port: number
+}
+
+/** Decides whether the gateway may dial an address on a customer connection's behalf (EgressPolicy.ts builds them). */
+export interface EgressPolicy {
+  /** The addresses the endpoint's host resolves to, each one this gateway may dial; fails on the first it may not. */
+  readonly check: (endpoint: Endpoint) => Effect.Effect<ReadonlyArray<LookupAddress>, ConnectorError>
 }
 
 /** What a connector is given to open a pool: the connection with its secrets, and where to dial. */

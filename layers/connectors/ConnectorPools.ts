@@ -1,10 +1,10 @@
 import { Duration, Effect, Equal, Hash, Option, RcMap, Redacted, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
 import { AppConfig } from "../AppConfig"
-import { ConnectorError, type ConnectorPool, type Endpoint } from "./Connector"
+import { ConnectorError, type ConnectorPool, type EgressPolicy, type Endpoint } from "./Connector"
 import { CONNECTORS } from "./Connectors"
 import { makeScrubber } from "./DriverErrors"
-import { allowAnyTarget, type EgressPolicy, guardedEgress, pinnedLookup } from "./EgressPolicy"
+import { allowAnyTarget, guardedEgress, pinnedLookup } from "./EgressPolicy"
 import { openTunnel } from "./SshTunnel"
 
 const IDLE_TTL = Duration.minutes(5)

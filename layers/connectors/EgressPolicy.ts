@@ -4,13 +4,7 @@ import type { Agent } from "node:http"
 import { BlockList, isIP, type LookupFunction, Socket } from "node:net"
 import { networkInterfaces } from "node:os"
 import { Deferred, Effect, type Exit } from "effect"
-import { ConnectorError, type Endpoint } from "./Connector"
-
-/** Decides whether the gateway may dial an address on a customer connection's behalf. */
-export interface EgressPolicy {
-  /** The addresses the endpoint's host resolves to, each one this gateway may dial; fails on the first it may not. */
-  readonly check: (endpoint: Endpoint) => Effect.Effect<ReadonlyArray<LookupAddress>, ConnectorError>
-}
+import { ConnectorError, type EgressPolicy, type Endpoint } from "./Connector"
 
 /** A host as an address parser reads it: no IPv6 brackets, no zone id (fe80::1%eth0 is fe80::1). */
 const bare = (host: string) => host.replace(/^\[(.*)\]$/, "$1")

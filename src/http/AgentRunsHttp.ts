@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { AgentRuns } from "../services/AgentRuns"
-import { Gate } from "./Gate"
+import { Gate } from "../gate/Gate"
 import { runEventsResponse } from "./RunEventsResponse"
 
 export const AgentRunsHttp = HttpApiBuilder.group(SluiceApi, "agentRuns", (handlers) =>

@@ -4,9 +4,9 @@ import { SluiceApi } from "../api/Api"
 import { Authentication } from "../api/Authentication"
 import { endpointPolicies, policyKey } from "../api/EndpointPolicies"
 import { Forbidden, InvalidRequest } from "../domain/Errors"
-import { Gate } from "./Gate"
-import { MAX_JSON_NESTING, nestsDeeperThan } from "./JsonNesting"
-import { RequestState } from "./RequestState"
+import { Gate } from "../gate/Gate"
+import { MAX_JSON_NESTING, nestsDeeperThan } from "../gate/JsonNesting"
+import { RequestState } from "../gate/RequestState"
 
 /**
  * The REST side of the gate: the endpoint's declared policy (an endpoint without a scope is

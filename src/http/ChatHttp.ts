@@ -5,7 +5,7 @@ import { CurrentPrincipal, type Principal } from "../domain/Principal"
 import { AgentRuns } from "../services/AgentRuns"
 import { AnalysisTrails } from "../services/AnalysisTrails"
 import { Chat } from "../services/Chat"
-import { Gate } from "./Gate"
+import { Gate } from "../gate/Gate"
 import { runEventsResponse } from "./RunEventsResponse"
 
 export const ChatHttp = HttpApiBuilder.group(SluiceApi, "chat", (handlers) =>

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { ConnectionHealth } from "../services/ConnectionHealth"
-import { onConnection } from "./RequestState"
+import { onConnection } from "../gate/RequestState"
 
 export const ConnectionHealthHttp = HttpApiBuilder.group(SluiceApi, "connectionHealth", (handlers) =>
   Effect.gen(function* () {

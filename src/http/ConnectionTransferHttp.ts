@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { ConnectionTransfer } from "../services/ConnectionTransfer"
-import { RequestState } from "./RequestState"
+import { RequestState } from "../gate/RequestState"
 
 /** An export with secrets gets its own audit event type, so it stands out in the log. */
 const markSecretExport = Effect.flatMap(Effect.serviceOption(RequestState), (info) =>

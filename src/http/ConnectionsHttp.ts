@@ -6,7 +6,7 @@ import { DB_TYPES } from "../domain/Connection"
 import { CurrentPrincipal, type Principal } from "../domain/Principal"
 import { ConnectionChecks } from "../services/ConnectionChecks"
 import { Connections } from "../services/Connections"
-import { onConnection } from "./RequestState"
+import { onConnection } from "../gate/RequestState"
 
 export const ConnectionsHttp = HttpApiBuilder.group(SluiceApi, "connections", (handlers) =>
   Effect.gen(function* () {

@@ -1,7 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { credentialLost } from "../services/Queries"
-import type { Gate } from "./Gate"
+import type { Gate } from "../gate/Gate"
 
 const encoder = new TextEncoder()
 

@@ -4,7 +4,7 @@ import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { Connections } from "../services/Connections"
 import { PiiDetector } from "../services/PiiDetector"
-import { onChildQueries, onConnection } from "./RequestState"
+import { onChildQueries, onConnection } from "../gate/RequestState"
 
 export const PiiHttp = HttpApiBuilder.group(SluiceApi, "pii", (handlers) =>
   Effect.gen(function* () {

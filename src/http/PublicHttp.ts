@@ -4,7 +4,7 @@ import { RateLimits } from "../../layers/RateLimits"
 import { SluiceApi } from "../api/Api"
 import { NotFound } from "../domain/Errors"
 import { LocalAccess } from "../services/LocalAccess"
-import { RequestState } from "./RequestState"
+import { RequestState } from "../gate/RequestState"
 
 const HEALTHY = { status: "healthy" } as const
 

@@ -4,8 +4,8 @@ import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { NDJSON, type QueryStreamPart } from "../domain/Query"
 import { Queries } from "../services/Queries"
-import { Gate } from "./Gate"
-import { onQuery, onStreamedRows } from "./RequestState"
+import { Gate } from "../gate/Gate"
+import { onQuery, onStreamedRows } from "../gate/RequestState"
 
 export const QueryHttp = HttpApiBuilder.group(SluiceApi, "query", (handlers) =>
   Effect.gen(function* () {

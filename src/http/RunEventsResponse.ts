@@ -4,7 +4,7 @@ import type { AgentRunEvent, RunTextDelta } from "../domain/AgentRun"
 import type { Principal } from "../domain/Principal"
 import type { AgentRuns } from "../services/AgentRuns"
 import { eventStream } from "./EventStream"
-import type { Gate } from "./Gate"
+import type { Gate } from "../gate/Gate"
 
 const EVENT_STREAM = "text/event-stream"
 const KEEP_ALIVE = Duration.seconds(15)

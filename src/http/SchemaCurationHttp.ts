@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal, type Principal } from "../domain/Principal"
 import { SchemaCuration } from "../services/SchemaCuration"
-import { onConnection } from "./RequestState"
+import { onConnection } from "../gate/RequestState"
 
 export const SchemaCurationHttp = HttpApiBuilder.group(SluiceApi, "schemaCuration", (handlers) =>
   Effect.gen(function* () {

@@ -10,7 +10,7 @@ import { SchemaContext } from "../services/SchemaContext"
 import { SchemaExplorer } from "../services/SchemaExplorer"
 import { SchemaRelations } from "../services/SchemaRelations"
 import { Schemas, type SchemaView } from "../services/Schemas"
-import { onChildQueries, onConnection } from "./RequestState"
+import { onChildQueries, onConnection } from "../gate/RequestState"
 
 const DEFAULT_TEXT_TABLES = 50
 const DEFAULT_SEARCH_LIMIT = 20

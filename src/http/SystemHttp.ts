@@ -7,7 +7,7 @@ import { Metrics } from "../services/Metrics"
 import { Posture } from "../services/Posture"
 import { Settings } from "../services/Settings"
 import { eventStream } from "./EventStream"
-import { Gate } from "./Gate"
+import { Gate } from "../gate/Gate"
 
 const METRICS_INTERVAL = "2 seconds"
 

@@ -5,12 +5,12 @@ import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Either, Option, Scope } from "effect"
 import type { Principal } from "../domain/Principal"
-import { Gate } from "../http/Gate"
-import { errorResponse } from "../http/RequestPipeline"
-import { type RequestInfo, RequestState } from "../http/RequestState"
-import { describeTool, type McpTool, type ToolFailure, type ToolOutput } from "./McpTool"
-import { CORE_TOOLS, McpTools } from "./McpTools"
-import { ToolCalls } from "./ToolCalls"
+import { Gate } from "../gate/Gate"
+import { errorResponse } from "../gate/RequestPipeline"
+import { type RequestInfo, RequestState } from "../gate/RequestState"
+import { describeTool, type ToolDefinition, type ToolFailure, type ToolOutput } from "../tools/ToolDefinition"
+import { CORE_TOOLS, ToolCatalogue } from "../tools/ToolCatalogue"
+import { ToolCalls } from "../tools/ToolCalls"
 
 const SERVER_INFO = { name: "sluice", version: "0.1.0" }
 // Says what a refused client should send, so it does not take the 401 for OAuth and go looking for an authorization server.
@@ -37,14 +37,14 @@ const toolResult = (output: ToolOutput): CallToolResult => ({
  */
 export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function* () {
-    const { tools, byName } = yield* McpTools
+    const { tools, byName } = yield* ToolCatalogue
     const gate = yield* Gate
     const toolCalls = yield* ToolCalls
     const described = new Map(tools.map((tool) => [tool.name, describeTool(tool)]))
     // A Server per message is cheap, but each would build its own Ajv (it is only for elicitation, which these tools never use).
     const jsonSchemaValidator = new AjvJsonSchemaValidator()
 
-    const call = (info: RequestInfo, principal: Principal, tool: McpTool, args: unknown): Effect.Effect<CallToolResult, never, Scope.Scope> =>
+    const call = (info: RequestInfo, principal: Principal, tool: ToolDefinition, args: unknown): Effect.Effect<CallToolResult, never, Scope.Scope> =>
       Effect.suspend(() => {
         info.eventType = "mcp_tool_call"
         return Effect.map(toolCalls.call(info, principal, tool, args), Either.match({ onLeft: toolError, onRight: toolResult }))

@@ -1,6 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Context, Effect } from "effect"
-import type { AuditInsert } from "./AuditRepo"
+import type { AuditInsert } from "./AuditInsert"
 
 /**
  * The audit row of a request that may change state. The first tenant transaction of the request

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
 import { Chunk, Effect, Exit, Option, Stream } from "effect"
-import { AgentRunWorkflow, type Decision, decisionFor } from "../../actors/jobs/AgentRunWorkflow"
+import { AgentRunWorkflow, type Decision, decisionFor } from "../jobs/AgentRunWorkflow"
 import { JobRuntime } from "../../layers/JobRuntime"
 import {
   type AgentRun,

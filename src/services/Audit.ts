@@ -1,11 +1,12 @@
 import { Context, Effect, Schema, Stream } from "effect"
-import { AuditWriter } from "../../actors/AuditWriter"
+import { AuditWriter } from "../../layers/AuditWriter"
 import type { DbType } from "../domain/Connection"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { type ChangeRecord, PendingChange } from "../repos/ChangeRecord"
-import { type AuditFilter, type AuditInsert, AuditRepo, type AuditRow, storableAuditRow } from "../repos/AuditRepo"
+import { type AuditInsert, storableAuditRow } from "../repos/AuditInsert"
+import { type AuditFilter, AuditRepo, type AuditRow } from "../repos/AuditRepo"
 import { storeUnavailable } from "./StoreUnavailable"
 
 const MAX_BIGINT = 9223372036854775807n

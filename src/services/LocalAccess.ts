@@ -7,7 +7,7 @@ import { ALL_SCOPES } from "../domain/Scope"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { generateRawKey, hashKey, keyPrefix } from "./KeyMaterial"
-import { readOrCreateSecretFile } from "./SecretFile"
+import { readOrCreateSecretFile } from "../../layers/SecretFile"
 
 const LOCAL_KEY_FILE = ".local_api_key"
 const LOCAL_KEY_NAME = "local"

@@ -3,7 +3,7 @@ import { Effect, Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ConnectorError } from "../../../layers/connectors/Connector"
 import { openTarget } from "../../../layers/connectors/ConnectorPools"
-import type { EgressPolicy } from "../../../layers/connectors/EgressPolicy"
+import type { EgressPolicy } from "../../../layers/connectors/Connector"
 import type { ConnectionInput } from "../../../src/domain/Connection"
 import { mysqlAvailable, postgresAvailable } from "../../support/Servers"
 

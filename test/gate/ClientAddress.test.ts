@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { resolveClientAddress } from "../../src/http/ClientAddress"
+import { resolveClientAddress } from "../../src/gate/ClientAddress"
 
 const none = new Set<string>()
 const proxy = new Set(["10.0.0.5"])

@@ -1,10 +1,10 @@
 import { Effect, Schema } from "effect"
-import { AuditEntry } from "../../domain/Audit"
-import { Budget, SessionName } from "../../domain/Budget"
-import type { Principal } from "../../domain/Principal"
-import { Audit } from "../../services/Audit"
-import { Budgets } from "../../services/Budgets"
-import { type McpTool, READ_ONLY } from "../McpTool"
+import { AuditEntry } from "../domain/Audit"
+import { Budget, SessionName } from "../domain/Budget"
+import type { Principal } from "../domain/Principal"
+import { Audit } from "../services/Audit"
+import { Budgets } from "../services/Budgets"
+import { type ToolDefinition, READ_ONLY } from "./ToolDefinition"
 import { asFailure, OneConnection } from "./ToolSchemas"
 
 /** What a key may still spend, and what was run: budgets and the audit log. */
@@ -24,7 +24,7 @@ export const governanceTools = Effect.gen(function* () {
           .map((b) => `- ${b.session !== null ? `session ${b.session}` : "this key"}: ${b.exhausted ? "SPENT" : "remaining"} ${JSON.stringify(b.remaining)}`)
           .join("\n")
 
-  const checkBudget: McpTool<{ readonly session?: string }> = {
+  const checkBudget: ToolDefinition<{ readonly session?: string }> = {
     name: "check_budget",
     scope: "read",
     title: "Check the remaining budget",
@@ -46,7 +46,7 @@ export const governanceTools = Effect.gen(function* () {
       { exact: true }
     )
   }).annotations({ parseOptions: { onExcessProperty: "error" } })
-  const queryHistory: McpTool<typeof HistoryInput.Type> = {
+  const queryHistory: ToolDefinition<typeof HistoryInput.Type> = {
     name: "query_history",
     scope: "read",
     title: "Recent queries",
@@ -77,6 +77,6 @@ export const governanceTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const tools: ReadonlyArray<McpTool> = [checkBudget, queryHistory]
+  const tools: ReadonlyArray<ToolDefinition> = [checkBudget, queryHistory]
   return { tools, budgetsOf, budgetText }
 })

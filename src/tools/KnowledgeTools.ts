@@ -1,10 +1,10 @@
 import { Effect, Schema } from "effect"
-import { WITHHELD_FOR_ROWS } from "../../domain/Visibility"
-import { CreateKnowledge, KnowledgeCategory, KnowledgeEntry, KnowledgePlace, KnowledgeScope, ScopeRef } from "../../domain/Knowledge"
-import { noNul, ResourceId } from "../../domain/Text"
-import { Knowledge } from "../../services/Knowledge"
-import { type McpTool, READ_ONLY, type ToolAnnotations } from "../McpTool"
-import { untrusted } from "../ResultText"
+import { WITHHELD_FOR_ROWS } from "../domain/Visibility"
+import { CreateKnowledge, KnowledgeCategory, KnowledgeEntry, KnowledgePlace, KnowledgeScope, ScopeRef } from "../domain/Knowledge"
+import { noNul, ResourceId } from "../domain/Text"
+import { Knowledge } from "../services/Knowledge"
+import { type ToolDefinition, READ_ONLY, type ToolAnnotations } from "./ToolDefinition"
+import { untrusted } from "./ResultText"
 import { asFailure } from "./ToolSchemas"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -100,7 +100,7 @@ const ArchiveInput = Schema.Struct({ id: ResourceId.annotations({ description: "
 export const knowledgeTools = Effect.gen(function* () {
   const knowledge = yield* Knowledge
 
-  const getKnowledge: McpTool<typeof GetInput.Type> = {
+  const getKnowledge: ToolDefinition<typeof GetInput.Type> = {
     name: "get_knowledge",
     scope: "read",
     title: "Get the organization's knowledge",
@@ -140,7 +140,7 @@ export const knowledgeTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const searchKnowledge: McpTool<typeof SearchInput.Type> = {
+  const searchKnowledge: ToolDefinition<typeof SearchInput.Type> = {
     name: "search_knowledge",
     scope: "read",
     title: "Search the knowledge base",
@@ -161,7 +161,7 @@ export const knowledgeTools = Effect.gen(function* () {
       ).pipe(Effect.mapError(asFailure))
   }
 
-  const readKnowledge: McpTool<typeof ReadInput.Type> = {
+  const readKnowledge: ToolDefinition<typeof ReadInput.Type> = {
     name: "read_knowledge",
     scope: "read",
     title: "Read knowledge entries",
@@ -179,7 +179,7 @@ export const knowledgeTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const proposeKnowledge: McpTool<typeof ProposeInput.Type> = {
+  const proposeKnowledge: ToolDefinition<typeof ProposeInput.Type> = {
     name: "propose_knowledge",
     scope: "write",
     title: "Propose a knowledge entry",
@@ -199,7 +199,7 @@ export const knowledgeTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const archiveKnowledge: McpTool<typeof ArchiveInput.Type> = {
+  const archiveKnowledge: ToolDefinition<typeof ArchiveInput.Type> = {
     name: "archive_knowledge",
     scope: "admin",
     title: "Archive a knowledge entry",
@@ -215,6 +215,6 @@ export const knowledgeTools = Effect.gen(function* () {
       )
   }
 
-  const tools: ReadonlyArray<McpTool> = [getKnowledge, searchKnowledge, readKnowledge, proposeKnowledge, archiveKnowledge]
+  const tools: ReadonlyArray<ToolDefinition> = [getKnowledge, searchKnowledge, readKnowledge, proposeKnowledge, archiveKnowledge]
   return tools
 })

@@ -1,8 +1,8 @@
 import { Effect, Schema } from "effect"
-import { ColumnExploration, ColumnsExploration, ExploreColumnsRequest, ExploreRequest, TableSample } from "../../domain/SchemaViews"
-import { SchemaExplorer } from "../../services/SchemaExplorer"
-import { type McpTool, READ_ONLY, type ToolCall } from "../McpTool"
-import { boundedLines, tableLines, untrusted } from "../ResultText"
+import { ColumnExploration, ColumnsExploration, ExploreColumnsRequest, ExploreRequest, TableSample } from "../domain/SchemaViews"
+import { SchemaExplorer } from "../services/SchemaExplorer"
+import { type ToolDefinition, READ_ONLY, type ToolCall } from "./ToolDefinition"
+import { boundedLines, tableLines, untrusted } from "./ResultText"
 import { asFailure, QueryInput } from "./ToolSchemas"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -43,7 +43,7 @@ const masked = (pii: ReadonlyArray<{ readonly column: string; readonly rule: str
 export const exploreTools = Effect.gen(function* () {
   const explorer = yield* SchemaExplorer
 
-  const sampleTable: McpTool<typeof SampleInput.Type> = {
+  const sampleTable: ToolDefinition<typeof SampleInput.Type> = {
     name: "sample_table",
     scope: "query",
     title: "Sample a table's rows",
@@ -59,7 +59,7 @@ export const exploreTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const exploreColumn: McpTool<typeof ColumnInput.Type> = {
+  const exploreColumn: ToolDefinition<typeof ColumnInput.Type> = {
     name: "explore_column",
     scope: "query",
     title: "Explore one column's values",
@@ -88,7 +88,7 @@ export const exploreTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const exploreColumns: McpTool<typeof ColumnsInput.Type> = {
+  const exploreColumns: ToolDefinition<typeof ColumnsInput.Type> = {
     name: "explore_columns",
     scope: "query",
     title: "Profile a table's columns",

@@ -1,6 +1,6 @@
 import type { HttpServerRequest } from "@effect/platform"
 import { principalLabel } from "../domain/Principal"
-import type { AuditInsert } from "../repos/AuditRepo"
+import type { AuditInsert } from "../repos/AuditInsert"
 import type { ChildQuery, RequestInfo } from "./RequestState"
 
 /** The audit row of a request, from what the request learned on its way through. */

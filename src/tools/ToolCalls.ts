@@ -2,10 +2,10 @@ import { Cause, Effect, Either, Exit, Option, ParseResult, Schema, type Scope } 
 import type { DbType } from "../domain/Connection"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
-import { Gate } from "../http/Gate"
-import type { ChildQuery } from "../http/RequestState"
+import { Gate } from "../gate/Gate"
+import type { ChildQuery } from "../gate/RequestState"
 import { Connections } from "../services/Connections"
-import type { McpTool, ToolCall, ToolFailure, ToolOutput } from "./McpTool"
+import type { ToolDefinition, ToolCall, ToolFailure, ToolOutput } from "./ToolDefinition"
 
 const MAX_AUDITED_ARGUMENTS = 2000
 
@@ -66,7 +66,7 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
     const call = (
       record: ToolCallRecord,
       principal: Principal,
-      tool: McpTool,
+      tool: ToolDefinition,
       args: unknown,
       caller: ToolCall["caller"] = "client"
     ): Effect.Effect<Either.Either<ToolOutput, ToolFailure>, never, Scope.Scope> =>

@@ -1,13 +1,13 @@
 import { Effect } from "effect"
-import type { McpTool } from "./McpTool"
-import { agentTools } from "./tools/AgentTools"
-import { connectionTools } from "./tools/ConnectionTools"
-import { exploreTools } from "./tools/ExploreTools"
-import { governanceTools } from "./tools/GovernanceTools"
-import { knowledgeTools } from "./tools/KnowledgeTools"
-import { reportTools } from "./tools/ReportTools"
-import { queryTools } from "./tools/QueryTools"
-import { schemaTools } from "./tools/SchemaTools"
+import type { ToolDefinition } from "./ToolDefinition"
+import { agentTools } from "./AgentTools"
+import { connectionTools } from "./ConnectionTools"
+import { exploreTools } from "./ExploreTools"
+import { governanceTools } from "./GovernanceTools"
+import { knowledgeTools } from "./KnowledgeTools"
+import { reportTools } from "./ReportTools"
+import { queryTools } from "./QueryTools"
+import { schemaTools } from "./SchemaTools"
 import { AgentRuns } from "../services/AgentRuns"
 import { Audit } from "../services/Audit"
 import { Budgets } from "../services/Budgets"
@@ -29,9 +29,9 @@ export const CORE_TOOLS: ReadonlySet<string> = new Set(["list_connections", "sch
  * The MCP tool catalogue: each tool with the scope a key needs for it, its schemas and annotations,
  * and its implementation over the same services as REST (every row through the governed executor).
  */
-export class McpTools extends Effect.Service<McpTools>()("sluice/McpTools", {
+export class ToolCatalogue extends Effect.Service<ToolCatalogue>()("sluice/ToolCatalogue", {
   effect: Effect.gen(function* () {
-    const tools: ReadonlyArray<McpTool> = [
+    const tools: ReadonlyArray<ToolDefinition> = [
       ...(yield* connectionTools),
       ...(yield* schemaTools),
       ...(yield* exploreTools),

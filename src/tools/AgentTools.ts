@@ -1,8 +1,8 @@
 import { Duration, Effect, Schema } from "effect"
-import { AgentRun, type AgentRun as Run, StartAgentRun, TERMINAL_STATUSES } from "../../domain/AgentRun"
-import { ConnectionName } from "../../domain/Connection"
-import { AgentRuns } from "../../services/AgentRuns"
-import type { McpTool } from "../McpTool"
+import { AgentRun, type AgentRun as Run, StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
+import { ConnectionName } from "../domain/Connection"
+import { AgentRuns } from "../services/AgentRuns"
+import type { ToolDefinition } from "./ToolDefinition"
 import { asFailure } from "./ToolSchemas"
 
 const POLL = Duration.millis(250)
@@ -49,7 +49,7 @@ const runText = (run: Run) => {
 export const agentTools = Effect.gen(function* () {
   const runs = yield* AgentRuns
 
-  const runAgent: McpTool<typeof RunAgentInput.Type> = {
+  const runAgent: ToolDefinition<typeof RunAgentInput.Type> = {
     name: "run_agent",
     scope: "agent:run",
     title: "Ask Sluice's data agent",

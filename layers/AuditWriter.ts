@@ -1,6 +1,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Chunk, Deferred, Effect, Exit, FiberId, Option, Queue } from "effect"
-import { type AuditInsert, AuditRepo, storableAuditRow } from "../src/repos/AuditRepo"
+import { type AuditInsert, storableAuditRow } from "../src/repos/AuditInsert"
+import { AuditRepo } from "../src/repos/AuditRepo"
 
 const MAX_BATCH = 500
 const RETRY_CONCURRENCY = 4

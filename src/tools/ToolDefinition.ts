@@ -34,7 +34,7 @@ export interface ToolCall {
   readonly report: (facts: QueryFacts, sql?: string) => Effect.Effect<void>
 }
 
-export interface McpTool<I = any> {
+export interface ToolDefinition<I = any> {
   readonly name: string
   /** The scope a key needs to see and call the tool; a tool cannot be declared without one. */
   readonly scope: Scope
@@ -79,7 +79,7 @@ const argumentsSchema = (input: Schema.Schema<any, any>): ObjectJsonSchema => {
 }
 
 /** The tool as `tools/list` shows it, JSON Schemas derived from the same Effect schemas that decode the call. */
-export const describeTool = (tool: McpTool) => ({
+export const describeTool = (tool: ToolDefinition) => ({
   name: tool.name,
   title: tool.title,
   description: tool.description,

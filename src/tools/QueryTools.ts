@@ -1,12 +1,12 @@
 import { Effect, Schema } from "effect"
-import { Budget } from "../../domain/Budget"
-import { ExplainResponse, QueryResponse } from "../../domain/Query"
-import { formatUsd } from "../../domain/Usd"
-import { cteAlone, splitCtes } from "../../governance/CteSplit"
-import { Connections } from "../../services/Connections"
-import { Queries } from "../../services/Queries"
-import { type McpTool, READ_ONLY, type ToolFailure } from "../McpTool"
-import { resultText } from "../ResultText"
+import { Budget } from "../domain/Budget"
+import { ExplainResponse, QueryResponse } from "../domain/Query"
+import { formatUsd } from "../domain/Usd"
+import { cteAlone, splitCtes } from "../governance/CteSplit"
+import { Connections } from "../services/Connections"
+import { Queries } from "../services/Queries"
+import { type ToolDefinition, READ_ONLY, type ToolFailure } from "./ToolDefinition"
+import { resultText } from "./ResultText"
 import { governanceTools } from "./GovernanceTools"
 import { asFailure, QueryInput, SqlInput } from "./ToolSchemas"
 
@@ -28,7 +28,7 @@ export const queryTools = Effect.gen(function* () {
   const queries = yield* Queries
   const { budgetsOf, budgetText } = yield* governanceTools
 
-  const queryDatabase: McpTool<typeof QueryInput.Type> = {
+  const queryDatabase: ToolDefinition<typeof QueryInput.Type> = {
     name: "query_database",
     scope: "query",
     title: "Query a database (read-only)",
@@ -48,7 +48,7 @@ export const queryTools = Effect.gen(function* () {
       ).pipe(Effect.mapError(asFailure))
   }
 
-  const explainQuery: McpTool<Omit<typeof QueryInput.Type, "session">> = {
+  const explainQuery: ToolDefinition<Omit<typeof QueryInput.Type, "session">> = {
     name: "explain_query",
     scope: "query",
     title: "Explain a query without running it",
@@ -69,7 +69,7 @@ export const queryTools = Effect.gen(function* () {
       })).pipe(Effect.mapError(asFailure))
   }
 
-  const validateSql: McpTool<typeof SqlInput.Type> = {
+  const validateSql: ToolDefinition<typeof SqlInput.Type> = {
     name: "validate_sql",
     scope: "query",
     title: "Validate SQL without running it",
@@ -112,7 +112,7 @@ export const queryTools = Effect.gen(function* () {
       )
   }
 
-  const estimateQueryCost: McpTool<typeof QueryInput.Type> = {
+  const estimateQueryCost: ToolDefinition<typeof QueryInput.Type> = {
     name: "estimate_query_cost",
     scope: "query",
     title: "Estimate what a query would cost",
@@ -174,7 +174,7 @@ export const queryTools = Effect.gen(function* () {
     error: Schema.NullOr(Schema.Struct({ code: Schema.String, message: Schema.String }))
   })
   const MAX_CTES = 20
-  const debugCteQuery: McpTool<typeof CteInput.Type> = {
+  const debugCteQuery: ToolDefinition<typeof CteInput.Type> = {
     name: "debug_cte_query",
     scope: "query",
     title: "Debug a query CTE by CTE",
@@ -223,6 +223,6 @@ export const queryTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const tools: ReadonlyArray<McpTool> = [queryDatabase, explainQuery, validateSql, estimateQueryCost, debugCteQuery]
+  const tools: ReadonlyArray<ToolDefinition> = [queryDatabase, explainQuery, validateSql, estimateQueryCost, debugCteQuery]
   return tools
 })

@@ -1,10 +1,10 @@
 import { Effect, Schema } from "effect"
-import { capabilitiesOf } from "../../../layers/connectors/Connectors"
-import { Capabilities, DB_TYPES, DbType } from "../../domain/Connection"
-import { ConnectionHealth as ConnectionHealthSchema } from "../../domain/ConnectionHealth"
-import { ConnectionHealth } from "../../services/ConnectionHealth"
-import { Connections } from "../../services/Connections"
-import { type McpTool, READ_ONLY } from "../McpTool"
+import { capabilitiesOf } from "../../layers/connectors/Connectors"
+import { Capabilities, DB_TYPES, DbType } from "../domain/Connection"
+import { ConnectionHealth as ConnectionHealthSchema } from "../domain/ConnectionHealth"
+import { ConnectionHealth } from "../services/ConnectionHealth"
+import { Connections } from "../services/Connections"
+import { type ToolDefinition, READ_ONLY } from "./ToolDefinition"
 import { asFailure, NoArguments, OneConnection } from "./ToolSchemas"
 
 const ListedConnection = Schema.Struct({
@@ -20,7 +20,7 @@ export const connectionTools = Effect.gen(function* () {
   const connections = yield* Connections
   const health = yield* ConnectionHealth
 
-  const listConnections: McpTool<{}> = {
+  const listConnections: ToolDefinition<{}> = {
     name: "list_connections",
     scope: "read",
     title: "List connections",
@@ -47,7 +47,7 @@ export const connectionTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const connectorCapabilities: McpTool<typeof OneConnection.Type> = {
+  const connectorCapabilities: ToolDefinition<typeof OneConnection.Type> = {
     name: "connector_capabilities",
     scope: "read",
     title: "What a connection's connector can do",
@@ -67,7 +67,7 @@ export const connectionTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const connectionHealth: McpTool<typeof OneConnection.Type> = {
+  const connectionHealth: ToolDefinition<typeof OneConnection.Type> = {
     name: "connection_health",
     scope: "read",
     title: "Connection health",
@@ -85,6 +85,6 @@ export const connectionTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const tools: ReadonlyArray<McpTool> = [listConnections, connectionHealth, connectorCapabilities]
+  const tools: ReadonlyArray<ToolDefinition> = [listConnections, connectionHealth, connectorCapabilities]
   return tools
 })

@@ -1,17 +1,17 @@
 import { Effect, Schema } from "effect"
-import { rulesForTable } from "../../domain/Pii"
-import { qualifiedName, TableInfo } from "../../domain/SchemaSnapshot"
-import { JoinPaths, LiveDiff, Relationships, SchemaLinkResult, SchemaOverview, SchemaSearchResult, SchemaText } from "../../domain/SchemaViews"
-import { tablesNamed } from "../../schema/SchemaFilter"
-import { compactLine, overviewOf, schemaText } from "../../schema/SchemaFormats"
-import { columnHitJson, tableHitJson } from "../../schema/SchemaSearch"
-import { Connections } from "../../services/Connections"
-import { SchemaChanges } from "../../services/SchemaChanges"
-import { SchemaContext } from "../../services/SchemaContext"
-import { SchemaRelations } from "../../services/SchemaRelations"
-import { Schemas, type SchemaView } from "../../services/Schemas"
-import { type McpTool, READ_ONLY } from "../McpTool"
-import { boundedLines, untrusted } from "../ResultText"
+import { rulesForTable } from "../domain/Pii"
+import { qualifiedName, TableInfo } from "../domain/SchemaSnapshot"
+import { JoinPaths, LiveDiff, Relationships, SchemaLinkResult, SchemaOverview, SchemaSearchResult, SchemaText } from "../domain/SchemaViews"
+import { tablesNamed } from "../schema/SchemaFilter"
+import { compactLine, overviewOf, schemaText } from "../schema/SchemaFormats"
+import { columnHitJson, tableHitJson } from "../schema/SchemaSearch"
+import { Connections } from "../services/Connections"
+import { SchemaChanges } from "../services/SchemaChanges"
+import { SchemaContext } from "../services/SchemaContext"
+import { SchemaRelations } from "../services/SchemaRelations"
+import { Schemas, type SchemaView } from "../services/Schemas"
+import { type ToolDefinition, READ_ONLY } from "./ToolDefinition"
+import { boundedLines, untrusted } from "./ResultText"
 import { asFailure, QueryInput } from "./ToolSchemas"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -77,7 +77,7 @@ export const schemaTools = Effect.gen(function* () {
   const relations = yield* SchemaRelations
   const changes = yield* SchemaChanges
 
-  const listTables: McpTool<typeof ListTablesInput.Type> = {
+  const listTables: ToolDefinition<typeof ListTablesInput.Type> = {
     name: "list_tables",
     scope: "read",
     title: "List tables",
@@ -98,7 +98,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const describeTable: McpTool<typeof DescribeInput.Type> = {
+  const describeTable: ToolDefinition<typeof DescribeInput.Type> = {
     name: "describe_table",
     scope: "read",
     title: "Describe a table",
@@ -152,7 +152,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError((e) => ("_tag" in e ? asFailure(e) : e)))
   }
 
-  const schemaSearch: McpTool<typeof SearchInput.Type> = {
+  const schemaSearch: ToolDefinition<typeof SearchInput.Type> = {
     name: "schema_search",
     scope: "read",
     title: "Search the schema",
@@ -180,7 +180,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const schemaOverview: McpTool<typeof OneConnectionRequired.Type> = {
+  const schemaOverview: ToolDefinition<typeof OneConnectionRequired.Type> = {
     name: "schema_overview",
     scope: "read",
     title: "Schema overview",
@@ -210,7 +210,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const schemaDdl: McpTool<typeof DdlInput.Type> = {
+  const schemaDdl: ToolDefinition<typeof DdlInput.Type> = {
     name: "schema_ddl",
     scope: "read",
     title: "Schema as CREATE TABLE statements",
@@ -232,7 +232,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const schemaDiff: McpTool<typeof OneConnectionRequired.Type> = {
+  const schemaDiff: ToolDefinition<typeof OneConnectionRequired.Type> = {
     name: "schema_diff",
     scope: "read",
     title: "What changed in the schema",
@@ -266,7 +266,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const getRelationships: McpTool<typeof RelationshipsInput.Type> = {
+  const getRelationships: ToolDefinition<typeof RelationshipsInput.Type> = {
     name: "get_relationships",
     scope: "read",
     title: "How tables relate",
@@ -291,7 +291,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const findJoinPath: McpTool<typeof JoinPathInput.Type> = {
+  const findJoinPath: ToolDefinition<typeof JoinPathInput.Type> = {
     name: "find_join_path",
     scope: "read",
     title: "How to join two tables",
@@ -318,7 +318,7 @@ export const schemaTools = Effect.gen(function* () {
       }).pipe(Effect.mapError(asFailure))
   }
 
-  const schemaLink: McpTool<typeof LinkInput.Type> = {
+  const schemaLink: ToolDefinition<typeof LinkInput.Type> = {
     name: "schema_link",
     scope: "read",
     title: "The tables a question needs",

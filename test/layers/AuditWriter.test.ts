@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Exit, Layer } from "effect"
-import { AuditWriter } from "../../actors/AuditWriter"
+import { AuditWriter } from "../../layers/AuditWriter"
 import { AppConfig } from "../../layers/AppConfig"
 import { StoreLive } from "../../layers/Store"
-import type { AuditInsert } from "../../src/repos/AuditRepo"
+import type { AuditInsert } from "../../src/repos/AuditInsert"
 import { storable } from "../../src/repos/Storable"
 import { createTestDatabase, postgresAvailable } from "../support/Servers"
 

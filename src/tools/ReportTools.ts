@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
-import { CreateReport } from "../../domain/Report"
-import { Reports } from "../../services/Reports"
-import type { McpTool } from "../McpTool"
+import { CreateReport } from "../domain/Report"
+import { Reports } from "../services/Reports"
+import type { ToolDefinition } from "./ToolDefinition"
 import { asFailure } from "./ToolSchemas"
 
 const PublishInput = Schema.Struct({
@@ -17,7 +17,7 @@ const PublishInput = Schema.Struct({
 export const reportTools = Effect.gen(function* () {
   const reports = yield* Reports
 
-  const publishReport: McpTool<typeof PublishInput.Type> = {
+  const publishReport: ToolDefinition<typeof PublishInput.Type> = {
     name: "publish_report",
     scope: "admin",
     title: "Publish a report",
@@ -31,6 +31,6 @@ export const reportTools = Effect.gen(function* () {
       })).pipe(Effect.mapError(asFailure))
   }
 
-  const tools: ReadonlyArray<McpTool> = [publishReport]
+  const tools: ReadonlyArray<ToolDefinition> = [publishReport]
   return tools
 })

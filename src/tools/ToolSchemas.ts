@@ -1,7 +1,7 @@
 import { Schema } from "effect"
-import { ConnectionName } from "../../domain/Connection"
-import { QueryRequest, ROW_LIMITS } from "../../domain/Query"
-import type { ToolFailure } from "../McpTool"
+import { ConnectionName } from "../domain/Connection"
+import { QueryRequest, ROW_LIMITS } from "../domain/Query"
+import type { ToolFailure } from "./ToolDefinition"
 
 // Inputs several tools share, and how a service error becomes a tool error.
 
