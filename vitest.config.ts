@@ -8,6 +8,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     maxWorkers: 2,
+    // A worker loads the gateway's modules once for all its files; each file starts and stops its own gateways.
+    isolate: false,
     minWorkers: 1
   }
 })

@@ -1,4 +1,5 @@
 import { Deferred, Effect, Either, FiberId, type Scope } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
 import type { PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
 import { InvalidRequest, type Unavailable } from "../domain/Errors"
@@ -35,8 +36,6 @@ const RECHECK_MS = 2_000
 const CACHE_CAPACITY = 1_000
 // After a scan the query path asked for fails, queries do not ask again for this long.
 const QUERY_SCAN_EVERY_MS = 60_000
-// A snapshot this young is taken to list every relation: a name it lacks does not exist.
-const FRESH_MS = 10_000
 // What a statement reads is confirmed against the catalog when the last confirmation is older than this:
 // a DDL change reaches the query path within it, and a busy connection reads its catalog once a second.
 const CONFIRMED_FOR_MS = 1_000
@@ -134,6 +133,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const counters = { hits: 0, loads: 0, scans: 0 }
     const running = new Map<string, Deferred.Deferred<Cached, ScanError>>()
     const scanFailedAt = new Map<string, number>()
+    // A snapshot this young is taken to list every relation: a name it lacks does not exist.
+    const freshMillis = (yield* AppConfig).schemaFreshSeconds * 1000
 
     const remember = (entry: Cached) => {
       cache.delete(entry.connectionId)
@@ -326,7 +327,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
      * The connection's PII policy with rules for its views (derived by lineage over their scanned
      * definitions), partitions and inheritance children, and the relations that reach a blocked
      * table. Fail closed: a connection with rules or blocked tables is scanned before its first
-     * query, and again when a query reads a relation its snapshot (older than FRESH_MS) does not list.
+     * query, and again when a query reads a relation its snapshot (older than SP_SCHEMA_FRESH_SECONDS) does not list.
      */
     const policyFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
       Effect.gen(function* () {
@@ -338,7 +339,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         if (!governed || catalogGap(target.connection) !== undefined) return plain
         let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
         if (entry?.orgId !== orgOf(target)) entry = undefined
-        const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > FRESH_MS && unknownRelations(entry, target, sql).length > 0
+        const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > freshMillis && unknownRelations(entry, target, sql).length > 0
         const failedAt = scanFailedAt.get(target.connectionId)
         let scanned = false
         if ((entry === undefined || stale) && (failedAt === undefined || Date.now() - failedAt > QUERY_SCAN_EVERY_MS)) {

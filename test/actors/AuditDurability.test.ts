@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -31,7 +31,7 @@ type Send = (seq: number, userAgent: string) => Promise<{ status: number; header
 
 /** Keeps CONCURRENCY requests in flight for ~LOAD_MS, then SIGKILLs the gateway without draining. */
 const loadThenKill = async (
-  gateway: Gateway,
+  gateway: GatewayProcess,
   key: string,
   tag: string,
   send: Send = (_, userAgent) => request(gateway.url, "/api/plan", { key, headers: { "user-agent": userAgent } })
@@ -81,7 +81,7 @@ const expectLoadMeaningful = (result: LoadResult) => {
 
 describe.skipIf(!hasPostgres)("audit durability on PostgreSQL", () => {
   const databases: Array<TestDatabase> = []
-  const gateways: Array<Gateway> = []
+  const gateways: Array<GatewayProcess> = []
   afterAll(async () => {
     await Promise.all(gateways.map((g) => g.kill()))
     await Promise.all(databases.map((d) => d.drop()))
@@ -158,7 +158,7 @@ describe.skipIf(!hasPostgres)("audit durability on PostgreSQL", () => {
 })
 
 describe("audit durability on the embedded store", () => {
-  const gateways: Array<Gateway> = []
+  const gateways: Array<GatewayProcess> = []
   afterAll(async () => {
     await Promise.all(gateways.map((g) => g.kill()))
   })
@@ -189,7 +189,7 @@ describe("audit durability on the embedded store", () => {
 
 /** Mixed load: reads, audit reads, and key and connection creations, each named after its request's user agent. */
 const mixed =
-  (gateway: Gateway, key: string): Send =>
+  (gateway: GatewayProcess, key: string): Send =>
   (seq, userAgent) => {
     const headers = { "user-agent": userAgent }
     switch (seq % 4) {
@@ -222,7 +222,7 @@ const expectEverythingOnRecord = (result: LoadResult, stored: Stored) => {
 
 describe.skipIf(!hasPostgres)("changes and their audit rows on PostgreSQL", () => {
   const databases: Array<TestDatabase> = []
-  const gateways: Array<Gateway> = []
+  const gateways: Array<GatewayProcess> = []
   afterAll(async () => {
     await Promise.all(gateways.map((g) => g.kill()))
     await Promise.all(databases.map((d) => d.drop()))
@@ -292,7 +292,7 @@ describe.skipIf(!hasPostgres)("changes and their audit rows on PostgreSQL", () =
 })
 
 describe("changes and their audit rows on the embedded store", () => {
-  const gateways: Array<Gateway> = []
+  const gateways: Array<GatewayProcess> = []
   afterAll(async () => {
     await Promise.all(gateways.map((g) => g.kill()))
   })

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/Eventually"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -17,7 +18,7 @@ describe("the schema loops: refresh past the interval, run due watches", () => {
     ;[store, customer] = await Promise.all([createTestDatabase(), createTestDatabase()])
     await customer.query("create table orders (id int primary key)")
     // The store is a PostgreSQL the test can reach, to age snapshots and watch runs instead of waiting.
-    gateway = await startGateway({ databaseUrl: store.url, env: { SP_SCHEMA_LOOP_SECONDS: "1" } })
+    gateway = await startApp({ databaseUrl: store.url, env: { SP_SCHEMA_LOOP_SECONDS: "1" } })
     key = await localKey(gateway)
     const connection = { name: "db", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: customer.name, username: "root", schema_refresh_interval: 3600 }
     expect((await request(gateway.url, "/api/connections", { key, body: connection })).status).toBe(201)

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { followSse, type SseEvent } from "../support/Sse"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -35,7 +36,7 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
       create table orders (id int primary key, customer_id int references customers, total numeric);
       insert into orders select g, 1 + g % 2, g * 10 from generate_series(1, 42) g;`)
     fake = await startModelFake((req, i) => script(req, i))
-    gateway = await startGateway({
+    gateway = await startApp({
       env: { SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: MODEL_KEY, SP_LLM_MODEL: "claude-sonnet-4-5" }
     })
     admin = await localKey(gateway)
@@ -46,7 +47,7 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     expect(pii.status, pii.text).toBe(200)
   }, 60_000)
   afterAll(async () => {
-    await gateway?.kill()
+    await gateway?.stop()
     await fake?.close()
     await database?.drop()
   })

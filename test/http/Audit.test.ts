@@ -1,6 +1,7 @@
 import type { AuditEntry } from "../../src/domain/Audit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { type HttpResult, request } from "../support/Http"
 
 type Entry = typeof AuditEntry.Encoded
@@ -86,7 +87,7 @@ describe("audit log over HTTP (embedded store)", () => {
   }
 
   beforeAll(async () => {
-    gateway = await startGateway()
+    gateway = await startApp()
     admin = await localKey(gateway)
     reader = await createKey("audit-reader", ["read"])
 
@@ -443,7 +444,7 @@ describe("audit export capped by SP_MAX_EXPORT_ROWS", () => {
   let gateway: Gateway
   let admin: string
   beforeAll(async () => {
-    gateway = await startGateway({ env: { SP_MAX_EXPORT_ROWS: "5" } })
+    gateway = await startApp({ env: { SP_MAX_EXPORT_ROWS: "5" } })
     admin = await localKey(gateway)
     for (let i = 0; i < 12; i++) expect((await request(gateway.url, "/api/plan", { key: admin })).status).toBe(200)
   })

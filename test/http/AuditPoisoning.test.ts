@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { type HttpResult, request } from "../support/Http"
 import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -22,7 +23,7 @@ describe("audit poisoning: attacker input never decides whether another caller's
     if (skip) return
     database = await createTestDatabase()
     await database.query("create table items (id int primary key, label text); insert into items select g, 'item ' || g from generate_series(1, 50) g")
-    gateway = await startGateway({ env: LOAD_ENV })
+    gateway = await startApp({ env: LOAD_ENV })
     admin = await localKey(gateway)
     querier = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "querier", scopes: ["read", "query"] } })).json.key
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }

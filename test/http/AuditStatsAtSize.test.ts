@@ -6,7 +6,8 @@ import { StoreLive } from "../../layers/Store"
 import { OrgId } from "../../src/domain/Ids"
 import { AuditRepo } from "../../src/repos/AuditRepo"
 import { type AuditStatsShape, rawAuditStats, seedAuditRows } from "../support/AuditRows"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -26,7 +27,7 @@ describe.skipIf(!hasPostgres)("audit stats on a 150k-row log (PostgreSQL store)"
 
   beforeAll(async () => {
     database = await createTestDatabase()
-    gateway = await startGateway({ databaseUrl: database.url })
+    gateway = await startApp({ databaseUrl: database.url })
     key = await localKey(gateway)
     org = (await database.query(`select id from organizations`))[0].id
     now = Math.floor(Date.now() / 1000)

@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BigqueryConnector } from "../../layers/connectors/Bigquery"
+import { bigqueryCatalog } from "../../src/schema/catalog/Bigquery"
 import { type BigqueryFake, type ServiceAccount, startBigqueryFake } from "../fakes/BigqueryFake"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { FAKE_SCHEMA } from "../fakes/FakeCatalog"
 import { request, type RequestOptions } from "../support/Http"
+import { expectKeysAndFacts, scanThrough } from "../support/SchemaScans"
 
 const PROJECT = "sluice-http"
 
@@ -29,6 +32,8 @@ describe("a bigquery connection over HTTP, against the protocol fake", () => {
       ]
     })
     fake.define(BigqueryConnector.privilegesProbe, { statementType: "SELECT", fields: [{ name: "readable_tables", type: "INTEGER" }], rows: [["3"]] })
+    // A schema scan reads the dataset's INFORMATION_SCHEMA, qualified by project and dataset.
+    fake.defineCatalog(bigqueryCatalog(PROJECT, FAKE_SCHEMA))
     account = fake.serviceAccount()
     // The gateway trusts the fake's certificate as it would a real one: through the CA store it starts with.
     gateway = await startGateway({ env: { NODE_EXTRA_CA_CERTS: fake.caPath, SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
@@ -99,5 +104,23 @@ describe("a bigquery connection over HTTP, against the protocol fake", () => {
     await api("/api/query", { body: { connection_name: "billed", sql, row_limit: 10, session: "bq" } })
     const spent = await api("/api/query", { body: { connection_name: "billed", sql, row_limit: 10, session: "bq" } })
     expect([spent.status, spent.json.code, spent.json.message]).toEqual([429, "budget_exhausted", 'The budget of session "bq" is spent (bytes_scanned)'])
+  })
+  it("reads the dataset's INFORMATION_SCHEMA and __TABLES__ as dry-run-checked jobs: keys, partitioning, clustering, descriptions, rows", async () => {
+    const { tables, compactLines } = await scanThrough(gateway, "bigquery", {
+      db_type: "bigquery",
+      project: PROJECT,
+      dataset: FAKE_SCHEMA,
+      credentials_json: account.json,
+      api_endpoint: fake.url,
+      location: "US"
+    })
+    expectKeysAndFacts(tables, "bigquery")
+    expect(compactLines).toContain("shop.orders (5.4K rows): id INT64*, customer_id INT64*→customers.id, total NUMERIC")
+    // Both reads went through a dry run and then a job.
+    for (const view of ["tables", "columns"]) {
+      const read = new RegExp(`information_schema\\.${view}`, "i")
+      expect(fake.dryRuns.some((d) => read.test(d.sql))).toBe(true)
+      expect([...fake.jobs.values()].some((j) => read.test(j.sql))).toBe(true)
+    }
   })
 })

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -17,7 +18,7 @@ describe("session budgets over HTTP", () => {
     if (skip) return
     database = await createTestDatabase()
     await database.query("create table items as select g as id from generate_series(1, 25) g")
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
     admin = await localKey(gateway)
     const made = async (name: string, scopes: Array<string>) => (await request(gateway.url, "/api/keys", { key: admin, body: { name, scopes } })).json
     const q = await made("querier", ["query"])
@@ -164,9 +165,9 @@ describe("a budget shared by two replicas on one PostgreSQL store", () => {
     ;[store, database] = await Promise.all([createTestDatabase(), createTestDatabase()])
     await database.query("create table items as select g as id from generate_series(1, 25) g")
     const env = { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" }
-    replicas = [await startGateway({ databaseUrl: store.url, env })]
+    replicas = [await startApp({ databaseUrl: store.url, env })]
     // The second replica shares the first one's data directory, so it finds the local key already made.
-    replicas.push(await startGateway({ databaseUrl: store.url, dataDir: replicas[0]!.dataDir, env }))
+    replicas.push(await startApp({ databaseUrl: store.url, dataDir: replicas[0]!.dataDir, env }))
   })
   afterAll(async () => {
     await Promise.all(replicas.map((r) => r.stop()))

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
 import { eventually } from "../support/Eventually"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { followSse } from "../support/Sse"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -31,7 +32,7 @@ describe("chat: conversations whose messages start governed agent runs, approval
       create table mid (id int primary key, v int); insert into mid select g, g % 5 from generate_series(1, 20000) g;
       analyze orders; analyze big; analyze mid;`)
     fake = await startModelFake((req, i) => script(req, i))
-    gateway = await startGateway({
+    gateway = await startApp({
       env: {
         SP_LLM_PROVIDER: "anthropic",
         SP_LLM_BASE_URL: fake.url,
@@ -47,7 +48,7 @@ describe("chat: conversations whose messages start governed agent runs, approval
     expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
   }, 60_000)
   afterAll(async () => {
-    await gateway?.kill()
+    await gateway?.stop()
     await fake?.close()
     await database?.drop()
   })

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, freePort, startGateway, tempDataDir } from "../support/Gateway"
+import { type Gateway, freePort, tempDataDir } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { eventually } from "../support/Eventually"
 import { request, type RequestOptions } from "../support/Http"
 import { Relay } from "../support/Relay"
@@ -14,7 +15,7 @@ describe("connection health on a PostgreSQL store", () => {
   let gateway: Gateway
   const dataDir = tempDataDir()
 
-  const start = () => startGateway({ databaseUrl: store.url, dataDir, env: { SP_HEALTH_INTERVAL_SECONDS: "1" } })
+  const start = () => startApp({ databaseUrl: store.url, dataDir, env: { SP_HEALTH_INTERVAL_SECONDS: "1" } })
   // Loopback without a key is the local admin on a self-hosted gateway.
   const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, options)
   const healthOf = async (name: string) => (await api(`/api/connections/${name}/health`)).json
@@ -132,7 +133,7 @@ describe("a person's Test counts as a health check", () => {
     if (skip) return
     target = await createTestDatabase()
     // The loop's next round is an hour away: only the Test can tell the connection's health.
-    gateway = await startGateway({ env: { SP_HEALTH_INTERVAL_SECONDS: "3600" } })
+    gateway = await startApp({ env: { SP_HEALTH_INTERVAL_SECONDS: "3600" } })
   })
   afterAll(async () => {
     await gateway?.stop()
@@ -164,7 +165,7 @@ describe("the health loop holds no database session per connection", () => {
   beforeAll(async () => {
     if (skip) return
     target = await createTestDatabase()
-    gateway = await startGateway({ env: { SP_HEALTH_INTERVAL_SECONDS: "1" } })
+    gateway = await startApp({ env: { SP_HEALTH_INTERVAL_SECONDS: "1" } })
   })
   afterAll(async () => {
     await gateway?.stop()

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -15,7 +16,7 @@ describe("connection export and import, and network info", () => {
   beforeAll(async () => {
     if (skip) return
     database = await createTestDatabase()
-    ;[source, target] = await Promise.all([startGateway(), startGateway()])
+    ;[source, target] = await Promise.all([startApp(), startApp()])
     keys.admin = await localKey(source)
     keys.targetAdmin = await localKey(target)
     const make = async (name: string, scopes: Array<string>) =>

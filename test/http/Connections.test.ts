@@ -2,7 +2,8 @@ import * as path from "node:path"
 import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { createTestDatabase, mysqlAvailable, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
 
@@ -20,7 +21,7 @@ describe("connections over HTTP on the embedded store", () => {
     if (skip) return
     database = await createTestDatabase()
     await database.query("create table orders (id int primary key, total numeric)")
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
     admin = await localKey(gateway)
     const created = await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read"] } })
     reader = created.json.key

@@ -3,7 +3,7 @@ import * as http from "node:http"
 import * as path from "node:path"
 import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, type Gateway, localKey, startGateway } from "../support/Gateway"
+import { freePort, type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { type HttpResult, request } from "../support/Http"
 import { Relay } from "../support/Relay"
 import {
@@ -42,7 +42,7 @@ interface Streamed extends Answer {
 }
 
 /** A streamed query whose reader takes the first bytes, then stops reading until `hold` settles (the statement stays open), then reads to the end. */
-const streamQuery = (gateway: Gateway, key: string, body: object, hold: Promise<unknown>) =>
+const streamQuery = (gateway: GatewayProcess, key: string, body: object, hold: Promise<unknown>) =>
   new Promise<Streamed>((resolve, reject) => {
     const payload = JSON.stringify(body)
     const req = http.request(`${gateway.url}/api/query`, {
@@ -82,10 +82,10 @@ const streamQuery = (gateway: Gateway, key: string, body: object, hold: Promise<
 
 const answerOf = (result: HttpResult): Answer => ({ status: result.status, code: result.json?.code, at: Date.now() })
 
-const alive = (gateway: Gateway) => gateway.process.exitCode === null && gateway.process.signalCode === null
+const alive = (gateway: GatewayProcess) => gateway.process.exitCode === null && gateway.process.signalCode === null
 
 /** The pids of the gateway's SQLite reader processes. */
-const sqliteReaders = (gateway: Gateway) =>
+const sqliteReaders = (gateway: GatewayProcess) =>
   fs
     .readFileSync(`/proc/${gateway.process.pid}/task/${gateway.process.pid}/children`, "utf8")
     .split(" ")
@@ -93,7 +93,7 @@ const sqliteReaders = (gateway: Gateway) =>
     .map(Number)
 
 describe("a customer database that fails under the gateway never takes it down", () => {
-  let gateway: Gateway
+  let gateway: GatewayProcess
   let admin: string
   let querier: string
   let database: TestDatabase

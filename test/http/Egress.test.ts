@@ -2,7 +2,8 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startTrinoFake, type TrinoFake } from "../fakes/TrinoFake"
-import { type Gateway, startGateway } from "../support/Gateway"
+import { type Gateway } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { type IdentityProvider, startIdentityProvider } from "../support/IdentityProvider"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -37,7 +38,7 @@ describe.skipIf(!hasPostgres)("egress of a cloud gateway with SP_EGRESS_ALLOW_LO
     idp = await startIdentityProvider()
     database = await createTestDatabase()
     internal = await startInternalService()
-    gateway = await startGateway({
+    gateway = await startApp({
       databaseUrl: database.url,
       env: { SP_DEPLOYMENT_MODE: "cloud", SP_JWKS_URL: idp.jwksUrl, SP_EGRESS_ALLOW_LOOPBACK: "true", SP_RATE_LIMIT_AUTH_RPM: "10000" }
     })

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SluiceApi } from "../../src/api/Api"
 import { ApiKeys } from "../../src/services/ApiKeys"
-import { InProcessApp, localOperator } from "../support/InProcess"
+import { inProcessApp, localOperator } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
@@ -26,7 +26,7 @@ const refusalOf = (key: string, connection: string, sql: string) =>
   )
 
 describe.skipIf(skip)("the governed executor, in process", () => {
-  layer(InProcessApp, { timeout: 60_000, excludeTestServices: true })((it) => {
+  layer(inProcessApp(), { timeout: 60_000, excludeTestServices: true })((it) => {
     /** A client with a fresh key, and a connection `name` to the customer database with payroll blocked and emails redacted. */
     const setUp = (name: string) => Effect.gen(function* () {
       const key = (yield* (yield* ApiKeys).create(localOperator, { name: `executor-${Math.random()}`, scopes: ["read", "query", "write", "admin"] })).key

@@ -5,7 +5,8 @@ import Database from "better-sqlite3"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { eventually } from "../support/Eventually"
 import { request } from "../support/Http"
 import mysql from "mysql2/promise"
@@ -45,7 +46,7 @@ describe("the gate holds on PostgreSQL: allow-listed functions and relations", (
       create table canary (id int); create index canary_brin on canary using brin (id);
       analyze customers; analyze salaries;
       create function fmt_money(numeric) returns text language sql immutable as $$ select '$' || $1::text $$`)
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_SCHEMA_FRESH_SECONDS: "3", SP_PER_KEY_RPM: "100000" } })
     key = await localKey(gateway)
     connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", blocked_tables: ["salaries"] }
     expect((await request(gateway.url, "/api/connections", { key, body: connection })).status).toBe(201)
@@ -166,8 +167,8 @@ describe("the gate holds on PostgreSQL: allow-listed functions and relations", (
 
   it.skipIf(skip)("a view is traced whatever functions it calls, and one made since the last scan is refused until a scan traces it", async () => {
     await database.query("create view customer_view as select id, fmt_money(id::numeric) as f, email from customers")
-    // Older than the 10 s in which a snapshot is trusted, so a query naming an unknown relation rescans.
-    await new Promise((r) => setTimeout(r, 10_500))
+    // Older than the 3 s (SP_SCHEMA_FRESH_SECONDS here) in which a snapshot is trusted, so a query naming an unknown relation rescans.
+    await new Promise((r) => setTimeout(r, 3_200))
     const traced = await query("select id, f, email from customer_view order by id")
     expect([traced.status, traced.json.rows[0], traced.json.pii_masked]).toEqual([200, [1, "$1", "****.com"], [{ column: "email", rule: "mask" }]])
     // A view newer than the last scan is not read until a scan has traced it: its columns could carry PII.
@@ -207,7 +208,7 @@ describe("names resolve as the engine resolves them", () => {
       create table ${home}.t (id int); insert into ${home}.t values (1);
       create table ${home}.customers (id int, email varchar(50)); insert into ${home}.customers values (1, 'ada@example.com');
       create table ${other}.t (id int, secret varchar(20)); insert into ${other}.t values (1, 'elsewhere')`)
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
     key = await localKey(gateway)
     const connections = [
       { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: role, allowed_tables: ["public.orders"] },

@@ -3,7 +3,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import type { Scope } from "../../src/domain/Scope"
 import { ApiKeys } from "../../src/services/ApiKeys"
-import { InProcessApp, localOperator } from "../support/InProcess"
+import { inProcessApp, localOperator } from "../support/InProcess"
 
 const keyWith = (...scopes: Array<Scope>) =>
   Effect.map(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${scopes.join("-")}-${Math.random()}`, scopes })), (created) => created.key)
@@ -21,7 +21,7 @@ const mcpCall = (key: string, name: string, args: Record<string, unknown>) =>
   )
 
 describe("the gate, in process", () => {
-  layer(InProcessApp, { timeout: 60_000, excludeTestServices: true })((it) => {
+  layer(inProcessApp(), { timeout: 60_000, excludeTestServices: true })((it) => {
     it.effect("refuses a missing or malformed credential on REST and MCP alike, with a code and a message", () =>
       Effect.gen(function* () {
         const keyless = yield* send(HttpClientRequest.get("/api/connections"))

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ClickhouseFake, startClickhouseFake } from "../fakes/ClickhouseFake"
 import { selfSignedCertificate } from "../fakes/FakeServer"
 import { startTrinoFake, type TrinoFake } from "../fakes/TrinoFake"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 
 const CH_PASSWORD = "ch-gw-Secret-5150"
@@ -17,7 +18,7 @@ describe("clickhouse and trino connections through a running gateway", () => {
 
   beforeAll(async () => {
     ;[gateway, clickhouse, trino] = await Promise.all([
-      startGateway(),
+      startApp(),
       startClickhouseFake({ users: { alice: CH_PASSWORD }, databases: ["default", "system", "analytics"] }),
       startTrinoFake({ users: { dave: TRINO_PASSWORD }, tls: selfSignedCertificate() })
     ])

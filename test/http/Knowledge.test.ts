@@ -2,7 +2,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -33,7 +34,7 @@ for (const store of ["embedded", "postgresql"] as const) {
     beforeAll(async () => {
       if (skip) return
       storeDb = store === "postgresql" ? await createTestDatabase() : undefined
-      gateway = await startGateway({ ...(storeDb === undefined ? {} : { databaseUrl: storeDb.url }), env: { SP_KNOWLEDGE_HISTORY_VERSIONS: "2" } })
+      gateway = await startApp({ ...(storeDb === undefined ? {} : { databaseUrl: storeDb.url }), env: { SP_KNOWLEDGE_HISTORY_VERSIONS: "2" } })
       admin = await localKey(gateway)
       const key = async (scopes: ReadonlyArray<string>) => (await request(gateway.url, "/api/keys", { key: admin, body: { name: scopes.join("+"), scopes } })).json.key as string
       writer = await key(["read", "write"])
@@ -42,7 +43,7 @@ for (const store of ["embedded", "postgresql"] as const) {
       expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
     }, 60_000)
     afterAll(async () => {
-      await gateway?.kill()
+      await gateway?.stop()
       await storeDb?.drop()
     })
 
@@ -241,7 +242,7 @@ describe("knowledge and the built-in agent (issue 20): it reads the approved kno
     if (skip) return
     fake = await startModelFake((req) => script(req))
     // Self-hosted, with MCP clients' proposals active at once: the built-in agent's still wait.
-    gateway = await startGateway({
+    gateway = await startApp({
       env: {
         SP_KNOWLEDGE_PROPOSALS: "active",
         SP_KNOWLEDGE_PENDING_MAX: "20",
@@ -254,7 +255,7 @@ describe("knowledge and the built-in agent (issue 20): it reads the approved kno
     })
   }, 60_000)
   afterAll(async () => {
-    await gateway?.kill()
+    await gateway?.stop()
     await fake?.close()
   })
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { entryBody, LABELLED, LABELLED_CONNECTIONS, relevance } from "../fixtures/knowledge/Labelled"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 
 // Set from the measured baseline (bench/README.md, 2026-11-27: recall@5 0.904, MRR 0.881) less a margin for ties
@@ -14,7 +15,7 @@ describe("knowledge search finds the right entry for a task: recall@5 and MRR on
   const idOf = new Map<string, string>()
 
   beforeAll(async () => {
-    gateway = await startGateway({})
+    gateway = await startApp({})
     admin = await localKey(gateway)
     for (const name of LABELLED_CONNECTIONS) {
       const created = await request(gateway.url, "/api/connections", { key: admin, body: { name, db_type: "postgresql", host: "127.0.0.1", port: 5432, database: "postgres", username: "root" } })
@@ -26,7 +27,7 @@ describe("knowledge search finds the right entry for a task: recall@5 and MRR on
       idOf.set(entry.key, created.json.id)
     }
   }, 120_000)
-  afterAll(() => gateway?.kill())
+  afterAll(() => gateway?.stop())
 
   it("ranks the labelled entries in the first five, first where it can", async () => {
     const keyOf = new Map([...idOf].map(([key, id]) => [id, key]))

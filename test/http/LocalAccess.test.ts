@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { type IdentityProvider, startIdentityProvider } from "../support/IdentityProvider"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -10,7 +11,7 @@ const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }
 describe("with local access turned off (SP_LOCAL_ACCESS=false)", () => {
   let gateway: Gateway
   beforeAll(async () => {
-    gateway = await startGateway({ env: { SP_LOCAL_ACCESS: "false" } })
+    gateway = await startApp({ env: { SP_LOCAL_ACCESS: "false" } })
   })
   afterAll(() => gateway?.stop())
 
@@ -27,7 +28,7 @@ describe("local access over HTTP (self-hosted, no key)", () => {
   let gateway: Gateway
   let key: string
   beforeAll(async () => {
-    gateway = await startGateway({ web: true })
+    gateway = await startApp({ web: true })
     key = await localKey(gateway)
   })
   afterAll(() => gateway?.stop())
@@ -116,7 +117,7 @@ describe.skipIf(!hasPostgres)("session tokens (cloud): issuer, audience, and nev
   beforeAll(async () => {
     idp = await startIdentityProvider()
     database = await createTestDatabase()
-    gateway = await startGateway({
+    gateway = await startApp({
       databaseUrl: database.url,
       env: {
         SP_DEPLOYMENT_MODE: "cloud",

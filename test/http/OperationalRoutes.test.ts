@@ -1,7 +1,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 
 describe("operational routes and local access on a self-hosted gateway", () => {
@@ -10,7 +11,7 @@ describe("operational routes and local access on a self-hosted gateway", () => {
   const api = (p: string, options: Parameters<typeof request>[2] = {}) => request(gateway.url, p, options)
 
   beforeAll(async () => {
-    gateway = await startGateway({})
+    gateway = await startApp({})
     admin = await localKey(gateway)
   })
   afterAll(async () => {
@@ -36,7 +37,7 @@ describe("operational routes and local access on a self-hosted gateway", () => {
     expect(fs.statSync(gateway.dataDir).mode & 0o077).toBe(0)
 
     await gateway.stop()
-    gateway = await startGateway({ dataDir: gateway.dataDir })
+    gateway = await startApp({ dataDir: gateway.dataDir })
     expect(await localKey(gateway)).toBe(admin)
     expect((await api("/api/plan", { key: admin })).status).toBe(200)
   })

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -16,7 +17,7 @@ describe("PII rules and masking over HTTP", () => {
     database = await createTestDatabase()
     await database.query(`create table customers (id int primary key, name text, email text, ssn text, phone text);
       insert into customers values (1, 'Ada', 'ada@example.com', '123-45-6789', '+33 1 23 45 67 89'), (2, 'Bo', 'bo@example.com', null, '+49 30 1234567')`)
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_SCHEMA_FRESH_SECONDS: "3", SP_PER_KEY_RPM: "10000" } })
     admin = await localKey(gateway)
     reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read", "query"] } })).json.key
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", result_cache_ttl: 60 }
@@ -79,7 +80,7 @@ describe("PII rules and masking over HTTP", () => {
     await database.query(`create view customer_contacts as select id, email as contact, upper(name) as label, ssn from customers;
       create view contact_list as select contact, id from customer_contacts;
       create view customer_counts as select count(email) as emails from customers`)
-    await new Promise((resolve) => setTimeout(resolve, 10_500))
+    await new Promise((resolve) => setTimeout(resolve, 3_200))
     const contacts = await query("select * from customer_contacts order by id")
     expect(contacts.status, contacts.text).toBe(200)
     expect(contacts.json.pii_masked).toEqual([

@@ -2,7 +2,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/Eventually"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -49,7 +50,7 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
       create table payroll (employee text, amount int);
       create table payroll_archive (closed date) inherits (payroll);
       insert into payroll values ('Cy', 1), ('Di', 2)`)
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_SCHEMA_FRESH_SECONDS: "3", SP_PER_KEY_RPM: "100000" } })
     key = await localKey(gateway)
     const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key, body: { ...base, name: "pii" } })).status).toBe(201)
@@ -108,8 +109,8 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
   it.skipIf(skip)("a view or partition made after the last scan is refused too: the query naming it has the connection scanned again", async () => {
     await database.query(`create view late_view as select amount from salary_view;
       create table bonuses_late (note text) inherits (bonuses); insert into bonuses_late values ('Bo', 5, 'late')`)
-    // The snapshot counts as listing every relation for 10 s after a scan.
-    await new Promise((resolve) => setTimeout(resolve, 10_500))
+    // The snapshot counts as listing every relation for SP_SCHEMA_FRESH_SECONDS (3 s here) after a scan.
+    await new Promise((resolve) => setTimeout(resolve, 3_200))
     for (const [sql, reached] of [["select * from late_view", "public.salaries"], ["select * from bonuses_late", "public.bonuses"]]) {
       const refused = await query("blocked", sql!)
       expect(refused.json.code, sql).toBe("query_blocked")

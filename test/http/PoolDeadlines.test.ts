@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
 import { createMariaDatabase, createTestDatabase, type MariaDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -12,7 +12,7 @@ const skip = !(await postgresAvailable()) || !(await mysqlAvailable())
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** POST /api/query whose client hangs up after `afterMs`, mid-statement. */
-const abandoned = (gateway: Gateway, key: string, body: object, afterMs: number) =>
+const abandoned = (gateway: GatewayProcess, key: string, body: object, afterMs: number) =>
   new Promise<void>((resolve) => {
     const payload = JSON.stringify(body)
     const req = http.request(`${gateway.url}/api/query`, {
@@ -38,7 +38,7 @@ const timed = async <A>(limitMs: number, work: () => Promise<A>): Promise<{ valu
 const vmHwmKb = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))![1])
 
 describe("pool waits inside the deadline, interrupted statements cancelled, results capped while read", () => {
-  let gateway: Gateway
+  let gateway: GatewayProcess
   let querier: string
   let database: TestDatabase
   let maria: MariaDatabase

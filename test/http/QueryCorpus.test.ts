@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { DbType } from "../../src/domain/Connection"
 import { DIALECT_ATTACKS, GENERIC_ATTACKS } from "../governance/corpus/Attacks"
 import { READS } from "../governance/corpus/Reads"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { ORDERS } from "../support/PiiCopies"
 import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
@@ -76,7 +77,7 @@ describe("the read-only corpus against real PostgreSQL, MariaDB, SQLite and Duck
 
   beforeAll(async () => {
     if (skip) return
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
     key = await localKey(gateway)
     const api = (route: string, body: unknown) => request(gateway.url, route, { key, body })
 

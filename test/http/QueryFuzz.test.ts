@@ -1,7 +1,8 @@
 import fc from "fast-check"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -82,7 +83,7 @@ describe("fuzzed attacks and reads against a real PostgreSQL with a role that ca
     await database.query("create table canary (id int primary key, secret text); insert into canary values (1, 'canary one'), (2, 'canary two'); create sequence seq")
     client = new pg.Client({ connectionString: database.url })
     await client.connect()
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_KEY_RPM: "100000" } })
     key = await localKey(gateway)
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key, body: connection })).status).toBe(201)

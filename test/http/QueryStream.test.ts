@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
 import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
 
@@ -89,7 +89,7 @@ const streamQuery = (
   })
 
 describe("POST /api/query with Accept: application/x-ndjson: rows streamed as they are read", () => {
-  let gateway: Gateway
+  let gateway: GatewayProcess
   let admin: string
   let querier: string
   let database: TestDatabase

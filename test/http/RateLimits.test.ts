@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, type Gateway, localKey, startGateway } from "../support/Gateway"
+import { freePort, type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { redisAvailable, TEST_REDIS_URL } from "../support/Servers"
 
@@ -12,7 +13,7 @@ describe("rate limits in one process", () => {
   let gateway: Gateway
   let key: string
   beforeAll(async () => {
-    gateway = await startGateway({
+    gateway = await startApp({
       env: {
         SP_TRUSTED_PROXIES: "127.0.0.1",
         SP_RATE_LIMIT_AUTH_RPM: "3",
@@ -61,7 +62,7 @@ describe.skipIf(!hasRedis)("rate limits shared through Redis", () => {
 
   it("two gateways draw from one per-IP budget", async () => {
     const env = { SP_TRUSTED_PROXIES: "127.0.0.1", SP_RATE_LIMIT_GENERAL_RPM: "4", REDIS_URL: TEST_REDIS_URL }
-    gateways.push(...(await Promise.all([startGateway({ env }), startGateway({ env })])))
+    gateways.push(...(await Promise.all([startApp({ env }), startApp({ env })])))
     const [a, b] = gateways as [Gateway, Gateway]
     const ip = someIp()
     const hit = (g: Gateway) => request(g.url, "/api/plan", { key: `sp_${"0".repeat(32)}`, headers: from(ip) })
@@ -73,7 +74,7 @@ describe.skipIf(!hasRedis)("rate limits shared through Redis", () => {
 
   it("limits that do not divide a minute evenly (7 and 700 per minute) are served and enforced, and the start-up probe answers", async () => {
     const env = { SP_TRUSTED_PROXIES: "127.0.0.1", SP_RATE_LIMIT_GENERAL_RPM: "700", SP_PER_KEY_RPM: "7", REDIS_URL: TEST_REDIS_URL }
-    const gateway = await startGateway({ env })
+    const gateway = await startApp({ env })
     gateways.push(gateway)
     const key = await localKey(gateway)
 
@@ -99,7 +100,7 @@ describe.skipIf(!hasRedis)("rate limits shared through Redis", () => {
 
   it("an unreachable rate-limit store fails closed with 503, and /health stays up", async () => {
     const port = await freePort()
-    const gateway = await startGateway({ env: { REDIS_URL: `redis://127.0.0.1:${port}` } })
+    const gateway = await startApp({ env: { REDIS_URL: `redis://127.0.0.1:${port}` } })
     gateways.push(gateway)
     const key = await localKey(gateway).catch(() => null)
     const res = await request(gateway.url, "/api/plan", key ? { key } : {})

@@ -1,7 +1,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -19,12 +20,12 @@ for (const store of ["embedded", "postgresql"] as const) {
     beforeAll(async () => {
       if (skip) return
       storeDb = store === "postgresql" ? await createTestDatabase() : undefined
-      gateway = await startGateway(storeDb === undefined ? {} : { databaseUrl: storeDb.url })
+      gateway = await startApp(storeDb === undefined ? {} : { databaseUrl: storeDb.url })
       admin = await localKey(gateway)
       reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read", "write"] } })).json.key
     }, 60_000)
     afterAll(async () => {
-      await gateway?.kill()
+      await gateway?.stop()
       await storeDb?.drop()
     })
 

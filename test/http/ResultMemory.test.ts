@@ -3,7 +3,7 @@ import * as path from "node:path"
 import Database from "better-sqlite3"
 import mysql from "mysql2/promise"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { type HttpResult, request } from "../support/Http"
 import { createTestDatabase, mysqlAvailable, mysqlConnection, postgresAvailable, TEST_MYSQL_URL, type TestDatabase } from "../support/Servers"
 
@@ -21,7 +21,7 @@ const FITS = `rows ${FITTING_ROWS}`
 const status = (pid: number, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024
 
 describe("buffered results share a bounded result memory (issue 17 item 2)", () => {
-  let gateway: Gateway
+  let gateway: GatewayProcess
   let querier: string
   let database: TestDatabase
   let maria: mysql.Connection

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/Eventually"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { SHOP_SCHEMA_SQL, SHOP_TABLES } from "../support/SchemaFixtures"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -17,7 +18,7 @@ describe("schema scans and views over HTTP on PostgreSQL", () => {
     if (skip) return
     database = await createTestDatabase()
     await database.query(SHOP_SCHEMA_SQL)
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" } })
     admin = await localKey(gateway)
     reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read"] } })).json.key
     const base = { db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }

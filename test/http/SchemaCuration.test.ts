@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { SHOP_SCHEMA_SQL } from "../support/SchemaFixtures"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -16,7 +17,7 @@ describe("schema curation: endorsements, descriptions, type fixes and the semant
     if (skip) return
     database = await createTestDatabase()
     await database.query(SHOP_SCHEMA_SQL)
-    gateway = await startGateway()
+    gateway = await startApp()
     admin = await localKey(gateway)
     reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read"] } })).json.key
     const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }

@@ -4,7 +4,8 @@ import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
 import mysql from "mysql2/promise"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { RELEVANCE_QUESTIONS, RELEVANCE_TABLES_SQL } from "../support/SchemaFixtures"
 import { mysqlAvailable, mysqlConnection, TEST_MYSQL_URL } from "../support/Servers"
@@ -20,7 +21,7 @@ describe("schema scans of MariaDB, SQLite and DuckDB, and search relevance", () 
   const mariaDb = `sluice_schema_${randomBytes(4).toString("hex")}`
 
   beforeAll(async () => {
-    gateway = await startGateway()
+    gateway = await startApp()
     key = await localKey(gateway)
   }, 60_000)
   afterAll(async () => {

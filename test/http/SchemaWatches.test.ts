@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -15,7 +16,7 @@ describe("schema watches: record when what they watch changes", () => {
     if (skip) return
     database = await createTestDatabase()
     await database.query("create table orders (id int primary key, total numeric); create table order_lines (order_id int, sku text); create table audit_trail (id int)")
-    gateway = await startGateway()
+    gateway = await startApp()
     admin = await localKey(gateway)
     reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "reader", scopes: ["read"] } })).json.key
     const connection = { name: "db", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", blocked_tables: ["audit_trail"] }

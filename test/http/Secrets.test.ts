@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, startGateway } from "../support/Gateway"
+import { type Gateway } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { type IdentityProvider, startIdentityProvider } from "../support/IdentityProvider"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -17,7 +18,7 @@ describe("organization and user secrets (issue 19 item 3), cloud mode on Postgre
     if (skip) return
     idp = await startIdentityProvider()
     database = await createTestDatabase()
-    gateway = await startGateway({
+    gateway = await startApp({
       databaseUrl: database.url,
       env: { SP_DEPLOYMENT_MODE: "cloud", SP_JWKS_URL: idp.jwksUrl, SP_LLM_API_KEY: GATEWAY_KEY, SP_RATE_LIMIT_AUTH_RPM: "10000" }
     })

@@ -3,7 +3,7 @@ import * as net from "node:net"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/Eventually"
-import { freePort, type Gateway, localKey, startGateway } from "../support/Gateway"
+import { freePort, type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
 import { Relay } from "../support/Relay"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -87,7 +87,7 @@ const within = <A>(promise: Promise<A>, ms: number, what: string) =>
   Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms))])
 
 /** SIGTERM; resolves with the exit code and how long the process took to exit. */
-const terminate = (gateway: Gateway) => {
+const terminate = (gateway: GatewayProcess) => {
   const sent = Date.now()
   const exited = new Promise<{ code: number | null; afterMs: number }>((resolve) =>
     gateway.process.once("exit", (code) => resolve({ code, afterMs: Date.now() - sent }))
@@ -99,7 +99,7 @@ const terminate = (gateway: Gateway) => {
 describe.skipIf(!hasPostgres)("SIGTERM: the gateway drains and exits within SP_SHUTDOWN_TIMEOUT_SECONDS", () => {
   let customers: TestDatabase
   const stores: Array<TestDatabase> = []
-  const gateways: Array<Gateway> = []
+  const gateways: Array<GatewayProcess> = []
 
   /** A gateway on its own PostgreSQL store (read after it exits) with a connection to the customer database. */
   const gatewayWithConnection = async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Gateway, localKey, startGateway } from "../support/Gateway"
 import { request, type RequestOptions } from "../support/Http"
 import { makeCertificate, type SnowflakeFake, startSnowflakeFake } from "../fakes/SnowflakeFake"
+import { expectKeysAndFacts, scanThrough } from "../support/SchemaScans"
 
 const PASSWORD = "pw-snow-http-4b8e21"
 const WRONG = "pw-snow-wrong-9c03aa"
@@ -80,5 +81,10 @@ describe.skipIf(started === null)("a snowflake connection over HTTP, against the
     expect(fake.logins.filter((l) => !l.ok).length).toBe(2)
     expect(gateway.logs()).not.toContain(PASSWORD)
     expect(gateway.logs()).not.toContain(WRONG)
+  })
+  it("reads the database's information_schema and SHOW … KEYS over the REST API: keys in key order, clustering, comments, rows", async () => {
+    const { tables, compactLines } = await scanThrough(gateway, "snowflake", snowflake("shop", PASSWORD))
+    expectKeysAndFacts(tables, "snowflake")
+    expect(compactLines).toContain("shop.orders (5.4K rows): id NUMBER*, customer_id NUMBER*→customers.id, total NUMBER")
   })
 })

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 import { ed25519, KEY_PASSPHRASE, SshServer, TUNNEL_PASSWORD, userKey } from "../support/SshServer"
@@ -27,7 +28,7 @@ describe("connections through an SSH tunnel", () => {
     await database.query("create table orders (id int primary key)")
     ssh = new SshServer()
     sshPort = await ssh.listen()
-    gateway = await startGateway({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
+    gateway = await startApp({ env: { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
     admin = await localKey(gateway)
   })
   afterAll(async () => {

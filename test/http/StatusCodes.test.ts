@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -17,7 +18,7 @@ describe.each([
   beforeAll(async () => {
     if (skip) return
     database = store === "postgresql" ? await createTestDatabase() : undefined
-    gateway = await startGateway(database ? { databaseUrl: database.url } : {})
+    gateway = await startApp(database ? { databaseUrl: database.url } : {})
     admin = await localKey(gateway)
   })
   afterAll(async () => {

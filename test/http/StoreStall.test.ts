@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/Eventually"
-import { freePort, type Gateway, localKey, startGateway } from "../support/Gateway"
+import { freePort, type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { type HttpResult, request } from "../support/Http"
 import { Relay } from "../support/Relay"
 import { createTestDatabase, postgresAvailable, redisAvailable, TEST_REDIS_URL, type TestDatabase } from "../support/Servers"
@@ -32,14 +33,14 @@ describe.skipIf(!hasServers)("a store or Redis that accepts and never answers", 
     await Promise.all([store.open(), redis.open()])
     pg.hostname = "127.0.0.1"
     pg.port = String(store.port)
-    gateway = await startGateway({
+    gateway = await startApp({
       databaseUrl: pg.toString(),
       env: { REDIS_URL: `redis://127.0.0.1:${redis.port}`, SP_STORE_TIMEOUT_SECONDS: String(DEADLINE_SECONDS) }
     })
     key = await localKey(gateway)
   })
   afterAll(async () => {
-    await gateway?.kill()
+    await gateway?.stop()
     await Promise.all([store?.cut(), redis?.cut()])
     await database?.drop()
   })
@@ -62,7 +63,7 @@ describe.skipIf(!hasServers)("a store or Redis that accepts and never answers", 
     }
     await relay.pass()
     await eventually(() => timed("/api/connections", gateway, key), (r) => r.status === 200, "readiness after the route is back", 10_000, 200)
-    expect(gateway.process.exitCode).toBeNull()
+    expect(gateway.running()).toBe(true)
     // A statement cut by the deadline fails its request as 503, not as an internal error (a defect logged).
     expect(gateway.logs()).not.toContain("request failed")
   }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -8,7 +8,7 @@ const ENV_CONNECTIONS = ["warehouse", "a", "b", "c", "d", "e", "f", "g", "h", "i
 
 describe.skipIf(!hasPostgres)("self-hosted replicas on one PostgreSQL, each with its own data dir", () => {
   let database: TestDatabase
-  const gateways: Array<Gateway> = []
+  const gateways: Array<GatewayProcess> = []
 
   beforeAll(async () => {
     database = await createTestDatabase()

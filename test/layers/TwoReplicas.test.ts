@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { migrations } from "../../src/migrations"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Gateway, runCli, startGateway } from "../support/Gateway"
+import { type GatewayProcess, runCli, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -39,7 +39,7 @@ const waitFor = async <A>(what: string, timeoutMs: number, probe: () => Promise<
 
 describe.skipIf(!hasPostgres)("two cloud replicas on one PostgreSQL", () => {
   let database: TestDatabase
-  let gateways: Array<Gateway> = []
+  let gateways: Array<GatewayProcess> = []
 
   const leases = () => database.query<LeaseRow>(`select name, holder, acquired_at, expires_at from leases where name = 'audit-retention'`)
 
@@ -138,7 +138,7 @@ describe.skipIf(!hasPostgres)("two cloud replicas on one PostgreSQL", () => {
 
 describe.skipIf(!hasPostgres)("an API key across two replicas", () => {
   let database: TestDatabase
-  let gateways: Array<Gateway> = []
+  let gateways: Array<GatewayProcess> = []
   const dataDirs: Array<string> = []
   const tempDir = () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-cli-"))
@@ -175,7 +175,7 @@ describe.skipIf(!hasPostgres)("an API key across two replicas", () => {
       startGateway({ databaseUrl: database.url, env: { SP_DEPLOYMENT_MODE: "cloud" } }),
       startGateway({ databaseUrl: database.url, env: { SP_DEPLOYMENT_MODE: "cloud" } })
     ])
-    const [a, b] = gateways as [Gateway, Gateway]
+    const [a, b] = gateways as [GatewayProcess, GatewayProcess]
 
     expect((await request(a.url, "/api/plan", { key })).status).toBe(200)
     expect((await request(b.url, "/api/plan", { key })).status).toBe(200)

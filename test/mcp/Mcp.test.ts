@@ -4,7 +4,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/Eventually"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -33,7 +34,7 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     database = await createTestDatabase()
     await database.query("create table customers (id int, email text, city text)")
     await database.query("insert into customers select g, 'user' || g || '@example.com', 'city ' || (g % 3) from generate_series(1, 1500) g")
-    gateway = await startGateway({ env: { SP_PER_KEY_RPM: "40", SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
+    gateway = await startApp({ env: { SP_PER_KEY_RPM: "40", SP_RATE_LIMIT_EXPENSIVE_RPM: "10000" } })
     // Self-hosted local database files live in the data directory.
     const lite = new Database(path.join(gateway.dataDir, "shop.db"))
     lite.exec("create table products (id integer, name text); insert into products values (1, 'lamp'), (2, 'desk')")

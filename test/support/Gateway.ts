@@ -1,32 +1,41 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { request } from "./Http"
-import { templateDataDir } from "./template"
+import { inject } from "vitest"
+import { MIGRATED_STORE } from "./template"
 
-export const REPO_ROOT = path.resolve(import.meta.dirname, "../..")
+import { CLI_ENTRY, GATEWAY_ENTRY, REPO_ROOT } from "./Build"
 
-/** The gateway and the CLI as `npm start` runs them: the bundles `npm run build:server` writes. */
-export const GATEWAY_ENTRY = "dist/main.js"
-export const CLI_ENTRY = "dist/cli.js"
+export { buildServer, CLI_ENTRY, GATEWAY_ENTRY, REPO_ROOT } from "./Build"
 
-/** Builds the bundles from the current source (the test run's global setup does, first; each bench:* script runs build:server itself). */
-export const buildServer = () => execFileSync("npm", ["run", "--silent", "build:server"], { cwd: REPO_ROOT, stdio: "inherit" })
-
+/** A running gateway, in this process (`startApp`) or as its own (`startGateway`). */
 export interface Gateway {
   readonly url: string
   readonly port: number
   /** The web app's origin, when started with `web: true` (otherwise SP_WEB_PORT=0: none). */
   readonly webUrl: string | null
   readonly dataDir: string
-  readonly process: ChildProcess
   readonly logs: () => string
-  /** Graceful stop (SIGTERM), waiting for the exit. */
+  /** Whether it is still up: nothing ended it (a crash, an exit, a failed layer). */
+  readonly running: () => boolean
+  /** Graceful stop, waiting for the end. */
   readonly stop: () => Promise<void>
+}
+
+export interface GatewayProcess extends Gateway {
+  readonly process: ChildProcess
   /** SIGKILL, waiting for the exit. */
   readonly kill: () => Promise<void>
+}
+
+export interface GatewayOptions {
+  readonly env?: Record<string, string>
+  readonly dataDir?: string
+  readonly databaseUrl?: string
+  readonly web?: boolean
 }
 
 export const CLOUD_ENCRYPTION = { SP_ENCRYPTION_KEY: "test-encryption-key-for-cloud-gateways", SP_ENCRYPTION_SALT: "test-salt-0123456789" }
@@ -54,10 +63,19 @@ export const freePort = async (): Promise<number> => {
   throw new Error(`no free port in ${workerBlock}-${workerBlock + PORTS_PER_WORKER - 1}`)
 }
 
+const migratedStore = (): string | null => {
+  try {
+    return inject(MIGRATED_STORE)
+  } catch {
+    return null
+  }
+}
+
+/** A new data dir; in a test run it holds a copy of the run's migrated embedded store, so a start skips initdb and migrations (benches start empty). */
 export const tempDataDir = (): string => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-"))
-  const template = templateDataDir()
-  if (fs.existsSync(path.join(template, "PG_VERSION"))) fs.cpSync(template, path.join(dir, "pgdata"), { recursive: true })
+  const store = migratedStore()
+  if (store !== null) fs.cpSync(store, path.join(dir, "pgdata"), { recursive: true })
   return dir
 }
 
@@ -67,10 +85,8 @@ const exited = (child: ChildProcess) =>
     else child.once("exit", () => resolve())
   })
 
-/** Runs the built gateway as a real process with the given settings and waits until /health answers. */
-export const startGateway = async (
-  options: { env?: Record<string, string>; dataDir?: string; databaseUrl?: string; web?: boolean; nodeArgs?: ReadonlyArray<string> } = {}
-): Promise<Gateway> => {
+/** Runs the built gateway as a real process with the given settings and waits until /health answers: for tests about processes (signals, kill -9, replicas). */
+export const startGateway = async (options: GatewayOptions & { nodeArgs?: ReadonlyArray<string> } = {}): Promise<GatewayProcess> => {
   const port = await freePort()
   const webPort = options.web === true ? await freePort() : 0
   const dataDir = options.dataDir ?? tempDataDir()
@@ -114,6 +130,7 @@ export const startGateway = async (
     dataDir,
     process: child,
     logs: () => output,
+    running: () => child.exitCode === null && child.signalCode === null,
     stop: async () => {
       child.kill("SIGTERM")
       await exited(child)

@@ -1,14 +1,16 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
-import { ServicesLive } from "../../app/App"
+import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRuntime } from "effect"
+import { GatewayLive, ServicesLive } from "../../app/App"
 import { servingApp } from "../../app/HttpServer"
+import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG, LOCAL_USER } from "../../src/domain/Ids"
 import type { Principal } from "../../src/domain/Principal"
 import type { Scope } from "../../src/domain/Scope"
 import { ALL_SCOPES } from "../../src/domain/Scope"
 import { ApiKeys } from "../../src/services/ApiKeys"
-import { tempDataDir } from "./Gateway"
+import { CLOUD_ENCRYPTION, freePort, type Gateway, type GatewayOptions, tempDataDir } from "./Gateway"
+import { request } from "./Http"
 
 /**
  * The gateway's own app and services in this process, on a fresh embedded store, behind the same
@@ -22,8 +24,6 @@ export const inProcessApp = (env: Record<string, string> = {}) =>
       Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SP_DATA_DIR", tempDataDir()], ["SP_LOCAL_ACCESS", "false"], ["SP_WEB_PORT", "0"], ...Object.entries(env)])))
     )
   )
-
-export const InProcessApp = inProcessApp()
 
 /** The self-hosted org's operator, as the CLI acts: every scope, to make keys and connections with. */
 export const localOperator: Principal = { kind: "local", orgId: LOCAL_ORG, userId: LOCAL_USER, keyId: null, keyPrefix: null, scopes: ALL_SCOPES, role: "admin" }
@@ -39,4 +39,60 @@ export const startInProcess = async (env: Record<string, string> = {}) => {
   const keyWith = (scopes: ReadonlyArray<Scope>) =>
     runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${Math.random()}`, scopes: [...scopes] })).pipe(Effect.map((k) => k.key)))
   return { url, runtime, keyWith, stop: () => runtime.dispose() }
+}
+
+/**
+ * The whole gateway as `npm start` runs it (server, web server, loops, job runner), in this
+ * process, with settings from `env` alone: what a test of a route's logic needs, without a process
+ * start. Its log lines are kept for `logs()` instead of printed.
+ */
+export const startApp = async (options: GatewayOptions = {}): Promise<Gateway> => {
+  const port = await freePort()
+  const webPort = options.web === true ? await freePort() : 0
+  const dataDir = options.dataDir ?? tempDataDir()
+  const settings = new Map<string, string>([
+    ["SP_PORT", String(port)],
+    ["SP_WEB_PORT", String(webPort)],
+    ["SP_DATA_DIR", dataDir],
+    ...(options.databaseUrl ? [["DATABASE_URL", options.databaseUrl] as const] : []),
+    ...(options.env?.["SP_DEPLOYMENT_MODE"] === "cloud" ? Object.entries(CLOUD_ENCRYPTION) : []),
+    ...Object.entries(options.env ?? {})
+  ])
+  let output = ""
+  const keepLines = Logger.replace(
+    Logger.defaultLogger,
+    Logger.map(Logger.logfmtLogger, (line) => void (output += `${line}\n`))
+  )
+  const fiber = Effect.runFork(
+    Layer.launch(GatewayLive).pipe(
+      Effect.provide(AppConfig.Default),
+      Effect.provide(keepLines),
+      Effect.withConfigProvider(ConfigProvider.fromMap(settings))
+    )
+  )
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 45_000
+  while (true) {
+    const ended = fiber.unsafePoll()
+    if (ended !== null) {
+      throw new Error(`gateway ended before it was healthy:\n${Exit.isFailure(ended) ? Cause.pretty(ended.cause) : ""}\n${output}`)
+    }
+    if (/Listening on /.test(output) && (await request(url, "/health").then((r) => r.status === 200, () => false))) break
+    if (Date.now() > deadline) {
+      await Effect.runPromise(Fiber.interrupt(fiber))
+      throw new Error(`gateway did not become healthy in time:\n${output}`)
+    }
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return {
+    url,
+    port,
+    webUrl: webPort === 0 ? null : `http://127.0.0.1:${webPort}`,
+    dataDir,
+    logs: () => output,
+    running: () => fiber.unsafePoll() === null,
+    stop: async () => {
+      await Effect.runPromise(Fiber.interrupt(fiber))
+    }
+  }
 }

@@ -1,5 +1,14 @@
 import * as os from "node:os"
 import * as path from "node:path"
 
-/** An initialised PGlite data dir, made once per machine so each embedded gateway skips initdb. */
-export const templateDataDir = () => path.join(os.tmpdir(), "sluice-pglite-template-0.5.14")
+/** An initialised PGlite data dir, made once per machine so a run's migrated store skips initdb. */
+export const initialisedStoreDir = () => path.join(os.tmpdir(), "sluice-pglite-template-0.5.14")
+
+/** The key under which the global setup provides this run's migrated store. */
+export const MIGRATED_STORE = "migratedStore"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    migratedStore: string
+  }
+}

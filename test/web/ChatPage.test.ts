@@ -2,7 +2,8 @@ import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
 import { buildWebApp, chromiumAvailable, collectErrors, launchChromium, step } from "../support/Browser"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -30,7 +31,7 @@ describe.skipIf(skip)("the Chat and Agent runs pages in a real browser (issue 19
     fake = await startModelFake((req) => script(req))
     // No model key on the gateway: the user sets the organization's own in the page. Every query of this test costs enough to ask.
     ;[gateway, browser] = await Promise.all([
-      startGateway({ web: true, env: { SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_MODEL: "claude-sonnet-4-5", SP_AGENT_QUERY_APPROVAL_USD: "0.000001" } }),
+      startApp({ web: true, env: { SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_MODEL: "claude-sonnet-4-5", SP_AGENT_QUERY_APPROVAL_USD: "0.000001" } }),
       launchChromium()
     ])
     admin = await localKey(gateway)

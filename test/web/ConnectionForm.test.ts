@@ -3,7 +3,8 @@ import type { Browser, Locator, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ALL_SCOPES } from "../../src/domain/Scope"
 import { buildWebApp, chromiumAvailable, collectErrors, launchChromium, step } from "../support/Browser"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { createTestDatabase, mysqlAvailable, postgresAvailable, TEST_MYSQL_URL } from "../support/Servers"
 
@@ -64,7 +65,7 @@ describe.skipIf(skip)("the connection form and the keys page in a real browser, 
 
   beforeAll(async () => {
     buildWebApp()
-    ;[gateway, browser] = await Promise.all([startGateway({ web: true }), launchChromium()])
+    ;[gateway, browser] = await Promise.all([startApp({ web: true }), launchChromium()])
     web = gateway.webUrl!
     admin = await localKey(gateway)
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage()

@@ -6,7 +6,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildWebApp, chromiumAvailable, collectErrors, launchChromium, step } from "../support/Browser"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 
 const skip = !chromiumAvailable()
@@ -55,7 +56,7 @@ describe.skipIf(skip)("the Knowledge and Reports pages in a real browser (issue 
     buildWebApp()
     canary = http.createServer((req, res) => (canaryHits.push(req.url ?? ""), res.end("ok")))
     await new Promise<void>((resolve) => canary.listen(0, "127.0.0.1", resolve))
-    ;[gateway, browser] = await Promise.all([startGateway({ web: true }), launchChromium()])
+    ;[gateway, browser] = await Promise.all([startApp({ web: true }), launchChromium()])
     admin = await localKey(gateway)
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage()
     errors = collectErrors(page)

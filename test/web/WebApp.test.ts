@@ -4,7 +4,8 @@ import Database from "better-sqlite3"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildWebApp, chromiumAvailable, collectErrors, launchChromium, step } from "../support/Browser"
-import { type Gateway, localKey, startGateway } from "../support/Gateway"
+import { type Gateway, localKey } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { type IdentityProvider, now, startIdentityProvider } from "../support/IdentityProvider"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -48,7 +49,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
 
   beforeAll(async () => {
     buildWebApp()
-    ;[gateway, browser] = await Promise.all([startGateway({ web: true }), launchChromium()])
+    ;[gateway, browser] = await Promise.all([startApp({ web: true }), launchChromium()])
     web = gateway.webUrl!
     shopFile = path.join(gateway.dataDir, "shop.sqlite")
     const db = new Database(shopFile)
@@ -484,7 +485,7 @@ describe.skipIf(skip || !hasPostgres)("signing in to a cloud gateway's web app: 
   beforeAll(async () => {
     buildWebApp()
     ;[idp, database, browser] = await Promise.all([startIdentityProvider(), createTestDatabase(), launchChromium()])
-    gateway = await startGateway({
+    gateway = await startApp({
       web: true,
       databaseUrl: database.url,
       env: { SP_DEPLOYMENT_MODE: "cloud", SP_JWKS_URL: idp.jwksUrl, SP_JWT_LEEWAY: "0" }

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../../fakes/ModelFake"
-import { CLI_ENTRY, type Gateway, localKey, REPO_ROOT, startGateway, tempDataDir } from "../../support/Gateway"
+import { CLI_ENTRY, type GatewayProcess, localKey, REPO_ROOT, startGateway, tempDataDir } from "../../support/Gateway"
 import { request } from "../../support/Http"
 import { followSse } from "../../support/Sse"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../../support/Servers"
@@ -31,7 +31,7 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
   let store: TestDatabase
   let data: TestDatabase
   let fake: Awaited<ReturnType<typeof startModelFake>>
-  let gateways: Array<Gateway> = []
+  let gateways: Array<GatewayProcess> = []
   let worker: Awaited<ReturnType<typeof startWorker>>
   let script: (request: ModelRequest) => ModelReply | Promise<ModelReply> = () => ({ text: "unscripted" })
   let key: string

@@ -7,7 +7,8 @@ import type { ConnectorError, ConnectorPool } from "../../../layers/connectors/C
 import { openTarget } from "../../../layers/connectors/ConnectorPools"
 import { driverConfig, MssqlConnector } from "../../../layers/connectors/Mssql"
 import type { ConnectionInput, MssqlInput } from "../../../src/domain/Connection"
-import { type Gateway, localKey, startGateway } from "../../support/Gateway"
+import { type Gateway, localKey } from "../../support/Gateway"
+import { startApp } from "../../support/InProcess"
 import { request } from "../../support/Http"
 import { TEST_MSSQL_URL } from "../../support/Servers"
 
@@ -217,7 +218,7 @@ describe("mssql over HTTP through a real gateway", () => {
   let key: string
 
   beforeAll(async () => {
-    gateway = await startGateway()
+    gateway = await startApp()
     key = await localKey(gateway)
   })
   afterAll(() => gateway?.stop())
