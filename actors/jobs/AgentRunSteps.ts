@@ -47,8 +47,12 @@ const STREAM_FLUSH = Duration.millis(50)
 const STREAM_BATCH = 256
 const STREAM_BROKEN = "stream_broken"
 
+/** A successful answer whose body failed while it was read: the connection dropped mid-answer, a network failure. */
+const droppedMidAnswer = (error: AiError.AiError) => error._tag === "HttpResponseError" && error.reason === "Decode" && error.response.status < 300
+
 const isRetryable = (error: AiError.AiError) =>
   (error._tag === "HttpResponseError" && RETRYABLE_STATUS.has(error.response.status)) ||
+  droppedMidAnswer(error) ||
   (error._tag === "HttpRequestError" && error.reason === "Transport") ||
   (error._tag === "UnknownError" && error.method === STREAM_BROKEN)
 
@@ -92,7 +96,9 @@ const modelRetry = Schedule.identity<AiError.AiError>().pipe(
 
 /** What a failed model call says to the run's owner: the status, never the provider's body (it can echo the request). */
 const modelFailure = (error: AiError.AiError) =>
-  error._tag === "HttpResponseError"
+  droppedMidAnswer(error)
+    ? "The model provider's connection dropped in the middle of its answer"
+    : error._tag === "HttpResponseError"
     ? `The model provider answered ${error.response.status}${error.response.status === 401 || error.response.status === 403 ? " (check the API key)" : ""}`
     : error._tag === "HttpRequestError"
       ? "The model provider could not be reached"

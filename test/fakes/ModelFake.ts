@@ -16,8 +16,9 @@ export interface ModelRequest {
 
 /**
  * What the scripted model answers: text, tool calls, or an HTTP failure. Streamed (when the request
- * asks for a stream), the text goes out a word at a time, `paceMs` apart, and `breakOff` ends the
- * stream half-way with the provider's error event instead of its finish.
+ * asks for a stream), the text goes out a word at a time, `paceMs` apart; `breakOff` ends the
+ * stream half-way with the provider's error event instead of its finish, and `cutOff` drops the
+ * connection half-way (a network failure mid-answer).
  */
 export type ModelReply =
   | {
@@ -26,6 +27,7 @@ export type ModelReply =
       readonly usage?: { input: number; output: number }
       readonly paceMs?: number
       readonly breakOff?: boolean
+      readonly cutOff?: boolean
     }
   | { readonly status: number; readonly body?: unknown; readonly headers?: Record<string, string> }
 
@@ -79,13 +81,18 @@ const chatCompletionChunks = (answer: Answer, model: string, id: string): Array<
   return frames
 }
 
-/** Writes a stream's frames, `paceMs` apart; `breakOff` puts the provider's error in place of the second half. */
+/** Writes a stream's frames, `paceMs` apart; `breakOff` puts the provider's error in place of the second half, `cutOff` drops the connection there. */
 const streamFrames = async (res: http.ServerResponse, frames: Array<Array<readonly [string | null, unknown]>>, answer: Answer, anthropic: boolean) => {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-  const cut = answer.breakOff === true ? Math.ceil(frames.length / 2) : frames.length
+  const cut = answer.breakOff === true || answer.cutOff === true ? Math.ceil(frames.length / 2) : frames.length
   for (const [at, frame] of frames.slice(0, cut).entries()) {
     if (at > 0 && answer.paceMs !== undefined) await sleep(answer.paceMs)
     res.write(frame.map(([event, data]) => `${event === null ? "" : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`).join(""))
+  }
+  if (answer.cutOff === true) {
+    await sleep(50)
+    res.socket?.destroy()
+    return
   }
   if (answer.breakOff === true) {
     res.end(

@@ -77,6 +77,16 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     return release
   }
 
+  it.skipIf(skip)("a stream whose connection drops mid-answer is a network failure: retried from its start, and the run completes", async () => {
+    const answer = "Ada and Grace placed 21 orders each, 42 in all."
+    let calls = 0
+    script = () => (calls++ === 0 ? { text: answer, paceMs: 20, cutOff: true } : { text: answer })
+    const started = await start({ prompt: "Orders per customer, once more?" })
+    const run = await ended(started.json.id)
+    expect(run, JSON.stringify(run.error)).toMatchObject({ status: "completed", answer, turns: 1 })
+    expect(calls).toBe(2)
+  })
+
   it.skipIf(skip)("the answer streams in as the model writes it, to followers who may see it; a stream that breaks off is retried from its start", async () => {
     const answer = "Ada and Grace placed 21 orders each, 42 in all."
     let calls = 0
