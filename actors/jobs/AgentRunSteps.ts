@@ -47,6 +47,11 @@ const STREAM_FLUSH = Duration.millis(50)
 const STREAM_BATCH = 256
 const STREAM_BROKEN = "stream_broken"
 
+/** What a tool call meets when the gateway's own store or rate-limit store is down: not a result for the model, a reason to try again. */
+const UNAVAILABLE = "unavailable"
+/** From 0.5 s with jitter, four retries (about 7.5 s): a store that blinks is waited for; one that stays down stops the run. */
+const infrastructureRetry = Schedule.exponential("500 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(4)))
+
 /** A successful answer whose body failed while it was read: the connection dropped mid-answer, a network failure. */
 const droppedMidAnswer = (error: AiError.AiError) => error._tag === "HttpResponseError" && error.reason === "Decode" && error.response.status < 300
 
@@ -446,7 +451,13 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           const overProposals = call.name === PROPOSE_KNOWLEDGE && (yield* repo.toolCallsMade(orgId, runId, PROPOSE_KNOWLEDGE)) >= MAX_PROPOSALS_PER_RUN
           const { outcome, record, durationMs } = overProposals
             ? { outcome: Either.left(proposalLimit), record: emptyRecord(runId, step), durationMs: 0 }
-            : yield* runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap })
+            : yield* runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
+                Effect.filterOrFail(({ outcome }) => !(Either.isLeft(outcome) && outcome.left.code === UNAVAILABLE), ({ outcome }) => Either.getLeft(outcome)),
+                Effect.retry(infrastructureRetry),
+                Effect.catchAll((failure) =>
+                  stop(orgId, runId, "failed", UNAVAILABLE, `${Option.match(failure, { onNone: () => "A service the gateway needs", onSome: (f) => f.message })} (the run stopped rather than answer without its tool's result)`)
+                )
+              )
           const result = Either.match(outcome, {
             onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true, stopped }),
             onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false, stopped: false })

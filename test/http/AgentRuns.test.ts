@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
-import { type Gateway, localKey } from "../support/Gateway"
+import { freePort, type Gateway, localKey } from "../support/Gateway"
 import { startApp } from "../support/InProcess"
 import { request } from "../support/Http"
 import { followSse, type SseEvent } from "../support/Sse"
-import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+import { eventually } from "../support/Eventually"
+import { Relay } from "../support/Relay"
+import { createTestDatabase, postgresAvailable, redisAvailable, TEST_REDIS_URL, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
 const MODEL_KEY = "sk-ant-test-0a1b2c3d4e5f-never-in-a-prompt"
@@ -342,4 +344,78 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     expect((await request(gateway.url, "/api/agent-runs?cursor=WyJ4IiwieSJd", { key: runner })).status).toBe(400)
     expect((await request(gateway.url, "/api/agent-runs/run_nope", { key: runner })).status).toBe(404)
   }, 30_000)
+})
+
+/** The gateway's own services down (here Redis, which holds the rate limits) is not something a tool found: the model never hears of it. */
+describe.skipIf(!(await redisAvailable()))("agent runs while the rate-limit store is down (issue 27)", () => {
+  let gateway: Gateway
+  let runner: string
+  let redis: Relay
+  let fake: Awaited<ReturnType<typeof startModelFake>>
+  let script: Script = () => ({ text: "unscripted" })
+
+  beforeAll(async () => {
+    const target = new URL(TEST_REDIS_URL)
+    redis = new Relay(await freePort(), { host: target.hostname, port: Number(target.port || 6379) })
+    await redis.open()
+    fake = await startModelFake((req, i) => script(req, i))
+    gateway = await startApp({
+      env: { SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: MODEL_KEY, SP_LLM_MODEL: "claude-sonnet-4-5", REDIS_URL: `redis://127.0.0.1:${redis.port}` }
+    })
+    const admin = await localKey(gateway)
+    runner = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "runner", scopes: ["read", "query", "agent:run"] } })).json.key
+  })
+  afterAll(async () => {
+    await redis?.open().catch(() => undefined)
+    await gateway?.stop()
+    await fake?.close()
+    redis?.cut()
+  })
+
+  /** Starts a run whose first model answer asks for a tool once Redis is cut; what the model was sent after that is in `sent`. */
+  const startWithRedisCut = async () => {
+    const sent: Array<ModelRequest> = []
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    script = async (req) => {
+      sent.push(req)
+      if (req.toolResults.length > 0) return { text: `answered from: ${req.toolResults.map((r) => r.text).join(" | ")}` }
+      await held
+      return { toolCalls: [{ name: "list_connections", args: {} }] }
+    }
+    // Redis may still be reconnecting after the last test put it back.
+    const started = await eventually(() => request(gateway.url, "/api/agent-runs", { key: runner, body: { prompt: "Which connections are there?" } }), (r) => r.status === 202, "a run started", 10_000, 200)
+    await eventually(async () => sent.length, (n) => n === 1, "the first model call", 10_000, 20)
+    redis.cut()
+    release()
+    return { id: started.json.id as string, sent }
+  }
+  const ended = async (id: string) => {
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await sleep(100)) {
+      const run = (await request(gateway.url, `/api/agent-runs/${id}`, { key: runner })).json
+      if (["completed", "failed", "cancelled"].includes(run.status)) return run
+    }
+    throw new Error(`run ${id} did not end`)
+  }
+
+  it("a tool call that meets it is tried again, not answered with the outage; back within the retries, the run goes on with real results", async () => {
+    const { id, sent } = await startWithRedisCut()
+    await sleep(1_500)
+    expect(sent).toHaveLength(1)
+    await redis.open()
+    const run = await ended(id)
+    expect(run.status, JSON.stringify(run.error)).toBe("completed")
+    expect(sent).toHaveLength(2)
+    expect(sent[1]!.toolResults.map((r) => r.text).join(" ")).not.toMatch(/unavailable/)
+  }, 40_000)
+
+  it("still down when the retries are spent: the run fails as unavailable, and the model never wrote an answer without the data", async () => {
+    const { id, sent } = await startWithRedisCut()
+    await sleep(11_000)
+    await redis.open()
+    const run = await ended(id)
+    expect(run).toMatchObject({ status: "failed", error: { code: "unavailable" } })
+    expect(run.answer ?? null).toBeNull()
+    expect(sent).toHaveLength(1)
+  }, 60_000)
 })
