@@ -1,8 +1,9 @@
-import * as os from "node:os"
-import { ClusterWorkflowEngine, RunnerAddress, RunnerHealth, Runners, RunnerStorage, Sharding, ShardingConfig, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
+import { ClusterWorkflowEngine, RunnerHealth, Runners, RunnerStorage, Sharding, ShardingConfig, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
+import { SqlClient } from "@effect/sql"
 import { WorkflowEngine } from "@effect/workflow"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "./AppConfig"
+import { RUNNER_ADDRESS, storeSessionName } from "./RunnerIdentity"
 
 // The cluster's tables sit in Sluice's store beside its own, apart by name.
 const TABLE_PREFIX = "sluice_jobs"
@@ -15,27 +16,45 @@ const TABLE_PREFIX = "sluice_jobs"
  * On the embedded store the runner registry is in memory: the store serves one process (its data
  * dir is locked), and the registry's lock session would take the store's only connection.
  */
+// How often one runner checks that every registered runner still has a store session.
+const RUNNER_CHECK_INTERVAL = Duration.seconds(1)
+
+/**
+ * A runner is alive while it has a session on the store: a process that dies has its jobs taken over
+ * within about a second, instead of when its shard locks expire (SP_JOB_LOCK_SECONDS). A check that
+ * cannot be made declares no one dead.
+ */
+const runnerHealthOnStore = Layer.effect(
+  RunnerHealth.RunnerHealth,
+  Effect.map(SqlClient.SqlClient, (sql) => ({
+    isAlive: (address) =>
+      sql<{ readonly alive: boolean }>`select exists (select 1 from pg_stat_activity where application_name = ${storeSessionName(address)}) as alive`.pipe(
+        Effect.map((rows) => rows[0]?.alive !== false),
+        Effect.catchAllCause(() => Effect.succeed(true))
+      )
+  }))
+)
+
 const runtimeLayer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const lock = Duration.seconds(config.jobLockSeconds)
     const sharding = ShardingConfig.layer({
-      // Unique per live process on a host; the host name tells machines apart.
-      runnerAddress: Option.some(RunnerAddress.make(os.hostname(), process.pid)),
+      runnerAddress: Option.some(RUNNER_ADDRESS),
       shardsPerGroup: 64,
       entityMessagePollInterval: Duration.millis(config.jobPollMillis),
       refreshAssignmentsInterval: Duration.millis(Math.max(config.jobPollMillis, 1_000)),
       shardLockExpiration: lock,
-      shardLockRefreshInterval: Duration.divide(lock, 4).pipe(Option.getOrElse(() => lock))
+      shardLockRefreshInterval: Duration.divide(lock, 4).pipe(Option.getOrElse(() => lock)),
+      runnerHealthCheckInterval: RUNNER_CHECK_INTERVAL
     })
-    const runnerStorage = Option.isSome(config.databaseUrl)
-      ? Layer.orDie(SqlRunnerStorage.layerWith({ prefix: TABLE_PREFIX }))
-      : RunnerStorage.layerMemory
+    const onStore = Option.isSome(config.databaseUrl)
+    const runnerStorage = onStore ? Layer.orDie(SqlRunnerStorage.layerWith({ prefix: TABLE_PREFIX })) : RunnerStorage.layerMemory
     return ClusterWorkflowEngine.layer.pipe(
       Layer.provideMerge(Sharding.layer),
       Layer.provide(Runners.layerNoop),
       Layer.provideMerge(SqlMessageStorage.layerWith({ prefix: TABLE_PREFIX })),
-      Layer.provide([runnerStorage, RunnerHealth.layerNoop]),
+      Layer.provide([runnerStorage, onStore ? runnerHealthOnStore : RunnerHealth.layerNoop]),
       Layer.provide(sharding)
     )
   })

@@ -5,6 +5,7 @@ import { migrations } from "../src/migrations"
 import { AppConfig } from "./AppConfig"
 import { startEmbeddedStore } from "./EmbeddedStore"
 import { createJobTables } from "./JobRuntime"
+import { RUNNER_ADDRESS, storeSessionName } from "./RunnerIdentity"
 import { acquireStorePool, type StatementDeadline } from "./StorePool"
 
 const MIGRATIONS_TABLE = "effect_sql_migrations"
@@ -57,11 +58,11 @@ export const StoreLive = Layer.unwrapScoped(
         acquire: acquireStorePool({
           url: Redacted.value(config.databaseUrl.value),
           maxConnections: config.storePoolSize,
-          applicationName: "sluice",
+          applicationName: storeSessionName(RUNNER_ADDRESS),
           deadline,
           connectMillis: config.storeTimeoutSeconds * 1000
         }),
-        applicationName: "sluice"
+        applicationName: storeSessionName(RUNNER_ADDRESS)
       })
       const migrated = runMigrations.pipe(
         Effect.zipRight(createJobTablesOnce),

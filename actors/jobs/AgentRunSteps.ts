@@ -1,7 +1,7 @@
-import * as os from "node:os"
 import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "@effect/ai"
 import { Cause, Chunk, Duration, Effect, Either, identity, JSONSchema, Option, Schedule, Schema, Stream } from "effect"
 import { LanguageModels, costOf } from "../../layers/LanguageModels"
+import { RUNNER_ADDRESS } from "../../layers/RunnerIdentity"
 import type { OrgId } from "../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import { type Principal, principalLabel } from "../../src/domain/Principal"
@@ -28,7 +28,7 @@ import { ASK_USER, type Decision, RunStopped, type ToolCallRequest, type ToolRes
 const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write"])
 const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 // Which runner did a step, for operators following a run across a failover.
-const RUNNER = `${os.hostname()}:${process.pid}`
+const RUNNER = `${RUNNER_ADDRESS.host}:${RUNNER_ADDRESS.port}`
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504, 529])
 const PROPOSE_KNOWLEDGE = "propose_knowledge"
 const MAX_PROPOSALS_PER_RUN = 10
