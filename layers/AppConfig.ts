@@ -63,7 +63,8 @@ const raw = Config.all({
   jobPollMillis: boundedInt("SP_JOB_POLL_MS", "must be between 50 and 60000 milliseconds", (n) => n >= 50 && n <= 60_000).pipe(Config.withDefault(500)),
   healthIntervalSeconds: positiveInt("SP_HEALTH_INTERVAL_SECONDS", 30),
   schemaLoopSeconds: positiveInt("SP_SCHEMA_LOOP_SECONDS", 30),
-  schemaFreshSeconds: positiveInt("SP_SCHEMA_FRESH_SECONDS", 10),
+  // While a snapshot is this young, a relation it lacks is taken not to exist (refused where rules apply, unseen otherwise).
+  schemaFreshSeconds: boundedInt("SP_SCHEMA_FRESH_SECONDS", "must be between 1 and 60 seconds", (n) => n >= 1 && n <= 60).pipe(Config.withDefault(10)),
   auditRetentionDays: Config.option(positive("SP_AUDIT_RETENTION_DAYS")),
   resultMemoryMb: Config.option(boundedInt("SP_RESULT_MEMORY_MB", "must be an integer of at least 16 (MiB)", (n) => n >= 16)),
   // Inside the 10 s a container runtime (docker stop) gives before SIGKILL.

@@ -47,9 +47,13 @@ const STREAM_FLUSH = Duration.millis(50)
 const STREAM_BATCH = 256
 const STREAM_BROKEN = "stream_broken"
 
-/** What a tool call meets when the gateway's own store or rate-limit store is down: not a result for the model, a reason to try again. */
+/**
+ * What the gate answers a tool call when a store it checks limits in is down: not a result for the
+ * model, a reason to try again. Only the gate's answer: nothing of the tool has run, so trying again
+ * repeats nothing (a failure inside a tool may come after it acted).
+ */
 const UNAVAILABLE = "unavailable"
-/** From 0.5 s with jitter, four retries (about 7.5 s): a store that blinks is waited for; one that stays down stops the run. */
+/** Waits 0.5, 1, 2 and 4 s (jittered) between five tries: a store that blinks is waited for; one that stays down stops the run. */
 const infrastructureRetry = Schedule.exponential("500 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(4)))
 
 /** A successful answer whose body failed while it was read: the connection dropped mid-answer, a network failure. */
@@ -452,7 +456,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           const { outcome, record, durationMs } = overProposals
             ? { outcome: Either.left(proposalLimit), record: emptyRecord(runId, step), durationMs: 0 }
             : yield* runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
-                Effect.filterOrFail(({ outcome }) => !(Either.isLeft(outcome) && outcome.left.code === UNAVAILABLE), ({ outcome }) => Either.getLeft(outcome)),
+                Effect.filterOrFail(({ outcome }) => !(Either.isLeft(outcome) && outcome.left.atGate === true && outcome.left.code === UNAVAILABLE), ({ outcome }) => Either.getLeft(outcome)),
                 Effect.retry(infrastructureRetry),
                 Effect.catchAll((failure) =>
                   stop(orgId, runId, "failed", UNAVAILABLE, `${Option.match(failure, { onNone: () => "A service the gateway needs", onSome: (f) => f.message })} (the run stopped rather than answer without its tool's result)`)

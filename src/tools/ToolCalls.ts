@@ -78,7 +78,7 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
           Effect.gen(function* () {
             // The tool's scope and the caller's limits, as REST's endpoints get them, before its arguments are looked at.
             yield* gate.authorize(principal, tool.scope, `The ${tool.name} tool`, true).pipe(
-              Effect.mapError((e): ToolFailure => ({ code: e.code, message: "retry_after_seconds" in e ? `${e.message}; retry in ${e.retry_after_seconds} s` : e.message }))
+              Effect.mapError((e): ToolFailure => ({ code: e.code, message: "retry_after_seconds" in e ? `${e.message}; retry in ${e.retry_after_seconds} s` : e.message, atGate: true }))
             )
             // The same schemas as REST decode the arguments before anything runs or is taken from them.
             const decoded = yield* Effect.mapError(Schema.decodeUnknown(tool.input)(args ?? {}), decodeFailure)

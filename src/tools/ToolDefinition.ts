@@ -22,6 +22,8 @@ export interface ToolOutput {
 export interface ToolFailure {
   readonly code: string
   readonly message: string
+  /** Set when the gate turned the call away before any of the tool ran (its scope, a limit, a limit store that is down). */
+  readonly atGate?: true
 }
 
 /** The call's context: who calls, and where its governed queries report their audit facts. */
