@@ -3,7 +3,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Either, Option, Scope } from "effect"
+import { Effect, Either, Option, Runtime, Scope } from "effect"
 import type { Principal } from "../domain/Principal"
 import { Gate } from "../gate/Gate"
 import { errorResponse } from "../gate/RequestPipeline"
@@ -70,6 +70,8 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       const principal = refused.right
       // Results a tool holds are given back when this request's scope closes, once its reply is written.
       const requestScope = yield* Effect.scope
+      // Tool calls run as this request's own work: its logger, log annotations and services.
+      const runtime = yield* Effect.runtime<never>()
       const body = yield* Effect.either(request.json)
       if (body._tag === "Left") return jsonRpcError(400, -32700, "Parse error: the body is not JSON")
       // One message per POST (MCP 2025-06-18 dropped batches), so each tool call is one audit row.
@@ -88,7 +90,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
       server.setRequestHandler(CallToolRequestSchema, (message) => {
         const tool = offered(message.params.name) ? byName.get(message.params.name) : undefined
         if (tool === undefined) return toolError({ code: "unknown_tool", message: `There is no tool named ${message.params.name}` })
-        return Effect.runPromise(Scope.extend(call(info, principal, tool, message.params.arguments), requestScope))
+        return Runtime.runPromise(runtime)(Scope.extend(call(info, principal, tool, message.params.arguments), requestScope))
       })
       const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
       const web = new Request(new URL(request.url, "http://localhost"), {
