@@ -1,6 +1,6 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRuntime } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, Option } from "effect"
 import { GatewayLive, ServicesLive } from "../../app/App"
 import { servingApp } from "../../app/HttpServer"
 import { AppConfig } from "../../layers/AppConfig"
@@ -58,6 +58,9 @@ export const startApp = async (options: GatewayOptions = {}): Promise<Gateway> =
     ...(options.env?.["SP_DEPLOYMENT_MODE"] === "cloud" ? Object.entries(CLOUD_ENCRYPTION) : []),
     ...Object.entries(options.env ?? {})
   ])
+  // The embedded store sets this process's umask as the gateway's own start does; it is put back on stop.
+  const umask = process.umask(0o022)
+  process.umask(umask)
   let output = ""
   const keepLines = Logger.replace(
     Logger.defaultLogger,
@@ -92,7 +95,9 @@ export const startApp = async (options: GatewayOptions = {}): Promise<Gateway> =
     logs: () => output,
     running: () => fiber.unsafePoll() === null,
     stop: async () => {
-      await Effect.runPromise(Fiber.interrupt(fiber))
+      const stopped = await Effect.runPromise(Fiber.interrupt(fiber).pipe(Effect.timeout("20 seconds"), Effect.option))
+      process.umask(umask)
+      if (Option.isNone(stopped)) throw new Error(`gateway did not stop within 20 s:\n${output.slice(-4000)}`)
     }
   }
 }
