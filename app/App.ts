@@ -120,5 +120,5 @@ export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditRetenti
 /** The single composition root: a gateway, stopped within the shutdown deadline or the process is ended. */
 export const AppLive = Layer.merge(GatewayLive, ShutdownDeadline)
 
-/** `sluice worker`: a runner of every job kind on the store, without the HTTP server or the loops. */
-export const WorkerLive = JobsLive.pipe(Layer.provide(ServicesLive))
+/** `sluice worker`: a runner of every job kind on the store, without the HTTP server or the loops; stopped within the shutdown deadline too. */
+export const WorkerLive = Layer.merge(JobsLive.pipe(Layer.provide(ServicesLive)), ShutdownDeadline)

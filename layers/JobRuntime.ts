@@ -4,6 +4,7 @@ import { WorkflowEngine } from "@effect/workflow"
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { AppConfig } from "./AppConfig"
 import { RUNNER_ADDRESS, storeSessionName } from "./RunnerIdentity"
+import { shutdownPlan } from "./ShutdownDeadline"
 
 // The cluster's tables sit in Sluice's store beside its own, apart by name.
 const TABLE_PREFIX = "sluice_jobs"
@@ -46,7 +47,9 @@ const runtimeLayer = Layer.unwrapEffect(
       refreshAssignmentsInterval: Duration.millis(Math.max(config.jobPollMillis, 1_000)),
       shardLockExpiration: lock,
       shardLockRefreshInterval: Duration.divide(lock, 4).pipe(Option.getOrElse(() => lock)),
-      runnerHealthCheckInterval: RUNNER_CHECK_INTERVAL
+      runnerHealthCheckInterval: RUNNER_CHECK_INTERVAL,
+      // A stopping runner does not wait out a long model call: the step is interrupted and resumed elsewhere.
+      entityTerminationTimeout: shutdownPlan(config.shutdownTimeoutSeconds).stepsFor
     })
     const onStore = Option.isSome(config.databaseUrl)
     const runnerStorage = onStore ? Layer.orDie(SqlRunnerStorage.layerWith({ prefix: TABLE_PREFIX })) : RunnerStorage.layerMemory

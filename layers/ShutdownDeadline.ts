@@ -9,13 +9,15 @@ export interface ShutdownPlan {
   readonly settleFor: Duration.Duration
   /** The whole stop, teardown (audit flush, pools, store) included; past it the process is forced out. */
   readonly exitBy: Duration.Duration
+  /** Job steps in flight may finish within this; then they are interrupted, and another runner resumes their jobs. */
+  readonly stepsFor: Duration.Duration
 }
 
-/** The teardown after the drain keeps 2 s of the deadline (a quarter of it when shorter). */
+/** The teardown after the drain keeps 2 s of the deadline (a quarter of it when shorter); job steps in flight get as long. */
 export const shutdownPlan = (seconds: number): ShutdownPlan => {
   const totalMs = seconds * 1000
   const reserveMs = Math.min(2000, totalMs / 4)
-  return { drainFor: Duration.millis(totalMs - reserveMs), settleFor: Duration.millis(reserveMs / 2), exitBy: Duration.millis(totalMs) }
+  return { drainFor: Duration.millis(totalMs - reserveMs), settleFor: Duration.millis(reserveMs / 2), exitBy: Duration.millis(totalMs), stepsFor: Duration.millis(reserveMs) }
 }
 
 /**

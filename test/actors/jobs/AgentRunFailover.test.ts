@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../../fakes/ModelFake"
 import { CLI_ENTRY, type GatewayProcess, localKey, REPO_ROOT, startGateway, tempDataDir } from "../../support/Gateway"
 import { request } from "../../support/Http"
@@ -36,6 +36,7 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
   let worker: Awaited<ReturnType<typeof startWorker>>
   let script: (request: ModelRequest) => ModelReply | Promise<ModelReply> = () => ({ text: "unscripted" })
   let key: string
+  let env: Record<string, string> = {}
 
   beforeAll(async () => {
     if (skip) return
@@ -43,7 +44,7 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
     data = await createTestDatabase()
     await data.query("create table orders (id int primary key, total numeric); insert into orders select g, g from generate_series(1, 42) g")
     fake = await startModelFake((req) => script(req))
-    const env = {
+    env = {
       SP_LLM_PROVIDER: "openai-compatible",
       SP_LLM_BASE_URL: `${fake.url}/v1`,
       SP_LLM_MODEL: "local-model",
@@ -171,6 +172,53 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
     ])
     expect(audit.filter((row: any) => row.event_type === "query")).toHaveLength(4)
   }, 60_000)
+
+  it.skipIf(skip)("SIGTERM to a worker and to a gateway in the middle of model calls: each exits 0 within SP_SHUTDOWN_TIMEOUT_SECONDS, and their runs finish elsewhere", async () => {
+    // Runners of its own, so the kill -9 above cannot have taken the kinds this needs.
+    const spare = await startGateway({ databaseUrl: store.url, env })
+    gateways.push(spare)
+    const freshWorker = await startWorker({ ...env, DATABASE_URL: store.url })
+    onTestFinished(() => void freshWorker.process.kill("SIGKILL"))
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const askedOnce = new Set<string>()
+    script = async (req) => {
+      if (req.toolResults.length === 0) return { toolCalls: [{ name: "list_connections", args: {} }] }
+      // Each run's second model call outlives the shutdown deadline once; the run's next runner asks again.
+      const prompt = String(req.body.messages[1].content)
+      if (!askedOnce.has(prompt)) {
+        askedOnce.add(prompt)
+        await Promise.race([held, sleep(30_000)])
+      }
+      return { text: `done ${prompt}` }
+    }
+    const runnerOf = new Map<string, number>()
+    const ids: Array<string> = []
+    const holds = (pid: number | undefined) => [...runnerOf.values()].includes(pid!)
+    // Runs go to runners by their ids' shards: start them until the fresh worker and an earlier gateway each hold one.
+    const earlier = gateways.filter((g) => g !== spare && alive(g.process))
+    while (ids.length < 40 && !(holds(freshWorker.process.pid) && earlier.some((g) => holds(g.process.pid)))) {
+      const started = await request(spare.url, "/api/agent-runs", { key, body: { prompt: `held ${ids.length}` } })
+      expect(started.status, started.text).toBe(202)
+      ids.push(started.json.id)
+      for (const deadline = Date.now() + 20_000; askedOnce.size < ids.length && Date.now() < deadline; ) await sleep(20)
+      const events = (await request(spare.url, `/api/agent-runs/${started.json.id}/events`, { key })).json.items
+      runnerOf.set(started.json.id, Number(String(events.find((e: any) => e.type === "model_call").data.runner).split(":").at(-1)))
+    }
+    const victims = [freshWorker.process, earlier.find((g) => holds(g.process.pid))?.process].filter((p): p is ChildProcess => p !== undefined)
+    expect(victims.map((p) => holds(p.pid))).toEqual([true, true])
+    for (const victim of victims) {
+      const stopping = Date.now()
+      victim.kill("SIGTERM")
+      const exit = await new Promise<number | null>((resolve) => (victim.exitCode !== null ? resolve(victim.exitCode) : victim.once("exit", (code) => resolve(code))))
+      const tookMs = Date.now() - stopping
+      expect([exit, tookMs <= 8_000 + 1_000], `${victim === freshWorker.process ? "worker" : "gateway"}: exit ${exit} after ${tookMs} ms`).toEqual([0, true])
+    }
+    release()
+    const done = await Promise.all(ids.map((id) => ended(id, 30_000)))
+    expect(done.map((d) => d.status)).toEqual(ids.map(() => "completed"))
+    expect(done.map((d) => d.answer)).toEqual(ids.map((_, i) => `done held ${i}`))
+  }, 120_000)
 
   it.skipIf(skip)("100 concurrent runs across the runners that are left all complete, each exactly once", async () => {
     script = (req) =>
