@@ -43,11 +43,13 @@ export interface MaskingCatalog {
   /** When the snapshot was taken; undefined where there is none. */
   readonly scannedAt: Date | undefined
   readonly hasRules: boolean
+  /** A relation the snapshot does not list is refused: on a connection with PII rules or blocked tables, what it reads cannot be told. */
+  readonly listsEveryRelation: boolean
   readonly relations: ReadonlyMap<string, CatalogRelation>
 }
 
 /** A connection with no PII rules: nothing is rewritten. */
-export const NO_MASKING: MaskingCatalog = { key: "none", scannedAt: undefined, hasRules: false, relations: new Map() }
+export const NO_MASKING: MaskingCatalog = { key: "none", scannedAt: undefined, hasRules: false, listsEveryRelation: false, relations: new Map() }
 
 /**
  * The catalog for masking at the source, from a snapshot and the connection's rules (those derived
@@ -102,7 +104,7 @@ export const maskingCatalog = (
       }
     }
   }
-  return { key, scannedAt, hasRules: named.length > 0, relations }
+  return { key, scannedAt, hasRules: named.length > 0, listsEveryRelation: true, relations }
 }
 
 /**
@@ -142,8 +144,8 @@ type Recheck = (sql: string) => Either.Either<CheckedStatement, Refusal>
 const unlisted = (ref: TableReference, catalog: MaskingCatalog) =>
   new Refusal(
     catalog.scannedAt !== undefined
-      ? `there is no relation ${ref.parts.join(".")} in the connection's schema as scanned at ${catalog.scannedAt.toISOString()}: check the name, or, if it is newer than the scan or in a schema the scan leaves out (schema_include, schema_exclude), refresh the schema. On a connection with PII rules Sluice reads no relation it has not checked for PII columns`
-      : "the connection's schema has not been scanned, so Sluice cannot mask its PII columns where they are read; refresh the schema (its catalog must be readable)"
+      ? `there is no relation ${ref.parts.join(".")} in the connection's schema as scanned at ${catalog.scannedAt.toISOString()}: check the name, or, if it is newer than the scan or in a schema the scan leaves out (schema_include, schema_exclude), refresh the schema. On a connection with PII rules or blocked tables Sluice reads no relation it has not traced`
+      : "the connection's schema has not been scanned, so Sluice cannot tell what its relations read (PII columns, blocked tables); refresh the schema (its catalog must be readable)"
   )
 
 const placedByPii = (ref: TableReference, table: string) =>
@@ -193,9 +195,10 @@ export const maskAtSource = (
       edits.push({ ref, select: "*", relation: ref.parts.map(quote).join("."), rest: ` where ${quote(column)} = database()`, masks: false })
       continue
     }
-    if (!catalog.hasRules) continue
+    if (!catalog.listsEveryRelation) continue
     const relation = relationOf(ref)
     if (relation === undefined) return Either.left(unlisted(ref, catalog))
+    if (!catalog.hasRules) continue
     if (relation.placedByPiiOf !== undefined) return Either.left(placedByPii(ref, relation.placedByPiiOf))
     computesOverPii ||= relation.computesOverPii
     if (!relation.masked) continue

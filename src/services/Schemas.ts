@@ -332,10 +332,13 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     const policyFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
       Effect.gen(function* () {
         const hasRules = target.pii.rules.length > 0
-        const unscanned: MaskingCatalog = hasRules ? { key: `unscanned:${target.connectionId}`, scannedAt: undefined, hasRules, relations: new Map() } : NO_MASKING
-        const plain: RelationPolicy = { pii: target.pii, reached: NOTHING_REACHED, masking: unscanned }
         // No rules and no blocks, nothing a relation could carry: the query path reads nothing more.
         const governed = hasRules || (target.connection.blocked_tables ?? []).length > 0
+        // Until a scan lists them, no relation of a governed connection is read: what it reads cannot be told.
+        const unscanned: MaskingCatalog = governed
+          ? { key: `unscanned:${target.connectionId}`, scannedAt: undefined, hasRules, listsEveryRelation: true, relations: new Map() }
+          : NO_MASKING
+        const plain: RelationPolicy = { pii: target.pii, reached: NOTHING_REACHED, masking: unscanned }
         if (!governed || catalogGap(target.connection) !== undefined) return plain
         let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
         if (entry?.orgId !== orgOf(target)) entry = undefined
@@ -367,7 +370,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
             // The version moves with the snapshot too, so no result cached under other derived rules is served.
             pii: { rules, version: target.pii.version * 1_000_000 + entry.header.version },
             reached: blocksThroughRelations(entry.tables, target.connection, check),
-            masking: hasRules ? maskingCatalog(key, entry.header.scanned_at, entry.tables, rules, target.connection, (definition) => viewReads(definition, check)) : NO_MASKING
+            // Blocked tables alone need the listing too: a relation the scan does not know may read one.
+            masking: maskingCatalog(key, entry.header.scanned_at, entry.tables, rules, target.connection, (definition) => viewReads(definition, check))
           }
         }
         return entry.throughRelations
