@@ -339,7 +339,10 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           ? { key: `unscanned:${target.connectionId}`, scannedAt: undefined, hasRules, listsEveryRelation: true, relations: new Map() }
           : NO_MASKING
         const plain: RelationPolicy = { pii: target.pii, reached: NOTHING_REACHED, masking: unscanned }
-        if (!governed || catalogGap(target.connection) !== undefined) return plain
+        if (!governed) return plain
+        const gap = catalogGap(target.connection)
+        // Its schema cannot be scanned, so no relation of it can be traced: nothing is read, and the answer says what to set.
+        if (gap !== undefined) return { ...plain, refusal: `${gap}: a connection with PII rules or blocked tables is read only once its schema is scanned` }
         let entry: Cached | undefined = cache.get(target.connectionId) ?? (yield* storedIfAny(target))
         if (entry?.orgId !== orgOf(target)) entry = undefined
         const stale = entry !== undefined && Date.now() - entry.header.scanned_at.getTime() > freshMillis && unknownRelations(entry, target, sql).length > 0

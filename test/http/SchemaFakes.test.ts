@@ -45,6 +45,12 @@ describe("schema scans through the gateway, against the protocol fakes", () => {
       const refused = await request(gateway.url, "/api/connections/nocatalog/schema/refresh", { key, method: "POST" })
       expect([refused.status, refused.json.code, refused.json.message]).toEqual([400, "invalid_request", "Set the connection's catalog so its schema can be scanned"])
       expect((await request(gateway.url, "/api/connections/nocatalog/schema", { key })).json.code).toBe("invalid_request")
+      // With blocked tables, no relation of it can be traced without a scan: nothing is read, and the answer says what to set.
+      const blocked = { name: "nocatalog_blocked", db_type: "trino", host: "127.0.0.1", port: trino.port, username: "dave", blocked_tables: ["shop.orders"] }
+      expect((await request(gateway.url, "/api/connections", { key, body: blocked })).status).toBe(201)
+      const query = await request(gateway.url, "/api/query", { key, body: { connection_name: "nocatalog_blocked", sql: "select * from shop.customers" } })
+      expect([query.status, query.json.code]).toEqual([400, "query_blocked"])
+      expect(query.json.message).toContain("Set the connection's catalog so its schema can be scanned")
       expect(trino.statements.length).toBe(sent)
     })
   })
