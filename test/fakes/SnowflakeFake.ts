@@ -504,7 +504,7 @@ export const runConnectorInChild = (jobs: ReadonlyArray<ChildJob>, caPath: strin
     child.stderr.on("data", (d) => (stderr += d))
     const deadline = setTimeout(() => child.kill("SIGKILL"), CHILD_DEADLINE_MS)
     child.on("error", reject)
-    child.on("exit", (code) => {
+    child.on("close", (code) => {
       clearTimeout(deadline)
       const marker = stdout.lastIndexOf("\nREPORT ")
       if (code !== 0 || marker < 0) return reject(new Error(`connector child exited with ${code}:\n${stdout}\n${stderr}`))

@@ -29,7 +29,7 @@ const refusedStart = async (env: Record<string, string>) => {
     })
     let stderr = ""
     child.stderr.on("data", (d) => (stderr += d))
-    child.on("exit", (code) => resolve({ code, stderr }))
+    child.on("close", (code) => resolve({ code, stderr }))
   })
 }
 

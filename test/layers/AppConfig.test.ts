@@ -29,7 +29,8 @@ const startWith = async (env: Record<string, string>) => {
     child.stderr.on("data", (d) => (stderr += d))
     // Only a hung start reaches this; seven cold starts share two cores with the rest of the suite.
     const timer = setTimeout(() => child.kill("SIGKILL"), 90_000)
-    child.on("exit", (code, signal) => {
+    // "close", not "exit": the exit can come before the last of its stderr has been read.
+    child.on("close", (code, signal) => {
       clearTimeout(timer)
       resolve({ code, signal, stderr, stdout })
     })

@@ -154,7 +154,8 @@ export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>)
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += d))
     child.stderr.on("data", (d) => (stderr += d))
-    child.on("exit", (code) => resolve({ code, stdout, stderr }))
+    // "close", not "exit": the exit can come before the last of its output has been read.
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
 
 export const localKey = async (gateway: Gateway): Promise<string> => {

@@ -263,7 +263,7 @@ const runScenarios = (ca: string, port: number, script = SCENARIOS) =>
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += d))
     child.stderr.on("data", (d) => (stderr += d))
-    child.on("exit", (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`scenarios exited ${code}: ${stderr}`))))
+    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`scenarios exited ${code}: ${stderr}`))))
   })
 
 describe("databricks driver configuration", () => {
