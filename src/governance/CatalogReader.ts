@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { InvalidRequest } from "../domain/Errors"
-import type { NamedRelation } from "../schema/catalog/CatalogQueries"
+import { descendantSet, type NamedRelation } from "../schema/catalog/CatalogQueries"
 import { catalogFor, catalogGap } from "../schema/catalog/Catalogs"
 import { type CatalogScan, scanCatalog } from "../schema/CatalogScan"
 import { columnsQuery } from "./Catalog"
@@ -50,18 +50,20 @@ export class CatalogReader extends Effect.Service<CatalogReader>()("sluice/Catal
     }
 
     /**
-     * Kind and definition of these relations as the catalog has them now (schema, name, kind,
+     * Kind, definition and descendants of these relations as the catalog has them now (schema, name, kind,
      * definition); undefined where the engine's catalog is not read per statement.
      */
     const relationsNow = (target: PoolTarget, relations: ReadonlyArray<NamedRelation>) => {
       const queries = catalogFor(target.connection)
       if ("needs" in queries || queries.relationsNow === undefined || relations.length === 0) return Effect.succeed(undefined)
       return Effect.map(read(target, queries.relationsNow(relations)), (result) =>
-        result.rows.map(([schema, name, kind, definition]) => ({
+        result.rows.map(([schema, name, kind, definition, descendants]) => ({
           schema: String(schema),
           name: String(name),
           kind: String(kind),
-          definition: definition === null || definition === undefined ? null : String(definition)
+          definition: definition === null || definition === undefined ? null : String(definition),
+          // Where the engine reports them: partitions and inheritance children at every level.
+          descendants: descendants === null || descendants === undefined ? undefined : descendantSet(String(descendants).split("\u001f"))
         }))
       )
     }

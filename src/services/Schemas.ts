@@ -21,6 +21,7 @@ import { isSystemRelation } from "../governance/sqlguard/SystemRelations"
 import { NOTHING_REACHED, type ReachedBlocks, tableVisible } from "../governance/TablePolicy"
 import { type NoteRow, SchemaNotesRepo } from "../repos/SchemaNotesRepo"
 import { SchemaRepo, type SnapshotHeader } from "../repos/SchemaRepo"
+import { descendantSet } from "../schema/catalog/CatalogQueries"
 import { catalogGap } from "../schema/catalog/Catalogs"
 import { type CatalogScan, fingerprintOf } from "../schema/CatalogScan"
 import { diffSchemas, visiblePart } from "../schema/SchemaDiff"
@@ -104,6 +105,8 @@ interface ScannedRelation {
   readonly name: string
   readonly kind: string
   readonly definition: string | null
+  /** Its partitions and inheritance children at every level, as `descendantSet` writes them. */
+  readonly descendants: string
 }
 
 // A table, a partition, a partitioned or a foreign table hold rows alike; a view or a materialized view computes them.
@@ -274,8 +277,11 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         const byKey = new Map<string, ScannedRelation>()
         const keyOf = (schema: string, name: string) => relationKey(qualify([schema, name], target.connection))
         for (const t of entry.tables) {
-          byKey.set(keyOf(t.schema, t.name), { schema: t.schema, name: t.name, kind: t.kind, definition: t.definition })
-          for (const d of t.descendants ?? []) byKey.set(keyOf(d.schema, d.table), { schema: d.schema, name: d.table, kind: "table", definition: null })
+          const descendants = t.descendants ?? []
+          const under = (schema: string, table: string): Array<string> =>
+            descendants.filter((d) => d.parent.schema === schema && d.parent.table === table).flatMap((d) => [`${d.schema}.${d.table}`, ...under(d.schema, d.table)])
+          byKey.set(keyOf(t.schema, t.name), { schema: t.schema, name: t.name, kind: t.kind, definition: t.definition, descendants: descendantSet(descendants.map((d) => `${d.schema}.${d.table}`)) })
+          for (const d of descendants) byKey.set(keyOf(d.schema, d.table), { schema: d.schema, name: d.table, kind: "table", definition: null, descendants: descendantSet(under(d.schema, d.table)) })
         }
         entry.relations = { byKey, reads: new Map(), confirmedAt: new Map() }
       }
@@ -317,7 +323,13 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         const found = new Map(now.right.map((r) => [`${r.schema}\u0000${r.name}`, r]))
         const changed = relations.some((r) => {
           const current = found.get(`${r.schema}\u0000${r.name}`)
-          return current === undefined || shapeOf(current.kind) !== shapeOf(r.kind) || current.definition !== r.definition
+          return (
+            current === undefined ||
+            shapeOf(current.kind) !== shapeOf(r.kind) ||
+            current.definition !== r.definition ||
+            // A partition attached or a child inheriting since: its rows are read through the relation now.
+            (current.descendants !== undefined && current.descendants !== r.descendants)
+          )
         })
         if (!changed) for (const key of unconfirmed) confirmedAt.set(key, started)
         return changed

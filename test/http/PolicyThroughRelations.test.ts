@@ -129,6 +129,29 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
     }
   })
 
+  it.skipIf(skip)("a listed table made a parent of a blocked table after the scan is refused at once: the new child is seen and the connection scanned again", async () => {
+    const api = (route: string, method = "GET") => request(gateway.url, route, { key, method })
+    await database.query("create table comp_parent (employee text, amount int)")
+    expect((await api("/api/connections/blocked/schema/refresh", "POST")).status).toBe(202)
+    await eventually(() => api("/api/connections/blocked/schema/refresh-status"), (res) => res.json.state !== "running", "the refresh")
+    await database.query("alter table bonuses inherit comp_parent")
+    try {
+      const res = await query("blocked", "select * from comp_parent")
+      expect([res.status, res.json.code], res.text).toEqual([400, "query_blocked"])
+      expect(res.json.message).toContain("public.bonuses")
+    } finally {
+      await database.query("alter table bonuses no inherit comp_parent")
+    }
+    // An unchanged family is no change: reading the partitioned tables again, past the 1 s confirmation, scans nothing.
+    const scannedAt = async () => (await api("/api/connections/pii/schema")).json.scanned_at
+    expect((await query("pii", "select count(*) from accounts")).status).toBe(200)
+    const before = await scannedAt()
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
+    expect((await query("pii", "select count(*) from accounts")).status).toBe(200)
+    expect(before).toEqual(expect.any(String))
+    expect(await scannedAt()).toBe(before)
+  })
+
   it.skipIf(skip)("other tables and views on the same connection are still read", async () => {
     expect((await query("blocked", "select name from products")).json.rows).toEqual([["lamp"]])
     expect((await query("blocked", "select name from product_names")).json.rows).toEqual([["lamp"]])

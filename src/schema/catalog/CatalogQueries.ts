@@ -47,9 +47,14 @@ export interface CatalogQueries {
    */
   readonly facts?: ReadonlyArray<string>
   /**
-   * schema, name, kind and definition of these relations now, as `relations` gives them: what a
-   * statement is about to read, to be told from the snapshot it is governed by (a view redefined
-   * since). Absent where reading the catalog on every statement would cost too much.
+   * schema, name, kind and definition of these relations now, as `relations` gives them, and (where
+   * the engine has them) their partitions and inheritance children at every level as
+   * `schema.name` joined by U+001F: what a statement is about to read, to be told from the snapshot
+   * it is governed by (a view redefined since, a table given a child since). Absent where reading
+   * the catalog on every statement would cost too much.
    */
   readonly relationsNow?: (relations: ReadonlyArray<NamedRelation>) => string
 }
+
+/** Partitions and inheritance children as comparable text: each `schema.name`, sorted, joined by U+001F ("" for none). */
+export const descendantSet = (names: ReadonlyArray<string>) => [...new Set(names.filter((name) => name.length > 0))].sort().join("\u001f")

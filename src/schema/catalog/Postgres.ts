@@ -70,7 +70,12 @@ export const postgresCatalog: CatalogQueries = {
     join pg_class ic on ic.oid = i.indexrelid
     where not i.indisprimary and ${relation}
     order by 1, 2, 3`,
-  relationsNow: (relations) => `select n.nspname, c.relname, ${KIND}, ${DEFINITION}
+  relationsNow: (relations) => `select n.nspname, c.relname, ${KIND}, ${DEFINITION},
+      (with recursive tree(child) as (
+        select inhrelid from pg_inherits where inhparent = c.oid
+        union select i.inhrelid from tree t join pg_inherits i on i.inhparent = t.child
+      ) select coalesce(string_agg(dn.nspname || '.' || d.relname, chr(31)), '')
+        from tree join pg_class d on d.oid = tree.child join pg_namespace dn on dn.oid = d.relnamespace)
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
     where (n.nspname, c.relname) in (${relations.map((r) => `(${literal(r.schema)}, ${literal(r.name)})`).join(", ")})`
 }
