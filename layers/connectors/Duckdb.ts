@@ -49,7 +49,14 @@ const open = (request: OpenRequest<DuckdbConnection>): Effect.Effect<ConnectorPo
       const ready = idle.pop()
       if (ready !== undefined) return Effect.succeed(ready)
       return Effect.tryPromise({
-        try: () => instance.connect(),
+        try: async () => {
+          const connection = await instance.connect()
+          // A file's own view named pg_class or duckdb_tables would otherwise answer in place of the system relation the
+          // guard reads as one (and neither masks nor blocks it): system names resolve to the system catalog first.
+          const file = String((await connection.runAndReadAll("select database_name from duckdb_databases() where not internal")).getRows()[0]![0])
+          await connection.run(`set search_path = 'system.pg_catalog,system.main,"${file.replaceAll('"', '""').replaceAll("'", "''")}".main'`)
+          return connection
+        },
         catch: (error) => fromDriverError(error, request.scrub, "connect")
       }).pipe(Effect.tap(() => Effect.sync(() => total++)))
     })

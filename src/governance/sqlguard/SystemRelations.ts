@@ -13,8 +13,12 @@ export interface SystemRelations {
   readonly readable: ReadonlySet<string>
   /** Where a name resolves into a system schema by its prefix: name prefix → schema. */
   readonly prefixes: ReadonlyArray<readonly [string, string]>
-  /** Whether a prefix counts only for an unqualified name, or whatever schema qualifies it (DuckDB's `main.duckdb_settings`). */
-  readonly prefixScope: "unqualified" | "any"
+  /**
+   * Whether a prefix counts only for an unqualified name, whatever schema qualifies it (SQLite's
+   * `main.sqlite_master`), or only the prefix's own schema besides (DuckDB, whose sessions search
+   * the system catalog first: `main.duckdb_settings` is the system's, `main.pg_class` the file's own).
+   */
+  readonly prefixScope: "unqualified" | "any" | "own schema"
   /**
    * Readable `schema.relation`s that describe every database of the server, by the column naming
    * the database each row is about: read only for the connection's own (MySQL's information_schema).
@@ -95,14 +99,14 @@ const duckdb: SystemRelations = {
     ...qualified("pg_catalog", "pg_class pg_namespace pg_attribute pg_type pg_index pg_constraint pg_tables pg_views pg_description pg_proc pg_database"),
     ...qualified("main", "duckdb_tables duckdb_columns duckdb_views duckdb_schemas duckdb_constraints duckdb_indexes duckdb_types duckdb_functions duckdb_keywords sqlite_master sqlite_schema")
   ]),
-  // DuckDB answers these names from its own views before the user's tables, qualified by main or not.
+  // Sluice's DuckDB sessions search system.pg_catalog and system.main before the file's own schema.
   prefixes: [
     ["pg_", "pg_catalog"],
     ["duckdb_", "main"],
     ["sqlite_", "main"],
     ["pragma_", "main"]
   ],
-  prefixScope: "any"
+  prefixScope: "own schema"
 }
 
 const sqlite: SystemRelations = {
@@ -152,6 +156,14 @@ export const SYSTEM_RELATIONS = {
   trino: informationSchemaOnly([], ["system"], [])
 } satisfies Record<string, SystemRelations>
 
+/** The system schema a lower-cased name resolves into by its prefix, if it does. */
+const prefixSchema = (rules: SystemRelations, lower: ReadonlyArray<string>): string | undefined => {
+  const relation = lower.at(-1) ?? ""
+  const schema = rules.prefixes.find(([prefix]) => relation.startsWith(prefix))?.[1]
+  if (schema === undefined || lower.length === 1 || rules.prefixScope === "any") return schema
+  return rules.prefixScope === "own schema" && lower.at(-2) === schema ? schema : undefined
+}
+
 /** Why a relation named by these parts is refused, or undefined when it is not the engine's own or is metadata. */
 export const systemRelationRefusal = (rules: SystemRelations, parts: ReadonlyArray<string>): string | undefined => {
   const lower = parts.map((p) => p.toLowerCase())
@@ -159,8 +171,7 @@ export const systemRelationRefusal = (rules: SystemRelations, parts: ReadonlyArr
   if (lower.length >= 3 && rules.catalogs.has(lower.at(-3)!)) return `${parts.join(".")} is the engine's own catalog`
   // BigQuery writes `region-us.INFORMATION_SCHEMA.JOBS`: any part naming a system schema counts.
   const schemaAt = lower.slice(0, -1).findLastIndex((p) => rules.schemas.has(p))
-  const byPrefix = lower.length === 1 || rules.prefixScope === "any" ? rules.prefixes.find(([prefix]) => relation.startsWith(prefix))?.[1] : undefined
-  const schema = schemaAt >= 0 ? lower[schemaAt]! : byPrefix
+  const schema = schemaAt >= 0 ? lower[schemaAt]! : prefixSchema(rules, lower)
   if (schema === undefined) return undefined
   if (rules.readable.has(`${schema}.${relation}`)) return undefined
   return `${parts.join(".")} is a system relation that can hold data, secrets or other sessions' SQL; only reviewed metadata relations of ${schema} are readable`
@@ -169,10 +180,9 @@ export const systemRelationRefusal = (rules: SystemRelations, parts: ReadonlyArr
 /** Whether a relation named by these parts is one of the engine's own (readable or not), rather than the customer's. */
 export const isSystemRelation = (rules: SystemRelations, parts: ReadonlyArray<string>): boolean => {
   const lower = parts.map((p) => p.toLowerCase())
-  const relation = lower.at(-1) ?? ""
   if (lower.length >= 3 && rules.catalogs.has(lower.at(-3)!)) return true
   if (lower.slice(0, -1).some((p) => rules.schemas.has(p))) return true
-  return (lower.length === 1 || rules.prefixScope === "any") && rules.prefixes.some(([prefix]) => relation.startsWith(prefix))
+  return prefixSchema(rules, lower) !== undefined
 }
 
 /** The column naming the database a row of this system relation is about, where it describes every database of the server. */

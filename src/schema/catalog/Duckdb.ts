@@ -1,6 +1,8 @@
 import { type CatalogQueries, literal } from "./CatalogQueries"
 
-const own = `database_name = current_database() and not internal`
+// The file the connection opened: its only catalog that is not DuckDB's own (its sessions search the system catalog first, so current_database() is not it).
+const FILE = `(select database_name from duckdb_databases() where not internal)`
+const own = `database_name = ${FILE} and not internal`
 
 /** DuckDB's own catalog functions, for the database file the connection opened. */
 export const duckdbCatalog: CatalogQueries = {
@@ -16,11 +18,11 @@ export const duckdbCatalog: CatalogQueries = {
       case constraint_type when 'PRIMARY KEY' then 'p' when 'FOREIGN KEY' then 'f' else 'u' end,
       to_json(constraint_column_names)::varchar, case when constraint_type = 'FOREIGN KEY' then schema_name end,
       referenced_table, to_json(referenced_column_names)::varchar
-    from duckdb_constraints() where database_name = current_database()
+    from duckdb_constraints() where database_name = ${FILE}
       and constraint_type in ('PRIMARY KEY', 'FOREIGN KEY', 'UNIQUE')
     order by 1, 2, 3`,
   indexes: `select schema_name, table_name, index_name, is_unique, null, sql
-    from duckdb_indexes() where database_name = current_database() order by 1, 2, 3`,
+    from duckdb_indexes() where database_name = ${FILE} order by 1, 2, 3`,
   relationsNow: (relations) => {
     const named = (schema: string, name: string) => `(${schema}, ${name}) in (${relations.map((r) => `(${literal(r.schema)}, ${literal(r.name)})`).join(", ")})`
     return `select schema_name, table_name, 'table', null from duckdb_tables() where ${own} and ${named("schema_name", "table_name")}
