@@ -1,4 +1,4 @@
-import { ClusterWorkflowEngine, RunnerHealth, Runners, RunnerStorage, Sharding, ShardingConfig, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
+import { ClusterWorkflowEngine, RunnerAddress, RunnerHealth, Runners, RunnerStorage, Sharding, ShardingConfig, SqlMessageStorage, SqlRunnerStorage } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { WorkflowEngine } from "@effect/workflow"
 import { Context, Duration, Effect, Layer, Option } from "effect"
@@ -36,6 +36,30 @@ const runnerHealthOnStore = Layer.effect(
   }))
 )
 
+/**
+ * The same check, run by every runner: the cluster runs its own as a singleton, so when the runner
+ * holding that singleton dies, no one would tell until its locks expire. A runner with no store
+ * session is marked unhealthy (and healthy again once it has one); the others then take its shards.
+ */
+const runnerLivenessLoop = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const runners = sql(`${TABLE_PREFIX}_runners`)
+    const check = Effect.gen(function* () {
+      const registered = yield* sql<{ readonly address: string; readonly healthy: boolean }>`select address, healthy from ${runners}`
+      const sessions = new Set(
+        (yield* sql<{ readonly name: string }>`select distinct application_name as name from pg_stat_activity where application_name like 'sluice %'`).map((row) => row.name)
+      )
+      for (const { address, healthy } of registered) {
+        const at = address.lastIndexOf(":")
+        const alive = sessions.has(storeSessionName(RunnerAddress.make(address.slice(0, at), Number(address.slice(at + 1)))))
+        if (alive !== healthy) yield* sql`update ${runners} set healthy = ${alive} where address = ${address}`
+      }
+    })
+    yield* check.pipe(Effect.ignore, Effect.delay(RUNNER_CHECK_INTERVAL), Effect.forever, Effect.forkScoped)
+  })
+)
+
 const runtimeLayer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* AppConfig
@@ -54,6 +78,7 @@ const runtimeLayer = Layer.unwrapEffect(
     const onStore = Option.isSome(config.databaseUrl)
     const runnerStorage = onStore ? Layer.orDie(SqlRunnerStorage.layerWith({ prefix: TABLE_PREFIX })) : RunnerStorage.layerMemory
     return ClusterWorkflowEngine.layer.pipe(
+      Layer.merge(onStore ? runnerLivenessLoop : Layer.empty),
       Layer.provideMerge(Sharding.layer),
       Layer.provide(Runners.layerNoop),
       Layer.provideMerge(SqlMessageStorage.layerWith({ prefix: TABLE_PREFIX })),
