@@ -9,28 +9,27 @@ import { shutdownPlan } from "./ShutdownDeadline"
 // The cluster's tables sit in Sluice's store beside its own, apart by name.
 const TABLE_PREFIX = "sluice_jobs"
 
-/**
- * The job runtime: this process as a cluster runner whose messages, replies and shard locks live in
- * the store, and the workflow engine on it. Runners find each other and hand work over through the
- * store alone (no port to open): each polls for the messages of the shards it holds.
- *
- * On the embedded store the runner registry is in memory: the store serves one process (its data
- * dir is locked), and the registry's lock session would take the store's only connection.
- */
-// How often one runner checks that every registered runner still has a store session.
+// How often runners check that every registered runner still has a store session.
 const RUNNER_CHECK_INTERVAL = Duration.seconds(1)
 
+/** The names of the runners' sessions on the store now (storeSessionName): a runner is alive while it has one. */
+const runnerSessions = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ readonly name: string }>`select distinct application_name as name from pg_stat_activity where application_name like 'sluice %'`,
+    (rows) => new Set(rows.map((row) => row.name))
+  )
+
 /**
- * A runner is alive while it has a session on the store: a process that dies has its jobs taken over
- * within about a second, instead of when its shard locks expire (SP_JOB_LOCK_SECONDS). A check that
- * cannot be made declares no one dead.
+ * For the cluster's own check: a process that dies has its jobs taken over within about a second,
+ * instead of when its shard locks expire (SP_JOB_LOCK_SECONDS). A check that cannot be made
+ * declares no one dead.
  */
 const runnerHealthOnStore = Layer.effect(
   RunnerHealth.RunnerHealth,
   Effect.map(SqlClient.SqlClient, (sql) => ({
     isAlive: (address) =>
-      sql<{ readonly alive: boolean }>`select exists (select 1 from pg_stat_activity where application_name = ${storeSessionName(address)}) as alive`.pipe(
-        Effect.map((rows) => rows[0]?.alive !== false),
+      runnerSessions(sql).pipe(
+        Effect.map((sessions) => sessions.has(storeSessionName(address))),
         Effect.catchAllCause(() => Effect.succeed(true))
       )
   }))
@@ -47,9 +46,7 @@ const runnerLivenessLoop = Layer.scopedDiscard(
     const runners = sql(`${TABLE_PREFIX}_runners`)
     const check = Effect.gen(function* () {
       const registered = yield* sql<{ readonly address: string; readonly healthy: boolean }>`select address, healthy from ${runners}`
-      const sessions = new Set(
-        (yield* sql<{ readonly name: string }>`select distinct application_name as name from pg_stat_activity where application_name like 'sluice %'`).map((row) => row.name)
-      )
+      const sessions = yield* runnerSessions(sql)
       for (const { address, healthy } of registered) {
         const at = address.lastIndexOf(":")
         const alive = sessions.has(storeSessionName(RunnerAddress.make(address.slice(0, at), Number(address.slice(at + 1)))))
@@ -60,6 +57,14 @@ const runnerLivenessLoop = Layer.scopedDiscard(
   })
 )
 
+/**
+ * The job runtime: this process as a cluster runner whose messages, replies and shard locks live in
+ * the store, and the workflow engine on it. Runners find each other and hand work over through the
+ * store alone (no port to open): each polls for the messages of the shards it holds.
+ *
+ * On the embedded store the runner registry is in memory: the store serves one process (its data
+ * dir is locked), and the registry's lock session would take the store's only connection.
+ */
 const runtimeLayer = Layer.unwrapEffect(
   Effect.gen(function* () {
     const config = yield* AppConfig

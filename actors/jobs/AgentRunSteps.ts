@@ -456,11 +456,11 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           const { outcome, record, durationMs } = overProposals
             ? { outcome: Either.left(proposalLimit), record: emptyRecord(runId, step), durationMs: 0 }
             : yield* runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
-                Effect.filterOrFail(({ outcome }) => !(Either.isLeft(outcome) && outcome.left.atGate === true && outcome.left.code === UNAVAILABLE), ({ outcome }) => Either.getLeft(outcome)),
+                Effect.flatMap((ran) =>
+                  Either.isLeft(ran.outcome) && ran.outcome.left.atGate === true && ran.outcome.left.code === UNAVAILABLE ? Effect.fail(ran.outcome.left) : Effect.succeed(ran)
+                ),
                 Effect.retry(infrastructureRetry),
-                Effect.catchAll((failure) =>
-                  stop(orgId, runId, "failed", UNAVAILABLE, `${Option.match(failure, { onNone: () => "A service the gateway needs", onSome: (f) => f.message })} (the run stopped rather than answer without its tool's result)`)
-                )
+                Effect.catchAll((failure) => stop(orgId, runId, "failed", UNAVAILABLE, `${failure.message} (the run stopped rather than answer without its tool's result)`))
               )
           const result = Either.match(outcome, {
             onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true, stopped }),
