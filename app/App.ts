@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { AgentRunJob } from "../actors/jobs/AgentRunJob"
 import { AgentRunSteps } from "../actors/jobs/AgentRunSteps"
+import { jobStarter } from "../actors/jobs/JobStarter"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
@@ -10,6 +11,7 @@ import { ResultCache } from "../src/governance/ResultCache"
 import { Gate } from "../src/gate/Gate"
 import { ToolCatalogue } from "../src/tools/ToolCatalogue"
 import { ToolCalls } from "../src/tools/ToolCalls"
+import { AgentRunKind } from "../src/jobs/AgentRunWorkflow"
 import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ChatRepo } from "../src/repos/ChatRepo"
@@ -108,7 +110,7 @@ export const ServicesLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(Foundation))
 
 /** Every kind of durable job, registered on this process's runner: every runner registers every kind. */
-export const JobsLive = AgentRunJob.pipe(Layer.provide(JobEngineLive))
+export const JobsLive = Layer.merge(AgentRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter(AgentRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
 export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(

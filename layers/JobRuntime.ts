@@ -104,9 +104,15 @@ export const createJobTables = Effect.scoped(
   )
 )
 
-/** The workflow engine of this process's runner: jobs are started, answered and polled through it, and registered on it. */
+/**
+ * The workflow engine of this process's runner (jobs are started, answered and polled through it,
+ * and registered on it), and its sharding (for work that runs once across runners).
+ */
 export class JobRuntime extends Effect.Service<JobRuntime>()("sluice/JobRuntime", {
-  scoped: Effect.map(Layer.build(runtimeLayer), (context) => ({ engine: Context.get(context, WorkflowEngine.WorkflowEngine) }) as const)
+  scoped: Effect.map(
+    Layer.build(runtimeLayer),
+    (context) => ({ engine: Context.get(context, WorkflowEngine.WorkflowEngine), sharding: Context.get(context, Sharding.Sharding) }) as const
+  )
 }) {}
 
 /** The engine as a layer, for the workflows a runner registers. */

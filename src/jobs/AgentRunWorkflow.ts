@@ -1,5 +1,7 @@
 import { DurableDeferred, Workflow } from "@effect/workflow"
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
+import { AgentRunsRepo } from "../repos/AgentRunsRepo"
+import { jobKind } from "./JobKind"
 
 // The agent run's workflow as starters and runners both know it; its steps are in AgentRunSteps, its body in AgentRunJob.
 
@@ -50,6 +52,18 @@ export const AgentRunWorkflow = Workflow.make({
   error: RunStopped,
   idempotencyKey: ({ runId }) => runId
 })
+
+/** Starts a run's job; idempotent (the run's id is the job's key), so starting it again is harmless. */
+export const startAgentRun = (payload: { readonly runId: string; readonly orgId: string }) => AgentRunWorkflow.execute(payload, { discard: true })
+
+/** Agent runs as the job kit knows them: a run still queued has not begun. */
+export const AgentRunKind = Effect.map(AgentRunsRepo, (repo) =>
+  jobKind({
+    name: "agent run",
+    unbegun: (graceSeconds, limit) => Effect.map(repo.unbegun(graceSeconds, limit), (rows) => rows.map((row) => ({ runId: row.id, orgId: row.org_id }))),
+    start: startAgentRun
+  })
+)
 
 /** What the user decided at the `step` a run waits at: an answer to its question, a query approved or declined, or the run cancelled. */
 export const Decision = Schema.Union(

@@ -18,6 +18,7 @@ import m0017 from "./0017_secrets"
 import m0018 from "./0018_chat"
 import m0019 from "./0019_knowledge"
 import m0020 from "./0020_reports"
+import m0021 from "./0021_queued_agent_runs"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -39,5 +40,6 @@ export const migrations = {
   "0017_secrets": m0017,
   "0018_chat": m0018,
   "0019_knowledge": m0019,
-  "0020_reports": m0020
+  "0020_reports": m0020,
+  "0021_queued_agent_runs": m0021
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
 import { Chunk, Effect, Exit, Option, Stream } from "effect"
-import { AgentRunWorkflow, type Decision, decisionFor } from "../jobs/AgentRunWorkflow"
+import { AgentRunWorkflow, type Decision, decisionFor, startAgentRun } from "../jobs/AgentRunWorkflow"
 import { JobRuntime } from "../../layers/JobRuntime"
 import {
   type AgentRun,
@@ -77,8 +77,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         Effect.flatMap((found) => (found === null ? Effect.fail(notFound(id)) : Effect.succeed(found)))
       )
 
-    /** Starts the run's job; idempotent (the run's id is the job's key), so starting it again is harmless. */
-    const launch = (principal: Principal, id: string) => AgentRunWorkflow.execute({ runId: id, orgId: principal.orgId }, { discard: true }).pipe(withEngine)
+    const launch = (principal: Principal, id: string) => startAgentRun({ runId: id, orgId: principal.orgId }).pipe(withEngine)
 
     const start = Effect.fn("AgentRuns.start")(function* (principal: Principal, input: StartAgentRun, conversationId: string | null = null) {
       if (input.connection_name !== undefined) yield* connections.get(principal, input.connection_name)
