@@ -12,6 +12,7 @@ import { Gate } from "../src/gate/Gate"
 import { ToolCatalogue } from "../src/tools/ToolCatalogue"
 import { ToolCalls } from "../src/tools/ToolCalls"
 import { AgentRunKind } from "../src/jobs/AgentRunWorkflow"
+import { JobSteps } from "../src/jobs/JobSteps"
 import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ChatRepo } from "../src/repos/ChatRepo"
@@ -83,6 +84,7 @@ export const ServicesLive = Layer.mergeAll(
   KnowledgeRepo.Default,
   KnowledgeSearch.Default,
   JobRuntime.Default,
+  JobSteps.Default,
   LanguageModels.Default,
   Leases.Default,
   LocalAccess.Default,

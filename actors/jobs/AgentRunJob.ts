@@ -1,7 +1,8 @@
 import type { Prompt } from "@effect/ai"
 import { Activity, DurableDeferred } from "@effect/workflow"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { OrgId } from "../../src/domain/Ids"
+import { JobSteps } from "../../src/jobs/JobSteps"
 import { AgentRunSteps } from "./AgentRunSteps"
 import {
   AgentRunWorkflow,
@@ -50,8 +51,12 @@ const questionOf = (params: unknown) => {
 export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
   Effect.gen(function* () {
     const steps = yield* AgentRunSteps
+    const kit = yield* JobSteps
     const orgId = org as OrgId
-    const start = yield* Activity.make({ name: "begin", success: RunStart, error: RunStopped, execute: steps.begin(orgId, runId) })
+    /** A named step of the run: done once to its end (JobSteps), journaled by the workflow, and a failure in it ends the run. */
+    const runStep = <A, I>(name: string, success: Schema.Schema<A, I>, execute: Effect.Effect<A, RunStopped>) =>
+      Activity.make({ name, success, error: RunStopped, execute: steps.guarded(orgId, runId, kit.once(runId, name, success, execute)) })
+    const start = yield* runStep("begin", RunStart, steps.begin(orgId, runId))
     const conversation: Array<Prompt.MessageEncoded> = [
       ...start.history.flatMap((exchange): Array<Prompt.MessageEncoded> => [
         { role: "user", content: exchange.prompt },
@@ -61,7 +66,7 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
     ]
     // The step ends the run: it always fails with RunStopped.
     const cancelled = Effect.zipRight(
-      Activity.make({ name: "cancelled", error: RunStopped, execute: steps.fail(orgId, runId, "cancelled", "cancelled", "The run was cancelled") }),
+      runStep("cancelled", Schema.Void, steps.fail(orgId, runId, "cancelled", "cancelled", "The run was cancelled")),
       Effect.dieMessage("a cancelled run went on")
     )
 
@@ -70,43 +75,28 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
       Effect.gen(function* () {
         const decision = yield* DurableDeferred.await(decisionFor(step))
         if (decision.kind === "cancelled") return yield* cancelled
-        yield* Activity.make({ name: `decided/${step}`, error: RunStopped, execute: steps.decided(orgId, runId, step, decision) })
+        yield* runStep(`decided/${step}`, Schema.Void, steps.decided(orgId, runId, step, decision))
         return decision
       })
 
     /** A tool call, after the user's approval when its query's estimate asks for one. */
     const toolCall = (step: string, call: ToolCallRequest) =>
       Effect.gen(function* () {
-        const check = yield* Activity.make({ name: `estimate/${step}`, success: CostCheck, error: RunStopped, execute: steps.estimate(orgId, runId, step, call) })
+        const check = yield* runStep(`estimate/${step}`, CostCheck, steps.estimate(orgId, runId, step, call))
         if (check.needsApproval && (yield* decided(step)).kind === "decline") return declinedQuery(call)
-        const result = yield* Activity.make({
-          name: `tool/${step}`,
-          success: ToolResultSchema,
-          error: RunStopped,
-          execute: steps.callTool(orgId, runId, step, call, check.estimatedUsd, !check.needsApproval)
-        })
+        const result = yield* runStep(`tool/${step}`, ToolResultSchema, steps.callTool(orgId, runId, step, call, check.estimatedUsd, !check.needsApproval))
         if (!result.stopped) return result
         // Stopped at what the threshold allows: now it needs the user's approval, as a query estimated over it does.
-        yield* Activity.make({ name: `stopped/${step}`, error: RunStopped, execute: steps.approveAfterStop(orgId, runId, step, call, result) })
+        yield* runStep(`stopped/${step}`, Schema.Void, steps.approveAfterStop(orgId, runId, step, call, result))
         if ((yield* decided(`${step}/stopped`)).kind === "decline") return declinedQuery(call)
-        return yield* Activity.make({
-          name: `tool/${step}/approved`,
-          success: ToolResultSchema,
-          error: RunStopped,
-          execute: steps.callTool(orgId, runId, `${step}/approved`, call, check.estimatedUsd, false)
-        })
+        return yield* runStep(`tool/${step}/approved`, ToolResultSchema, steps.callTool(orgId, runId, `${step}/approved`, call, check.estimatedUsd, false))
       })
 
     for (let turn = 0; turn < start.maxTurns; turn++) {
-      const reply = yield* Activity.make({
-        name: `model/${turn}`,
-        success: ModelTurn,
-        error: RunStopped,
-        execute: steps.think(orgId, runId, turn, start.connectionName, [...conversation])
-      })
+      const reply = yield* runStep(`model/${turn}`, ModelTurn, steps.think(orgId, runId, turn, start.connectionName, [...conversation]))
       conversation.push(assistantMessage(reply))
       if (reply.toolCalls.length === 0) {
-        return yield* Activity.make({ name: "complete", error: RunStopped, execute: steps.complete(orgId, runId, reply.text) })
+        return yield* runStep("complete", Schema.Void, steps.complete(orgId, runId, reply.text))
       }
       const results: Array<ToolResult> = []
       for (const [index, call] of reply.toolCalls.entries()) {
@@ -116,16 +106,12 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
           results.push(yield* toolCall(step, call))
           continue
         }
-        yield* Activity.make({ name: `ask/${step}`, error: RunStopped, execute: steps.ask(orgId, runId, step, question) })
+        yield* runStep(`ask/${step}`, Schema.Void, steps.ask(orgId, runId, step, question))
         const answer = yield* decided(step)
         results.push({ id: call.id, name: call.name, text: answer.kind === "answer" ? answer.text : "", isFailure: false, stopped: false })
       }
       conversation.push(toolMessage(results))
     }
-    return yield* Activity.make({
-      name: "out-of-turns",
-      error: RunStopped,
-      execute: steps.fail(orgId, runId, "failed", "max_turns", `The run reached its limit of ${start.maxTurns} turns without an answer`)
-    })
+    return yield* runStep("out-of-turns", Schema.Void, steps.fail(orgId, runId, "failed", "max_turns", `The run reached its limit of ${start.maxTurns} turns without an answer`))
   })
 )

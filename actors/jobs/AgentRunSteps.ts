@@ -22,6 +22,7 @@ import { Secrets } from "../../src/services/Secrets"
 import { AppConfig } from "../../layers/AppConfig"
 import { formatUsd } from "../../src/domain/Usd"
 import type { PendingAsk } from "../../src/domain/AgentRun"
+import { JobSteps } from "../../src/jobs/JobSteps"
 import { ASK_USER, type Decision, RunStopped, type ToolCallRequest, type ToolResult } from "../../src/jobs/AgentRunWorkflow"
 
 // A run reads, queries and proposes knowledge (write: workspace content, never a database), whatever else its credential may do.
@@ -154,6 +155,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     const audit = yield* Audit
     const config = yield* AppConfig
     const feed = yield* RunEventsFeed
+    const jobSteps = yield* JobSteps
     /** Writes a step's event (once), and wakes this process's followers of the run. */
     const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(runId)))
     const modelTools = new Map(tools.map((tool) => [tool.name, asModelTool(tool.name, tool.description, describeTool(tool).inputSchema)]))
@@ -162,6 +164,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
     const stop = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) =>
       writeEvent(orgId, runId, "end", status, { code, message }).pipe(
         Effect.zipRight(repo.finish(orgId, runId, status === "failed" ? { status, error: { code, message } } : { status })),
+        Effect.zipRight(jobSteps.forget(runId)),
         Effect.orDie,
         Effect.zipRight(Effect.fail(new RunStopped({ status, code, message })))
       )
@@ -517,12 +520,13 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         Effect.gen(function* () {
           yield* writeEvent(orgId, runId, "end", "completed", { answer })
           yield* repo.finish(orgId, runId, { status: "completed", answer })
+          yield* jobSteps.forget(runId)
         })
       )
 
     const fail = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) => guarded(orgId, runId, stop(orgId, runId, status, code, message))
 
-    return { begin, think, estimate, callTool, approveAfterStop, ask, decided, complete, fail } as const
+    return { guarded, begin, think, estimate, callTool, approveAfterStop, ask, decided, complete, fail } as const
   }),
-  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, ToolCatalogue.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default]
+  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, ToolCatalogue.Default, Secrets.Default, ToolCalls.Default, Audit.Default, RunEventsFeed.Default, JobSteps.Default]
 }) {}

@@ -19,6 +19,7 @@ import m0018 from "./0018_chat"
 import m0019 from "./0019_knowledge"
 import m0020 from "./0020_reports"
 import m0021 from "./0021_queued_agent_runs"
+import m0022 from "./0022_job_steps"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -41,5 +42,6 @@ export const migrations = {
   "0018_chat": m0018,
   "0019_knowledge": m0019,
   "0020_reports": m0020,
-  "0021_queued_agent_runs": m0021
+  "0021_queued_agent_runs": m0021,
+  "0022_job_steps": m0022
 }

@@ -4,6 +4,8 @@ import { listenFake } from "./FakeServer"
 /** One model request as the fake received it, in both wire formats' common terms. */
 export interface ModelRequest {
   readonly provider: "anthropic" | "chat-completions"
+  /** The request's path: a test can tell its clients apart by the base URL each was given. */
+  readonly path: string
   readonly headers: http.IncomingHttpHeaders
   readonly body: any
   /** The names of the tools the request offered. */
@@ -121,6 +123,7 @@ export const startModelFake = async (script: (request: ModelRequest, index: numb
     const request: ModelRequest = anthropic
       ? {
           provider: "anthropic",
+          path: req.url ?? "",
           headers: req.headers,
           body,
           raw,
@@ -135,6 +138,7 @@ export const startModelFake = async (script: (request: ModelRequest, index: numb
         }
       : {
           provider: "chat-completions",
+          path: req.url ?? "",
           headers: req.headers,
           body,
           raw,

@@ -163,3 +163,18 @@ export const localKey = async (gateway: Gateway): Promise<string> => {
   if (response.status !== 200) throw new Error(`no local key: ${response.text}`)
   return response.json.key
 }
+
+/** `sluice worker` as its own process: a runner without the HTTP server. */
+export const startWorker = async (env: Record<string, string>) => {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL"))
+  const child = spawn(process.execPath, [CLI_ENTRY, "worker"], { cwd: REPO_ROOT, env: { ...inherited, SP_DATA_DIR: tempDataDir(), ...env }, stdio: ["ignore", "pipe", "pipe"] })
+  let output = ""
+  child.stdout!.on("data", (d) => (output += d))
+  child.stderr!.on("data", (d) => (output += d))
+  const deadline = Date.now() + 30_000
+  while (!output.includes("running jobs")) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`worker did not start:\n${output}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return { process: child, logs: () => output }
+}

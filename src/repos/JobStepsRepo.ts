@@ -1,0 +1,44 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** A claim older than this, or held by a runner with no store session left, is taken over. */
+const STALE_SECONDS = 3
+
+/** The job kit's record of who runs each step of a durable job, and what it returned. */
+export class JobStepsRepo extends Effect.Service<JobStepsRepo>()("sluice/JobStepsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Takes the step for `runner` unless it is done or another live runner runs it; true when `runner` holds it afterwards. */
+    const claim = (jobId: string, step: string, runner: string) =>
+      sql<{ claimed: boolean }>`insert into job_steps (job_id, step, runner) values (${jobId}, ${step}, ${runner})
+        on conflict (job_id, step) do update set runner = excluded.runner, heartbeat_at = now()
+        where job_steps.done_at is null and (
+          job_steps.runner = excluded.runner
+          or job_steps.heartbeat_at < now() - make_interval(secs => ${STALE_SECONDS})
+          or not exists (select 1 from pg_stat_activity a where a.application_name = job_steps.runner))
+        returning true as claimed`.pipe(Effect.map((rows) => rows.length > 0))
+
+    /** The step's result once it is done (null while not). */
+    const resultOf = (jobId: string, step: string) =>
+      sql<{ result: string }>`select result from job_steps where job_id = ${jobId} and step = ${step} and done_at is not null`.pipe(
+        Effect.map((rows) => (rows[0] === undefined ? null : { result: JSON.parse(rows[0].result) as unknown }))
+      )
+
+    const heartbeat = (jobId: string, step: string, runner: string) =>
+      sql`update job_steps set heartbeat_at = now() where job_id = ${jobId} and step = ${step} and runner = ${runner} and done_at is null`.pipe(Effect.asVoid)
+
+    const finish = (jobId: string, step: string, runner: string, result: unknown) =>
+      sql`update job_steps set done_at = now(), result = ${JSON.stringify(result ?? null)}
+        where job_id = ${jobId} and step = ${step} and runner = ${runner}`.pipe(Effect.asVoid)
+
+    /** Gives the step up at once (its run was stopped before it finished), for another runner to take. */
+    const release = (jobId: string, step: string, runner: string) =>
+      sql`delete from job_steps where job_id = ${jobId} and step = ${step} and runner = ${runner} and done_at is null`.pipe(Effect.asVoid)
+
+    /** The job has ended: its steps' records go. */
+    const forget = (jobId: string) => sql`delete from job_steps where job_id = ${jobId}`.pipe(Effect.asVoid)
+
+    return { claim, resultOf, heartbeat, finish, release, forget } as const
+  })
+}) {}
