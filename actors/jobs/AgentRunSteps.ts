@@ -13,9 +13,10 @@ import { ToolCatalogue } from "../../src/tools/ToolCatalogue"
 import { type ToolCallRecord, ToolCalls } from "../../src/tools/ToolCalls"
 import { AgentRunsRepo, type StoredRun } from "../../src/repos/AgentRunsRepo"
 import type { AuditInsert } from "../../src/repos/AuditInsert"
+import { PendingChange } from "../../src/repos/ChangeRecord"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
-import { Audit } from "../../src/services/Audit"
+import { Audit, changeRecord, closeChangeRecord } from "../../src/services/Audit"
 import { QueryCostCap, QueryPlanning } from "../../src/services/Queries"
 import { RunEventsFeed } from "../../src/services/RunEventsFeed"
 import { Secrets } from "../../src/services/Secrets"
@@ -349,18 +350,22 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
         const record = emptyRecord(runId, step)
         const started = performance.now()
+        // The call's row as known so far commits with the first change the tool makes (a proposal, a report), as a request's does.
+        const change = changeRecord(() => auditRow(principal, runId, step, record, performance.now() - started, options.planning !== undefined))
         const outcome: Either.Either<ToolOutput, ToolFailure> =
           tool === undefined
             ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
             : yield* Effect.scoped(toolCalls.call(record, principal, tool, params, "agent_run")).pipe(
                 options.planning === undefined ? identity : Effect.provideService(QueryPlanning, options.planning),
-                options.costCap === undefined ? identity : Effect.provideService(QueryCostCap, options.costCap)
+                options.costCap === undefined ? identity : Effect.provideService(QueryCostCap, options.costCap),
+                Effect.provideService(PendingChange, change)
               )
         const durationMs = performance.now() - started
+        const written = closeChangeRecord(change)
         if (tool !== undefined) {
           const row = auditRow(principal, runId, step, record, durationMs, options.planning !== undefined)
           const children = [...record.childQueries.values()].map((child) => childQueryRow(row, { ...child, parent: { ...child.parent, run_id: runId, step } }))
-          yield* audit.record(record.dialect ?? null, row, ...children).pipe(Effect.orDie)
+          yield* audit.complete(written, record.dialect ?? null, row, ...children).pipe(Effect.orDie)
         }
         return { outcome, record, durationMs }
       })

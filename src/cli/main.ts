@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import { parseArgs } from "node:util"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Schema } from "effect"
@@ -7,10 +8,13 @@ import { CredentialCipher } from "../../layers/CredentialCipher"
 import { CreateApiKey } from "../domain/ApiKey"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
 import { issueMessages } from "../domain/ParseIssues"
-import type { Principal } from "../domain/Principal"
+import { type Principal, principalLabel } from "../domain/Principal"
 import { ALL_SCOPES } from "../domain/Scope"
+import type { AuditInsert } from "../repos/AuditInsert"
+import { PendingChange } from "../repos/ChangeRecord"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "../services/ApiKeys"
+import { Audit, changeRecord, closeChangeRecord } from "../services/Audit"
 import { Connections } from "../services/Connections"
 import { Secrets } from "../services/Secrets"
 import { exitWithStartupError } from "./StartupError"
@@ -50,10 +54,35 @@ const createKey = (options: { name?: string | undefined; scopes?: string | undef
     const userId = orgId === LOCAL_ORG ? LOCAL_USER : UserId.make("cli")
     yield* (yield* OrgsRepo).ensureMember({ orgId, orgName: orgId === LOCAL_ORG ? "Local" : orgId, userId, role: "admin" })
     const operator: Principal = { kind: "local", orgId, userId, keyId: null, keyPrefix: null, scopes: ALL_SCOPES, role: "admin" }
-    const created = yield* (yield* ApiKeys).create(operator, input)
+    // The key commits with its audit row, as one made over the API does.
+    const started = performance.now()
+    const row = (details: Record<string, unknown>): AuditInsert => ({
+      timestamp: Math.floor(Date.now() / 1000),
+      org_id: orgId,
+      principal: principalLabel(operator),
+      key_id: null,
+      user_id: userId,
+      event_type: "cli",
+      method: null,
+      route: "sluice keys create",
+      status: null,
+      connection: null,
+      sql: null,
+      outcome: "success",
+      block_reason: null,
+      rows: null,
+      duration_ms: Number((performance.now() - started).toFixed(3)),
+      client_ip: null,
+      user_agent: null,
+      request_id: randomUUID(),
+      details: { name: input.name, scopes: input.scopes, ...details }
+    })
+    const change = changeRecord(() => row({}))
+    const created = yield* (yield* ApiKeys).create(operator, input).pipe(Effect.provideService(PendingChange, change))
+    yield* (yield* Audit).complete(closeChangeRecord(change), null, row({ created_key_id: created.id, prefix: created.prefix }))
     yield* Console.error(`created key ${created.id} (${created.prefix}…) in org ${orgId} with scopes ${created.scopes.join(",")}; it is shown only once:`)
     yield* Console.log(created.key)
-  }).pipe(Effect.provide(Layer.mergeAll(ApiKeys.Default, OrgsRepo.Default).pipe(Layer.provideMerge(Foundation))))
+  }).pipe(Effect.provide(Layer.mergeAll(ApiKeys.Default, OrgsRepo.Default, Audit.Default).pipe(Layer.provideMerge(Foundation))))
 
 const reencrypt = Effect.gen(function* () {
   const report = (what: string, outcome: { checked: number; reencrypted: number; unreadable: ReadonlyArray<string> }) =>

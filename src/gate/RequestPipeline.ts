@@ -4,7 +4,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Cause, Chunk, Context, Effect, Option, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG } from "../domain/Ids"
-import { Audit, changeRecord, withChangeRecord } from "../services/Audit"
+import { Audit, changeRecord, closeChangeRecord, withChangeRecord } from "../services/Audit"
 import type { ChangeRecord } from "../services/Audit"
 import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
@@ -177,8 +177,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       if (info.answered) return raw
       info.answered = true
       // From here the request's own row is written here; a change committed from now on (work it forked) is already on record.
-      const written = change?.state
-      if (change !== null) change.state = { _tag: "closed" }
+      const written = change === null ? null : closeChangeRecord(change)
       const headers = {
         ...SECURITY_HEADERS,
         "x-request-id": info.requestId,
@@ -195,11 +194,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       const body = outcome === "refused" ? readJson(response) : null
       const dialect = yield* dialectOf(info)
       const row = auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs)
-      const recorded = yield* Effect.either(
-        written?._tag === "written"
-          ? audit.complete(written.id, dialect, row, ...childQueryRows(request, info))
-          : audit.record(dialect, row, ...childQueryRows(request, info))
-      )
+      const recorded = yield* Effect.either(audit.complete(written, dialect, row, ...childQueryRows(request, info)))
       if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
       return response.body._tag === "Stream" && info.streamedRows ? auditStreamEnd(request, info, started, response, response.body) : response
     })

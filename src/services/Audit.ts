@@ -41,6 +41,16 @@ export const changeRecord = (row: () => AuditInsert): ChangeRecord => ({ row: ()
 /** `context` with the request's change record, which the store's writes find and commit with their change. */
 export const withChangeRecord = <R>(context: Context.Context<R>, record: ChangeRecord) => Context.add(context, PendingChange, record)
 
+/**
+ * Closes the record, for its owner to write the final row: the id of the row committed with the
+ * change, or null when nothing was committed with it. A change committed from now on writes no row of its own.
+ */
+export const closeChangeRecord = (record: ChangeRecord): string | null => {
+  const written = record.state
+  record.state = { _tag: "closed" }
+  return written._tag === "written" ? written.id : null
+}
+
 const toEntry = ({ org_id: _org, ...entry }: AuditRow) => entry
 
 export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
@@ -51,13 +61,18 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
     /** Durably records events in one commit; SQL is stored with its string literals redacted as the dialect reads them (every dialect's way when unknown). */
     const record = (dialect: DbType | null, ...rows: ReadonlyArray<AuditInsert>) => writer.write(rows.map((row) => redacted(dialect, row))).pipe(storeDown)
 
-    /** Completes a request's row that was committed with its change (final status, duration, what it learned) and records its other rows. */
-    const complete = (id: string, dialect: DbType | null, row: AuditInsert, ...others: ReadonlyArray<AuditInsert>) =>
-      repo.complete(id, storableAuditRow(redacted(dialect, row))).pipe(
-        storeDown,
-        // The change's transaction did not commit after all: the row is written as any other.
-        Effect.flatMap((completed) => (completed ? record(dialect, ...others) : record(dialect, row, ...others)))
-      )
+    /**
+     * Completes the row committed with a change (final status, duration, what it learned), by the id
+     * `closeChangeRecord` gave (null: none was, and the row is written as any other), and records the other rows.
+     */
+    const complete = (id: string | null, dialect: DbType | null, row: AuditInsert, ...others: ReadonlyArray<AuditInsert>) =>
+      id === null
+        ? record(dialect, row, ...others)
+        : repo.complete(id, storableAuditRow(redacted(dialect, row))).pipe(
+            storeDown,
+            // The change's transaction did not commit after all: the row is written as any other.
+            Effect.flatMap((completed) => (completed ? record(dialect, ...others) : record(dialect, row, ...others)))
+          )
 
     const list = Effect.fn("Audit.list")(function* (
       principal: Principal,

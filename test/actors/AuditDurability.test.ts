@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
+import { startModelFake } from "../fakes/ModelFake"
 import { type GatewayProcess, localKey, startGateway } from "../support/Gateway"
 import { request } from "../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -255,6 +256,43 @@ describe.skipIf(!hasPostgres)("changes and their audit rows on PostgreSQL", () =
       expect({ keyWhileStalled: keys.length, keyAfterKill: after.length, rows: rows.length }).toEqual({ keyWhileStalled: 0, keyAfterKill: 0, rows: 0 })
     } finally {
       await admin.end()
+    }
+  })
+
+  it("an agent run's tool call commits its change with its audit row: while audit writes stall, its proposal does not exist yet, and a kill leaves neither", async () => {
+    const database = await createTestDatabase()
+    databases.push(database)
+    const title = `stalled-proposal-${randomBytes(4).toString("hex")}`
+    const admin = new pg.Client({ connectionString: database.url })
+    await admin.connect()
+    // The model asks for one proposal; the audit log is locked before it answers, so the tool call runs while audit writes wait.
+    const fake = await startModelFake(async (req) => {
+      if (req.toolResults.length > 0) return { text: "done" }
+      await admin.query("begin")
+      await admin.query("lock table gateway_audit_logs in exclusive mode")
+      return { toolCalls: [{ name: "propose_knowledge", args: { scope: "org", category: "decisions", title, body: "Orders are counted when paid." } }] }
+    })
+    const env = { SP_LLM_PROVIDER: "openai-compatible", SP_LLM_BASE_URL: `${fake.url}/v1`, SP_LLM_MODEL: "local-model", SP_JOB_POLL_MS: "100" }
+    const gateway = await startGateway({ databaseUrl: database.url, env })
+    gateways.push(gateway)
+    try {
+      const started = await request(gateway.url, "/api/agent-runs", { key: await localKey(gateway), body: { prompt: "Note how orders are counted" } })
+      expect(started.status, started.text).toBe(202)
+      // Whichever transaction writes the tool call's audit row (the change's own, or one after it) now waits for the lock.
+      const waiting = async () =>
+        (await database.query("select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike '%insert into gateway_audit_logs%'")).length > 0
+      for (const deadline = Date.now() + 20_000; !(await waiting()); await sleep(50)) {
+        if (Date.now() > deadline) throw new Error(`the tool call's audit row never waited for the lock:\n${gateway.logs()}`)
+      }
+      const proposals = async () => (await database.query("select id from knowledge_entries where title = $1", [title])).length
+      const whileStalled = await proposals()
+      await gateway.kill()
+      await admin.query("rollback")
+      const rows = await database.query("select id from gateway_audit_logs where event_type = 'agent_tool_call' and details->>'tool' = 'propose_knowledge'")
+      expect({ whileStalled, afterKill: await proposals(), rows: rows.length }).toEqual({ whileStalled: 0, afterKill: 0, rows: 0 })
+    } finally {
+      await admin.end()
+      await fake.close()
     }
   })
 

@@ -116,6 +116,11 @@ describe("sluice keys create on the embedded store", () => {
     const listed = await request(gateway.url, "/api/keys", { key })
     expect(listed.status).toBe(200)
     expect(listed.json.items.map((k: { name: string }) => k.name)).toEqual(["ops"])
+    // The key was committed with its audit row.
+    const audit = await request(gateway.url, "/api/audit?event_type=cli", { key })
+    expect(audit.json.items).toEqual([
+      expect.objectContaining({ principal: "local", route: "sluice keys create", outcome: "success", details: expect.objectContaining({ name: "ops", created_key_id: listed.json.items[0].id }) })
+    ])
     const made = await request(gateway.url, "/api/keys", { key, body: { name: "reader", scopes: ["read"] } })
     expect(made.status).toBe(201)
     expect((await request(gateway.url, "/api/plan", { key: made.json.key })).status).toBe(200)
