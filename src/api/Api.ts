@@ -76,7 +76,7 @@ const declareSecurity = (spec: Record<string, any>) => {
   return { ...spec, components: { ...spec.components, securitySchemes: SECURITY_SCHEMES } }
 }
 
-// What the request pipeline sends for a body that does not decode (src/http/RequestPipeline.ts, normalizeError).
+// What the request pipeline sends for a body that does not decode (src/gate/RequestPipeline.ts, normalizeError).
 const INVALID_BODY = {
   type: "object",
   required: ["code", "message", "issues"],
@@ -99,20 +99,11 @@ const ISSUE = {
 }
 
 /**
- * Errors leave as `{code, message, …}`: the request pipeline drops the class tag the error schemas
- * carry, and answers a body that does not decode as invalid_request with its issues. The document
- * describes those bodies, not the classes.
+ * Errors leave as `{code, message, …}`, the bodies their schemas declare (ApiError in
+ * src/domain/Errors.ts); but the platform's own HttpApiDecodeError, which the request pipeline
+ * answers as invalid_request with its issues. The document describes that body, not the class.
  */
-const errorsAsSent = (spec: Record<string, any>) => {
-  const schemas: Record<string, Record<string, any>> = { ...spec.components?.schemas }
-  for (const [name, schema] of Object.entries(schemas)) {
-    if (schema.properties?._tag === undefined || schema.properties?.code === undefined) continue
-    const { _tag, ...properties } = schema.properties
-    schemas[name] = { ...schema, properties, required: (schema.required ?? []).filter((field: string) => field !== "_tag") }
-  }
-  if (schemas["HttpApiDecodeError"] !== undefined) {
-    schemas["HttpApiDecodeError"] = INVALID_BODY
-    schemas["Issue"] = ISSUE
-  }
-  return { ...spec, components: { ...spec.components, schemas } }
-}
+const errorsAsSent = (spec: Record<string, any>) =>
+  spec.components?.schemas?.["HttpApiDecodeError"] === undefined
+    ? spec
+    : { ...spec, components: { ...spec.components, schemas: { ...spec.components.schemas, HttpApiDecodeError: INVALID_BODY, Issue: ISSUE } } }

@@ -1,6 +1,5 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import { code } from "./Errors"
+import { ApiError } from "./Errors"
 
 export const SessionName = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9_.:-]{1,128}$/, { message: () => "session must be 1 to 128 letters, digits, '_', '.', ':' or '-'" })
@@ -64,8 +63,8 @@ export interface Usage {
   readonly duration_ms: number
 }
 
-export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()(
+export class BudgetExhausted extends ApiError<BudgetExhausted>()(
   "BudgetExhausted",
-  { code: code("budget_exhausted"), message: Schema.String, budget_id: Schema.String },
-  HttpApiSchema.annotations({ status: 429 })
+  { code: "budget_exhausted", status: 429 },
+  { budget_id: Schema.String }
 ) {}

@@ -1,70 +1,87 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
+import { type Cause, Schema, type SchemaAST } from "effect"
 import { Scope } from "./Scope"
 
 /** The stable snake_case `code` an error body carries, filled in on construction. */
-export const code = <C extends string>(value: C) =>
+const code = <C extends string>(value: C) =>
   Schema.Literal(value).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => value))
 
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
-  "InvalidRequest",
-  { code: code("invalid_request"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
-) {}
+type Body<Code extends string> = { readonly code: ReturnType<typeof code<Code>>; readonly message: typeof Schema.String }
 
-export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()(
-  "Unauthenticated",
-  { code: code("unauthenticated"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 401 })
-) {}
+/** The class `ApiError` makes: a tagged error whose schema's encoded side is the body alone, without `_tag`. */
+export interface ApiErrorClass<Self, Tag extends string, Fields extends Schema.Struct.Fields>
+  extends Schema.Class<
+    Self,
+    { readonly _tag: Schema.tag<Tag> } & Fields,
+    Schema.Struct.Encoded<Fields>,
+    Schema.Struct.Context<Fields>,
+    Schema.Struct.Constructor<Fields>,
+    {},
+    Cause.YieldableError
+  > {
+  readonly _tag: Tag
+}
 
-export class InvalidApiKey extends Schema.TaggedError<InvalidApiKey>()(
-  "InvalidApiKey",
-  { code: code("invalid_api_key"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 401 })
-) {}
+/**
+ * An error the API answers with: `status` and the body `{code, message, …fields}`. Handlers fail
+ * with an instance, a tagged error like any other (`_tag` is for `catchTag`); its schema is the
+ * body as sent, without the tag, so the server encodes it, the typed client decodes it back into
+ * the class and the OpenAPI document shows it. Errors sharing a status are told apart by `code`.
+ */
+export const ApiError =
+  <Self>() =>
+  <Tag extends string, Code extends string, Fields extends Schema.Struct.Fields = {}>(
+    tag: Tag,
+    sent: { readonly code: Code; readonly status: number },
+    fields?: Fields
+  ): ApiErrorClass<Self, Tag, Body<Code> & Fields> => {
+    const all = { code: code(sent.code), message: Schema.String, ...fields }
+    const body = Schema.encodedBoundSchema(Schema.Struct(all))
+    const asts = new WeakMap<object, SchemaAST.Transformation>()
+    return class extends Schema.TaggedError<{}>()(tag, all) {
+      static override get ast(): SchemaAST.Transformation {
+        const known = asts.get(this)
+        if (known !== undefined) return known
+        // From the body to the class's own schema (the body with `_tag`) and back.
+        const tagged = Schema.make<unknown, { readonly _tag: Tag }, never>(super.ast)
+        const ast = Schema.transform(body, tagged, {
+          strict: false,
+          decode: (fields) => ({ ...fields, _tag: tag }),
+          encode: ({ _tag, ...fields }) => fields
+        }).annotations({ identifier: this.identifier, ...HttpApiSchema.annotations({ status: sent.status }) }).ast as SchemaAST.Transformation
+        asts.set(this, ast)
+        return ast
+      }
+    } as any
+  }
 
-export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()(
+export class InvalidRequest extends ApiError<InvalidRequest>()("InvalidRequest", { code: "invalid_request", status: 400 }) {}
+
+export class Unauthenticated extends ApiError<Unauthenticated>()("Unauthenticated", { code: "unauthenticated", status: 401 }) {}
+
+export class InvalidApiKey extends ApiError<InvalidApiKey>()("InvalidApiKey", { code: "invalid_api_key", status: 401 }) {}
+
+export class InsufficientScope extends ApiError<InsufficientScope>()(
   "InsufficientScope",
-  { code: code("insufficient_scope"), message: Schema.String, required_scope: Scope },
-  HttpApiSchema.annotations({ status: 403 })
+  { code: "insufficient_scope", status: 403 },
+  { required_scope: Scope }
 ) {}
 
-export class Forbidden extends Schema.TaggedError<Forbidden>()(
-  "Forbidden",
-  { code: code("forbidden"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 403 })
-) {}
+export class Forbidden extends ApiError<Forbidden>()("Forbidden", { code: "forbidden", status: 403 }) {}
 
-export class NotFound extends Schema.TaggedError<NotFound>()(
-  "NotFound",
-  { code: code("not_found"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
+export class NotFound extends ApiError<NotFound>()("NotFound", { code: "not_found", status: 404 }) {}
 
-export class Conflict extends Schema.TaggedError<Conflict>()(
-  "Conflict",
-  { code: code("conflict"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
+export class Conflict extends ApiError<Conflict>()("Conflict", { code: "conflict", status: 409 }) {}
 
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
-  "PayloadTooLarge",
-  { code: code("payload_too_large"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 413 })
-) {}
+export class PayloadTooLarge extends ApiError<PayloadTooLarge>()("PayloadTooLarge", { code: "payload_too_large", status: 413 }) {}
 
-export class RateLimited extends Schema.TaggedError<RateLimited>()(
+export class RateLimited extends ApiError<RateLimited>()(
   "RateLimited",
-  { code: code("rate_limited"), message: Schema.String, retry_after_seconds: Schema.Int },
-  HttpApiSchema.annotations({ status: 429 })
+  { code: "rate_limited", status: 429 },
+  { retry_after_seconds: Schema.Int }
 ) {}
 
-export class Unavailable extends Schema.TaggedError<Unavailable>()(
-  "Unavailable",
-  { code: code("unavailable"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 503 })
-) {}
+export class Unavailable extends ApiError<Unavailable>()("Unavailable", { code: "unavailable", status: 503 }) {}
 
 /** Failures the authentication middleware may produce on any /api route. */
 export const AuthFailure = Schema.Union(

@@ -1,8 +1,7 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Budget, SessionName } from "./Budget"
 import { ConnectionName } from "./Connection"
-import { code, Conflict, InvalidRequest, NotFound, Unavailable } from "./Errors"
+import { ApiError, Conflict, InvalidRequest, NotFound, Unavailable } from "./Errors"
 import { noNul } from "./Text"
 
 export const MAX_SQL_CHARS = 100_000
@@ -82,43 +81,31 @@ export type QueryStreamPart =
   | { readonly type: "error"; readonly code: string; readonly message: string }
 
 /** The read-only check or the table policy refused the statement; `reason` says which rule. */
-export class QueryBlocked extends Schema.TaggedError<QueryBlocked>()(
+export class QueryBlocked extends ApiError<QueryBlocked>()(
   "QueryBlocked",
-  { code: code("query_blocked"), message: Schema.String, reason: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
+  { code: "query_blocked", status: 400 },
+  { reason: Schema.String }
 ) {}
 
 /** The database refused or failed the statement (a missing table, a type error…); the message is sanitized. */
-export class QueryFailed extends Schema.TaggedError<QueryFailed>()(
-  "QueryFailed",
-  { code: code("query_failed"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 400 })
-) {}
+export class QueryFailed extends ApiError<QueryFailed>()("QueryFailed", { code: "query_failed", status: 400 }) {}
 
-export class QueryTimeout extends Schema.TaggedError<QueryTimeout>()(
-  "QueryTimeout",
-  { code: code("query_timeout"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 504 })
-) {}
+export class QueryTimeout extends ApiError<QueryTimeout>()("QueryTimeout", { code: "query_timeout", status: 504 }) {}
 
 /** The connection could not be opened (network, TLS, credentials). */
-export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()(
+export class DatabaseUnavailable extends ApiError<DatabaseUnavailable>()(
   "DatabaseUnavailable",
-  { code: code("database_unavailable"), message: Schema.String, step: Schema.String },
-  HttpApiSchema.annotations({ status: 502 })
+  { code: "database_unavailable", status: 502 },
+  { step: Schema.String }
 ) {}
 
-export class ResultTooLarge extends Schema.TaggedError<ResultTooLarge>()(
-  "ResultTooLarge",
-  { code: code("result_too_large"), message: Schema.String },
-  HttpApiSchema.annotations({ status: 422 })
-) {}
+export class ResultTooLarge extends ApiError<ResultTooLarge>()("ResultTooLarge", { code: "result_too_large", status: 422 }) {}
 
 /** The memory the gateway gives buffered results is in use; `retry_after_seconds` says when to try again. */
-export class ResultMemoryExhausted extends Schema.TaggedError<ResultMemoryExhausted>()(
+export class ResultMemoryExhausted extends ApiError<ResultMemoryExhausted>()(
   "ResultMemoryExhausted",
-  { code: code("result_memory_exhausted"), message: Schema.String, retry_after_seconds: Schema.Int },
-  HttpApiSchema.annotations({ status: 503 })
+  { code: "result_memory_exhausted", status: 503 },
+  { retry_after_seconds: Schema.Int }
 ) {}
 
 export const CacheStats = Schema.Struct({

@@ -17,13 +17,11 @@ afterAll(() => customers?.drop())
 const clientWith = (key: string) =>
   HttpApiClient.make(SluiceApi, { transformClient: HttpClient.mapRequest(HttpClientRequest.setHeader("x-api-key", key)) })
 
-/** A refusal as the wire carries it: `{code, message}` without the schema's tag, so it is read raw rather than through the typed client. */
-const refusalOf = (key: string, connection: string, sql: string) =>
-  Effect.flatMap(HttpClient.HttpClient, (http) =>
-    http
-      .execute(HttpClientRequest.post("/api/query").pipe(HttpClientRequest.setHeader("x-api-key", key), HttpClientRequest.bodyUnsafeJson({ connection_name: connection, sql })))
-      .pipe(Effect.flatMap((response) => Effect.map(response.json, (body) => [response.status, (body as { code?: string }).code])))
-  )
+type Client = Effect.Effect.Success<ReturnType<typeof clientWith>>
+
+/** A refusal as the typed client reads it: the error class the response's status and code declare, and that code. */
+const refusalOf = (client: Client, connection: string, sql: string) =>
+  Effect.map(Effect.flip(client.query.run({ payload: { connection_name: connection, sql } })), (error) => [error._tag, "code" in error ? error.code : null])
 
 describe.skipIf(skip)("the governed executor, in process", () => {
   layer(inProcessApp(), { timeout: 60_000, excludeTestServices: true })((it) => {
@@ -35,7 +33,7 @@ describe.skipIf(skip)("the governed executor, in process", () => {
         payload: { name, db_type: "postgresql", host: "127.0.0.1", port: 5432, database: customers!.name, username: "root", blocked_tables: ["payroll"] }
       })
       yield* client.pii.put({ path: { name }, payload: { rules: [{ table: "orders", column: "email", action: "redact" }] } })
-      return { client, key }
+      return { client }
     })
 
     it.effect("answers a read with the rows, capped where asked, the PII column redacted, and audits it", () =>
@@ -56,10 +54,10 @@ describe.skipIf(skip)("the governed executor, in process", () => {
 
     it.effect("refuses a write, a second statement and a blocked table before they reach the database, each audited as refused", () =>
       Effect.gen(function* () {
-        const { client, key } = yield* setUp("refusals")
-        const run = (sql: string) => refusalOf(key, "refusals", sql)
+        const { client } = yield* setUp("refusals")
+        const run = (sql: string) => refusalOf(client, "refusals", sql)
         for (const sql of ["delete from orders", "select 1; delete from orders", "select salary from payroll", "select * from (select salary from payroll) p"]) {
-          expect(yield* run(sql)).toEqual([400, "query_blocked"])
+          expect(yield* run(sql)).toEqual(["QueryBlocked", "query_blocked"])
         }
         const [{ n }] = (yield* Effect.promise(() => customers!.query("select count(*)::int as n from orders"))) as [{ n: number }]
         expect(n).toBe(50)
@@ -70,10 +68,10 @@ describe.skipIf(skip)("the governed executor, in process", () => {
 
     it.effect("an unknown connection is a 404, a failing statement the database's own error, and a table no scan lists (on a connection with PII rules) a refusal", () =>
       Effect.gen(function* () {
-        const { key } = yield* setUp("failures")
-        expect(yield* refusalOf(key, "nope", "select 1")).toEqual([404, "not_found"])
-        expect(yield* refusalOf(key, "failures", "select no_such_column from orders")).toEqual([400, "query_failed"])
-        expect(yield* refusalOf(key, "failures", "select * from no_such_table")).toEqual([400, "query_blocked"])
+        const { client } = yield* setUp("failures")
+        expect(yield* refusalOf(client, "nope", "select 1")).toEqual(["NotFound", "not_found"])
+        expect(yield* refusalOf(client, "failures", "select no_such_column from orders")).toEqual(["QueryFailed", "query_failed"])
+        expect(yield* refusalOf(client, "failures", "select * from no_such_table")).toEqual(["QueryBlocked", "query_blocked"])
       })
     )
   })
