@@ -22,7 +22,7 @@ import { RunEventsFeed } from "../../src/services/RunEventsFeed"
 import { Secrets } from "../../src/services/Secrets"
 import { AppConfig } from "../../layers/AppConfig"
 import { formatUsd } from "../../src/domain/Usd"
-import type { PendingAsk } from "../../src/domain/AgentRun"
+import { type PendingAsk, TERMINAL_STATUSES } from "../../src/domain/AgentRun"
 import { JobSteps } from "../../src/jobs/JobSteps"
 import { ASK_USER, type Decision, RunStopped, type ToolCallRequest, type ToolResult } from "../../src/jobs/AgentRunWorkflow"
 
@@ -182,8 +182,15 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         })
       )
 
+    /** The run as stored, while it has not ended: a step done again after its run ended (it failed or was cancelled elsewhere) does nothing. */
     const load = (orgId: OrgId, runId: string) =>
-      Effect.flatMap(repo.find(orgId, runId), (found) => (found === null ? Effect.fail(new RunStopped({ status: "failed", code: "not_found", message: "The run is gone" })) : Effect.succeed(found)))
+      Effect.flatMap(repo.find(orgId, runId), (found) =>
+        found === null
+          ? Effect.fail(new RunStopped({ status: "failed", code: "not_found", message: "The run is gone" }))
+          : TERMINAL_STATUSES.has(found.run.status)
+            ? Effect.fail(new RunStopped({ status: found.run.status === "cancelled" ? "cancelled" : "failed", code: "ended", message: `The run has ended (${found.run.status})` }))
+            : Effect.succeed(found)
+      )
 
     /** Who the run acts as at this step: its credential checked again (a deleted key stops it), scopes capped to read and query. */
     const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | { readonly _tag: "SqlError" }> => {

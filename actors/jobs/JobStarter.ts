@@ -1,28 +1,37 @@
 import { WorkflowEngine } from "@effect/workflow"
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { JobRuntime } from "../../layers/JobRuntime"
-import { type JobKind, START_GRACE_SECONDS } from "../../src/jobs/JobKind"
+import type { JobKind } from "../../src/jobs/JobKind"
 
 const LOOK_EVERY = Duration.seconds(1)
+// The jobs this starter has started, to say so once each: a job it starts again (its first step still to come) is not news.
+const REMEMBERED = 10_000
 
 /**
  * Once across the runners (a cluster singleton: it moves when its runner dies), every second:
- * starts each job whose row committed but whose start was lost (its process died in between).
+ * starts each job whose row committed but whose start was lost (its process died in between), and
+ * ends as not started those that waited an hour.
  */
 export const jobStarter = <R>(...kinds: ReadonlyArray<Effect.Effect<JobKind, never, R>>) =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const { engine, sharding } = yield* JobRuntime
       const known = yield* Effect.all(kinds)
-      const look = Effect.forEach(
-        known,
-        (kind) =>
-          kind.startUnbegun(START_GRACE_SECONDS).pipe(
-            Effect.tap((started) => (started > 0 ? Effect.logWarning(`started ${started} ${kind.name} job(s) whose start was lost`) : Effect.void)),
-            Effect.catchAllCause((cause) => Effect.logWarning(`looking for ${kind.name} jobs whose start was lost failed`, cause))
-          ),
-        { discard: true }
-      ).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
-      yield* sharding.registerSingleton("sluice/job-starter", Effect.repeat(look, Schedule.spaced(LOOK_EVERY)).pipe(Effect.asVoid))
+      const started = new Set<string>()
+      const look = (kind: JobKind) =>
+        Effect.gen(function* () {
+          const abandoned = yield* kind.giveUp
+          if (abandoned > 0) yield* Effect.logWarning(`${abandoned} ${kind.name} job(s) not begun within an hour of their start ended as not started`)
+          for (const job of yield* kind.unbegun) {
+            // One job whose start fails does not hold up the others.
+            yield* job.start.pipe(Effect.catchAllCause((cause) => Effect.logWarning(`starting ${kind.name} ${job.id} failed`, cause)))
+            if (started.has(job.id)) continue
+            if (started.size >= REMEMBERED) started.clear()
+            started.add(job.id)
+            yield* Effect.logWarning(`started ${kind.name} ${job.id}, whose start was lost`)
+          }
+        }).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`looking for ${kind.name} jobs whose start was lost failed`, cause)))
+      const looks = Effect.forEach(known, look, { discard: true }).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
+      yield* sharding.registerSingleton("sluice/job-starter", Effect.repeat(looks, Schedule.spaced(LOOK_EVERY)).pipe(Effect.asVoid))
     })
   )

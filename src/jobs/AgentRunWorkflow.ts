@@ -60,8 +60,9 @@ export const startAgentRun = (payload: { readonly runId: string; readonly orgId:
 export const AgentRunKind = Effect.map(AgentRunsRepo, (repo) =>
   jobKind({
     name: "agent run",
-    unbegun: (graceSeconds, limit) => Effect.map(repo.unbegun(graceSeconds, limit), (rows) => rows.map((row) => ({ runId: row.id, orgId: row.org_id }))),
-    start: startAgentRun
+    unbegun: repo.unbegun,
+    start: (row) => startAgentRun({ runId: row.id, orgId: row.org_id }),
+    giveUp: repo.giveUpUnbegun
   })
 )
 

@@ -3,7 +3,9 @@ import type { WorkflowEngine } from "@effect/workflow"
 import { Effect } from "effect"
 
 /** How long after its row commits a job that has not begun is taken for one whose start was lost, and started. */
-export const START_GRACE_SECONDS = 3
+const START_GRACE_SECONDS = 3
+/** A job not begun this long after its row committed is not started any more (its asker has moved on): it ends as not started. */
+const START_GIVE_UP_SECONDS = 3600
 const STARTS_PER_LOOK = 100
 
 /**
@@ -15,17 +17,21 @@ const STARTS_PER_LOOK = 100
  */
 export interface JobKind {
   readonly name: string
-  /** Starts the jobs of this kind that have not begun `graceSeconds` after their row committed; how many it started. */
-  readonly startUnbegun: (graceSeconds: number) => Effect.Effect<number, SqlError, WorkflowEngine.WorkflowEngine>
+  /** The jobs to start now (committed a few seconds ago or more, not begun), oldest first, each with its start. */
+  readonly unbegun: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly start: Effect.Effect<unknown, never, WorkflowEngine.WorkflowEngine> }>, SqlError>
+  /** Ends, as not started, the jobs not begun an hour after their row committed; how many. */
+  readonly giveUp: Effect.Effect<number, SqlError>
 }
 
-export const jobKind = <Payload>(kind: {
+export const jobKind = <Job extends { readonly id: string }>(kind: {
   readonly name: string
-  /** Jobs whose row committed at least `graceSeconds` ago and whose first step has not run, oldest first. */
-  readonly unbegun: (graceSeconds: number, limit: number) => Effect.Effect<ReadonlyArray<Payload>, SqlError>
-  readonly start: (payload: Payload) => Effect.Effect<unknown, never, WorkflowEngine.WorkflowEngine>
+  /** Jobs whose row committed between `graceSeconds` and `giveUpSeconds` ago and whose first step has not run, oldest first. */
+  readonly unbegun: (graceSeconds: number, giveUpSeconds: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, SqlError>
+  readonly start: (job: Job) => Effect.Effect<unknown, never, WorkflowEngine.WorkflowEngine>
+  /** Ends, as not started, the jobs not begun `giveUpSeconds` after their row committed; how many. */
+  readonly giveUp: (giveUpSeconds: number) => Effect.Effect<number, SqlError>
 }): JobKind => ({
   name: kind.name,
-  startUnbegun: (graceSeconds) =>
-    Effect.flatMap(kind.unbegun(graceSeconds, STARTS_PER_LOOK), (jobs) => Effect.as(Effect.forEach(jobs, kind.start, { discard: true }), jobs.length))
+  unbegun: Effect.map(kind.unbegun(START_GRACE_SECONDS, START_GIVE_UP_SECONDS, STARTS_PER_LOOK), (jobs) => jobs.map((job) => ({ id: job.id, start: kind.start(job) }))),
+  giveUp: kind.giveUp(START_GIVE_UP_SECONDS)
 })

@@ -163,10 +163,19 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
      * The latest event seq of each of these runs, whatever their org: system work for the process's
      * event feed, which only wakes the (already authorized) followers of those runs.
      */
-    /** System lookup across orgs: runs still queued `graceSeconds` after their row committed, oldest first (their job may never have started). */
-    const unbegun = (graceSeconds: number, limit: number) =>
+    /** System lookup across orgs: runs still queued between `graceSeconds` and `giveUpSeconds` after their row committed, oldest first (their job may never have started). */
+    const unbegun = (graceSeconds: number, giveUpSeconds: number, limit: number) =>
       sql<{ id: string; org_id: OrgId }>`select id, org_id from agent_runs
-        where status = 'queued' and created_at < now() - make_interval(secs => ${graceSeconds}) order by created_at limit ${limit}`
+        where status = 'queued' and created_at < now() - make_interval(secs => ${graceSeconds})
+          and created_at >= now() - make_interval(secs => ${giveUpSeconds})
+        order by created_at limit ${limit}`
+
+    /** System change across orgs: runs still queued `giveUpSeconds` after their row committed fail as not started. */
+    const giveUpUnbegun = (giveUpSeconds: number) =>
+      sql<{ id: string }>`update agent_runs set status = 'failed', error_code = 'not_started',
+          error_message = 'The run did not start within an hour; start it again',
+          updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
+        where status = 'queued' and created_at < now() - make_interval(secs => ${giveUpSeconds}) returning id`.pipe(Effect.map((rows) => rows.length))
 
     const latestSeqs = (runIds: ReadonlyArray<string>) =>
       sql<{ run_id: string; seq: number }>`select run_id, max(seq)::int as seq from agent_run_events where run_id in ${sql.in(runIds)} group by run_id`
@@ -223,6 +232,6 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
         where r.org_id = ${orgId} and r.conversation_id = ${conversationId}
         order by r.created_at, r.id, e.seq limit ${limit}`.pipe(withOrg(orgId))
 
-    return { insert, unbegun, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, latestSeqs, eventOf, toolCallsMade, events } as const
+    return { insert, unbegun, giveUpUnbegun, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, latestSeqs, eventOf, toolCallsMade, events } as const
   })
 }) {}

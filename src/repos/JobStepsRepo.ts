@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
-/** A claim older than this, or held by a runner with no store session left, is taken over. */
-const STALE_SECONDS = 3
+/** A claim not kept fresh for this long (its runner alive but stuck), or held by a runner with no store session left, is taken over. */
+const STALE_SECONDS = 30
 
 /** The job kit's record of who runs each step of a durable job, and what it returned. */
 export class JobStepsRepo extends Effect.Service<JobStepsRepo>()("sluice/JobStepsRepo", {
