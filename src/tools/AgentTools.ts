@@ -2,8 +2,7 @@ import { Duration, Effect, Schema } from "effect"
 import { AgentRun, type AgentRun as Run, StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
 import { ConnectionName } from "../domain/Connection"
 import { AgentRuns } from "../services/AgentRuns"
-import type { ToolDefinition } from "./ToolDefinition"
-import { asFailure } from "./ToolSchemas"
+import { defineTool } from "./ToolDefinition"
 
 const POLL = Duration.millis(250)
 const DEFAULT_WAIT_SECONDS = 50
@@ -49,7 +48,7 @@ const runText = (run: Run) => {
 export const agentTools = Effect.gen(function* () {
   const runs = yield* AgentRuns
 
-  const runAgent: ToolDefinition<typeof RunAgentInput.Type> = {
+  const runAgent = defineTool({
     name: "run_agent",
     scope: "agent:run",
     title: "Ask Sluice's data agent",
@@ -69,8 +68,8 @@ export const agentTools = Effect.gen(function* () {
           run = yield* runs.get(call.principal, started.id)
         }
         return { text: runText(run), structured: Schema.encodeSync(AgentRun)(run) as Record<string, unknown> }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
   return [runAgent]
 })

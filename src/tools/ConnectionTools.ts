@@ -4,8 +4,8 @@ import { Capabilities, DB_TYPES, DbType } from "../domain/Connection"
 import { ConnectionHealth as ConnectionHealthSchema } from "../domain/ConnectionHealth"
 import { ConnectionHealth } from "../services/ConnectionHealth"
 import { Connections } from "../services/Connections"
-import { type ToolDefinition, READ_ONLY } from "./ToolDefinition"
-import { asFailure, NoArguments, OneConnection } from "./ToolSchemas"
+import { defineTool, READ_ONLY, type ToolDefinition } from "./ToolDefinition"
+import { NoArguments, OneConnection } from "./ToolSchemas"
 
 const ListedConnection = Schema.Struct({
   name: Schema.String,
@@ -20,7 +20,7 @@ export const connectionTools = Effect.gen(function* () {
   const connections = yield* Connections
   const health = yield* ConnectionHealth
 
-  const listConnections: ToolDefinition<{}> = {
+  const listConnections = defineTool({
     name: "list_connections",
     scope: "read",
     title: "List connections",
@@ -44,10 +44,10 @@ export const connectionTools = Effect.gen(function* () {
             ? "No connections yet: an admin adds them in the web app or with POST /api/connections."
             : listed.map((c) => `- ${c.name} (${c.db_type})${c.description ? `: ${c.description}` : ""}`).join("\n")
         return { text, structured: { connections: listed } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const connectorCapabilities: ToolDefinition<typeof OneConnection.Type> = {
+  const connectorCapabilities = defineTool({
     name: "connector_capabilities",
     scope: "read",
     title: "What a connection's connector can do",
@@ -64,10 +64,10 @@ export const connectionTools = Effect.gen(function* () {
           .map((c) => (c.available ? `- ${c.db_type}: ${c.driver} over ${c.transport}; read-only by ${c.read_only_guard}; limits with ${c.limit_syntax}` : `- ${c.db_type}: not available in this build`))
           .join("\n")
         return { text, structured: { connectors: listed } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const connectionHealth: ToolDefinition<typeof OneConnection.Type> = {
+  const connectionHealth = defineTool({
     name: "connection_health",
     scope: "read",
     title: "Connection health",
@@ -82,8 +82,8 @@ export const connectionTools = Effect.gen(function* () {
           args.connection_name === undefined ? (yield* health.list(call.principal)).items : [yield* health.of(call.principal, args.connection_name)]
         const text = listed.length === 0 ? "No connections yet." : listed.map((h) => `- ${h.name}: ${JSON.stringify(h)}`).join("\n")
         return { text, structured: { connections: listed } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
   const tools: ReadonlyArray<ToolDefinition> = [listConnections, connectionHealth, connectorCapabilities]
   return tools

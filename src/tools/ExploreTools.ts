@@ -1,9 +1,9 @@
 import { Effect, Schema } from "effect"
 import { ColumnExploration, ColumnsExploration, ExploreColumnsRequest, ExploreRequest, TableSample } from "../domain/SchemaViews"
 import { SchemaExplorer } from "../services/SchemaExplorer"
-import { type ToolDefinition, READ_ONLY, type ToolCall } from "./ToolDefinition"
+import { defineTool, READ_ONLY, type ToolCall } from "./ToolDefinition"
 import { boundedLines, tableLines, untrusted } from "./ResultText"
-import { asFailure, QueryInput } from "./ToolSchemas"
+import { QueryInput } from "./ToolSchemas"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 const connection_name = QueryInput.fields.connection_name
@@ -43,7 +43,7 @@ const masked = (pii: ReadonlyArray<{ readonly column: string; readonly rule: str
 export const exploreTools = Effect.gen(function* () {
   const explorer = yield* SchemaExplorer
 
-  const sampleTable: ToolDefinition<typeof SampleInput.Type> = {
+  const sampleTable = defineTool({
     name: "sample_table",
     scope: "query",
     title: "Sample a table's rows",
@@ -56,10 +56,10 @@ export const exploreTools = Effect.gen(function* () {
         const sample = yield* explorer.samples(call.principal, args.connection_name, args.table_name, args.limit ?? 5, contextOf(call))
         const text = [untrusted(`Sample rows of ${sample.table}.`, tableLines(sample.columns, sample.rows).lines.join("\n")), ...masked(sample.pii_masked)].join("\n")
         return { text, structured: { ...sample } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const exploreColumn: ToolDefinition<typeof ColumnInput.Type> = {
+  const exploreColumn = defineTool({
     name: "explore_column",
     scope: "query",
     title: "Explore one column's values",
@@ -85,10 +85,10 @@ export const exploreTools = Effect.gen(function* () {
           ...masked(found.pii_masked)
         ].join("\n")
         return { text, structured: { ...found } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const exploreColumns: ToolDefinition<typeof ColumnsInput.Type> = {
+  const exploreColumns = defineTool({
     name: "explore_columns",
     scope: "query",
     title: "Profile a table's columns",
@@ -114,8 +114,8 @@ export const exploreTools = Effect.gen(function* () {
         )
         const header = `${found.table}${found.total_rows === null ? "" : ` (${found.total_rows} rows)`}`
         return { text: [untrusted(`Column profile of ${header}.`, boundedLines(lines).text), ...masked(found.pii_masked)].join("\n"), structured: { ...found } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
   return [sampleTable, exploreColumn, exploreColumns]
 })

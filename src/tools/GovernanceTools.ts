@@ -4,8 +4,8 @@ import { Budget, SessionName } from "../domain/Budget"
 import type { Principal } from "../domain/Principal"
 import { Audit } from "../services/Audit"
 import { Budgets } from "../services/Budgets"
-import { type ToolDefinition, READ_ONLY } from "./ToolDefinition"
-import { asFailure, OneConnection } from "./ToolSchemas"
+import { defineTool, READ_ONLY, type ToolDefinition } from "./ToolDefinition"
+import { OneConnection } from "./ToolSchemas"
 
 /** What a key may still spend, and what was run: budgets and the audit log. */
 export const governanceTools = Effect.gen(function* () {
@@ -24,7 +24,7 @@ export const governanceTools = Effect.gen(function* () {
           .map((b) => `- ${b.session !== null ? `session ${b.session}` : "this key"}: ${b.exhausted ? "SPENT" : "remaining"} ${JSON.stringify(b.remaining)}`)
           .join("\n")
 
-  const checkBudget: ToolDefinition<{ readonly session?: string }> = {
+  const checkBudget = defineTool({
     name: "check_budget",
     scope: "read",
     title: "Check the remaining budget",
@@ -34,10 +34,8 @@ export const governanceTools = Effect.gen(function* () {
     output: Schema.Struct({ budgets: Schema.Array(Budget) }),
     annotations: READ_ONLY,
     run: (args, call) =>
-      Effect.map(budgetsOf(call.principal, args.session), (items) => ({ text: budgetText(items), structured: { budgets: items } })).pipe(
-        Effect.mapError(asFailure)
-      )
-  }
+      Effect.map(budgetsOf(call.principal, args.session), (items) => ({ text: budgetText(items), structured: { budgets: items } }))
+  })
 
   const HistoryInput = Schema.Struct({
     connection_name: OneConnection.fields.connection_name,
@@ -46,7 +44,7 @@ export const governanceTools = Effect.gen(function* () {
       { exact: true }
     )
   }).annotations({ parseOptions: { onExcessProperty: "error" } })
-  const queryHistory: ToolDefinition<typeof HistoryInput.Type> = {
+  const queryHistory = defineTool({
     name: "query_history",
     scope: "read",
     title: "Recent queries",
@@ -74,8 +72,8 @@ export const governanceTools = Effect.gen(function* () {
                 .map((q) => `- ${new Date(q.timestamp * 1000).toISOString()} ${q.connection ?? "?"} ${q.outcome}${q.block_reason ? ` (${q.block_reason})` : ""}${q.rows !== null ? `, ${q.rows} rows` : ""}: ${q.sql ?? ""}`)
                 .join("\n")
         return { text, structured: { queries: listed } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
   const tools: ReadonlyArray<ToolDefinition> = [checkBudget, queryHistory]
   return { tools, budgetsOf, budgetText }

@@ -3,9 +3,8 @@ import { WITHHELD_FOR_ROWS } from "../domain/Visibility"
 import { CreateKnowledge, KnowledgeCategory, KnowledgeEntry, KnowledgePlace, KnowledgeScope, ScopeRef } from "../domain/Knowledge"
 import { noNul, ResourceId } from "../domain/Text"
 import { Knowledge } from "../services/Knowledge"
-import { type ToolDefinition, READ_ONLY, type ToolAnnotations } from "./ToolDefinition"
+import { defineTool, type ToolDefinition, READ_ONLY, type ToolAnnotations } from "./ToolDefinition"
 import { untrusted } from "./ResultText"
-import { asFailure } from "./ToolSchemas"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 // What get_knowledge returns at most, and the most entries it adds for a task.
@@ -100,7 +99,7 @@ const ArchiveInput = Schema.Struct({ id: ResourceId.annotations({ description: "
 export const knowledgeTools = Effect.gen(function* () {
   const knowledge = yield* Knowledge
 
-  const getKnowledge: ToolDefinition<typeof GetInput.Type> = {
+  const getKnowledge = defineTool({
     name: "get_knowledge",
     scope: "read",
     title: "Get the organization's knowledge",
@@ -137,10 +136,10 @@ export const knowledgeTools = Effect.gen(function* () {
             truncated: kept.size < shown.length
           }
         }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const searchKnowledge: ToolDefinition<typeof SearchInput.Type> = {
+  const searchKnowledge = defineTool({
     name: "search_knowledge",
     scope: "read",
     title: "Search the knowledge base",
@@ -158,10 +157,10 @@ export const knowledgeTools = Effect.gen(function* () {
             ...hits.map((hit) => `- id=${hit.id} scope=${hit.scope}${hit.scope_ref === null ? "" : `:${hit.scope_ref}`} category=${hit.category} title=${hit.title}\n  ${hit.snippet.slice(0, SNIPPET_CHARS).replaceAll("\n", " ")}`)
           ].join("\n")
         })
-      ).pipe(Effect.mapError(asFailure))
-  }
+      )
+  })
 
-  const readKnowledge: ToolDefinition<typeof ReadInput.Type> = {
+  const readKnowledge = defineTool({
     name: "read_knowledge",
     scope: "read",
     title: "Read knowledge entries",
@@ -176,10 +175,10 @@ export const knowledgeTools = Effect.gen(function* () {
           text: args.ids.map((id) => (shown.has(id) ? rendered(shown.get(id)!) : `[not found: ${id}]`)).join("\n\n"),
           structured: { entries: [...shown.values()], not_found: args.ids.filter((id) => !shown.has(id)) }
         }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const proposeKnowledge: ToolDefinition<typeof ProposeInput.Type> = {
+  const proposeKnowledge = defineTool({
     name: "propose_knowledge",
     scope: "write",
     title: "Propose a knowledge entry",
@@ -196,10 +195,10 @@ export const knowledgeTools = Effect.gen(function* () {
               ? { status: proposed.status, existing_id: proposed.entry.id, message: "That entry is the organization's approved knowledge (or archived): only an admin changes it. Propose under another title, or ask an admin" }
               : { status: proposed.status, id: proposed.entry.id, entry_status: proposed.entry.status }
         return { text: JSON.stringify(result) }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const archiveKnowledge: ToolDefinition<typeof ArchiveInput.Type> = {
+  const archiveKnowledge = defineTool({
     name: "archive_knowledge",
     scope: "admin",
     title: "Archive a knowledge entry",
@@ -210,10 +209,9 @@ export const knowledgeTools = Effect.gen(function* () {
       knowledge.archive(call.principal, args.id).pipe(
         Effect.map(({ entry, changed }) => ({ status: changed ? "archived" : "already_archived", id: entry.id, title: entry.title })),
         Effect.catchTag("NotFound", () => Effect.succeed({ status: "not_found", id: args.id, title: null })),
-        Effect.map((result) => ({ text: JSON.stringify(result) })),
-        Effect.mapError(asFailure)
+        Effect.map((result) => ({ text: JSON.stringify(result) }))
       )
-  }
+  })
 
   const tools: ReadonlyArray<ToolDefinition> = [getKnowledge, searchKnowledge, readKnowledge, proposeKnowledge, archiveKnowledge]
   return tools

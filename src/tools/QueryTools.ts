@@ -5,10 +5,10 @@ import { formatUsd } from "../domain/Usd"
 import { cteAlone, splitCtes } from "../governance/CteSplit"
 import { Connections } from "../services/Connections"
 import { Queries } from "../services/Queries"
-import { type ToolDefinition, READ_ONLY, type ToolFailure } from "./ToolDefinition"
+import { defineTool, type ToolDefinition, READ_ONLY, type ToolFailure, asFailure } from "./ToolDefinition"
 import { resultText } from "./ResultText"
 import { governanceTools } from "./GovernanceTools"
-import { asFailure, QueryInput, SqlInput } from "./ToolSchemas"
+import { QueryInput, SqlInput } from "./ToolSchemas"
 
 /** Hints for the failures a model most often hits, by what the database (or the gate, of a name it does not know) said. */
 const SUGGESTIONS: ReadonlyArray<readonly [RegExp, string]> = [
@@ -28,7 +28,7 @@ export const queryTools = Effect.gen(function* () {
   const queries = yield* Queries
   const { budgetsOf, budgetText } = yield* governanceTools
 
-  const queryDatabase: ToolDefinition<typeof QueryInput.Type> = {
+  const queryDatabase = defineTool({
     name: "query_database",
     scope: "query",
     title: "Query a database (read-only)",
@@ -45,10 +45,10 @@ export const queryTools = Effect.gen(function* () {
       Effect.map(
         queries.run(call.principal, args, { surface: "mcp", requestId: call.requestId, report: call.report }),
         (result) => ({ text: resultText(result), structured: result })
-      ).pipe(Effect.mapError(asFailure))
-  }
+      )
+  })
 
-  const explainQuery: ToolDefinition<Omit<typeof QueryInput.Type, "session">> = {
+  const explainQuery = defineTool({
     name: "explain_query",
     scope: "query",
     title: "Explain a query without running it",
@@ -66,10 +66,10 @@ export const queryTools = Effect.gen(function* () {
           typeof plan.plan === "string" ? plan.plan : JSON.stringify(plan.plan, null, 1).slice(0, 8000)
         ].join("\n"),
         structured: plan
-      })).pipe(Effect.mapError(asFailure))
-  }
+      }))
+  })
 
-  const validateSql: ToolDefinition<typeof SqlInput.Type> = {
+  const validateSql = defineTool({
     name: "validate_sql",
     scope: "query",
     title: "Validate SQL without running it",
@@ -107,12 +107,11 @@ export const queryTools = Effect.gen(function* () {
             ? `Valid${result.estimated_rows !== null ? `; the planner expects about ${result.estimated_rows} rows` : ""}.`
             : `Not valid (${result.code}): ${result.problem}${result.suggestion !== null ? `\nSuggestion: ${result.suggestion}` : ""}`,
           structured: result
-        })),
-        Effect.mapError(asFailure)
+        }))
       )
-  }
+  })
 
-  const estimateQueryCost: ToolDefinition<typeof QueryInput.Type> = {
+  const estimateQueryCost = defineTool({
     name: "estimate_query_cost",
     scope: "query",
     title: "Estimate what a query would cost",
@@ -149,8 +148,8 @@ export const queryTools = Effect.gen(function* () {
           budgetText(applicable)
         ].join("\n")
         return { text, structured: estimate }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
   const CteInput = Schema.Struct({
     connection_name: QueryInput.fields.connection_name,
@@ -174,7 +173,7 @@ export const queryTools = Effect.gen(function* () {
     error: Schema.NullOr(Schema.Struct({ code: Schema.String, message: Schema.String }))
   })
   const MAX_CTES = 20
-  const debugCteQuery: ToolDefinition<typeof CteInput.Type> = {
+  const debugCteQuery = defineTool({
     name: "debug_cte_query",
     scope: "query",
     title: "Debug a query CTE by CTE",
@@ -220,8 +219,8 @@ export const queryTools = Effect.gen(function* () {
           )
         ].join("\n")
         return { text, structured: { ctes: outcomes } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
   const tools: ReadonlyArray<ToolDefinition> = [queryDatabase, explainQuery, validateSql, estimateQueryCost, debugCteQuery]
   return tools

@@ -1,8 +1,7 @@
 import { Effect, Schema } from "effect"
 import { CreateReport } from "../domain/Report"
 import { Reports } from "../services/Reports"
-import type { ToolDefinition } from "./ToolDefinition"
-import { asFailure } from "./ToolSchemas"
+import { defineTool, type ToolDefinition } from "./ToolDefinition"
 
 const PublishInput = Schema.Struct({
   title: CreateReport.fields.title.annotations({ description: "The report's title, 1 to 200 characters" }),
@@ -17,7 +16,7 @@ const PublishInput = Schema.Struct({
 export const reportTools = Effect.gen(function* () {
   const reports = yield* Reports
 
-  const publishReport: ToolDefinition<typeof PublishInput.Type> = {
+  const publishReport = defineTool({
     name: "publish_report",
     scope: "admin",
     title: "Publish a report",
@@ -28,8 +27,8 @@ export const reportTools = Effect.gen(function* () {
     run: (args, call) =>
       Effect.map(reports.create(call.principal, { title: args.title, kind: args.kind ?? "report", html: args.html, data: args.data ?? null }), (report) => ({
         text: JSON.stringify({ id: report.id, title: report.title, kind: report.kind, bytes: report.bytes })
-      })).pipe(Effect.mapError(asFailure))
-  }
+      }))
+  })
 
   const tools: ReadonlyArray<ToolDefinition> = [publishReport]
   return tools

@@ -10,9 +10,9 @@ import { SchemaChanges } from "../services/SchemaChanges"
 import { SchemaContext } from "../services/SchemaContext"
 import { SchemaRelations } from "../services/SchemaRelations"
 import { Schemas, type SchemaView } from "../services/Schemas"
-import { type ToolDefinition, READ_ONLY } from "./ToolDefinition"
+import { defineTool, READ_ONLY } from "./ToolDefinition"
 import { boundedLines, untrusted } from "./ResultText"
-import { asFailure, QueryInput } from "./ToolSchemas"
+import { QueryInput } from "./ToolSchemas"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 const connectionName = QueryInput.fields.connection_name
@@ -77,7 +77,7 @@ export const schemaTools = Effect.gen(function* () {
   const relations = yield* SchemaRelations
   const changes = yield* SchemaChanges
 
-  const listTables: ToolDefinition<typeof ListTablesInput.Type> = {
+  const listTables = defineTool({
     name: "list_tables",
     scope: "read",
     title: "List tables",
@@ -95,10 +95,10 @@ export const schemaTools = Effect.gen(function* () {
         const notes = shown.left > 0 ? [`${shown.left} more tables are not shown: filter by schema or use schema_search.`] : []
         const text = [untrusted(`Tables of ${sourceLine(view)}: ${tables.length}.`, shown.text), ...notes].join("\n")
         return { text, structured: { tables: tables.map(qualifiedName), total: tables.length } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const describeTable: ToolDefinition<typeof DescribeInput.Type> = {
+  const describeTable = defineTool({
     name: "describe_table",
     scope: "read",
     title: "Describe a table",
@@ -149,10 +149,10 @@ export const schemaTools = Effect.gen(function* () {
         const others = found.length > 1 ? [`Other tables of that name: ${found.slice(1).map(qualifiedName).join(", ")}.`] : []
         const text = [untrusted(`From ${sourceLine(view)}.`, boundedLines(lines).text), ...others].join("\n")
         return { text, structured: { table, referenced_by: referencedBy, pii } }
-      }).pipe(Effect.mapError((e) => ("_tag" in e ? asFailure(e) : e)))
-  }
+      })
+  })
 
-  const schemaSearch: ToolDefinition<typeof SearchInput.Type> = {
+  const schemaSearch = defineTool({
     name: "schema_search",
     scope: "read",
     title: "Search the schema",
@@ -177,10 +177,10 @@ export const schemaTools = Effect.gen(function* () {
           text,
           structured: { tables: tables.map(tableHitJson), columns: columns.map(columnHitJson) }
         }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const schemaOverview: ToolDefinition<typeof OneConnectionRequired.Type> = {
+  const schemaOverview = defineTool({
     name: "schema_overview",
     scope: "read",
     title: "Schema overview",
@@ -207,10 +207,10 @@ export const schemaTools = Effect.gen(function* () {
           `Most connected: ${o.hub_tables.map((t) => `${t.table} (${t.foreign_keys} keys)`).join(", ") || "none"}`
         ]
         return { text: [untrusted(`Overview of ${sourceLine(view)}.`, boundedLines(lines).text), advice].join("\n"), structured: o }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const schemaDdl: ToolDefinition<typeof DdlInput.Type> = {
+  const schemaDdl = defineTool({
     name: "schema_ddl",
     scope: "read",
     title: "Schema as CREATE TABLE statements",
@@ -229,10 +229,10 @@ export const schemaTools = Effect.gen(function* () {
           ...(shown.left > 0 ? ["The text was cut at 12,000 characters: ask for fewer tables (max_tables)."] : [])
         ]
         return { text: [untrusted(`DDL of ${sourceLine(view)}.`, shown.text), ...notes].join("\n"), structured: { ...ddl } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const schemaDiff: ToolDefinition<typeof OneConnectionRequired.Type> = {
+  const schemaDiff = defineTool({
     name: "schema_diff",
     scope: "read",
     title: "What changed in the schema",
@@ -263,10 +263,10 @@ export const schemaTools = Effect.gen(function* () {
           ? untrusted(`Changes since schema version ${live.version} (scanned ${live.scanned_at.toISOString()}).`, boundedLines(lines).text)
           : `No change since schema version ${live.version} (scanned ${live.scanned_at.toISOString()}).`
         return { text, structured: { changed: live.changed, diff: live.diff } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const getRelationships: ToolDefinition<typeof RelationshipsInput.Type> = {
+  const getRelationships = defineTool({
     name: "get_relationships",
     scope: "read",
     title: "How tables relate",
@@ -288,10 +288,10 @@ export const schemaTools = Effect.gen(function* () {
             ? "No relationships found."
             : [untrusted(`Relationships in ${sourceLine(found.schema)}.`, shown.text), ...(shown.left > 0 ? [`${shown.left} more: give table_name.`] : [])].join("\n")
         return { text, structured: { relationships: found.relationships } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const findJoinPath: ToolDefinition<typeof JoinPathInput.Type> = {
+  const findJoinPath = defineTool({
     name: "find_join_path",
     scope: "read",
     title: "How to join two tables",
@@ -315,10 +315,10 @@ export const schemaTools = Effect.gen(function* () {
                 boundedLines(found.paths.flatMap((p, i) => [`-- path ${i + 1}: ${p.hops} join${p.hops === 1 ? "" : "s"}, confidence ${p.confidence}`, p.sql])).text
               )
         return { text, structured: { from: found.from, to: found.to, paths: found.paths } }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
-  const schemaLink: ToolDefinition<typeof LinkInput.Type> = {
+  const schemaLink = defineTool({
     name: "schema_link",
     scope: "read",
     title: "The tables a question needs",
@@ -337,8 +337,8 @@ export const schemaTools = Effect.gen(function* () {
                 untrusted(`Tables linked to the question from ${sourceLine(view)}: ${linked.linked} of ${linked.total_tables}, about ${linked.token_estimate} tokens.`, boundedLines(linked.text.split("\n")).text)
               ].join("\n")
         return { text, structured: linked }
-      }).pipe(Effect.mapError(asFailure))
-  }
+      })
+  })
 
   return [schemaLink, listTables, describeTable, schemaSearch, schemaOverview, schemaDdl, schemaDiff, getRelationships, findJoinPath]
 })

@@ -1,5 +1,5 @@
-import type { Effect, Scope as EffectScope } from "effect"
-import { JSONSchema, Option, type Schema, SchemaAST } from "effect"
+import type { Scope as EffectScope } from "effect"
+import { Effect, JSONSchema, Option, type Schema, SchemaAST } from "effect"
 import type { Principal } from "../domain/Principal"
 import type { Scope } from "../domain/Scope"
 import type { QueryFacts } from "../governance/GovernedExecutor"
@@ -48,6 +48,19 @@ export interface ToolDefinition<I = any> {
   /** Runs in the request's scope: results it holds are given back once the reply is written. */
   readonly run: (args: I, call: ToolCall) => Effect.Effect<ToolOutput, ToolFailure, EffectScope.Scope>
 }
+
+/** Any service error of ours carries a code and a message already fit for a caller. */
+export const asFailure = (error: { readonly code: string; readonly message: string }): ToolFailure => ({ code: error.code, message: error.message })
+
+/**
+ * The one way a tool family declares a tool: its `run` fails with any error of ours (a code and a
+ * message), and that becomes the tool's failure here, once, as the model or client sees it.
+ */
+export const defineTool = <I>(
+  tool: Omit<ToolDefinition<I>, "run"> & {
+    readonly run: (args: I, call: ToolCall) => Effect.Effect<ToolOutput, { readonly code: string; readonly message: string }, EffectScope.Scope>
+  }
+): ToolDefinition<I> => ({ ...tool, run: (args, call) => Effect.mapError(tool.run(args, call), asFailure) })
 
 /** A read-only tool that returns customer data or metadata: it never changes anything and may be retried. */
 export const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }

@@ -1,7 +1,6 @@
 import { Schema } from "effect"
 import { ConnectionName } from "../domain/Connection"
 import { QueryRequest, ROW_LIMITS } from "../domain/Query"
-import type { ToolFailure } from "./ToolDefinition"
 
 // Inputs several tools share, and how a service error becomes a tool error.
 
@@ -31,6 +30,3 @@ export const SqlInput = Schema.Struct({
   sql: QueryInput.fields.sql,
   timeout_seconds: QueryInput.fields.timeout_seconds
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
-
-/** Any service error of ours carries a code and a message already fit for a caller. */
-export const asFailure = (error: { readonly code: string; readonly message: string }): ToolFailure => ({ code: error.code, message: error.message })
