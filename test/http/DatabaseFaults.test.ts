@@ -197,11 +197,12 @@ describe("a customer database that fails under the gateway never takes it down",
   const pgRunning = async () =>
     (
       await database.query<{ n: number }>(
-        "select count(*)::int as n from pg_stat_activity where state = 'active' and query like '%generate_series(1, %000000000)%' and pid <> pg_backend_pid()"
+        "select count(*)::int as n from pg_stat_activity where datname = $1 and state = 'active' and query like '%generate_series(1, %000000000)%' and pid <> pg_backend_pid()",
+        [database.name]
       )
     )[0]!.n
   const mariaRunning = async () =>
-    ((await maria.admin.query("select count(*) as n from information_schema.processlist where info like '%cross join big%' and id <> connection_id()")) as any)[0][0].n
+    ((await maria.admin.query("select count(*) as n from information_schema.processlist where db = ? and info like '%cross join big%' and id <> connection_id()", [maria.name])) as any)[0][0].n
 
   const pgLoad = (hold: Promise<unknown>) => [
     query("pg_relayed", "select count(*) from generate_series(1, 3000000000)"),

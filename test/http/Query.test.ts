@@ -90,7 +90,7 @@ describe("POST /api/query: governed read-only SQL over HTTP", () => {
     const running = query({ connection_name: "pg", sql: "select count(*) from generate_series(1, 20000000)" })
     let seen: Array<{ query: string }> = []
     for (let i = 0; i < 100 && seen.length === 0; i++) {
-      seen = await database.query("select query from pg_stat_activity where query like '%generate_series(1, 20000000)%' and pid <> pg_backend_pid()")
+      seen = await database.query("select query from pg_stat_activity where datname = $1 and query like '%generate_series(1, 20000000)%' and pid <> pg_backend_pid()", [database.name])
       await new Promise((r) => setTimeout(r, 20))
     }
     const answered = await running

@@ -95,7 +95,7 @@ describe("session guards and server-side cancel, per connector", () => {
     expect(outcome.capped.columns).toEqual([{ name: "id", type: "int4" }])
     expect(Either.getLeft(outcome.slow).pipe((e) => e._tag === "Some" && e.value.step)).toBe("timeout")
     expect(outcome.afterwards.rows).toEqual([[50]])
-    const running = await pgDb.query("select count(*)::int as n from pg_stat_activity where query like '%pg_sleep(30)%' and pid <> pg_backend_pid() and state = 'active'")
+    const running = await pgDb.query("select count(*)::int as n from pg_stat_activity where datname = $1 and query like '%pg_sleep(30)%' and pid <> pg_backend_pid() and state = 'active'", [pgDb.name])
     expect(running[0].n).toBe(0)
     expect(await pgDb.query("select count(*)::int as n from t")).toEqual([{ n: 50 }])
   })
@@ -131,7 +131,7 @@ describe("session guards and server-side cancel, per connector", () => {
     const deadline = Date.now() + 3000
     let active = 1
     while (active > 0 && Date.now() < deadline) {
-      active = (await pgDb.query("select count(*)::int as n from pg_stat_activity where query like '%pg_sleep(30)%' and pid <> pg_backend_pid() and state = 'active'"))[0].n
+      active = (await pgDb.query("select count(*)::int as n from pg_stat_activity where datname = $1 and query like '%pg_sleep(30)%' and pid <> pg_backend_pid() and state = 'active'", [pgDb.name]))[0].n
       if (active > 0) await new Promise((r) => setTimeout(r, 100))
     }
     expect(active).toBe(0)
@@ -155,7 +155,7 @@ describe("session guards and server-side cancel, per connector", () => {
     const deadline = Date.now() + 3000
     let sleeping: Array<unknown> = []
     do {
-      const [rows] = await maria.query("select id from information_schema.processlist where info like 'select sleep(3%'")
+      const [rows] = await maria.query("select id from information_schema.processlist where db = ? and info like 'select sleep(3%'", [mariaDb])
       sleeping = rows as Array<unknown>
       if (sleeping.length > 0) await new Promise((r) => setTimeout(r, 100))
     } while (sleeping.length > 0 && Date.now() < deadline)
