@@ -1,8 +1,13 @@
+import { randomBytes } from "node:crypto"
 import * as os from "node:os"
 import { RunnerAddress } from "@effect/cluster"
 
-/** This process as a job runner: unique per live process on a host; the host name tells machines apart. */
-export const RUNNER_ADDRESS = RunnerAddress.make(os.hostname(), process.pid)
+/**
+ * This process as a job runner: the host name tells machines apart and the pid processes on one,
+ * and a random prefix tells apart processes that share both (containers all run as pid 1, and a
+ * long host name loses its end when the store session's name is cut to 63 bytes).
+ */
+export const RUNNER_ADDRESS = RunnerAddress.make(`${randomBytes(3).toString("hex")}.${os.hostname()}`, process.pid)
 
 /**
  * The application_name of a runner's store sessions (at most 63 bytes, as PostgreSQL keeps it). They

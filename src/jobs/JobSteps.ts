@@ -39,10 +39,15 @@ export class JobSteps extends Effect.Service<JobSteps>()("sluice/JobSteps", {
           ),
           Effect.onError(() => Effect.ignore(repo.release(jobId, step, RUNNER)))
         )
+        // The bookkeeping only keeps a step from running twice: a store that cannot keep it does not stop the step (it runs, as it would without the kit).
+        const unkept = (what: string) => (error: unknown) =>
+          Effect.as(Effect.logWarning(`job step ${step} of ${jobId}: ${what} failed; the step runs unclaimed`, error), { unkept: true } as const)
         const attempt: Effect.Effect<A, E, R> = Effect.gen(function* () {
           while (true) {
-            if (yield* Effect.orDie(Effect.retry(repo.claim(jobId, step, RUNNER), storeRetry))) return yield* runIt
-            const recorded = yield* Effect.orDie(Effect.retry(repo.resultOf(jobId, step), storeRetry))
+            const claimed = yield* Effect.retry(repo.claim(jobId, step, RUNNER), storeRetry).pipe(Effect.catchAll(unkept("claiming it")))
+            if (claimed !== false) return yield* runIt
+            const recorded = yield* Effect.retry(repo.resultOf(jobId, step), storeRetry).pipe(Effect.catchAll(unkept("reading its result")))
+            if (recorded !== null && "unkept" in recorded) return yield* runIt
             if (recorded !== null) {
               // Not the parse error itself: it would quote the result, which can hold a tenant's rows.
               return yield* Schema.decodeUnknown(success)(recorded.result).pipe(Effect.catchAll(() => Effect.dieMessage(`the recorded result of job step ${step} could not be read`)))

@@ -214,7 +214,9 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
     const started = await Promise.all(Array.from({ length: 100 }, (_, i) => request(entry.url, "/api/agent-runs", { key, body: { prompt: `run ${i}` } })))
     expect(started.map((s) => s.status)).toEqual(Array(100).fill(202))
     const done = await Promise.all(started.map((s) => ended(s.json.id, 60_000)))
-    expect(done.filter((d) => d.status !== "completed").map((d) => [d.status, d.error])).toEqual([])
+    // A run that failed says why in its runner's log: the message carries those lines.
+    const stepFailures = [...gateways.map((g) => g.logs()), worker.logs()].join("\n").split("\n").filter((line) => line.includes("step failed")).slice(0, 20)
+    expect(done.filter((d) => d.status !== "completed").map((d) => [d.status, d.error]), stepFailures.join("\n")).toEqual([])
     for (const [i, d] of done.entries()) expect(d.answer).toBe(`done run ${i}`)
     const ids = started.map((s) => s.json.id)
     const counts = await store.query<{ run_id: string; completed: number; tools: number }>(
