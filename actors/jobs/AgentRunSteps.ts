@@ -4,10 +4,10 @@ import { LanguageModels, costOf } from "../../layers/LanguageModels"
 import { RUNNER_ADDRESS } from "../../layers/RunnerIdentity"
 import type { OrgId } from "../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
-import { type Principal, principalLabel } from "../../src/domain/Principal"
+import type { Principal } from "../../src/domain/Principal"
 import { mayReadRows, WITHHELD_FOR_ROWS } from "../../src/domain/Visibility"
 import type { Scope } from "../../src/domain/Scope"
-import { childQueryRow } from "../../src/gate/AuditRow"
+import { childQueryRow, principalRow } from "../../src/gate/AuditRow"
 import { describeTool, type ToolDefinition, type ToolFailure, type ToolOutput } from "../../src/tools/ToolDefinition"
 import { ToolCatalogue } from "../../src/tools/ToolCatalogue"
 import { type ToolCallRecord, ToolCalls } from "../../src/tools/ToolCalls"
@@ -318,27 +318,18 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         }))
       )
 
-    const auditRow = (principal: Principal, runId: string, step: string, record: ToolCallRecord, durationMs: number, plannedOnly: boolean): AuditInsert => ({
-      timestamp: Math.floor(Date.now() / 1000),
-      org_id: principal.orgId,
-      principal: principalLabel(principal),
-      key_id: principal.keyId,
-      user_id: principal.userId,
-      event_type: "agent_tool_call",
-      method: null,
-      route: `/api/agent-runs/${runId}`,
-      status: null,
-      connection: record.connection,
-      sql: record.sql,
-      outcome: record.outcome ?? "success",
-      block_reason: record.outcome === "refused" ? ((record.details?.["error_code"] as string | undefined) ?? null) : null,
-      rows: null,
-      duration_ms: Number(durationMs.toFixed(3)),
-      client_ip: null,
-      user_agent: null,
-      request_id: record.requestId,
-      details: { ...record.details, run_id: runId, step, ...(plannedOnly ? { planned_only: true } : {}) }
-    })
+    const auditRow = (principal: Principal, runId: string, step: string, record: ToolCallRecord, durationMs: number, plannedOnly: boolean): AuditInsert =>
+      principalRow(principal, {
+        event_type: "agent_tool_call",
+        route: `/api/agent-runs/${runId}`,
+        connection: record.connection,
+        sql: record.sql,
+        outcome: record.outcome ?? "success",
+        block_reason: record.outcome === "refused" ? ((record.details?.["error_code"] as string | undefined) ?? null) : null,
+        durationMs,
+        request_id: record.requestId,
+        details: { ...record.details, run_id: runId, step, ...(plannedOnly ? { planned_only: true } : {}) }
+      })
 
     /**
      * Runs one tool of the MCP tool table as any client's call runs: scope, limits, decoding, the

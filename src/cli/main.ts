@@ -8,8 +8,9 @@ import { CredentialCipher } from "../../layers/CredentialCipher"
 import { CreateApiKey } from "../domain/ApiKey"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
 import { issueMessages } from "../domain/ParseIssues"
-import { type Principal, principalLabel } from "../domain/Principal"
+import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES } from "../domain/Scope"
+import { principalRow } from "../gate/AuditRow"
 import type { AuditInsert } from "../repos/AuditInsert"
 import { PendingChange } from "../repos/ChangeRecord"
 import { OrgsRepo } from "../repos/OrgsRepo"
@@ -56,27 +57,15 @@ const createKey = (options: { name?: string | undefined; scopes?: string | undef
     const operator: Principal = { kind: "local", orgId, userId, keyId: null, keyPrefix: null, scopes: ALL_SCOPES, role: "admin" }
     // The key commits with its audit row, as one made over the API does.
     const started = performance.now()
-    const row = (details: Record<string, unknown>): AuditInsert => ({
-      timestamp: Math.floor(Date.now() / 1000),
-      org_id: orgId,
-      principal: principalLabel(operator),
-      key_id: null,
-      user_id: userId,
-      event_type: "cli",
-      method: null,
-      route: "sluice keys create",
-      status: null,
-      connection: null,
-      sql: null,
-      outcome: "success",
-      block_reason: null,
-      rows: null,
-      duration_ms: Number((performance.now() - started).toFixed(3)),
-      client_ip: null,
-      user_agent: null,
-      request_id: randomUUID(),
-      details: { name: input.name, scopes: input.scopes, ...details }
-    })
+    const requestId = randomUUID()
+    const row = (details: Record<string, unknown>): AuditInsert =>
+      principalRow(operator, {
+        event_type: "cli",
+        route: "sluice keys create",
+        durationMs: performance.now() - started,
+        request_id: requestId,
+        details: { name: input.name, scopes: input.scopes, ...details }
+      })
     const change = changeRecord(() => row({}))
     const created = yield* (yield* ApiKeys).create(operator, input).pipe(Effect.provideService(PendingChange, change))
     yield* (yield* Audit).complete(closeChangeRecord(change), null, row({ created_key_id: created.id, prefix: created.prefix }))

@@ -1,5 +1,5 @@
 import type { HttpServerRequest } from "@effect/platform"
-import { principalLabel } from "../domain/Principal"
+import { type Principal, principalLabel } from "../domain/Principal"
 import type { AuditInsert } from "../repos/AuditInsert"
 import type { ChildQuery, RequestInfo } from "./RequestState"
 
@@ -32,6 +32,35 @@ export const auditRow = (
   request_id: info.requestId,
   details: info.details
 })
+
+/**
+ * The audit row of what a principal did outside an HTTP request (an agent run's step, the command
+ * line): who, what and how long as given, the request's own fields (method, status, client) empty.
+ */
+export const principalRow = (
+  principal: Principal,
+  fields: Pick<AuditInsert, "event_type" | "route" | "request_id" | "details"> & { readonly durationMs: number } & Partial<AuditInsert>
+): AuditInsert => {
+  const { durationMs, ...given } = fields
+  return {
+    timestamp: Math.floor(Date.now() / 1000),
+    org_id: principal.orgId,
+    principal: principalLabel(principal),
+    key_id: principal.keyId,
+    user_id: principal.userId,
+    method: null,
+    status: null,
+    connection: null,
+    sql: null,
+    outcome: "success",
+    block_reason: null,
+    rows: null,
+    duration_ms: Number(durationMs.toFixed(3)),
+    client_ip: null,
+    user_agent: null,
+    ...given
+  }
+}
 
 /** The audit row of a governed query run besides a request's (or a run's step's) own statement, on the row of what ran it. */
 export const childQueryRow = (base: AuditInsert, { facts, sql, parent }: ChildQuery): AuditInsert => ({
