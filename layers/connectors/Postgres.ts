@@ -157,6 +157,39 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       return cancelRequest(endpoint, request.lookup, key.processID, key.secretKey, request.connectTimeoutMs)
     }
 
+    /**
+     * Cancels a client's statement until the client has nothing running (the statement, and a
+     * cursor's close behind it, have ended), then returns it through its reset; discarded if that
+     * takes past `boundMs`. The server drops a CancelRequest that reaches the backend while it waits
+     * for its next message, and the preamble and the statement are several messages, so a single
+     * cancel sent as a statement starts can be lost and leave it running to its timeout. The client
+     * goes back only once every cancel sent for it has been answered, so none reaches the next
+     * statement on that session.
+     */
+    const stopStatement = (client: pg.PoolClient, boundMs: number, broken: () => boolean = () => false) => {
+      const events = ["drain", "end", "error"] as const
+      let ended = (client as unknown as { readyForQuery: boolean }).readyForQuery
+      const over = new Promise<void>((resolve) => {
+        if (ended) return resolve()
+        const done = () => {
+          ended = true
+          for (const event of events) client.off(event, done)
+          resolve()
+        }
+        for (const event of events) client.on(event, done)
+      })
+      const deadline = Date.now() + boundMs
+      const loop = (pause: number): Effect.Effect<boolean> =>
+        Effect.flatMap(cancel(client), () =>
+          ended
+            ? Effect.succeed(true)
+            : Date.now() >= deadline
+              ? Effect.succeed(false)
+              : Effect.flatMap(Effect.race(Effect.promise(() => over), Effect.sleep(pause)), () => (ended ? Effect.succeed(true) : loop(Math.min(pause * 2, 1_000))))
+        )
+      Effect.runFork(loop(25).pipe(Effect.tap((stopped) => Effect.sync(() => recycle(client, broken() || !stopped, boundMs)))))
+    }
+
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
     const pinStrings = c.db_type === "postgresql" ? ["SET LOCAL standard_conforming_strings = on"] : []
     // Unqualified names resolve where the table policy and PII rules expect them, whatever the role's own search_path.
@@ -186,15 +219,22 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     const lease = (options: QueryOptions) =>
       Effect.gen(function* () {
         const started = Date.now()
-        const state = { broken: false }
+        const bound = options.timeoutMs + RESET_GRACE_MS
+        const state = { broken: false, stopping: false }
         const client = yield* Effect.acquireRelease(
           Effect.interruptible(take.pipe(Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }))),
-          (client) => Effect.sync(() => recycle(client, state.broken, options.timeoutMs + RESET_GRACE_MS))
+          // An interrupted step's client is returned by stopStatement once its statement has ended.
+          (client) => Effect.sync(() => state.stopping || recycle(client, state.broken, bound))
         )
         const guarded = <A>(step: () => Promise<A>) =>
           Effect.tryPromise({ try: step, catch: (error) => fromDriverError(error, request.scrub, "query") }).pipe(
             Effect.onExit((exit) => Effect.sync(() => (state.broken ||= !Exit.isInterrupted(exit) && !sessionReusable(exit)))),
-            Effect.onInterrupt(() => cancel(client)),
+            Effect.onInterrupt(() =>
+              Effect.sync(() => {
+                if (!state.stopping) stopStatement(client, bound, () => state.broken)
+                state.stopping = true
+              })
+            ),
             // A session lost under its statement (a network reset) leaves the statement running on the server until its timeout; the answer does not wait for the cancel.
             Effect.tapError((error) => (error.step === "tcp" ? Effect.forkDaemon(cancel(client)) : Effect.void))
           )
@@ -225,10 +265,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
           resume(outcome)
         }
         // Given up on (timed out or interrupted): the statement is cancelled in the background, and its session reset once it has ended.
-        const abandon = (client: pg.PoolClient) => {
-          recycle(client, false, bound)
-          Effect.runFork(cancel(client))
-        }
+        const abandon = (client: pg.PoolClient) => stopStatement(client, bound)
         const waiting = setTimeout(() => settle(Effect.fail(statementTimedOut())), options.timeoutMs)
         // statement_timeout ends the statement on a server that answers; this ends the call on one that does not.
         const backstop = setTimeout(() => {
