@@ -7,10 +7,10 @@ import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import type { Principal } from "../../src/domain/Principal"
 import { mayReadRows, WITHHELD_FOR_ROWS } from "../../src/domain/Visibility"
 import type { Scope } from "../../src/domain/Scope"
-import { childQueryRow, principalRow } from "../../src/gate/AuditRow"
+import { type AuditDraft, auditRow, childQueryRows, newAuditDraft } from "../../src/gate/AuditDraft"
 import { describeTool, type ToolDefinition, type ToolFailure, type ToolOutput } from "../../src/tools/ToolDefinition"
 import { ToolCatalogue } from "../../src/tools/ToolCatalogue"
-import { type ToolCallRecord, ToolCalls } from "../../src/tools/ToolCalls"
+import { ToolCalls } from "../../src/tools/ToolCalls"
 import { AgentRunsRepo, type StoredRun } from "../../src/repos/AgentRunsRepo"
 import type { AuditInsert } from "../../src/repos/AuditInsert"
 import { PendingChange } from "../../src/repos/ChangeRecord"
@@ -38,7 +38,6 @@ const proposalLimit: ToolFailure = {
   code: "proposal_limit",
   message: `This run has made ${MAX_PROPOSALS_PER_RUN} knowledge proposals, the most a run makes; name what else you would propose in your answer instead`
 }
-const emptyRecord = (runId: string, step: string): ToolCallRecord => ({ requestId: `${runId}:${step}`, connection: null, dialect: undefined, sql: null, details: null, childQueries: new Map(), outcome: null })
 
 // Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
 const HISTORY_EXCHANGES = 20
@@ -318,18 +317,13 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         }))
       )
 
-    const auditRow = (principal: Principal, runId: string, step: string, record: ToolCallRecord, durationMs: number, plannedOnly: boolean): AuditInsert =>
-      principalRow(principal, {
-        event_type: "agent_tool_call",
-        route: `/api/agent-runs/${runId}`,
-        connection: record.connection,
-        sql: record.sql,
-        outcome: record.outcome ?? "success",
-        block_reason: record.outcome === "refused" ? ((record.details?.["error_code"] as string | undefined) ?? null) : null,
-        durationMs,
-        request_id: record.requestId,
-        details: { ...record.details, run_id: runId, step, ...(plannedOnly ? { planned_only: true } : {}) }
-      })
+    /** A tool call's audit draft, its row tied to the run and step. */
+    const toolCallDraft = (principal: Principal | null, runId: string, step: string, plannedOnly: boolean): AuditDraft => ({
+      ...newAuditDraft(`${runId}:${step}`, "agent_tool_call", principal),
+      details: { run_id: runId, step, ...(plannedOnly ? { planned_only: true } : {}) }
+    })
+    const toolCallRow = (draft: AuditDraft, runId: string, durationMs: number): AuditInsert =>
+      auditRow(draft, { route: `/api/agent-runs/${runId}`, durationMs, outcome: draft.outcome ?? "success", blockReason: draft.blockReason })
 
     /**
      * Runs one tool of the MCP tool table as any client's call runs: scope, limits, decoding, the
@@ -346,14 +340,14 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
       Effect.gen(function* () {
         const found: ToolDefinition | undefined = byName.get(name)
         const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
-        const record = emptyRecord(runId, step)
+        const draft = toolCallDraft(principal, runId, step, options.planning !== undefined)
         const started = performance.now()
         // The call's row as known so far commits with the first change the tool makes (a proposal, a report), as a request's does.
-        const change = changeRecord(() => auditRow(principal, runId, step, record, performance.now() - started, options.planning !== undefined))
+        const change = changeRecord(() => toolCallRow(draft, runId, performance.now() - started))
         const outcome: Either.Either<ToolOutput, ToolFailure> =
           tool === undefined
             ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
-            : yield* Effect.scoped(toolCalls.call(record, principal, tool, params, "agent_run")).pipe(
+            : yield* Effect.scoped(toolCalls.call(draft, principal, tool, params, "agent_run")).pipe(
                 options.planning === undefined ? identity : Effect.provideService(QueryPlanning, options.planning),
                 options.costCap === undefined ? identity : Effect.provideService(QueryCostCap, options.costCap),
                 Effect.provideService(PendingChange, change)
@@ -361,11 +355,10 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
         const durationMs = performance.now() - started
         const written = closeChangeRecord(change)
         if (tool !== undefined) {
-          const row = auditRow(principal, runId, step, record, durationMs, options.planning !== undefined)
-          const children = [...record.childQueries.values()].map((child) => childQueryRow(row, { ...child, parent: { ...child.parent, run_id: runId, step } }))
-          yield* audit.complete(written, record.dialect ?? null, row, ...children).pipe(Effect.orDie)
+          const row = toolCallRow(draft, runId, durationMs)
+          yield* audit.complete(written, draft.dialect ?? null, row, ...childQueryRows(draft, row, { run_id: runId, step })).pipe(Effect.orDie)
         }
-        return { outcome, record, durationMs }
+        return { outcome, draft, durationMs }
       })
 
     /** The run waits for its user's decision on a query (the event at `eventStep`, the decision at `pending.step`). */
@@ -431,7 +424,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           yield* awaitApproval(orgId, runId, `estimate/${step}`, {
             step,
             tool: call.name,
-            connection_name: planned.record.connection ?? "",
+            connection_name: planned.draft.connection ?? "",
             sql: plans.map((plan) => plan.sql).join(";\n"),
             estimated_usd: usd,
             reason
@@ -459,8 +452,8 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
           const principal = yield* actingAs(yield* load(orgId, runId))
           // A model steered by what it read could fill the review queue: a run proposes a few entries, not a flood.
           const overProposals = call.name === PROPOSE_KNOWLEDGE && (yield* repo.toolCallsMade(orgId, runId, PROPOSE_KNOWLEDGE)) >= MAX_PROPOSALS_PER_RUN
-          const { outcome, record, durationMs } = overProposals
-            ? { outcome: Either.left(proposalLimit), record: emptyRecord(runId, step), durationMs: 0 }
+          const { outcome, draft, durationMs } = overProposals
+            ? { outcome: Either.left(proposalLimit), draft: toolCallDraft(null, runId, step, false), durationMs: 0 }
             : yield* runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
                 Effect.flatMap((ran) =>
                   Either.isLeft(ran.outcome) && ran.outcome.left.atGate === true && ran.outcome.left.code === UNAVAILABLE ? Effect.fail(ran.outcome.left) : Effect.succeed(ran)
@@ -476,11 +469,11 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
             step,
             runner: RUNNER,
             tool: call.name,
-            connection: record.connection,
-            sql: record.sql,
-            rows: [...record.childQueries.values()].reduce((sum, child) => sum + (child.facts.rows ?? 0), 0),
-            pii_masked: [...record.childQueries.values()].flatMap((child) => child.facts.pii_masked ?? []),
-            query_ids: [...record.childQueries.keys()],
+            connection: draft.connection,
+            sql: draft.sql,
+            rows: [...draft.childQueries.values()].reduce((sum, child) => sum + (child.facts.rows ?? 0), 0),
+            pii_masked: [...draft.childQueries.values()].flatMap((child) => child.facts.pii_masked ?? []),
+            query_ids: [...draft.childQueries.keys()],
             estimated_usd: estimatedUsd,
             is_error: result.isFailure,
             duration_ms: Math.round(durationMs),

@@ -10,7 +10,7 @@ import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
 import { issueMessages } from "../domain/ParseIssues"
 import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES } from "../domain/Scope"
-import { principalRow } from "../gate/AuditRow"
+import { auditRow, newAuditDraft } from "../gate/AuditDraft"
 import type { AuditInsert } from "../repos/AuditInsert"
 import { PendingChange } from "../repos/ChangeRecord"
 import { OrgsRepo } from "../repos/OrgsRepo"
@@ -57,15 +57,11 @@ const createKey = (options: { name?: string | undefined; scopes?: string | undef
     const operator: Principal = { kind: "local", orgId, userId, keyId: null, keyPrefix: null, scopes: ALL_SCOPES, role: "admin" }
     // The key commits with its audit row, as one made over the API does.
     const started = performance.now()
-    const requestId = randomUUID()
-    const row = (details: Record<string, unknown>): AuditInsert =>
-      principalRow(operator, {
-        event_type: "cli",
-        route: "sluice keys create",
-        durationMs: performance.now() - started,
-        request_id: requestId,
-        details: { name: input.name, scopes: input.scopes, ...details }
-      })
+    const draft = newAuditDraft(randomUUID(), "cli", operator)
+    const row = (details: Record<string, unknown>): AuditInsert => {
+      draft.details = { name: input.name, scopes: input.scopes, ...details }
+      return auditRow(draft, { route: "sluice keys create", durationMs: performance.now() - started, outcome: "success" })
+    }
     const change = changeRecord(() => row({}))
     const created = yield* (yield* ApiKeys).create(operator, input).pipe(Effect.provideService(PendingChange, change))
     yield* (yield* Audit).complete(closeChangeRecord(change), null, row({ created_key_id: created.id, prefix: created.prefix }))

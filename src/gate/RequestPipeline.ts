@@ -11,7 +11,7 @@ import { Metrics } from "../services/Metrics"
 import { REPORT_REQUEST_MAX_BYTES } from "../domain/Report"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { resolveClientAddress } from "./ClientAddress"
-import { auditRow, childQueryRows } from "./AuditRow"
+import { auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
 import { type RequestInfo, RequestState } from "./RequestState"
 
 const REFUSALS = new Set([401, 403, 429])
@@ -155,6 +155,26 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const trustedProxies = new Set(config.trustedProxies)
   const hostAllowed = allowedHostGuard(config)
 
+  /** A request's audit row: its draft, with where the request came from and how it ended. */
+  const requestRow = (
+    request: HttpServerRequest.HttpServerRequest,
+    info: RequestInfo,
+    status: number | null,
+    outcome: "success" | "refused" | "error",
+    blockReason: string | null,
+    durationMs: number
+  ) =>
+    auditRow(info, {
+      method: request.method,
+      route: request.url.split("?")[0]!,
+      status,
+      outcome,
+      blockReason,
+      durationMs,
+      clientIp: info.client.ip,
+      userAgent: request.headers["user-agent"]?.slice(0, 512) ?? null
+    })
+
   /** The dialect of the connection a request ran SQL on, for redacting its audit rows; null (every dialect's rules) when unknown. */
   const dialectOf = (info: RequestInfo) =>
     Effect.gen(function* () {
@@ -193,8 +213,9 @@ export const makeRequestPipeline = Effect.gen(function* () {
       if (info.principal === null && !REFUSALS.has(status)) return response
       const body = outcome === "refused" ? readJson(response) : null
       const dialect = yield* dialectOf(info)
-      const row = auditRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs)
-      const recorded = yield* Effect.either(audit.complete(written, dialect, row, ...childQueryRows(request, info)))
+      const row = requestRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs)
+      const children = info.childQueries.size === 0 ? [] : childQueryRows(info, requestRow(request, info, 200, "success", null, 0))
+      const recorded = yield* Effect.either(audit.complete(written, dialect, row, ...children))
       if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
       return response.body._tag === "Stream" && info.streamedRows ? auditStreamEnd(request, info, started, response, response.body) : response
     })
@@ -212,7 +233,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
   ) => {
     const recordEnd = Effect.suspend(() => {
       const complete = typeof info.details?.["completeness"] === "string"
-      const row = auditRow(request, info, response.status, complete ? "success" : "error", null, performance.now() - started)
+      const row = requestRow(request, info, response.status, complete ? "success" : "error", null, performance.now() - started)
       return audit.record(info.dialect ?? null, { ...row, event_type: `${info.eventType}_stream_end` })
     }).pipe(Effect.catchAll((error) => Effect.logWarning("the end of a streamed response could not be audited", error.message)))
     return HttpServerResponse.setBody(response, HttpBody.stream(Stream.ensuring(body.stream, recordEnd), body.contentType))
@@ -223,20 +244,9 @@ export const makeRequestPipeline = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = performance.now()
       const info: RequestInfo = {
-        requestId: randomUUID(),
-        client: resolveClientAddress(Option.getOrNull(request.remoteAddress), request.headers, trustedProxies),
-        eventType: "api",
-        principal: null,
         // Self-hosted has one org: every refusal, with or without a key, is its admins' to see.
-        attributedOrg: config.selfHosted ? LOCAL_ORG : null,
-        connection: null,
-        dialect: undefined,
-        sql: null,
-        rows: null,
-        details: null,
-        blockReason: null,
-        outcome: null,
-        childQueries: new Map(),
+        ...newAuditDraft(randomUUID(), "api", null, config.selfHosted ? LOCAL_ORG : null),
+        client: resolveClientAddress(Option.getOrNull(request.remoteAddress), request.headers, trustedProxies),
         streamedRows: false,
         bodyTooLarge: false,
         answered: false
@@ -253,7 +263,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       }
       if (request.headers["transfer-encoding"] !== undefined) drainInsteadOfReset(request, info)
       const change = STATE_CHANGING.has(request.method)
-        ? changeRecord(() => auditRow(request, info, null, "success", null, performance.now() - started))
+        ? changeRecord(() => requestRow(request, info, null, "success", null, performance.now() - started))
         : null
       return yield* app.pipe(
         HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response, change)),

@@ -1,44 +1,17 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect } from "effect"
-import type { DbType } from "../domain/Connection"
-import type { OrgId } from "../domain/Ids"
-import type { Principal } from "../domain/Principal"
 import type { QueryFacts } from "../governance/GovernedExecutor"
+import type { AuditDraft } from "./AuditDraft"
 import type { ClientAddress } from "./ClientAddress"
 
-/** What one request learns on its way through, read back when its audit row is written. */
-export interface RequestInfo {
-  readonly requestId: string
+/** A request's audit draft, and what the gateway needs to know of the request itself to answer and audit it. */
+export interface RequestInfo extends AuditDraft {
   readonly client: ClientAddress
-  eventType: string
-  principal: Principal | null
-  /** The org a request without a principal is audited under (a refused known key's, or self-hosted's one org), so its admins see it. */
-  attributedOrg: OrgId | null
-  connection: string | null
-  /** The connection's dialect, which decides how the audit row's SQL literals are redacted; looked up when first needed. */
-  dialect: DbType | null | undefined
-  sql: string | null
-  rows: number | null
-  /** A governed query's facts for its audit row (tables, completeness, refusal reason…). */
-  details: Record<string, unknown> | null
-  /** Set when a handler refused the request on a rule of its own (a blocked query), not on credentials or limits. */
-  blockReason: string | null
-  /** Governed queries the request ran besides its own statement (an MCP tool's, a schema explore's), by query id: each is audited as its own row, committed with the request's. */
-  readonly childQueries: Map<string, ChildQuery>
   /** The response streams rows; how the stream ended is audited as a row of its own. */
   streamedRows: boolean
-  /** Set when a request answered 200 but failed in its own terms (an MCP tool call that returned an error). */
-  outcome: "refused" | "error" | null
   bodyTooLarge: boolean
   /** The response has been handed to the server: its audit row is written or being written. */
   answered: boolean
-}
-
-export interface ChildQuery {
-  readonly facts: QueryFacts
-  readonly sql: string | null
-  /** What ran it, for the row's details (the tool, the route). */
-  readonly parent: Record<string, unknown>
 }
 
 export class RequestState extends Context.Tag("sluice/RequestState")<RequestState, RequestInfo>() {}

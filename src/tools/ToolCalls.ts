@@ -3,7 +3,7 @@ import type { DbType } from "../domain/Connection"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { Gate } from "../gate/Gate"
-import type { ChildQuery } from "../gate/RequestState"
+import type { AuditDraft } from "../gate/AuditDraft"
 import { Connections } from "../services/Connections"
 import type { ToolDefinition, ToolCall, ToolFailure, ToolOutput } from "./ToolDefinition"
 
@@ -40,23 +40,13 @@ const decodeFailure = (error: ParseResult.ParseError): ToolFailure => ({
     .join("; ")
 })
 
-/** What a tool call learns for its audit row (an MCP request's own state, or an agent step's record). */
-export interface ToolCallRecord {
-  readonly requestId: string
-  connection: string | null
-  dialect: DbType | null | undefined
-  sql: string | null
-  details: Record<string, unknown> | null
-  readonly childQueries: Map<string, ChildQuery>
-  outcome: "refused" | "error" | null
-}
-
 const REFUSALS: ReadonlySet<string> = new Set(["query_blocked", "insufficient_scope", "rate_limited", "budget_exhausted"])
 
 /**
  * One call of a tool of the MCP tool table, as every caller makes it (an MCP client, the built-in
  * agent): the tool's scope and the caller's limits checked, the arguments decoded by the tool's
- * schema, the tool run, and what the audit row needs written into `record`.
+ * schema, the tool run, and what its audit row needs written into `draft` (an MCP request's own, or an
+ * agent step's).
  */
 export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
   effect: Effect.gen(function* () {
@@ -64,7 +54,7 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
     const connections = yield* Connections
 
     const call = (
-      record: ToolCallRecord,
+      draft: AuditDraft,
       principal: Principal,
       tool: ToolDefinition,
       args: unknown,
@@ -73,7 +63,7 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
       Effect.gen(function* () {
         const input = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
         // Until the arguments decode, nothing of them is trusted: the row gets them redacted under every dialect's rules.
-        record.details = { ...record.details, tool: tool.name, arguments: auditedArguments(input, null, false) }
+        draft.details = { ...draft.details, tool: tool.name, arguments: auditedArguments(input, null, false) }
         const outcome = yield* Effect.exit(
           Effect.gen(function* () {
             // The tool's scope and the caller's limits, as REST's endpoints get them, before its arguments are looked at.
@@ -83,17 +73,17 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
             // The same schemas as REST decode the arguments before anything runs or is taken from them.
             const decoded = yield* Effect.mapError(Schema.decodeUnknown(tool.input)(args ?? {}), decodeFailure)
             const named = decoded as { readonly connection_name?: unknown; readonly sql?: unknown }
-            if (typeof named.connection_name === "string") record.connection = named.connection_name
-            if (typeof named.sql === "string") record.sql = named.sql
-            if (record.connection !== null) record.dialect = yield* connections.dialectIn(principal.orgId, record.connection)
-            record.details = { ...record.details, tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, record.dialect ?? null, true) }
+            if (typeof named.connection_name === "string") draft.connection = named.connection_name
+            if (typeof named.sql === "string") draft.sql = named.sql
+            if (draft.connection !== null) draft.dialect = yield* connections.dialectIn(principal.orgId, draft.connection)
+            draft.details = { ...draft.details, tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, draft.dialect ?? null, true) }
             return yield* tool.run(decoded, {
               principal,
               caller,
-              requestId: record.requestId,
+              requestId: draft.requestId,
               // The last facts each governed query reported (a tool may run several), each for its own audit row.
               report: (facts, sql) =>
-                Effect.sync(() => record.childQueries.set(facts.query_id, { facts, sql: sql ?? record.sql, parent: { tool: tool.name, request_id: record.requestId } }))
+                Effect.sync(() => draft.childQueries.set(facts.query_id, { facts, sql: sql ?? draft.sql, parent: { tool: tool.name, request_id: draft.requestId } }))
             })
           })
         )
@@ -101,8 +91,9 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
         const failure = Cause.failureOption(outcome.cause)
         const reported = Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" }))
         if (Option.isNone(failure)) yield* Effect.logError("tool call failed", outcome.cause)
-        record.outcome = REFUSALS.has(reported.code) ? "refused" : "error"
-        record.details = { ...record.details, error_code: reported.code }
+        draft.outcome = REFUSALS.has(reported.code) ? "refused" : "error"
+        if (draft.outcome === "refused") draft.blockReason = reported.code
+        draft.details = { ...draft.details, error_code: reported.code }
         return Either.left(reported)
       })
 

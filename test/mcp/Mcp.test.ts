@@ -317,7 +317,8 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     }
     expect((await database.query("select count(*)::int as n from customers"))[0].n).toBe(1500)
     const blocked = (await auditRows("mcp_tool_call")).find((row: { details: { arguments: string } }) => row.details.arguments.includes("delete from"))
-    expect(blocked).toMatchObject({ outcome: "refused", details: { error_code: "query_blocked" } })
+    // The same row an agent run's refused tool call gets: the refusal's code is its block reason.
+    expect(blocked).toMatchObject({ outcome: "refused", block_reason: "query_blocked", details: { error_code: "query_blocked" } })
 
     expect((await api("/api/budget", { body: { key_id: (await api("/api/keys")).json.items.find((k: { name: string }) => k.name === "querier").id, max_queries: 1 } })).status).toBe(201)
     const spent = await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select 1" } })
