@@ -69,7 +69,10 @@ export class JobSteps extends Effect.Service<JobSteps>()("sluice/JobSteps", {
     /** The job has ended: the records of its steps go. */
     const forget = (jobId: string) => repo.forget(jobId)
 
-    return { once, forget } as const
+    /** The records of steps no job will ask for again (a job that ended without saying so: its process died for good, its row was deleted). */
+    const sweep = repo.sweep
+
+    return { once, forget, sweep } as const
   }),
   dependencies: [JobStepsRepo.Default]
 }) {}

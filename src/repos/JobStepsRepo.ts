@@ -39,6 +39,14 @@ export class JobStepsRepo extends Effect.Service<JobStepsRepo>()("sluice/JobStep
     /** The job has ended: its steps' records go. */
     const forget = (jobId: string) => sql`delete from job_steps where job_id = ${jobId}`.pipe(Effect.asVoid)
 
-    return { claim, resultOf, heartbeat, finish, release, forget } as const
+    /**
+     * Deletes the records no step will read again, whatever became of their job: a done step's after
+     * an hour (its workflow journaled the result long since, so the step is never run again) and a
+     * claim no one has kept for a day.
+     */
+    const sweep = sql`delete from job_steps
+      where done_at < now() - interval '1 hour' or (done_at is null and heartbeat_at < now() - interval '1 day')`.pipe(Effect.asVoid)
+
+    return { claim, resultOf, heartbeat, finish, release, forget, sweep } as const
   })
 }) {}
