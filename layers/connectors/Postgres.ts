@@ -159,14 +159,14 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
 
     /**
      * Cancels a client's statement until the client has nothing running (the statement, and a
-     * cursor's close behind it, have ended), then returns it through its reset; discarded if that
-     * takes past `boundMs`. The server drops a CancelRequest that reaches the backend while it waits
-     * for its next message, and the preamble and the statement are several messages, so a single
-     * cancel sent as a statement starts can be lost and leave it running to its timeout. The client
-     * goes back only once every cancel sent for it has been answered, so none reaches the next
-     * statement on that session.
+     * cursor's close behind it, have ended), then discards the client; its backend ends only then, as
+     * a backend whose socket closes under a statement runs it on to its timeout. The server drops a
+     * CancelRequest that reaches the backend while it waits for its next message, and the preamble
+     * and the statement are several messages, so a single cancel sent as a statement starts can be
+     * lost. The session is not reused: given up on mid-protocol (a cursor closed under a cancel), it
+     * can still owe answers, and the next statement on it would read them as its own.
      */
-    const stopStatement = (client: pg.PoolClient, boundMs: number, broken: () => boolean = () => false) => {
+    const stopStatement = (client: pg.PoolClient, boundMs: number) => {
       const events = ["drain", "end", "error"] as const
       let ended = (client as unknown as { readyForQuery: boolean }).readyForQuery
       const over = new Promise<void>((resolve) => {
@@ -179,15 +179,13 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         for (const event of events) client.on(event, done)
       })
       const deadline = Date.now() + boundMs
-      const loop = (pause: number): Effect.Effect<boolean> =>
+      const loop = (pause: number): Effect.Effect<void> =>
         Effect.flatMap(cancel(client), () =>
-          ended
-            ? Effect.succeed(true)
-            : Date.now() >= deadline
-              ? Effect.succeed(false)
-              : Effect.flatMap(Effect.race(Effect.promise(() => over), Effect.sleep(pause)), () => (ended ? Effect.succeed(true) : loop(Math.min(pause * 2, 1_000))))
+          ended || Date.now() >= deadline
+            ? Effect.void
+            : Effect.flatMap(Effect.race(Effect.promise(() => over), Effect.sleep(pause)), () => (ended ? Effect.void : loop(Math.min(pause * 2, 1_000))))
         )
-      Effect.runFork(loop(25).pipe(Effect.tap((stopped) => Effect.sync(() => recycle(client, broken() || !stopped, boundMs)))))
+      Effect.runFork(loop(25).pipe(Effect.ensuring(Effect.sync(() => client.release(true)))))
     }
 
     // The SQL guard reads '…' without backslash escapes on PostgreSQL; Redshift keeps its own rule.
@@ -223,7 +221,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         const state = { broken: false, stopping: false }
         const client = yield* Effect.acquireRelease(
           Effect.interruptible(take.pipe(Effect.timeoutFail({ duration: options.timeoutMs, onTimeout: statementTimedOut }))),
-          // An interrupted step's client is returned by stopStatement once its statement has ended.
+          // An interrupted step's client is discarded by stopStatement once its statement has ended.
           (client) => Effect.sync(() => state.stopping || recycle(client, state.broken, bound))
         )
         const guarded = <A>(step: () => Promise<A>) =>
@@ -231,7 +229,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
             Effect.onExit((exit) => Effect.sync(() => (state.broken ||= !Exit.isInterrupted(exit) && !sessionReusable(exit)))),
             Effect.onInterrupt(() =>
               Effect.sync(() => {
-                if (!state.stopping) stopStatement(client, bound, () => state.broken)
+                if (!state.stopping) stopStatement(client, bound)
                 state.stopping = true
               })
             ),
