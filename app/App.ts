@@ -1,6 +1,10 @@
 import { Layer } from "effect"
 import { AgentRunJob } from "../actors/jobs/AgentRunJob"
-import { AgentRunSteps } from "../actors/jobs/AgentRunSteps"
+import { DecisionSteps } from "../actors/jobs/agentRun/DecisionSteps"
+import { ModelTurnStep } from "../actors/jobs/agentRun/ModelTurnStep"
+import { QueryApprovalSteps } from "../actors/jobs/agentRun/QueryApprovalSteps"
+import { RunLifecycle } from "../actors/jobs/agentRun/RunLifecycle"
+import { ToolCallStep } from "../actors/jobs/agentRun/ToolCallStep"
 import { jobStarter } from "../actors/jobs/JobStarter"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
@@ -63,7 +67,6 @@ import { HttpServerLive } from "./HttpServer"
 /** Every service, each built once on the foundation: each lists what it is built on, so this is a plain merge. */
 export const ServicesLive = Layer.mergeAll(
   AgentRuns.Default,
-  AgentRunSteps.Default,
   AgentRunsRepo.Default,
   AnalysisTrails.Default,
   ApiKeys.Default,
@@ -77,6 +80,7 @@ export const ServicesLive = Layer.mergeAll(
   ConnectionHealth.Default,
   ConnectionTransfer.Default,
   Connections.Default,
+  DecisionSteps.Default,
   ConnectorPools.Default,
   CredentialCipher.Default,
   Gate.Default,
@@ -90,14 +94,17 @@ export const ServicesLive = Layer.mergeAll(
   LocalAccess.Default,
   ToolCatalogue.Default,
   Metrics.Default,
+  ModelTurnStep.Default,
   PiiDetector.Default,
   Posture.Default,
   Queries.Default,
+  QueryApprovalSteps.Default,
   RateLimits.Default,
   Reports.Default,
   ReportsRepo.Default,
   ResultCache.Default,
   RunEventsFeed.Default,
+  RunLifecycle.Default,
   SchemaChanges.Default,
   SchemaContext.Default,
   SchemaCuration.Default,
@@ -108,6 +115,7 @@ export const ServicesLive = Layer.mergeAll(
   Secrets.Default,
   SecretsRepo.Default,
   Settings.Default,
+  ToolCallStep.Default,
   ToolCalls.Default
 ).pipe(Layer.provideMerge(Foundation))
 
