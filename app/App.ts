@@ -20,6 +20,7 @@ import { JobSteps } from "../src/jobs/JobSteps"
 import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ChatRepo } from "../src/repos/ChatRepo"
+import { JobEventsRepo } from "../src/repos/JobEventsRepo"
 import { AgentRuns } from "../src/services/AgentRuns"
 import { AnalysisTrails } from "../src/services/AnalysisTrails"
 import { ApiKeys } from "../src/services/ApiKeys"
@@ -87,6 +88,7 @@ export const ServicesLive = Layer.mergeAll(
   Knowledge.Default,
   KnowledgeRepo.Default,
   KnowledgeSearch.Default,
+  JobEventsRepo.Default,
   JobRuntime.Default,
   JobSteps.Default,
   LanguageModels.Default,

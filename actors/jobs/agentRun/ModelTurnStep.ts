@@ -1,6 +1,7 @@
 import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "@effect/ai"
 import { Chunk, Duration, Effect, JSONSchema, Option, Schedule, Schema, Stream } from "effect"
 import { costOf, LanguageModels } from "../../../layers/LanguageModels"
+import { AGENT_RUN_KIND } from "../../../src/domain/AgentRun"
 import type { OrgId } from "../../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../../src/domain/Secrets"
 import { ASK_USER, type ToolCallRequest } from "../../../src/jobs/AgentRunWorkflow"
@@ -143,7 +144,7 @@ export class ModelTurnStep extends Effect.Service<ModelTurnStep>()("sluice/Model
               return next.failed !== undefined
                 ? Effect.fail(streamFailure(next.failed))
                 : next.text.length > offset
-                  ? Effect.as(feed.streamed(runId, turn, offset, next.text.slice(offset)), next)
+                  ? Effect.as(feed.streamed(AGENT_RUN_KIND, runId, turn, offset, next.text.slice(offset)), next)
                   : Effect.succeed(next)
             }),
             Effect.filterOrFail(

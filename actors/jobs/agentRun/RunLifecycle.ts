@@ -1,7 +1,7 @@
 import { Cause, Effect, Option } from "effect"
 import { LanguageModels } from "../../../layers/LanguageModels"
 import { RUNNER_ADDRESS } from "../../../layers/RunnerIdentity"
-import { TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
+import { AGENT_RUN_KIND, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
 import type { OrgId } from "../../../src/domain/Ids"
 import type { Principal } from "../../../src/domain/Principal"
 import type { Scope } from "../../../src/domain/Scope"
@@ -37,7 +37,7 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
     const jobSteps = yield* JobSteps
 
     /** Writes a step's event (once), and wakes this process's followers of the run. */
-    const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(runId)))
+    const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(AGENT_RUN_KIND, runId)))
 
     /** Ends the run (its last event, then its status) and stops the workflow. */
     const stop = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) =>
