@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto"
-import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
-import { Effect, Exit, type Stream } from "effect"
+import { WorkflowEngine } from "@effect/workflow"
+import { Effect, type Stream } from "effect"
 import { AgentRunWorkflow, type Decision, decisionFor, startAgentRun } from "../jobs/AgentRunWorkflow"
+import { decideOnce, resumeJob } from "../jobs/JobDecisions"
 import { JobRuntime } from "../../layers/JobRuntime"
 import { type AgentRun, AGENT_RUN_KIND, DEFAULT_MAX_TURNS, type PatchAgentRun, type RunStatus, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
 import { Conflict, Forbidden, InsufficientScope, NotFound, Unavailable } from "../domain/Errors"
@@ -140,21 +141,11 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     /** Hands the waiting run the user's decision (or its cancellation) at the step it waits at. */
     const resume = (principal: Principal, runId: string, step: string, decision: Decision) =>
-      Effect.flatMap(DurableDeferred.tokenFromPayload(decisionFor(step), { workflow: AgentRunWorkflow, payload: { runId, orgId: principal.orgId } }), (token) =>
-        DurableDeferred.done(decisionFor(step), { token, exit: Exit.succeed(decision) })
-      ).pipe(withEngine)
+      resumeJob(AgentRunWorkflow, { runId, orgId: principal.orgId }, decisionFor(step), decision).pipe(withEngine)
 
-    /**
-     * Takes the decision the run waits for at `step`, once: of two decisions sent at once one is
-     * taken and the other refused, rather than both answered and one dropped.
-     */
+    /** Takes the decision the run waits for at `step`, once (the job kit's decideOnce). */
     const decide = (principal: Principal, id: string, waitingAs: RunStatus, step: string, decision: Decision) =>
-      Effect.gen(function* () {
-        if (!(yield* repo.claimDecision(principal.orgId, id, waitingAs, step).pipe(storeDown))) {
-          return yield* new Conflict({ message: "The run is no longer waiting for that decision" })
-        }
-        yield* resume(principal, id, step, decision)
-      })
+      decideOnce({ noun: "run", claim: repo.claimDecision(principal.orgId, id, waitingAs, step).pipe(storeDown), resume: resume(principal, id, step, decision) })
 
     const patch = Effect.fn("AgentRuns.patch")(function* (principal: Principal, id: string, body: PatchAgentRun) {
       const { run, userId } = yield* find(principal, id)
