@@ -1,6 +1,10 @@
 import { Layer } from "effect"
 import { AgentRunJob } from "../actors/jobs/AgentRunJob"
-import { AgentRunSteps } from "../actors/jobs/AgentRunSteps"
+import { DecisionSteps } from "../actors/jobs/agentRun/DecisionSteps"
+import { ModelTurnStep } from "../actors/jobs/agentRun/ModelTurnStep"
+import { QueryApprovalSteps } from "../actors/jobs/agentRun/QueryApprovalSteps"
+import { RunLifecycle } from "../actors/jobs/agentRun/RunLifecycle"
+import { ToolCallStep } from "../actors/jobs/agentRun/ToolCallStep"
 import { jobStarter } from "../actors/jobs/JobStarter"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
@@ -16,6 +20,7 @@ import { JobSteps } from "../src/jobs/JobSteps"
 import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ChatRepo } from "../src/repos/ChatRepo"
+import { JobEventsRepo } from "../src/repos/JobEventsRepo"
 import { AgentRuns } from "../src/services/AgentRuns"
 import { AnalysisTrails } from "../src/services/AnalysisTrails"
 import { ApiKeys } from "../src/services/ApiKeys"
@@ -63,7 +68,6 @@ import { HttpServerLive } from "./HttpServer"
 /** Every service, each built once on the foundation: each lists what it is built on, so this is a plain merge. */
 export const ServicesLive = Layer.mergeAll(
   AgentRuns.Default,
-  AgentRunSteps.Default,
   AgentRunsRepo.Default,
   AnalysisTrails.Default,
   ApiKeys.Default,
@@ -77,12 +81,14 @@ export const ServicesLive = Layer.mergeAll(
   ConnectionHealth.Default,
   ConnectionTransfer.Default,
   Connections.Default,
+  DecisionSteps.Default,
   ConnectorPools.Default,
   CredentialCipher.Default,
   Gate.Default,
   Knowledge.Default,
   KnowledgeRepo.Default,
   KnowledgeSearch.Default,
+  JobEventsRepo.Default,
   JobRuntime.Default,
   JobSteps.Default,
   LanguageModels.Default,
@@ -90,14 +96,17 @@ export const ServicesLive = Layer.mergeAll(
   LocalAccess.Default,
   ToolCatalogue.Default,
   Metrics.Default,
+  ModelTurnStep.Default,
   PiiDetector.Default,
   Posture.Default,
   Queries.Default,
+  QueryApprovalSteps.Default,
   RateLimits.Default,
   Reports.Default,
   ReportsRepo.Default,
   ResultCache.Default,
   RunEventsFeed.Default,
+  RunLifecycle.Default,
   SchemaChanges.Default,
   SchemaContext.Default,
   SchemaCuration.Default,
@@ -108,6 +117,7 @@ export const ServicesLive = Layer.mergeAll(
   Secrets.Default,
   SecretsRepo.Default,
   Settings.Default,
+  ToolCallStep.Default,
   ToolCalls.Default
 ).pipe(Layer.provideMerge(Foundation))
 

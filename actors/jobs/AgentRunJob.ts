@@ -3,7 +3,11 @@ import { Activity, DurableDeferred } from "@effect/workflow"
 import { Effect, Schema } from "effect"
 import type { OrgId } from "../../src/domain/Ids"
 import { JobSteps } from "../../src/jobs/JobSteps"
-import { AgentRunSteps } from "./AgentRunSteps"
+import { DecisionSteps } from "./agentRun/DecisionSteps"
+import { ModelTurnStep } from "./agentRun/ModelTurnStep"
+import { QueryApprovalSteps } from "./agentRun/QueryApprovalSteps"
+import { RunLifecycle } from "./agentRun/RunLifecycle"
+import { ToolCallStep } from "./agentRun/ToolCallStep"
 import {
   AgentRunWorkflow,
   ASK_USER,
@@ -50,13 +54,17 @@ const questionOf = (params: unknown) => {
  */
 export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
   Effect.gen(function* () {
-    const steps = yield* AgentRunSteps
+    const lifecycle = yield* RunLifecycle
+    const model = yield* ModelTurnStep
+    const tools = yield* ToolCallStep
+    const approvals = yield* QueryApprovalSteps
+    const decisions = yield* DecisionSteps
     const kit = yield* JobSteps
     const orgId = org as OrgId
     /** A named step of the run: done once to its end (JobSteps), journaled by the workflow, and a failure in it ends the run. */
     const runStep = <A, I>(name: string, success: Schema.Schema<A, I>, execute: Effect.Effect<A, RunStopped>) =>
-      Activity.make({ name, success, error: RunStopped, execute: steps.guarded(orgId, runId, kit.once(runId, name, success, execute)) })
-    const start = yield* runStep("begin", RunStart, steps.begin(orgId, runId))
+      Activity.make({ name, success, error: RunStopped, execute: lifecycle.guarded(orgId, runId, kit.once(runId, name, success, execute)) })
+    const start = yield* runStep("begin", RunStart, lifecycle.begin(orgId, runId))
     const conversation: Array<Prompt.MessageEncoded> = [
       ...start.history.flatMap((exchange): Array<Prompt.MessageEncoded> => [
         { role: "user", content: exchange.prompt },
@@ -66,7 +74,7 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
     ]
     // The step ends the run: it always fails with RunStopped.
     const cancelled = Effect.zipRight(
-      runStep("cancelled", Schema.Void, steps.fail(orgId, runId, "cancelled", "cancelled", "The run was cancelled")),
+      runStep("cancelled", Schema.Void, lifecycle.fail(orgId, runId, "cancelled", "cancelled", "The run was cancelled")),
       Effect.dieMessage("a cancelled run went on")
     )
 
@@ -75,28 +83,28 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
       Effect.gen(function* () {
         const decision = yield* DurableDeferred.await(decisionFor(step))
         if (decision.kind === "cancelled") return yield* cancelled
-        yield* runStep(`decided/${step}`, Schema.Void, steps.decided(orgId, runId, step, decision))
+        yield* runStep(`decided/${step}`, Schema.Void, decisions.decided(orgId, runId, step, decision))
         return decision
       })
 
     /** A tool call, after the user's approval when its query's estimate asks for one. */
     const toolCall = (step: string, call: ToolCallRequest) =>
       Effect.gen(function* () {
-        const check = yield* runStep(`estimate/${step}`, CostCheck, steps.estimate(orgId, runId, step, call))
+        const check = yield* runStep(`estimate/${step}`, CostCheck, approvals.estimate(orgId, runId, step, call))
         if (check.needsApproval && (yield* decided(step)).kind === "decline") return declinedQuery(call)
-        const result = yield* runStep(`tool/${step}`, ToolResultSchema, steps.callTool(orgId, runId, step, call, check.estimatedUsd, !check.needsApproval))
+        const result = yield* runStep(`tool/${step}`, ToolResultSchema, tools.callTool(orgId, runId, step, call, check.estimatedUsd, !check.needsApproval))
         if (!result.stopped) return result
         // Stopped at what the threshold allows: now it needs the user's approval, as a query estimated over it does.
-        yield* runStep(`stopped/${step}`, Schema.Void, steps.approveAfterStop(orgId, runId, step, call, result))
+        yield* runStep(`stopped/${step}`, Schema.Void, approvals.approveAfterStop(orgId, runId, step, call, result))
         if ((yield* decided(`${step}/stopped`)).kind === "decline") return declinedQuery(call)
-        return yield* runStep(`tool/${step}/approved`, ToolResultSchema, steps.callTool(orgId, runId, `${step}/approved`, call, check.estimatedUsd, false))
+        return yield* runStep(`tool/${step}/approved`, ToolResultSchema, tools.callTool(orgId, runId, `${step}/approved`, call, check.estimatedUsd, false))
       })
 
     for (let turn = 0; turn < start.maxTurns; turn++) {
-      const reply = yield* runStep(`model/${turn}`, ModelTurn, steps.think(orgId, runId, turn, start.connectionName, [...conversation]))
+      const reply = yield* runStep(`model/${turn}`, ModelTurn, model.think(orgId, runId, turn, start.connectionName, [...conversation]))
       conversation.push(assistantMessage(reply))
       if (reply.toolCalls.length === 0) {
-        return yield* runStep("complete", Schema.Void, steps.complete(orgId, runId, reply.text))
+        return yield* runStep("complete", Schema.Void, lifecycle.complete(orgId, runId, reply.text))
       }
       const results: Array<ToolResult> = []
       for (const [index, call] of reply.toolCalls.entries()) {
@@ -106,12 +114,12 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
           results.push(yield* toolCall(step, call))
           continue
         }
-        yield* runStep(`ask/${step}`, Schema.Void, steps.ask(orgId, runId, step, question))
+        yield* runStep(`ask/${step}`, Schema.Void, decisions.ask(orgId, runId, step, question))
         const answer = yield* decided(step)
         results.push({ id: call.id, name: call.name, text: answer.kind === "answer" ? answer.text : "", isFailure: false, stopped: false })
       }
       conversation.push(toolMessage(results))
     }
-    return yield* runStep("out-of-turns", Schema.Void, steps.fail(orgId, runId, "failed", "max_turns", `The run reached its limit of ${start.maxTurns} turns without an answer`))
+    return yield* runStep("out-of-turns", Schema.Void, lifecycle.fail(orgId, runId, "failed", "max_turns", `The run reached its limit of ${start.maxTurns} turns without an answer`))
   })
 )

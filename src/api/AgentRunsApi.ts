@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { AgentRun, AgentRunEvent, PatchAgentRun, StartAgentRun } from "../domain/AgentRun"
+import { AgentRun, PatchAgentRun, StartAgentRun } from "../domain/AgentRun"
+import { JobEvent } from "../domain/JobEvent"
 import { Conflict, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
@@ -56,7 +57,7 @@ export class AgentRunsApi extends HttpApiGroup.make("agentRuns")
     HttpApiEndpoint.get("events", "/agent-runs/:id/events")
       .setPath(ById)
       .setUrlParams(EventParams)
-      .addSuccess(Schema.Struct({ items: Schema.Array(AgentRunEvent) }))
+      .addSuccess(Schema.Struct({ items: Schema.Array(JobEvent) }))
       .addError(NotFound)
       .addError(InvalidRequest)
       .annotate(RequiredScope, "read")

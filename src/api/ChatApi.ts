@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { AgentRun, AgentRunEvent, ClarificationAnswer } from "../domain/AgentRun"
+import { AgentRun, ClarificationAnswer } from "../domain/AgentRun"
+import { JobEvent } from "../domain/JobEvent"
 import { AnalysisTrail, Conversation, Message, PostedMessage, PostMessage, StartConversation, TraceEvent, TraceThread } from "../domain/Chat"
 import { Conflict, InvalidRequest, NotFound } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
@@ -81,7 +82,7 @@ export class ChatApi extends HttpApiGroup.make("chat")
     HttpApiEndpoint.get("runEvents", "/chat/conversations/:id/runs/:run_id/events")
       .setPath(ByRun)
       .setUrlParams(EventParams)
-      .addSuccess(Schema.Struct({ items: Schema.Array(AgentRunEvent) }))
+      .addSuccess(Schema.Struct({ items: Schema.Array(JobEvent) }))
       .addError(NotFound)
       .addError(InvalidRequest)
       .annotate(RequiredScope, "read")

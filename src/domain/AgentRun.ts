@@ -69,23 +69,5 @@ export const PatchAgentRun = Schema.Union(
 )
 export type PatchAgentRun = typeof PatchAgentRun.Type
 
-/** One thing a run did: a model call, a tool call, a question, a decision, its end. */
-export const AgentRunEvent = Schema.Struct({
-  seq: Schema.Int,
-  type: Schema.String,
-  data: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-  created_at: Schema.Date
-})
-export type AgentRunEvent = typeof AgentRunEvent.Type
-
-/**
- * A piece of the text the model is writing in turn `turn`, at character `offset` of that turn's
- * text, sent to a run's followers as it streams and not kept (the turn's model_call event holds the
- * whole text). Offset 0 starts the turn's text again: a model call that was retried writes it anew.
- */
-export interface RunTextDelta {
-  readonly type: "text_delta"
-  readonly turn: number
-  readonly offset: number
-  readonly text: string
-}
+/** The agent run's kind among durable jobs: with the run's id, the key of its events. */
+export const AGENT_RUN_KIND = "agent_run"

@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { AgentRunsRepo } from "../repos/AgentRunsRepo"
 import { jobKind } from "./JobKind"
 
-// The agent run's workflow as starters and runners both know it; its steps are in AgentRunSteps, its body in AgentRunJob.
+// The agent run's workflow as starters and runners both know it; its steps are in actors/jobs/agentRun/, its body in AgentRunJob.
 
 /** A run ended early: cancelled, or failed in a way the model cannot help with. Its status is written before this is raised. */
 export class RunStopped extends Schema.TaggedError<RunStopped>()("RunStopped", {

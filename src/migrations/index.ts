@@ -20,6 +20,7 @@ import m0019 from "./0019_knowledge"
 import m0020 from "./0020_reports"
 import m0021 from "./0021_queued_agent_runs"
 import m0022 from "./0022_job_steps"
+import m0023 from "./0023_job_events"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -43,5 +44,6 @@ export const migrations = {
   "0019_knowledge": m0019,
   "0020_reports": m0020,
   "0021_queued_agent_runs": m0021,
-  "0022_job_steps": m0022
+  "0022_job_steps": m0022,
+  "0023_job_events": m0023
 }

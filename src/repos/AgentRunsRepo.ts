@@ -1,8 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
-import type { AgentRun, AgentRunEvent, PendingAsk, RunStatus } from "../domain/AgentRun"
+import { type AgentRun, AGENT_RUN_KIND, type PendingAsk, type RunStatus } from "../domain/AgentRun"
 import type { KeyId, OrgId, UserId } from "../domain/Ids"
+import type { JobEvent } from "../domain/JobEvent"
 import type { Principal } from "../domain/Principal"
+import { insertJobEvent } from "./JobEventsRepo"
 import { tenantScope } from "./Tenant"
 
 interface RunRow {
@@ -79,7 +81,7 @@ export interface StepUsage {
 
 const NO_USAGE: StepUsage = { turns: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 }
 
-/** Agent runs and their events, per org. */
+/** Agent runs and what their events say, per org. */
 export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/AgentRunsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
@@ -147,22 +149,12 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
      * a step that runs again (after a crash) finds its event written and changes nothing.
      */
     const appendEvent = (orgId: OrgId, runId: string, step: string, type: string, data: Record<string, unknown>, usage: StepUsage = NO_USAGE) =>
-      sql`with event as (
-          insert into agent_run_events (run_id, org_id, seq, step, type, data)
-          select ${runId}, ${orgId}, coalesce(max(seq), 0) + 1, ${step}, ${type}, ${JSON.stringify(data)}::jsonb
-            from agent_run_events where run_id = ${runId}
-          on conflict (run_id, step) do nothing
-          returning 1
-        )
+      sql`with event as (${insertJobEvent(sql, { kind: AGENT_RUN_KIND, orgId, jobId: runId, step, type, data })})
         update agent_runs set turns = turns + ${usage.turns}, input_tokens = input_tokens + ${usage.inputTokens},
             output_tokens = output_tokens + ${usage.outputTokens}, cost_usd = cost_usd + ${usage.costUsd},
             updated_at = date_trunc('milliseconds', now())
           where org_id = ${orgId} and id = ${runId} and exists (select 1 from event)`.pipe(Effect.asVoid, withOrg(orgId))
 
-    /**
-     * The latest event seq of each of these runs, whatever their org: system work for the process's
-     * event feed, which only wakes the (already authorized) followers of those runs.
-     */
     /** System lookup across orgs: runs still queued between `graceSeconds` and `giveUpSeconds` after their row committed, oldest first (their job may never have started). */
     const unbegun = (graceSeconds: number, giveUpSeconds: number, limit: number) =>
       sql<{ id: string; org_id: OrgId }>`select id, org_id from agent_runs
@@ -177,27 +169,20 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
           updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
         where status = 'queued' and created_at < now() - make_interval(secs => ${giveUpSeconds}) returning id`.pipe(Effect.map((rows) => rows.length))
 
-    const latestSeqs = (runIds: ReadonlyArray<string>) =>
-      sql<{ run_id: string; seq: number }>`select run_id, max(seq)::int as seq from agent_run_events where run_id in ${sql.in(runIds)} group by run_id`
-
     /** The event a step wrote, if it did. */
     const eventOf = (orgId: OrgId, runId: string, step: string) =>
-      sql<{ data: Record<string, unknown> }>`select data from agent_run_events where run_id = ${runId} and step = ${step}`.pipe(
+      sql<{ data: Record<string, unknown> }>`select data from job_events where kind = ${AGENT_RUN_KIND} and job_id = ${runId} and step = ${step}`.pipe(
         Effect.map((rows) => rows[0]?.data ?? null),
         withOrg(orgId)
       )
 
     /** How many calls of `tool` the run made that did not fail. */
     const toolCallsMade = (orgId: OrgId, runId: string, tool: string) =>
-      sql<{ n: number }>`select count(*)::int as n from agent_run_events
-        where run_id = ${runId} and type = 'tool_call' and data->>'tool' = ${tool} and coalesce(data->>'is_error', 'false') <> 'true'`.pipe(
+      sql<{ n: number }>`select count(*)::int as n from job_events
+        where kind = ${AGENT_RUN_KIND} and job_id = ${runId} and type = 'tool_call' and data->>'tool' = ${tool} and coalesce(data->>'is_error', 'false') <> 'true'`.pipe(
         Effect.map((rows) => rows[0]?.n ?? 0),
         withOrg(orgId)
       )
-
-    const events = (orgId: OrgId, runId: string, afterSeq: number, limit: number) =>
-      sql<AgentRunEvent>`select seq, type, data, created_at from agent_run_events
-        where run_id = ${runId} and seq > ${afterSeq} order by seq limit ${limit}`.pipe(withOrg(orgId))
 
     /** A conversation's runs, oldest first. */
     const ofConversation = (orgId: OrgId, conversationId: string) =>
@@ -218,7 +203,7 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
     /** The estimated cost of the queries run so far by a conversation's runs (or by one run outside a conversation). */
     const estimatedSpend = (orgId: OrgId, conversationId: string | null, runId: string) =>
       sql<{ usd: string | null }>`select sum((e.data->>'estimated_usd')::numeric) as usd
-        from agent_run_events e join agent_runs r on r.id = e.run_id
+        from job_events e join agent_runs r on e.kind = ${AGENT_RUN_KIND} and r.id = e.job_id
         where r.org_id = ${orgId} and e.type = 'tool_call' and jsonb_typeof(e.data->'estimated_usd') = 'number'
           and ${conversationId === null ? sql`r.id = ${runId}` : sql`r.conversation_id = ${conversationId}`}`.pipe(
         Effect.map((rows) => Number(rows[0]?.usd ?? 0)),
@@ -227,11 +212,11 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
 
     /** The events of a conversation's runs, run by run, in order. */
     const conversationEvents = (orgId: OrgId, conversationId: string, limit: number) =>
-      sql<AgentRunEvent & { run_id: string }>`select e.run_id, e.seq, e.type, e.data, e.created_at
-        from agent_run_events e join agent_runs r on r.id = e.run_id
+      sql<JobEvent & { run_id: string }>`select e.job_id as run_id, e.seq, e.type, e.data, e.created_at
+        from job_events e join agent_runs r on e.kind = ${AGENT_RUN_KIND} and r.id = e.job_id
         where r.org_id = ${orgId} and r.conversation_id = ${conversationId}
         order by r.created_at, r.id, e.seq limit ${limit}`.pipe(withOrg(orgId))
 
-    return { insert, unbegun, giveUpUnbegun, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, latestSeqs, eventOf, toolCallsMade, events } as const
+    return { insert, unbegun, giveUpUnbegun, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, eventOf, toolCallsMade } as const
   })
 }) {}

@@ -52,7 +52,7 @@ export class ChatRepo extends Effect.Service<ChatRepo>()("sluice/ChatRepo", {
         cross join lateral (select count(*) as runs, coalesce(sum(r.input_tokens), 0) as input_tokens, coalesce(sum(r.output_tokens), 0) as output_tokens,
             coalesce(sum(r.cost_usd), 0) as cost_usd from agent_runs r where r.conversation_id = c.id) totals
         cross join lateral (select count(*) filter (where e.type = 'model_call') as model_calls, count(*) filter (where e.type = 'tool_call') as tool_calls
-            from agent_run_events e join agent_runs r on r.id = e.run_id where r.conversation_id = c.id) calls
+            from job_events e join agent_runs r on e.kind = 'agent_run' and r.id = e.job_id where r.conversation_id = c.id) calls
         where ${pageWhere(orgId, before, limit)}`.pipe(
         Effect.map((rows) =>
           rows.map(

@@ -1,31 +1,23 @@
 import { randomUUID } from "node:crypto"
-import { DurableDeferred, WorkflowEngine } from "@effect/workflow"
-import { Chunk, Effect, Exit, Option, Stream } from "effect"
+import { WorkflowEngine } from "@effect/workflow"
+import { Effect, type Stream } from "effect"
 import { AgentRunWorkflow, type Decision, decisionFor, startAgentRun } from "../jobs/AgentRunWorkflow"
+import { decideOnce, resumeJob } from "../jobs/JobDecisions"
 import { JobRuntime } from "../../layers/JobRuntime"
-import {
-  type AgentRun,
-  type AgentRunEvent,
-  DEFAULT_MAX_TURNS,
-  type PatchAgentRun,
-  type RunStatus,
-  type RunTextDelta,
-  type StartAgentRun,
-  TERMINAL_STATUSES
-} from "../domain/AgentRun"
+import { type AgentRun, AGENT_RUN_KIND, DEFAULT_MAX_TURNS, type PatchAgentRun, type RunStatus, type StartAgentRun, TERMINAL_STATUSES } from "../domain/AgentRun"
 import { Conflict, Forbidden, InsufficientScope, NotFound, Unavailable } from "../domain/Errors"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
+import type { JobEvent, TextDelta } from "../domain/JobEvent"
 import type { Principal } from "../domain/Principal"
 import { mayReadRows, WITHHELD_FOR_ROWS } from "../domain/Visibility"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
+import { JobEventsRepo } from "../repos/JobEventsRepo"
 import { Connections } from "./Connections"
 import { RunEventsFeed } from "./RunEventsFeed"
 import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const storeDown = storeUnavailable("agent runs")
-const FOLLOW_BATCH = 200
-const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
 // What the model wrote or a tool returned, per event type: it can quote rows.
 const MODEL_WORDS: Readonly<Record<string, ReadonlyArray<string>>> = {
   model_call: ["text"],
@@ -40,7 +32,7 @@ const redacted = (sql: unknown) => (typeof sql === "string" ? redactSqlLiterals(
  * tools, row counts, masked columns, tokens, cost) but not what the model wrote or a tool returned,
  * and SQL with its literals redacted, as in the audit log.
  */
-const eventFor = (principal: Principal) => (event: AgentRunEvent): AgentRunEvent => {
+const eventFor = (principal: Principal) => (event: JobEvent): JobEvent => {
   if (mayReadRows(principal)) return event
   const data: Record<string, unknown> = { ...event.data }
   for (const field of MODEL_WORDS[event.type] ?? []) {
@@ -66,6 +58,7 @@ const notFound = (id: string) => new NotFound({ message: `There is no agent run 
 export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
   effect: Effect.gen(function* () {
     const repo = yield* AgentRunsRepo
+    const jobEvents = yield* JobEventsRepo
     const connections = yield* Connections
     const feed = yield* RunEventsFeed
     const { engine } = yield* JobRuntime
@@ -132,56 +125,27 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     const events = Effect.fn("AgentRuns.events")(function* (principal: Principal, id: string, afterSeq: number, limit: number) {
       yield* find(principal, id)
-      return (yield* repo.events(principal.orgId, id, afterSeq, limit).pipe(storeDown)).map(eventFor(principal))
+      return (yield* jobEvents.events(AGENT_RUN_KIND, principal.orgId, id, afterSeq, limit).pipe(storeDown)).map(eventFor(principal))
     })
 
-    /**
-     * The run's events from after `afterSeq` as they are written, ending with its last (a run's end
-     * is its last event).
-     */
     /**
      * A run's events from `afterSeq` to its end, as they are written, with the model's text as it
      * streams in between (to callers who may see what the model writes).
      */
-    const follow = (principal: Principal, id: string, afterSeq: number): Stream.Stream<AgentRunEvent | RunTextDelta, NotFound | Unavailable> => {
-      const events = Stream.paginateChunkEffect(afterSeq, (after) =>
-        repo.events(principal.orgId, id, after, FOLLOW_BATCH).pipe(
-          storeDown,
-          Effect.flatMap((batch) => {
-            const last = batch.at(-1)
-            if (last !== undefined) {
-              const next = END_EVENTS.has(last.type) ? Option.none() : Option.some(last.seq)
-              return Effect.succeed([Chunk.unsafeFromArray(batch.map(eventFor(principal))), next] as const)
-            }
-            // Nothing new: wait, unless the run ended without an end event to send.
-            return Effect.flatMap(find(principal, id), ({ run }) =>
-              TERMINAL_STATUSES.has(run.status)
-                ? Effect.succeed([Chunk.empty<AgentRunEvent>(), Option.none()] as const)
-                : Effect.as(feed.news(id, after), [Chunk.empty<AgentRunEvent>(), Option.some(after)] as const)
-            )
-          })
-        )
-      )
-      return mayReadRows(principal) ? Stream.merge(events, feed.texts(id), { haltStrategy: "left" }) : events
-    }
+    const follow = (principal: Principal, id: string, afterSeq: number): Stream.Stream<JobEvent | TextDelta, NotFound | Unavailable> =>
+      feed.follow(AGENT_RUN_KIND, principal.orgId, id, afterSeq, {
+        ended: Effect.map(find(principal, id), ({ run }) => TERMINAL_STATUSES.has(run.status)),
+        shown: eventFor(principal),
+        withText: mayReadRows(principal)
+      })
 
     /** Hands the waiting run the user's decision (or its cancellation) at the step it waits at. */
     const resume = (principal: Principal, runId: string, step: string, decision: Decision) =>
-      Effect.flatMap(DurableDeferred.tokenFromPayload(decisionFor(step), { workflow: AgentRunWorkflow, payload: { runId, orgId: principal.orgId } }), (token) =>
-        DurableDeferred.done(decisionFor(step), { token, exit: Exit.succeed(decision) })
-      ).pipe(withEngine)
+      resumeJob(AgentRunWorkflow, { runId, orgId: principal.orgId }, decisionFor(step), decision).pipe(withEngine)
 
-    /**
-     * Takes the decision the run waits for at `step`, once: of two decisions sent at once one is
-     * taken and the other refused, rather than both answered and one dropped.
-     */
+    /** Takes the decision the run waits for at `step`, once (the job kit's decideOnce). */
     const decide = (principal: Principal, id: string, waitingAs: RunStatus, step: string, decision: Decision) =>
-      Effect.gen(function* () {
-        if (!(yield* repo.claimDecision(principal.orgId, id, waitingAs, step).pipe(storeDown))) {
-          return yield* new Conflict({ message: "The run is no longer waiting for that decision" })
-        }
-        yield* resume(principal, id, step, decision)
-      })
+      decideOnce({ noun: "run", claim: repo.claimDecision(principal.orgId, id, waitingAs, step).pipe(storeDown), resume: resume(principal, id, step, decision) })
 
     const patch = Effect.fn("AgentRuns.patch")(function* (principal: Principal, id: string, body: PatchAgentRun) {
       const { run, userId } = yield* find(principal, id)
@@ -222,5 +186,5 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     return { start, get, ofConversation, conversationEvents, list, events, follow, patch } as const
   }),
-  dependencies: [AgentRunsRepo.Default, Connections.Default, JobRuntime.Default, RunEventsFeed.Default]
+  dependencies: [AgentRunsRepo.Default, JobEventsRepo.Default, Connections.Default, JobRuntime.Default, RunEventsFeed.Default]
 }) {}

@@ -220,8 +220,8 @@ describe("agent runs survive a runner's death: two gateways and a worker on one 
     for (const [i, d] of done.entries()) expect(d.answer).toBe(`done run ${i}`)
     const ids = started.map((s) => s.json.id)
     const counts = await store.query<{ run_id: string; completed: number; tools: number }>(
-      `select run_id, count(*) filter (where type = 'completed')::int as completed, count(*) filter (where type = 'tool_call')::int as tools
-         from agent_run_events where run_id = any($1) group by run_id`,
+      `select job_id as run_id, count(*) filter (where type = 'completed')::int as completed, count(*) filter (where type = 'tool_call')::int as tools
+         from job_events where kind = 'agent_run' and job_id = any($1) group by job_id`,
       [ids]
     )
     expect(counts).toHaveLength(100)

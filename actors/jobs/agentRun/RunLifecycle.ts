@@ -1,0 +1,148 @@
+import { Cause, Effect, Option } from "effect"
+import { LanguageModels } from "../../../layers/LanguageModels"
+import { RUNNER_ADDRESS } from "../../../layers/RunnerIdentity"
+import { AGENT_RUN_KIND, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
+import type { OrgId } from "../../../src/domain/Ids"
+import type { Principal } from "../../../src/domain/Principal"
+import type { Scope } from "../../../src/domain/Scope"
+import { mayReadRows, WITHHELD_FOR_ROWS } from "../../../src/domain/Visibility"
+import { RunStopped } from "../../../src/jobs/AgentRunWorkflow"
+import { JobSteps } from "../../../src/jobs/JobSteps"
+import { AgentRunsRepo, type StoredRun } from "../../../src/repos/AgentRunsRepo"
+import { OrgsRepo } from "../../../src/repos/OrgsRepo"
+import { ApiKeys } from "../../../src/services/ApiKeys"
+import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
+
+// A run reads, queries and proposes knowledge (write: workspace content, never a database), whatever else its credential may do.
+const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write"])
+
+/** Which runner did a step, for operators following a run across a failover. */
+export const RUNNER = `${RUNNER_ADDRESS.host}:${RUNNER_ADDRESS.port}`
+
+// Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
+const HISTORY_EXCHANGES = 20
+const HISTORY_ANSWER_CHARS = 8_000
+
+/**
+ * A run's beginning and end, and what every step of it shares: its events written once, the run
+ * loaded while it has not ended, who it acts as at this step, and a failure turned into its end.
+ */
+export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLifecycle", {
+  effect: Effect.gen(function* () {
+    const repo = yield* AgentRunsRepo
+    const keys = yield* ApiKeys
+    const orgs = yield* OrgsRepo
+    const models = yield* LanguageModels
+    const feed = yield* RunEventsFeed
+    const jobSteps = yield* JobSteps
+
+    /** Writes a step's event (once), and wakes this process's followers of the run. */
+    const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(AGENT_RUN_KIND, runId)))
+
+    /** Ends the run (its last event, then its status) and stops the workflow. */
+    const stop = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) =>
+      writeEvent(orgId, runId, "end", status, { code, message }).pipe(
+        Effect.zipRight(repo.finish(orgId, runId, status === "failed" ? { status, error: { code, message } } : { status })),
+        Effect.zipRight(jobSteps.forget(runId)),
+        Effect.orDie,
+        Effect.zipRight(Effect.fail(new RunStopped({ status, code, message })))
+      )
+
+    /** A step's effect with its store failures and defects turned into the run's failure (recorded), so no run is left running. */
+    const guarded = <A, E extends { readonly _tag: string }>(orgId: OrgId, runId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, RunStopped> =>
+      effect.pipe(
+        Effect.catchAllCause((cause) => {
+          // An interrupted step (its runner stopping, its shard moving) is not a failure: it runs again where the run resumes.
+          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+          const stopped = Cause.failureOption(cause).pipe(Option.filter((e): e is E & RunStopped => e._tag === "RunStopped"))
+          if (Option.isSome(stopped)) return Effect.fail(stopped.value as RunStopped)
+          return Effect.zipRight(Effect.logError("agent run step failed", cause), stop(orgId, runId, "failed", "internal_error", "The run failed; the gateway's log has the details"))
+        })
+      )
+
+    /** The run as stored, while it has not ended: a step done again after its run ended (it failed or was cancelled elsewhere) does nothing. */
+    const load = (orgId: OrgId, runId: string) =>
+      Effect.flatMap(repo.find(orgId, runId), (found) =>
+        found === null
+          ? Effect.fail(new RunStopped({ status: "failed", code: "not_found", message: "The run is gone" }))
+          : TERMINAL_STATUSES.has(found.run.status)
+            ? Effect.fail(new RunStopped({ status: found.run.status === "cancelled" ? "cancelled" : "failed", code: "ended", message: `The run has ended (${found.run.status})` }))
+            : Effect.succeed(found)
+      )
+
+    /** Who the run acts as at this step: its credential checked again (a deleted key stops it), scopes capped to read and query. */
+    const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | { readonly _tag: "SqlError" }> => {
+      const { orgId, run } = stored
+      if (stored.cancelRequested) return stop(orgId, run.id, "cancelled", "cancelled", "The run was cancelled")
+      const revoked = (why: string) => stop(orgId, run.id, "failed", "credential_revoked", why)
+      if (stored.principalKind === "local") {
+        return Effect.succeed({ kind: "local", orgId, userId: stored.userId, keyId: null, keyPrefix: null, scopes: [...RUN_SCOPES], role: "admin" })
+      }
+      if (stored.principalKind === "jwt" || stored.keyId === null) {
+        // A session's token is not kept: the run goes on while its user is still a member of the org.
+        return orgs.roleOf(orgId, stored.userId).pipe(
+          Effect.flatMap((role) =>
+            role === null
+              ? revoked("The user who started the run is no longer a member of the organization")
+              : Effect.succeed<Principal>({ kind: "jwt", orgId, userId: stored.userId, keyId: null, keyPrefix: null, scopes: [...RUN_SCOPES], role })
+          )
+        )
+      }
+      return keys.current(stored.keyId).pipe(
+        Effect.map(
+          (key): Principal => ({
+            kind: "api_key",
+            orgId: key.org_id,
+            userId: key.user_id,
+            keyId: key.id,
+            keyPrefix: key.prefix,
+            scopes: key.scopes.filter((scope) => RUN_SCOPES.has(scope)),
+            role: key.role
+          })
+        ),
+        Effect.catchTags({
+          InvalidApiKey: (e) => revoked(`The run's API key no longer opens anything: ${e.message}`),
+          Unavailable: (e) => Effect.die(e)
+        })
+      )
+    }
+
+    /** Marks the run running and returns what it was asked. */
+    const begin = (orgId: OrgId, runId: string) =>
+      guarded(
+        orgId,
+        runId,
+        Effect.gen(function* () {
+          const stored = yield* load(orgId, runId)
+          const principal = yield* actingAs(stored)
+          yield* repo.setStatus(orgId, runId, "running", { model: models.model })
+          const history = stored.run.conversation_id === null ? [] : yield* repo.exchangesBefore(orgId, stored.run.conversation_id, runId, HISTORY_EXCHANGES)
+          // The conversation's earlier answers are what a model wrote after reading rows: a run that may not read rows is not given them.
+          const answerOf = (answer: string) => (mayReadRows(principal) ? answer.slice(0, HISTORY_ANSWER_CHARS) : `(withheld: ${WITHHELD_FOR_ROWS})`)
+          return {
+            prompt: stored.run.prompt,
+            connectionName: stored.run.connection_name,
+            maxTurns: stored.run.max_turns,
+            history: history.map((exchange) => ({ prompt: exchange.prompt, answer: answerOf(exchange.answer) }))
+          }
+        })
+      )
+
+    /** The model answered without asking for a tool: the run ends with its answer. */
+    const complete = (orgId: OrgId, runId: string, answer: string) =>
+      guarded(
+        orgId,
+        runId,
+        Effect.gen(function* () {
+          yield* writeEvent(orgId, runId, "end", "completed", { answer })
+          yield* repo.finish(orgId, runId, { status: "completed", answer })
+          yield* jobSteps.forget(runId)
+        })
+      )
+
+    const fail = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) => guarded(orgId, runId, stop(orgId, runId, status, code, message))
+
+    return { writeEvent, stop, guarded, load, actingAs, begin, complete, fail } as const
+  }),
+  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, RunEventsFeed.Default, JobSteps.Default]
+}) {}

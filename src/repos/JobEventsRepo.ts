@@ -1,0 +1,45 @@
+import type { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import type { OrgId } from "../domain/Ids"
+import type { JobEvent } from "../domain/JobEvent"
+import { tenantScope } from "./Tenant"
+
+/**
+ * The statement that writes a step's event of job `jobId` of `kind`, once: it inserts nothing when
+ * the step's event is there (the step ran again after a crash), and returns a row when it did insert,
+ * so a kind's repo can add what the step did to its job's row in the same statement.
+ */
+export const insertJobEvent = (
+  sql: SqlClient.SqlClient,
+  event: { readonly kind: string; readonly orgId: OrgId; readonly jobId: string; readonly step: string; readonly type: string; readonly data: Record<string, unknown> }
+) =>
+  sql`insert into job_events (kind, job_id, org_id, seq, step, type, data)
+    select ${event.kind}, ${event.jobId}, ${event.orgId}, coalesce(max(seq), 0) + 1, ${event.step}, ${event.type}, ${JSON.stringify(event.data)}::jsonb
+      from job_events where kind = ${event.kind} and job_id = ${event.jobId}
+    on conflict (kind, job_id, step) do nothing
+    returning 1`
+
+/** The events of durable jobs of every kind, each job's keyed by its kind and id. */
+export class JobEventsRepo extends Effect.Service<JobEventsRepo>()("sluice/JobEventsRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* PgClient.PgClient
+    const withOrg = tenantScope(sql)
+
+    /** A job's events after `afterSeq`, in order. */
+    const events = (kind: string, orgId: OrgId, jobId: string, afterSeq: number, limit: number) =>
+      sql<JobEvent>`select seq, type, data, created_at from job_events
+        where kind = ${kind} and job_id = ${jobId} and seq > ${afterSeq} order by seq limit ${limit}`.pipe(withOrg(orgId))
+
+    /**
+     * The latest event seq of each of these jobs, whatever their org: system work for the process's
+     * event feed, which only wakes the (already authorized) followers of those jobs.
+     */
+    const latestSeqs = (jobs: ReadonlyArray<{ readonly kind: string; readonly id: string }>) =>
+      sql<{ kind: string; job_id: string; seq: number }>`select kind, job_id, max(seq)::int as seq from job_events
+        where kind in ${sql.in([...new Set(jobs.map((job) => job.kind))])} and job_id in ${sql.in(jobs.map((job) => job.id))}
+        group by kind, job_id`
+
+    return { events, latestSeqs } as const
+  })
+}) {}
