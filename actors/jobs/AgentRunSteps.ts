@@ -2,6 +2,7 @@ import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "@e
 import { Cause, Chunk, Duration, Effect, Either, identity, JSONSchema, Option, Schedule, Schema, Stream } from "effect"
 import { LanguageModels, costOf } from "../../layers/LanguageModels"
 import { RUNNER_ADDRESS } from "../../layers/RunnerIdentity"
+import type { Unavailable } from "../../src/domain/Errors"
 import type { OrgId } from "../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../src/domain/Secrets"
 import type { Principal } from "../../src/domain/Principal"
@@ -193,7 +194,7 @@ export class AgentRunSteps extends Effect.Service<AgentRunSteps>()("sluice/Agent
       )
 
     /** Who the run acts as at this step: its credential checked again (a deleted key stops it), scopes capped to read and query. */
-    const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | { readonly _tag: "SqlError" }> => {
+    const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | Unavailable> => {
       const { orgId, run } = stored
       if (stored.cancelRequested) return stop(orgId, run.id, "cancelled", "cancelled", "The run was cancelled")
       const revoked = (why: string) => stop(orgId, run.id, "failed", "credential_revoked", why)

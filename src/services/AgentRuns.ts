@@ -21,9 +21,9 @@ import { redactSqlLiterals } from "../governance/RedactSql"
 import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { Connections } from "./Connections"
 import { RunEventsFeed } from "./RunEventsFeed"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
+import { conflictOnDuplicate, storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("agent runs")
+const storeDown = storeErrors("agent runs")
 const FOLLOW_BATCH = 200
 const END_EVENTS: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"])
 // What the model wrote or a tool returned, per event type: it can quote rows.

@@ -5,9 +5,9 @@ import { InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
 import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { type BudgetRow, BudgetsRepo } from "../repos/BudgetsRepo"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
+import { conflictOnDuplicate, storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("budget store")
+const storeDown = storeErrors("budget store")
 // Which budgets a key or session draws from, per replica: a new budget applies at once on the replica that made it, within this elsewhere.
 const APPLICABLE_TTL = Duration.seconds(1)
 const NOTHING: Usage = { queries: 0, rows: 0, bytes_scanned: 0, cost: 0, duration_ms: 0 }

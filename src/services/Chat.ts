@@ -8,9 +8,9 @@ import type { Principal } from "../domain/Principal"
 import { ChatRepo } from "../repos/ChatRepo"
 import { AgentRuns } from "./AgentRuns"
 import { Connections } from "./Connections"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("chat")
+const storeDown = storeErrors("chat")
 const MAX_TRACE_EVENTS = 5_000
 
 /** A run as the two messages it stands for: the user's prompt, and the agent's answer or state. */

@@ -7,7 +7,7 @@ import { decodeCursor, pageOf } from "../domain/Pagination"
 import { ConnectionHealthRepo, type HealthCheck, type HealthSummaryRow } from "../repos/ConnectionHealthRepo"
 import { asHealthCheck, ConnectionChecks } from "./ConnectionChecks"
 import { Connections } from "./Connections"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
 const CONCURRENCY = 8
 // Pings sent to one database server at once, however many connections name it.
@@ -16,7 +16,7 @@ const DEFAULT_WINDOW_MINUTES = 60
 const SLOW_P95_MS = 1_000
 const Cursor = Schema.Tuple(Schema.String)
 
-const storeDown = storeUnavailable("connection health store")
+const storeDown = storeErrors("connection health store")
 const windowStart = (minutes: number) => new Date(Date.now() - minutes * 60_000)
 const rate = (failures: number, checks: number) => (checks === 0 ? null : Number((failures / checks).toFixed(4)))
 const ms = (value: number | null) => (value === null ? null : Number(Number(value).toFixed(3)))

@@ -16,9 +16,9 @@ import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ResultCache } from "../governance/ResultCache"
 import { type ConnectionRow, ConnectionsRepo, type NewConnectionRow } from "../repos/ConnectionsRepo"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
+import { conflictOnDuplicate, storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("connection store")
+const storeDown = storeErrors("connection store")
 const Cursor = Schema.Tuple(Schema.String)
 
 const LOCAL_FILE_TYPES: ReadonlySet<DbType> = new Set(["duckdb", "sqlite"])

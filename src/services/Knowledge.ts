@@ -16,9 +16,9 @@ import { mayReadRows } from "../domain/Visibility"
 import { type EntryContent, type EntryFilter, KnowledgeRepo, type RetrievalRow } from "../repos/KnowledgeRepo"
 import { Connections } from "./Connections"
 import { type KnowledgeHit, KnowledgeSearch } from "./KnowledgeSearch"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
+import { conflictOnDuplicate, storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("knowledge base")
+const storeDown = storeErrors("knowledge base")
 
 /**
  * An entry as this caller may see it: what an agent wrote that no person has approved (a pending

@@ -5,9 +5,9 @@ import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import { type Principal, principalLabel } from "../domain/Principal"
 import { type CreateReport, REPORT_DATA_MAX_BYTES, REPORT_HTML_MAX_BYTES, type UpdateReport } from "../domain/Report"
 import { ReportsRepo } from "../repos/ReportsRepo"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("reports store")
+const storeDown = storeErrors("reports store")
 const DEFAULT_LIMIT = 50
 
 const notFound = (id: string) => new NotFound({ message: `There is no report ${id}` })

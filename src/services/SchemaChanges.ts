@@ -5,9 +5,9 @@ import { SchemaRepo } from "../repos/SchemaRepo"
 import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
 import { Connections } from "./Connections"
 import { Schemas } from "./Schemas"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("schema store")
+const storeDown = storeErrors("schema store")
 const ChangeCursor = Schema.Tuple(Schema.String)
 
 /** How schemas differ: now against the stored snapshot, one connection against another, and what scans recorded. */

@@ -14,9 +14,9 @@ import { noteKey, notesByTarget } from "../schema/SchemaNotes"
 import { draftSemanticModel, semanticModelProblems } from "../schema/SemanticModelRules"
 import { Connections } from "./Connections"
 import { Schemas, type SchemaView } from "./Schemas"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("schema notes store")
+const storeDown = storeErrors("schema notes store")
 
 const target = (table: TableInfo, column = ""): NoteTarget => ({ schema_name: table.schema, table_name: table.name, column_name: column })
 

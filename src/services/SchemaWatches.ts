@@ -10,9 +10,9 @@ import { globFilter } from "../schema/CatalogScan"
 import { isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
 import { Connections } from "./Connections"
 import { Schemas } from "./Schemas"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("schema watch store")
+const storeDown = storeErrors("schema watch store")
 const DEFAULT_INTERVAL_SECONDS = 3_600
 const RECENT_EVENTS = 20
 

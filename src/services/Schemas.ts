@@ -28,9 +28,9 @@ import { diffSchemas, visiblePart } from "../schema/SchemaDiff"
 import { searchNotes, withNotes } from "../schema/SchemaNotes"
 import { SchemaSearch } from "../schema/SchemaSearch"
 import { Connections } from "./Connections"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("schema store")
+const storeDown = storeErrors("schema store")
 // Catalog reads are metadata, not results: a generous cap, and a scan that would pass it says so.
 // Another replica's newer scan is picked up within this.
 const RECHECK_MS = 2_000

@@ -7,12 +7,12 @@ import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { LLM_KEY_SECRET, type PutSecrets } from "../domain/Secrets"
 import { SecretsRepo } from "../repos/SecretsRepo"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
 /** Whose secrets: the organization's, or the calling user's own. */
 export type SecretHolder = "organization" | "user"
 
-const storeDown = storeUnavailable("secrets")
+const storeDown = storeErrors("secrets")
 const ownerOf = (principal: Principal, holder: SecretHolder) => (holder === "organization" ? "" : principal.userId)
 // Bound to org, holder and name: a ciphertext copied to another row does not decrypt.
 const bound = (orgId: OrgId, owner: string, name: string) => ({ orgId, connectionId: `secret:${owner}:${name}` })

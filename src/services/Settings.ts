@@ -3,9 +3,9 @@ import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { type OrgSettings, SettingsPatch } from "../domain/Settings"
 import { SettingsRepo } from "../repos/SettingsRepo"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("settings store")
+const storeDown = storeErrors("settings store")
 const decodeStored = Schema.decodeUnknownOption(Schema.Struct(SettingsPatch.fields))
 // Every query reads its org's defaults; other replicas see a change within this.
 const SETTINGS_CACHE_TTL = Duration.seconds(1)
