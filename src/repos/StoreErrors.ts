@@ -1,14 +1,12 @@
-import type { SqlError } from "@effect/sql/SqlError"
-import { type Cause, Effect, ParseResult } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import { Cause, Effect, ParseResult, Predicate } from "effect"
 import { Conflict, Unavailable } from "../domain/Errors"
 
 /** What a statement can end with besides its answer: the store's error, a row that does not decode, no row where one must be. */
 type StoreFault = SqlError | ParseResult.ParseError | Cause.NoSuchElementException
 
-const isStoreFault = (error: unknown): error is StoreFault => {
-  const tag = (error as { readonly _tag?: unknown } | null)?._tag
-  return tag === "SqlError" || tag === "ParseError" || tag === "NoSuchElementException"
-}
+const isStoreFault = (error: unknown): error is StoreFault =>
+  error instanceof SqlError || ParseResult.isParseError(error) || Cause.isNoSuchElementException(error)
 
 // SQLSTATE classes of a store that cannot serve a statement now (connection, resources, shutdown or cancel, system, a transaction to retry).
 const PASSING = new Set(["08", "40", "53", "57", "58"])
@@ -17,10 +15,12 @@ const PASSING = new Set(["08", "40", "53", "57", "58"])
  * The store refused the statement itself (a value it cannot take, a constraint, a mistake of ours):
  * it said so with a SQLSTATE, and trying again shortly would change nothing.
  */
-const refusedStatement = (error: SqlError) => {
-  const cause = error.cause as { readonly code?: unknown; readonly severity?: unknown } | undefined
-  return typeof cause?.code === "string" && typeof cause.severity === "string" && !PASSING.has(cause.code.slice(0, 2))
-}
+const refusedStatement = ({ cause }: SqlError) =>
+  Predicate.hasProperty(cause, "code") &&
+  Predicate.hasProperty(cause, "severity") &&
+  Predicate.isString(cause.code) &&
+  Predicate.isString(cause.severity) &&
+  !PASSING.has(cause.code.slice(0, 2))
 
 /** A row that does not decode is our mistake (a schema behind a migration): the defect names the fields, never their values. */
 const undecodable = (what: string, error: ParseResult.ParseError) =>
@@ -55,8 +55,7 @@ export const storeErrors =
       }
     })
 
-const isUniqueViolation = (error: unknown) =>
-  (error as { readonly _tag?: unknown } | null)?._tag === "SqlError" && ((error as SqlError).cause as { code?: string } | undefined)?.code === "23505"
+const isUniqueViolation = (error: unknown) => error instanceof SqlError && Predicate.hasProperty(error.cause, "code") && error.cause.code === "23505"
 
 /** A unique-key violation (a name already taken) reaches the caller as 409 `conflict` with `message`. */
 export const conflictOnDuplicate =
