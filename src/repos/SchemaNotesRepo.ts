@@ -1,54 +1,75 @@
+import { SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect } from "effect"
-import type { OrgId } from "../domain/Ids"
+import { Effect, Option, Schema } from "effect"
+import { OrgId } from "../domain/Ids"
+import { SemanticModelDocument } from "../domain/SemanticModel"
+import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
 /** A table (column '') or column a note is about. */
-export interface NoteTarget {
-  readonly schema_name: string
-  readonly table_name: string
-  readonly column_name: string
-}
+const NoteTarget = Schema.Struct({ schema_name: Schema.String, table_name: Schema.String, column_name: Schema.String })
+export type NoteTarget = typeof NoteTarget.Type
 
-export interface NoteFields {
-  readonly description?: string | null
-  readonly description_source?: "manual" | "generated" | null
-  readonly type_override?: string | null
-  readonly endorsement?: "trusted" | "deprecated" | null
-  readonly endorsement_note?: string | null
-}
+const DescriptionSource = Schema.Literal("manual", "generated")
+const Endorsement = Schema.Literal("trusted", "deprecated")
 
-export interface NoteRow extends NoteTarget {
-  readonly description: string | null
-  readonly description_source: "manual" | "generated" | null
-  readonly type_override: string | null
-  readonly endorsement: "trusted" | "deprecated" | null
-  readonly endorsement_note: string | null
-  readonly updated_by: string | null
-  readonly updated_at: Date
-}
+const settable = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(Schema.NullOr(schema), { exact: true })
+const NoteFields = Schema.Struct({
+  description: settable(Schema.String),
+  description_source: settable(DescriptionSource),
+  type_override: settable(Schema.String),
+  endorsement: settable(Endorsement),
+  endorsement_note: settable(Schema.String)
+})
+export type NoteFields = typeof NoteFields.Type
 
-export interface SemanticModelRow {
-  readonly model: unknown
-  readonly version: number
-  readonly source: "manual" | "generated"
-  readonly updated_by: string | null
-  readonly updated_at: Date
-}
+const NoteRow = Schema.Struct({
+  ...NoteTarget.fields,
+  description: Schema.NullOr(Schema.String),
+  description_source: Schema.NullOr(DescriptionSource),
+  type_override: Schema.NullOr(Schema.String),
+  endorsement: Schema.NullOr(Endorsement),
+  endorsement_note: Schema.NullOr(Schema.String),
+  updated_by: Schema.NullOr(Schema.String),
+  updated_at: Schema.DateFromSelf
+})
+export type NoteRow = typeof NoteRow.Type
+
+const SemanticModelRow = Schema.Struct({
+  model: SemanticModelDocument,
+  version: Schema.Number,
+  source: DescriptionSource,
+  updated_by: Schema.NullOr(Schema.String),
+  updated_at: Schema.DateFromSelf
+})
+export type SemanticModelRow = typeof SemanticModelRow.Type
+
+const OfConnection = Schema.Struct({ orgId: OrgId, connectionId: Schema.String })
+const NotesWrite = Schema.Struct({
+  ...OfConnection.fields,
+  updatedBy: Schema.String,
+  notes: Schema.Array(Schema.Struct({ target: NoteTarget, fields: NoteFields }))
+})
 
 /** Notes on tables and columns (descriptions, type fixes, endorsements) and semantic models, per connection of an org. */
 export class SchemaNotesRepo extends Effect.Service<SchemaNotesRepo>()("sluice/SchemaNotesRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
     const withOrg = tenantScope(sql)
+    const failures = storeErrors("schema notes store")
 
-    const list = (orgId: OrgId, connectionId: string) =>
-      sql<NoteRow>`select schema_name, table_name, column_name, description, description_source, type_override, endorsement,
-          endorsement_note, updated_by, updated_at
-        from schema_notes where org_id = ${orgId} and connection_id = ${connectionId}
-        order by schema_name, table_name, column_name`.pipe(withOrg(orgId))
+    const notesOf = SqlSchema.findAll({
+      Request: OfConnection,
+      Result: NoteRow,
+      execute: ({ orgId, connectionId }) =>
+        sql`select schema_name, table_name, column_name, description, description_source, type_override, endorsement,
+            endorsement_note, updated_by, updated_at
+          from schema_notes where org_id = ${orgId} and connection_id = ${connectionId}
+          order by schema_name, table_name, column_name`
+    })
+    const list = Effect.fn("SchemaNotesRepo.list")((orgId: OrgId, connectionId: string) => notesOf({ orgId, connectionId }).pipe(withOrg(orgId)), failures)
 
-    const upsert = (orgId: OrgId, connectionId: string, updatedBy: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
+    const upsert = ({ orgId, connectionId, updatedBy, notes }: typeof NotesWrite.Encoded) =>
       Effect.forEach(
         notes,
         ({ target, fields }) => {
@@ -59,34 +80,54 @@ export class SchemaNotesRepo extends Effect.Service<SchemaNotesRepo>()("sluice/S
         { discard: true }
       )
 
+    const writeNotes = SqlSchema.void({ Request: NotesWrite, execute: upsert })
     /** Sets the given fields of each target's note (others keep their values), in one transaction. */
-    const write = (orgId: OrgId, connectionId: string, updatedBy: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
-      upsert(orgId, connectionId, updatedBy, notes).pipe(withOrg(orgId))
+    const write = Effect.fn("SchemaNotesRepo.write")(
+      (orgId: OrgId, connectionId: string, updatedBy: string, notes: typeof NotesWrite.Type.notes) => writeNotes({ orgId, connectionId, updatedBy, notes }).pipe(withOrg(orgId)),
+      failures
+    )
 
+    const endorseOnly = SqlSchema.void({
+      Request: NotesWrite,
+      execute: (request) =>
+        Effect.zipRight(
+          sql`update schema_notes set endorsement = null, endorsement_note = null
+            where org_id = ${request.orgId} and connection_id = ${request.connectionId} and (endorsement is not null or endorsement_note is not null)`,
+          upsert(request)
+        )
+    })
     /** Replaces every endorsement of the connection with these, in one transaction; descriptions and type fixes stay. */
-    const replaceEndorsements = (orgId: OrgId, connectionId: string, updatedBy: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
-      Effect.zipRight(
-        sql`update schema_notes set endorsement = null, endorsement_note = null
-          where org_id = ${orgId} and connection_id = ${connectionId} and (endorsement is not null or endorsement_note is not null)`,
-        upsert(orgId, connectionId, updatedBy, notes)
-      ).pipe(withOrg(orgId))
+    const replaceEndorsements = Effect.fn("SchemaNotesRepo.replaceEndorsements")(
+      (orgId: OrgId, connectionId: string, updatedBy: string, notes: typeof NotesWrite.Type.notes) => endorseOnly({ orgId, connectionId, updatedBy, notes }).pipe(withOrg(orgId)),
+      failures
+    )
 
-    const model = (orgId: OrgId, connectionId: string) =>
-      sql<SemanticModelRow>`select model, version, source, updated_by, updated_at from semantic_models
-        where org_id = ${orgId} and connection_id = ${connectionId}`.pipe(
-        Effect.map((rows) => rows[0] ?? null),
-        withOrg(orgId)
-      )
+    const modelOf = SqlSchema.findOne({
+      Request: OfConnection,
+      Result: SemanticModelRow,
+      execute: ({ orgId, connectionId }) =>
+        sql`select model, version, source, updated_by, updated_at from semantic_models where org_id = ${orgId} and connection_id = ${connectionId}`
+    })
+    const model = Effect.fn("SchemaNotesRepo.model")(
+      (orgId: OrgId, connectionId: string) => modelOf({ orgId, connectionId }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)),
+      failures
+    )
 
-    const putModel = (orgId: OrgId, connectionId: string, model: unknown, source: "manual" | "generated", updatedBy: string) =>
-      sql<SemanticModelRow>`insert into semantic_models (connection_id, org_id, model, source, updated_by)
-        values (${connectionId}, ${orgId}, ${JSON.stringify(model)}::jsonb, ${source}, ${updatedBy})
-        on conflict (connection_id) do update set model = excluded.model, source = excluded.source, updated_by = excluded.updated_by,
-          version = semantic_models.version + 1, updated_at = date_trunc('milliseconds', now())
-        returning model, version, source, updated_by, updated_at`.pipe(
-        Effect.map((rows) => rows[0]!),
-        withOrg(orgId)
-      )
+    const storeModel = SqlSchema.single({
+      Request: Schema.Struct({ ...OfConnection.fields, model: SemanticModelDocument, source: DescriptionSource, updatedBy: Schema.String }),
+      Result: SemanticModelRow,
+      execute: ({ orgId, connectionId, model, source, updatedBy }) =>
+        sql`insert into semantic_models (connection_id, org_id, model, source, updated_by)
+          values (${connectionId}, ${orgId}, ${JSON.stringify(model)}::jsonb, ${source}, ${updatedBy})
+          on conflict (connection_id) do update set model = excluded.model, source = excluded.source, updated_by = excluded.updated_by,
+            version = semantic_models.version + 1, updated_at = date_trunc('milliseconds', now())
+          returning model, version, source, updated_by, updated_at`
+    })
+    const putModel = Effect.fn("SchemaNotesRepo.putModel")(
+      (orgId: OrgId, connectionId: string, model: SemanticModelDocument, source: "manual" | "generated", updatedBy: string) =>
+        storeModel({ orgId, connectionId, model, source, updatedBy }).pipe(withOrg(orgId)),
+      failures
+    )
 
     return { list, write, replaceEndorsements, model, putModel } as const
   })

@@ -15,9 +15,9 @@ import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { JobEventsRepo } from "../repos/JobEventsRepo"
 import { Connections } from "./Connections"
 import { RunEventsFeed } from "./RunEventsFeed"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
+import { conflictOnDuplicate, storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("agent runs")
+const storeDown = storeErrors("agent runs")
 // What the model wrote or a tool returned, per event type: it can quote rows.
 const MODEL_WORDS: Readonly<Record<string, ReadonlyArray<string>>> = {
   model_call: ["text"],

@@ -4,9 +4,9 @@ import { NotFound } from "../domain/Errors"
 import type { Principal } from "../domain/Principal"
 import { AgentRunsRepo } from "../repos/AgentRunsRepo"
 import { AuditRepo } from "../repos/AuditRepo"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("analysis trails")
+const storeDown = storeErrors("analysis trails")
 
 const text = (value: unknown) => (typeof value === "string" ? value : null)
 

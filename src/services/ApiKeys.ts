@@ -7,14 +7,11 @@ import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ApiKeysRepo, type ApiKeyRow, type KeyCredentialRow } from "../repos/ApiKeysRepo"
 import { generateRawKey, hashesEqual, hashKey, keyPrefix } from "./KeyMaterial"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
 const LAST_USED_RESOLUTION_MS = 60_000
 // Under a second, so a key deleted on another replica is refused within 1 s without cross-replica messages.
 const KEY_CACHE_TTL = Duration.millis(500)
-const Cursor = Schema.Tuple(Schema.Number, Schema.String)
-
-const storeDown = storeUnavailable("key store")
+const Cursor = Schema.Tuple(Schema.Number, KeyId)
 
 const toApiKey = (row: ApiKeyRow) =>
   new ApiKey({
@@ -62,23 +59,20 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
           expires_at: input.expires_at ?? null,
           key_hash: hashKey(raw)
         })
-        .pipe(conflictOnDuplicate(`A key named "${input.name}" already exists in this organization`), storeDown)
       return new CreatedApiKey({ ...toApiKey(row), key: raw })
     })
 
     const list = Effect.fn("ApiKeys.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       const limit = params.limit ?? 100
       const after = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, Cursor)
-      const rows = yield* repo
-        .list(principal.orgId, limit + 1, after && ([new Date(after[0]), after[1]] as const))
-        .pipe(storeDown)
+      const rows = yield* repo.list(principal.orgId, limit + 1, after && ([new Date(after[0]), after[1]] as const))
       return pageOf(rows.map(toApiKey), limit, (key) => [key.created_at.getTime(), key.id])
     })
 
     let userKeySeen = false
     /** Whether a user key exists (the local key does not count); once seen, remembered by this replica. */
     const userKeysExist = Effect.suspend(() =>
-      userKeySeen ? Effect.succeed(true) : Effect.tap(repo.userKeysExist.pipe(storeDown), (exists) => Effect.sync(() => (userKeySeen = exists)))
+      userKeySeen ? Effect.succeed(true) : Effect.tap(repo.userKeysExist(), (exists) => Effect.sync(() => (userKeySeen = exists)))
     )
 
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
@@ -88,7 +82,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
             "The local key cannot be deleted: this machine's web app and CLI sign in with it, and the gateway would make it again at its next start. To stop local access, start the gateway with SP_LOCAL_ACCESS=false and use keys you make"
         })
       }
-      const removed = yield* repo.remove(principal.orgId, id).pipe(storeDown)
+      const removed = yield* repo.remove(principal.orgId, id)
       yield* forgetVerified
       if (!removed) return yield* new NotFound({ message: `No API key with id ${id}` })
     })
@@ -102,7 +96,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     }
 
     /** A key's record by id, checked as `verify` checks a raw key: for work that acts with it after its request ended. */
-    const current = (id: KeyId) => repo.findById(id).pipe(storeDown, Effect.flatMap(usable))
+    const current = (id: KeyId) => repo.findById(id).pipe(Effect.flatMap(usable))
 
     // Untraced: it runs on every request, and a span per call is measurable CPU (bench/README.md).
     /** Raw key → its record; every refusal says why without echoing the key. */
@@ -112,7 +106,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       }
       const hash = hashKey(raw)
       // Callers with the same key share one lookup: interrupting its starter (a client gone) must not interrupt the others.
-      const found = yield* byHash.get(hash).pipe(Effect.uninterruptible, Effect.disconnect, storeDown)
+      const found = yield* byHash.get(hash).pipe(Effect.uninterruptible, Effect.disconnect)
       const row = yield* usable(found !== null && hashesEqual(found.key_hash, hash) ? found : null)
       const now = Date.now()
       const lastUsed = Math.max(row.last_used_at?.getTime() ?? 0, lastTouched.get(row.id) ?? 0)

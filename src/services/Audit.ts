@@ -7,12 +7,12 @@ import { redactSqlLiterals } from "../governance/RedactSql"
 import { type ChangeRecord, PendingChange } from "../repos/ChangeRecord"
 import { type AuditInsert, storableAuditRow } from "../repos/AuditInsert"
 import { type AuditFilter, AuditRepo, type AuditRow } from "../repos/AuditRepo"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
 const MAX_BIGINT = 9223372036854775807n
 const AuditId = Schema.String.pipe(Schema.pattern(/^\d{1,19}$/), Schema.filter((id) => BigInt(id) <= MAX_BIGINT))
 const Cursor = Schema.Tuple(AuditId)
-const storeDown = storeUnavailable("audit log")
+const storeDown = storeErrors("audit log")
 
 const CSV_COLUMNS = [
   "id", "timestamp", "principal", "key_id", "key_name", "user_id", "event_type", "method", "route", "status", "connection",

@@ -7,7 +7,6 @@ import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES, type Role, type Scope } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "./ApiKeys"
-import { storeUnavailable } from "./StoreUnavailable"
 
 export interface Credential {
   /** The value of `x-api-key`, or of `Authorization: Bearer`. */
@@ -75,7 +74,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
       const orgId = OrgId.make(claims.org_id)
       const userId = UserId.make(claims.sub)
       // Written on every session request so a role change in the identity provider reaches the user's keys.
-      const changed = yield* orgs.ensureMember({ orgId, orgName: orgId, userId, role }).pipe(storeUnavailable("store"))
+      const changed = yield* orgs.ensureMember({ orgId, orgName: orgId, userId, role })
       if (changed) yield* keys.forgetVerified
       return {
         kind: "jwt",

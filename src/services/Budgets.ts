@@ -2,12 +2,10 @@ import { randomUUID } from "node:crypto"
 import { Cache, Duration, Effect, Exit, type Scope } from "effect"
 import { type Amounts, type Budget, BudgetExhausted, type CreateBudget, type Usage } from "../domain/Budget"
 import { InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
-import type { OrgId } from "../domain/Ids"
+import { BudgetId, KeyId, type OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { type BudgetRow, BudgetsRepo } from "../repos/BudgetsRepo"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
-const storeDown = storeUnavailable("budget store")
 // Which budgets a key or session draws from, per replica: a new budget applies at once on the replica that made it, within this elsewhere.
 const APPLICABLE_TTL = Duration.seconds(1)
 const NOTHING: Usage = { queries: 0, rows: 0, bytes_scanned: 0, cost: 0, duration_ms: 0 }
@@ -48,7 +46,7 @@ export interface Reservation {
 
 const unbudgeted = (rowLimit: number): Reservation => ({ rowCap: rowLimit, settle: () => Effect.succeed(null) })
 
-const applicableKey = (orgId: OrgId, keyId: string | null, session: string | null) => JSON.stringify([orgId, keyId, session])
+const applicableKey = (orgId: OrgId, keyId: KeyId | null, session: string | null) => JSON.stringify([orgId, keyId, session])
 
 /**
  * Session budgets: caps on queries, rows, bytes scanned, cost and time, per key or per named
@@ -61,22 +59,22 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
     const applicableCache = yield* Cache.makeWith({
       capacity: 10_000,
       lookup: (key: string) => {
-        const [orgId, keyId, session] = JSON.parse(key) as [OrgId, string | null, string | null]
-        return repo.applicable(orgId, keyId, session).pipe(storeDown)
+        const [orgId, keyId, session] = JSON.parse(key) as [OrgId, KeyId | null, string | null]
+        return repo.applicable(orgId, keyId, session)
       },
       timeToLive: (exit) => (Exit.isSuccess(exit) ? APPLICABLE_TTL : Duration.zero)
     })
     const forgetAll = applicableCache.invalidateAll
 
     const create = Effect.fn("Budgets.create")(function* (principal: Principal, input: CreateBudget) {
-      if (input.key_id !== undefined && !(yield* repo.keyExists(principal.orgId, input.key_id).pipe(storeDown))) {
+      if (input.key_id !== undefined && !(yield* repo.keyExists(principal.orgId, KeyId.make(input.key_id)))) {
         return yield* new InvalidRequest({ message: `key_id: no API key "${input.key_id}" in this organization` })
       }
       const row = yield* repo
         .insert({
-          id: `budget_${randomUUID().replaceAll("-", "")}`,
+          id: BudgetId.make(`budget_${randomUUID().replaceAll("-", "")}`),
           org_id: principal.orgId,
-          key_id: input.key_id ?? null,
+          key_id: input.key_id === undefined ? null : KeyId.make(input.key_id),
           session: input.session ?? null,
           max_queries: input.max_queries ?? null,
           max_rows: input.max_rows ?? null,
@@ -85,23 +83,22 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
           max_duration_ms: input.max_duration_ms ?? null,
           expires_at: input.expires_at ?? null
         })
-        .pipe(conflictOnDuplicate(`A budget for session "${input.session}" already exists`), storeDown)
       yield* forgetAll
       return toBudget(row)
     })
 
-    const list = (principal: Principal) => Effect.map(repo.list(principal.orgId).pipe(storeDown), (rows) => ({ items: rows.map(toBudget) }))
+    const list = (principal: Principal) => Effect.map(repo.list(principal.orgId), (rows) => ({ items: rows.map(toBudget) }))
 
     const notFound = (id: string) => new NotFound({ message: `No budget "${id}" in this organization` })
 
     const get = Effect.fn("Budgets.get")(function* (principal: Principal, id: string) {
-      const row = yield* repo.find(principal.orgId, id).pipe(storeDown)
+      const row = yield* repo.find(principal.orgId, BudgetId.make(id))
       if (row === null) return yield* notFound(id)
       return toBudget(row)
     })
 
     const remove = Effect.fn("Budgets.remove")(function* (principal: Principal, id: string) {
-      if (!(yield* repo.remove(principal.orgId, id).pipe(storeDown))) return yield* notFound(id)
+      if (!(yield* repo.remove(principal.orgId, BudgetId.make(id)))) return yield* notFound(id)
       yield* forgetAll
     })
 
@@ -109,9 +106,9 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
      * Holds one query and up to `rowLimit` rows of every budget in `ids`, atomically in the store;
      * refuses with budget_exhausted when one of them is spent. `giveBack` returns what was not settled.
      */
-    const hold = (principal: Principal, ids: ReadonlyArray<string>, rowLimit: number) =>
+    const hold = (principal: Principal, ids: ReadonlyArray<BudgetId>, rowLimit: number) =>
       Effect.gen(function* () {
-        const rows = yield* repo.reserve(principal.orgId, ids, rowLimit).pipe(storeDown)
+        const rows = yield* repo.reserve(principal.orgId, ids, rowLimit)
         if (rows.length === 0) return { reservation: unbudgeted(rowLimit), giveBack: Effect.void }
         if (!rows[0]!.granted) {
           const row = rows.find((r) => spent(r) !== undefined) ?? rows[0]!
@@ -124,7 +121,7 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
         const settle = (usage: Usage) =>
           Effect.suspend(() => {
             settled = true
-            return repo.settle(principal.orgId, held, heldRows, usage).pipe(storeDown)
+            return repo.settle(principal.orgId, held, heldRows, usage)
           }).pipe(Effect.uninterruptible)
         const reservation: Reservation = {
           rowCap: heldRows,

@@ -3,14 +3,13 @@ import { Effect } from "effect"
 import type { AgentRun } from "../domain/AgentRun"
 import type { Message, PostMessage, StartConversation } from "../domain/Chat"
 import { NotFound } from "../domain/Errors"
+import { ConversationId } from "../domain/Ids"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ChatRepo } from "../repos/ChatRepo"
 import { AgentRuns } from "./AgentRuns"
 import { Connections } from "./Connections"
-import { storeUnavailable } from "./StoreUnavailable"
 
-const storeDown = storeUnavailable("chat")
 const MAX_TRACE_EVENTS = 5_000
 
 /** A run as the two messages it stands for: the user's prompt, and the agent's answer or state. */
@@ -29,17 +28,14 @@ export class Chat extends Effect.Service<Chat>()("sluice/Chat", {
     const connections = yield* Connections
 
     const find = (principal: Principal, id: string) =>
-      repo.find(principal.orgId, id).pipe(
-        storeDown,
+      repo.find(principal.orgId, ConversationId.make(id)).pipe(
         Effect.flatMap((found) => (found === null ? Effect.fail(new NotFound({ message: `There is no conversation ${id}` })) : Effect.succeed(found)))
       )
 
     const start = Effect.fn("Chat.start")(function* (principal: Principal, input: StartConversation) {
       if (input.connection_name !== undefined) yield* connections.get(principal, input.connection_name)
-      const id = `conv_${randomUUID().replaceAll("-", "")}`
-      yield* repo
-        .insert({ id, org_id: principal.orgId, user_id: principal.userId, title: input.title ?? null, connection_name: input.connection_name ?? null })
-        .pipe(storeDown)
+      const id = ConversationId.make(`conv_${randomUUID().replaceAll("-", "")}`)
+      yield* repo.insert({ id, org_id: principal.orgId, user_id: principal.userId, title: input.title ?? null, connection_name: input.connection_name ?? null })
       return yield* find(principal, id)
     })
 
@@ -48,7 +44,7 @@ export class Chat extends Effect.Service<Chat>()("sluice/Chat", {
 
     const list = Effect.fn("Chat.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       const { limit, before } = yield* pageParams(params)
-      return pageOf(yield* repo.page(principal.orgId, before, limit + 1).pipe(storeDown), limit, position)
+      return pageOf(yield* repo.page(principal.orgId, before, limit + 1), limit, position)
     })
 
     const get = Effect.fn("Chat.get")(function* (principal: Principal, id: string) {
@@ -63,7 +59,7 @@ export class Chat extends Effect.Service<Chat>()("sluice/Chat", {
         { prompt: input.content, ...(conversation.connection_name !== null ? { connection_name: conversation.connection_name } : {}) },
         id
       )
-      yield* repo.touch(principal.orgId, id).pipe(storeDown)
+      yield* repo.touch(principal.orgId, conversation.id)
       return { message: messagesOf(run)[0]!, run }
     })
 
@@ -82,7 +78,7 @@ export class Chat extends Effect.Service<Chat>()("sluice/Chat", {
 
     const threads = Effect.fn("Chat.threads")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       const { limit, before } = yield* pageParams(params)
-      return pageOf(yield* repo.threads(principal.orgId, before, limit + 1).pipe(storeDown), limit, position)
+      return pageOf(yield* repo.threads(principal.orgId, before, limit + 1), limit, position)
     })
 
     const threadEvents = Effect.fn("Chat.threadEvents")(function* (principal: Principal, id: string) {

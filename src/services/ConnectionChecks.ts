@@ -6,6 +6,7 @@ import { ConnectorError } from "../../layers/connectors/Connector"
 import { CONNECTORS } from "../../layers/connectors/Connectors"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import type { ConnectionInput } from "../domain/Connection"
+import { ConnectionId, type OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { ConnectionHealthRepo, type HealthCheck } from "../repos/ConnectionHealthRepo"
 import { Connections } from "./Connections"
@@ -23,7 +24,7 @@ const elapsed = (started: number) => Number((performance.now() - started).toFixe
 type PingOutcome = { readonly ok: boolean; readonly latency_ms: number; readonly error?: string; readonly step?: string }
 
 /** A ping's outcome as a row of the connection's health history. */
-export const asHealthCheck = (orgId: string, connectionId: string, outcome: PingOutcome): HealthCheck => ({
+export const asHealthCheck = (orgId: OrgId, connectionId: ConnectionId, outcome: PingOutcome): HealthCheck => ({
   org_id: orgId,
   connection_id: connectionId,
   ok: outcome.ok,
@@ -89,7 +90,7 @@ export class ConnectionChecks extends Effect.Service<ConnectionChecks>()("sluice
       const target = yield* connections.target(principal, name)
       const outcome: PingOutcome = yield* ping(target)
       yield* health
-        .record([asHealthCheck(target.orgId, target.connectionId, outcome)])
+        .record([asHealthCheck(principal.orgId, ConnectionId.make(target.connectionId), outcome)])
         .pipe(Effect.catchAll((error) => Effect.logWarning("a test's result could not be kept as a health check", error.message)))
       return outcome
     })

@@ -1,13 +1,11 @@
 import { Effect, Option, Schema } from "effect"
 import { ConnectorPools, type PoolTarget, serverOf } from "../../layers/connectors/ConnectorPools"
-import type { DbType } from "../domain/Connection"
 import { type ConnectionHealth as Health, HEALTH_STATUSES, type HealthStatus } from "../domain/ConnectionHealth"
 import type { Principal } from "../domain/Principal"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import { ConnectionHealthRepo, type HealthCheck, type HealthSummaryRow } from "../repos/ConnectionHealthRepo"
 import { asHealthCheck, ConnectionChecks } from "./ConnectionChecks"
 import { Connections } from "./Connections"
-import { storeUnavailable } from "./StoreUnavailable"
 
 const CONCURRENCY = 8
 // Pings sent to one database server at once, however many connections name it.
@@ -16,7 +14,6 @@ const DEFAULT_WINDOW_MINUTES = 60
 const SLOW_P95_MS = 1_000
 const Cursor = Schema.Tuple(Schema.String)
 
-const storeDown = storeUnavailable("connection health store")
 const windowStart = (minutes: number) => new Date(Date.now() - minutes * 60_000)
 const rate = (failures: number, checks: number) => (checks === 0 ? null : Number((failures / checks).toFixed(4)))
 const ms = (value: number | null) => (value === null ? null : Number(Number(value).toFixed(3)))
@@ -31,7 +28,7 @@ const statusOf = (row: HealthSummaryRow): HealthStatus => {
 
 const toHealth = (row: HealthSummaryRow, windowMinutes: number): Health => ({
   name: row.name,
-  db_type: row.db_type as DbType,
+  db_type: row.db_type,
   status: statusOf(row),
   window_minutes: windowMinutes,
   checks: row.checks,
@@ -78,13 +75,13 @@ export class ConnectionHealth extends Effect.Service<ConnectionHealth>()("sluice
     })
 
     const list = Effect.fn("ConnectionHealth.list")(function* (principal: Principal, windowMinutes = DEFAULT_WINDOW_MINUTES) {
-      const rows = yield* repo.summary(principal.orgId, windowStart(windowMinutes), null).pipe(storeDown)
+      const rows = yield* repo.summary(principal.orgId, windowStart(windowMinutes), null)
       return { items: rows.map((row) => toHealth(row, windowMinutes)).sort((a, b) => a.name.localeCompare(b.name)) }
     })
 
     const of = Effect.fn("ConnectionHealth.of")(function* (principal: Principal, name: string, windowMinutes = DEFAULT_WINDOW_MINUTES) {
       yield* connections.get(principal, name)
-      const rows = yield* repo.summary(principal.orgId, windowStart(windowMinutes), name).pipe(storeDown)
+      const rows = yield* repo.summary(principal.orgId, windowStart(windowMinutes), name)
       return toHealth(rows[0]!, windowMinutes)
     })
 
@@ -96,14 +93,14 @@ export class ConnectionHealth extends Effect.Service<ConnectionHealth>()("sluice
       yield* connections.get(principal, name)
       const limit = params.limit ?? 100
       const before = params.cursor === undefined ? null : (yield* decodeCursor(params.cursor, Cursor))[0]
-      const rows = yield* repo.history(principal.orgId, name, limit + 1, before).pipe(storeDown)
+      const rows = yield* repo.history(principal.orgId, name, limit + 1, before)
       const page = pageOf(rows, limit, (event) => [event.id])
       return { ...page, items: page.items.map(({ id: _id, ...event }) => event) }
     })
 
     const stats = Effect.fn("ConnectionHealth.stats")(function* (principal: Principal, windowMinutes = DEFAULT_WINDOW_MINUTES) {
       const since = windowStart(windowMinutes)
-      const [rows, overall] = yield* Effect.all([repo.summary(principal.orgId, since, null), repo.overall(principal.orgId, since)]).pipe(storeDown)
+      const [rows, overall] = yield* Effect.all([repo.summary(principal.orgId, since, null), repo.overall(principal.orgId, since)])
       const count = <K extends string>(keys: ReadonlyArray<K>, of: (row: HealthSummaryRow) => K) => {
         const counts = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>
         for (const row of rows) counts[of(row)] = (counts[of(row)] ?? 0) + 1

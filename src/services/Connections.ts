@@ -11,14 +11,12 @@ import { Connection, type ConnectionInput, type DbType } from "../domain/Connect
 import type { PiiPolicy, PiiRule } from "../domain/Pii"
 import { carryOverSecrets, joinSecrets, type Secrets, splitSecrets } from "../domain/ConnectionSecrets"
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../domain/Errors"
-import { LOCAL_ORG, type OrgId } from "../domain/Ids"
+import { ConnectionId, LOCAL_ORG, type OrgId } from "../domain/Ids"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ResultCache } from "../governance/ResultCache"
 import { type ConnectionRow, ConnectionsRepo, type NewConnectionRow } from "../repos/ConnectionsRepo"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
 
-const storeDown = storeUnavailable("connection store")
 const Cursor = Schema.Tuple(Schema.String)
 
 const LOCAL_FILE_TYPES: ReadonlySet<DbType> = new Set(["duckdb", "sqlite"])
@@ -48,7 +46,7 @@ export const toConnection = (row: ConnectionRow): Connection => {
   return new Connection({
     ...rest,
     name: row.name,
-    db_type: row.db_type as DbType,
+    db_type: row.db_type,
     description: row.description,
     tags: row.tags,
     ...(tls === undefined ? {} : { tls: { ...tls, client_key_pem_set: isSecretSet(row, "tls.client_key_pem") } }),
@@ -141,7 +139,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
 
     /** `sluice credentials reencrypt`: every org's secrets still under an old key, under the current one. */
     const reencryptAll = Effect.gen(function* () {
-      const rows = yield* repo.listAll
+      const rows = yield* repo.listAll()
       const outcome = { checked: 0, reencrypted: 0, unreadable: [] as Array<string> }
       for (const row of rows) {
         if (row.secrets === null) continue
@@ -159,7 +157,6 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
 
     const findRow = (orgId: OrgId, name: string) =>
       repo.find(orgId, name).pipe(
-        storeDown,
         Effect.filterOrFail(
           (row): row is ConnectionRow => row !== null,
           () => new NotFound({ message: `No connection named "${name}" in this organization` })
@@ -171,20 +168,18 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         ? Effect.fail(new Forbidden({ message: `Connection "${row.name}" is configured by SP_CONNECTION_${row.name.toUpperCase()} and is read-only here` }))
         : Effect.void
 
-    const conflictOnName = (name: string) => conflictOnDuplicate(`A connection named "${name}" already exists in this organization`)
-
     const insert = (
       orgId: OrgId,
       input: ConnectionInput,
       secrets: Secrets,
       source: ConnectionRow["source"] = "api",
-      piiRules: ReadonlyArray<unknown> = []
+      piiRules: ReadonlyArray<PiiRule> = []
     ) =>
       Effect.gen(function* () {
-        const id = `conn_${randomUUID().replaceAll("-", "")}`
+        const id = ConnectionId.make(`conn_${randomUUID().replaceAll("-", "")}`)
         const row: NewConnectionRow = { id, org_id: orgId, source, ...rowFields(orgId, id, input, secrets) }
-        const inserted = yield* repo.insert(row).pipe(conflictOnName(input.name), storeDown)
-        if (piiRules.length > 0) yield* repo.setPiiRules(orgId, id, piiRules).pipe(storeDown)
+        const inserted = yield* repo.insert(row)
+        if (piiRules.length > 0) yield* repo.setPiiRules(orgId, id, piiRules)
         return toConnection(inserted)
       })
 
@@ -200,7 +195,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const list = Effect.fn("Connections.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       const limit = params.limit ?? 100
       const after = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, Cursor)
-      const rows = yield* repo.list(principal.orgId, limit + 1, after && after[0]).pipe(storeDown)
+      const rows = yield* repo.list(principal.orgId, limit + 1, after && after[0])
       return pageOf(rows.map(toConnection), limit, (connection) => [connection.name])
     })
 
@@ -212,9 +207,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       const previous = yield* openSecrets(row)
       const sameTarget = row.db_type === input.db_type
       const secrets = carryOverSecrets(previous, input, sameTarget)
-      const updated = yield* repo
-        .update(principal.orgId, row.id, rowFields(principal.orgId, row.id, input, secrets))
-        .pipe(conflictOnName(input.name), storeDown)
+      const updated = yield* repo.update(principal.orgId, row.id, rowFields(principal.orgId, row.id, input, secrets))
       yield* pools.retire(principal.orgId, row.id)
       yield* forget(principal.orgId, name, row.id)
       if (updated === null) return yield* new NotFound({ message: `No connection named "${name}" in this organization` })
@@ -224,7 +217,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const remove = Effect.fn("Connections.remove")(function* (principal: Principal, name: string) {
       const row = yield* findRow(principal.orgId, name)
       yield* writable(row)
-      yield* repo.remove(principal.orgId, name).pipe(storeDown)
+      yield* repo.remove(principal.orgId, name)
       yield* pools.retire(principal.orgId, row.id)
       yield* forget(principal.orgId, name, row.id)
     })
@@ -253,7 +246,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
           connection: joinSecrets(row.settings, secrets),
           secrets: Object.values(secrets),
           hostKey: { pinned: row.host_key_fingerprint, pin: (fingerprint: string) => pinHostKey(row, fingerprint) },
-          pii: { rules: row.pii_rules as ReadonlyArray<PiiRule>, version: row.pii_version }
+          pii: { rules: row.pii_rules, version: row.pii_version }
         })
       )
 
@@ -282,8 +275,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       Effect.map(Effect.option(targetIn(orgId, name)), Option.match({ onNone: () => null, onSome: (t) => t.connection.db_type }))
 
     /** Every connection of every org with its target, for the health loop; one whose secrets do not open is left out. */
-    const everyTarget = repo.listAll.pipe(
-      storeDown,
+    const everyTarget = repo.listAll().pipe(
       Effect.flatMap((rows) =>
         Effect.forEach(rows, (row) => Effect.option(targetOf(row)).pipe(Effect.map((target) => ({ row, target }))))
       )
@@ -307,10 +299,10 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
      */
     const syncEnv = (inputs: ReadonlyArray<ConnectionInput>) =>
       Effect.gen(function* () {
-        const rows = yield* repo.listAll.pipe(storeDown, Effect.map((all) => all.filter((row) => row.org_id === LOCAL_ORG)))
+        const rows = yield* repo.listAll().pipe(Effect.map((all) => all.filter((row) => row.org_id === LOCAL_ORG)))
         const wanted = new Set(inputs.map((input) => input.name))
         for (const row of rows.filter((r) => r.source === "env" && !wanted.has(r.name))) {
-          yield* repo.remove(LOCAL_ORG, row.name).pipe(storeDown)
+          yield* repo.remove(LOCAL_ORG, row.name)
           yield* pools.retire(LOCAL_ORG, row.id)
           yield* forget(LOCAL_ORG, row.name, row.id)
         }
@@ -325,7 +317,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
           else if (existing.source === "api") {
             yield* Effect.logWarning(`SP_CONNECTION_${input.name.toUpperCase()} is ignored: a connection named "${input.name}" was created through the API`)
           } else {
-            yield* repo.update(LOCAL_ORG, existing.id, rowFields(LOCAL_ORG, existing.id, input, secrets)).pipe(storeDown)
+            yield* repo.update(LOCAL_ORG, existing.id, rowFields(LOCAL_ORG, existing.id, input, secrets))
             yield* pools.retire(LOCAL_ORG, existing.id)
             yield* forget(LOCAL_ORG, existing.name, existing.id)
           }
@@ -334,16 +326,16 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
 
     const piiPolicy = Effect.fn("Connections.piiPolicy")(function* (principal: Principal, name: string) {
       const row = yield* findRow(principal.orgId, name)
-      return { rules: row.pii_rules as ReadonlyArray<PiiRule>, version: row.pii_version } satisfies PiiPolicy
+      return { rules: row.pii_rules, version: row.pii_version } satisfies PiiPolicy
     })
 
     /** Replaces a connection's PII rules; cached targets and results under the old rules are dropped. */
     const setPiiRules = Effect.fn("Connections.setPiiRules")(function* (principal: Principal, name: string, rules: ReadonlyArray<PiiRule>) {
       const row = yield* findRow(principal.orgId, name)
-      const updated = yield* repo.setPiiRules(principal.orgId, row.id, rules).pipe(storeDown)
+      const updated = yield* repo.setPiiRules(principal.orgId, row.id, rules)
       yield* forget(principal.orgId, name, row.id)
       if (updated === null) return yield* new NotFound({ message: `No connection named "${name}" in this organization` })
-      return { rules: updated.pii_rules as ReadonlyArray<PiiRule>, version: updated.pii_version } satisfies PiiPolicy
+      return { rules: updated.pii_rules, version: updated.pii_version } satisfies PiiPolicy
     })
 
     return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetIn, dialectIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const

@@ -16,9 +16,6 @@ import { mayReadRows } from "../domain/Visibility"
 import { type EntryContent, type EntryFilter, KnowledgeRepo, type RetrievalRow } from "../repos/KnowledgeRepo"
 import { Connections } from "./Connections"
 import { type KnowledgeHit, KnowledgeSearch } from "./KnowledgeSearch"
-import { conflictOnDuplicate, storeUnavailable } from "./StoreUnavailable"
-
-const storeDown = storeUnavailable("knowledge base")
 
 /**
  * An entry as this caller may see it: what an agent wrote that no person has approved (a pending
@@ -52,9 +49,6 @@ export type RetrievalSource = "rest" | "mcp:get_knowledge" | "mcp:search_knowled
 export type Proposer = "mcp" | "agent_run"
 
 const notFound = (id: string) => new NotFound({ message: `There is no knowledge entry ${id}` })
-const placeTaken = (entry: { readonly scope: string; readonly scope_ref: string | null; readonly category: string; readonly title: string }) =>
-  `An entry titled ${entry.title} already exists in ${entry.scope}${entry.scope_ref === null ? "" : ` ${entry.scope_ref}`} ${entry.category}`
-
 const newId = () => `kn_${randomUUID().replaceAll("-", "")}`
 
 const contentOf = (input: CreateKnowledge): EntryContent => ({
@@ -88,7 +82,6 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
 
     const found = (principal: Principal, id: string) =>
       repo.find(principal.orgId, id).pipe(
-        storeDown,
         Effect.flatMap((entry) => (entry === null ? Effect.fail(notFound(id)) : Effect.succeed(entry)))
       )
 
@@ -97,9 +90,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       const content = contentOf(input)
       yield* admissible(principal, content)
       const by = principalLabel(principal)
-      return yield* repo
-        .insert(principal.orgId, { ...content, id: newId(), status: "active", proposed_by_agent: false, by, approved: true })
-        .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
+      return yield* repo.insert(principal.orgId, { ...content, id: newId(), status: "active", proposed_by_agent: false, by, approved: true })
     })
 
     /** A person's new version of an entry: active (an archived one is restored), approved by them. */
@@ -107,9 +98,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       const content = contentOf(input)
       yield* admissible(principal, content)
       const by = principalLabel(principal)
-      const updated = yield* repo
-        .replace(principal.orgId, id, { ...content, status: "active", by, approved: true }, config.knowledgeHistoryVersions)
-        .pipe(conflictOnDuplicate(placeTaken(content)), storeDown)
+      const updated = yield* repo.replace(principal.orgId, id, { ...content, status: "active", by, approved: true }, config.knowledgeHistoryVersions)
       return updated ?? (yield* notFound(id))
     })
 
@@ -117,23 +106,24 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
     const archive = Effect.fn("Knowledge.archive")(function* (principal: Principal, id: string) {
       const entry = yield* found(principal, id)
       if (entry.status === "archived") return { entry, changed: false }
-      const archived = yield* repo.replace(principal.orgId, id, { status: "archived", by: principalLabel(principal) }, config.knowledgeHistoryVersions).pipe(storeDown)
+      const archived = yield* repo
+        .replace(principal.orgId, id, { status: "archived", by: principalLabel(principal) }, config.knowledgeHistoryVersions)
+        // Archiving keeps the entry where it is: no other entry can hold its place.
+        .pipe(Effect.catchTag("Conflict", Effect.die))
       return { entry: archived ?? entry, changed: true }
     })
 
     const approve = Effect.fn("Knowledge.approve")(function* (principal: Principal, id: string) {
       const entry = yield* found(principal, id)
       if (entry.status !== "pending") return yield* new Conflict({ message: `The entry is ${entry.status}, not pending: only a pending entry is approved` })
-      const approved = yield* repo
-        .replace(principal.orgId, id, { status: "active", by: principalLabel(principal), approved: true }, config.knowledgeHistoryVersions)
-        .pipe(storeDown)
+      const approved = yield* repo.replace(principal.orgId, id, { status: "active", by: principalLabel(principal), approved: true }, config.knowledgeHistoryVersions)
       return approved ?? (yield* notFound(id))
     })
 
     const pendingLimits = { entries: config.knowledgePendingMax, bytes: config.knowledgePendingMaxMb * 1024 * 1024 }
     /** A write of a pending proposal, refused when the organization's proposals waiting for review would pass their limits. */
     const withinPending = <A, E, R>(principal: Principal, added: { readonly entries: number; readonly bytes: number }, write: Effect.Effect<A, E, R>) =>
-      Effect.flatMap(repo.withinPendingLimits(principal.orgId, added, pendingLimits, write).pipe(storeDown), (outcome) =>
+      Effect.flatMap(repo.withinPendingLimits(principal.orgId, added, pendingLimits, write), (outcome) =>
         "written" in outcome
           ? Effect.succeed(outcome.written)
           : Effect.fail(
@@ -156,7 +146,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       yield* admissible(principal, content)
       const by = principalLabel(principal)
       const trusted = options.proposer === "mcp" && config.selfHosted && config.knowledgeProposals === "active"
-      const existing = yield* repo.findAt(principal.orgId, content).pipe(storeDown)
+      const existing = yield* repo.findAt(principal.orgId, content)
       if (existing !== null && !options.overwrite) return { status: "rejected_duplicate", entry: existing } as const
       // Approved or archived knowledge is changed by people (or a trusted client): a proposal never takes it out of service or buries its text.
       if (existing !== null && existing.status !== "pending" && !trusted) return { status: "rejected_approved", entry: existing } as const
@@ -165,23 +155,23 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
         const status = existing.status === "archived" ? "archived" : trusted ? "active" : "pending"
         const replaced = repo.replace(principal.orgId, existing.id, { ...content, status, by, approved: status === "active" }, config.knowledgeHistoryVersions)
         const updated =
-          status === "pending" ? yield* withinPending(principal, { entries: 0, bytes: bytes - existing.bytes }, replaced) : yield* replaced.pipe(storeDown)
+          status === "pending" ? yield* withinPending(principal, { entries: 0, bytes: bytes - existing.bytes }, replaced) : yield* replaced
         return { status: "updated", entry: updated ?? existing } as const
       }
       const inserted = repo.insert(principal.orgId, { ...content, id: newId(), status: trusted ? "active" : "pending", proposed_by_agent: true, by, approved: trusted })
-      const created = trusted ? yield* inserted.pipe(conflictOnDuplicate(placeTaken(content)), storeDown) : yield* withinPending(principal, { entries: 1, bytes }, inserted.pipe(conflictOnDuplicate(placeTaken(content))))
+      const created = trusted ? yield* inserted : yield* withinPending(principal, { entries: 1, bytes }, inserted)
       return { status: "created", entry: created } as const
     })
 
     /** One entry, counted as viewed. */
     const get = Effect.fn("Knowledge.get")(function* (principal: Principal, id: string) {
-      const [entry] = yield* repo.read(principal.orgId, [id]).pipe(storeDown)
+      const [entry] = yield* repo.read(principal.orgId, [id])
       return entry === undefined ? yield* notFound(id) : seenBy(principal, entry)
     })
 
     /** Entries by id, in the order asked, each counted as viewed; those missing are left out. */
     const read = (principal: Principal, ids: ReadonlyArray<string>) =>
-      Effect.map(repo.read(principal.orgId, ids).pipe(storeDown), (entries) => entries.map((entry) => seenBy(principal, entry)))
+      Effect.map(repo.read(principal.orgId, ids), (entries) => entries.map((entry) => seenBy(principal, entry)))
 
     /** What a search delivered, rank by rank, as the retrieval log keeps it. */
     const retrievalsOf = (principal: Principal, source: RetrievalSource, query: string | null, hits: ReadonlyArray<KnowledgeHit>): ReadonlyArray<RetrievalRow> =>
@@ -189,45 +179,39 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
 
     /** The entries that best answer `query` (active ones unless the filter asks for another status), best first, each delivery logged. */
     const find = Effect.fn("Knowledge.find")(function* (principal: Principal, query: string, filter: EntryFilter, limit: number, source: RetrievalSource) {
-      const hits = yield* search.search(principal.orgId, query, { ...filter, status: filter.status ?? "active" }, limit).pipe(storeDown)
+      const hits = yield* search.search(principal.orgId, query, { ...filter, status: filter.status ?? "active" }, limit)
       // The hits still there, in rank order: an entry archived since the search is neither listed nor logged.
       const present = (found: ReadonlyArray<{ readonly id: string }>) => hits.filter((hit) => found.some((item) => item.id === hit.id))
-      const found = yield* repo
-        .deliver(
-          principal.orgId,
-          hits.map((hit) => hit.id),
-          (items) => retrievalsOf(principal, source, query, present(items))
-        )
-        .pipe(storeDown)
+      const found = yield* repo.deliver(
+        principal.orgId,
+        hits.map((hit) => hit.id),
+        (items) => retrievalsOf(principal, source, query, present(items))
+      )
       return present(found).map((hit): KnowledgeListItem => ({ ...found.find((item) => item.id === hit.id)!, score: hit.score }))
     })
 
     /** The organization's approved context (org scope), most recently updated first; not yet counted as delivered. */
     const baseline = Effect.fn("Knowledge.baseline")(function* (principal: Principal, limit: number) {
-      const listed = yield* repo.page(principal.orgId, { scope: "org", category: "context", status: "active" }, null, limit).pipe(storeDown)
-      return yield* repo
-        .entries(
-          principal.orgId,
-          listed.map((entry) => entry.id)
-        )
-        .pipe(storeDown)
+      const listed = yield* repo.page(principal.orgId, { scope: "org", category: "context", status: "active" }, null, limit)
+      return yield* repo.entries(
+        principal.orgId,
+        listed.map((entry) => entry.id)
+      )
     })
 
     /** The active entries that best answer `query`, whole, best first, with their scores; not yet counted as delivered. */
     const rank = Effect.fn("Knowledge.rank")(function* (principal: Principal, query: string, limit: number) {
-      const hits = yield* search.search(principal.orgId, query, { status: "active" }, limit).pipe(storeDown)
-      const entries = yield* repo
-        .entries(
-          principal.orgId,
-          hits.map((hit) => hit.id)
-        )
-        .pipe(storeDown)
+      const hits = yield* search.search(principal.orgId, query, { status: "active" }, limit)
+      const entries = yield* repo.entries(
+        principal.orgId,
+        hits.map((hit) => hit.id)
+      )
       return entries.map((entry) => ({ entry, score: hits.find((hit) => hit.id === entry.id)?.score ?? 0 }))
     })
 
     /** Entries handed over whole (for `query`, or as the baseline): counted as viewed and logged as retrievals, rank by rank. */
     const handedOver = (principal: Principal, source: RetrievalSource, query: string | null, hits: ReadonlyArray<KnowledgeHit>) =>
-      repo.delivered(principal.orgId, retrievalsOf(principal, source, query, hits)).pipe(storeDown)
+      repo.delivered(principal.orgId, retrievalsOf(principal, source, query, hits))
 
     const list = Effect.fn("Knowledge.list")(function* (principal: Principal, params: KnowledgeListParams) {
       const filter: EntryFilter = { scope: params.scope, scope_ref: params.scope_ref, category: params.category, status: params.status }
@@ -241,7 +225,7 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       }
       const limit = params.limit ?? DEFAULT_LIMIT
       const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
-      const rows = yield* repo.page(principal.orgId, filter, before, limit + 1).pipe(storeDown)
+      const rows = yield* repo.page(principal.orgId, filter, before, limit + 1)
       return pageOf(
         rows.map((row): KnowledgeListItem => seenBy(principal, { ...row, score: null })),
         limit,
@@ -251,14 +235,14 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
 
     const edits = Effect.fn("Knowledge.edits")(function* (principal: Principal, id: string) {
       yield* found(principal, id)
-      return { items: (yield* repo.edits(principal.orgId, id).pipe(storeDown)).map((edit) => seenBy(principal, edit)) }
+      return { items: (yield* repo.edits(principal.orgId, id)).map((edit) => seenBy(principal, edit)) }
     })
 
     const retrievals = (principal: Principal, params: RetrievalParams) =>
-      Effect.map(repo.retrievals(principal.orgId, params.since_days ?? DEFAULT_SINCE_DAYS, params.entry_id, params.limit ?? 200).pipe(storeDown), (items) => ({ items }))
+      Effect.map(repo.retrievals(principal.orgId, params.since_days ?? DEFAULT_SINCE_DAYS, params.entry_id, params.limit ?? 200), (items) => ({ items }))
 
     const usage = (principal: Principal, sinceDays: number | undefined) =>
-      Effect.map(repo.usage(principal.orgId, sinceDays ?? DEFAULT_SINCE_DAYS).pipe(storeDown), (items) => ({ items }))
+      Effect.map(repo.usage(principal.orgId, sinceDays ?? DEFAULT_SINCE_DAYS), (items) => ({ items }))
 
     return { create, update, archive, approve, propose, get, read, find, baseline, rank, handedOver, list, edits, retrievals, usage } as const
   }),

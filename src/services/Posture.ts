@@ -5,11 +5,8 @@ import type { Principal } from "../domain/Principal"
 import { ApiKeysRepo } from "../repos/ApiKeysRepo"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { MAX_METRICS_STREAMS } from "./Metrics"
-import { storeUnavailable } from "./StoreUnavailable"
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024
-
-const storeDown = storeUnavailable("store")
 
 /** What the caller's plan allows and how this gateway is secured. */
 export class Posture extends Effect.Service<Posture>()("sluice/Posture", {
@@ -19,7 +16,7 @@ export class Posture extends Effect.Service<Posture>()("sluice/Posture", {
     const keys = yield* ApiKeysRepo
 
     const plan = Effect.fn("Posture.plan")(function* (principal: Principal) {
-      const name = config.selfHosted ? "self-hosted" : ((yield* orgs.plan(principal.orgId).pipe(storeDown)) ?? "team")
+      const name = config.selfHosted ? "self-hosted" : ((yield* orgs.plan(principal.orgId)) ?? "team")
       return {
         plan: name,
         deployment_mode: config.deploymentMode,
@@ -44,7 +41,7 @@ export class Posture extends Effect.Service<Posture>()("sluice/Posture", {
         trusted_proxies: config.trustedProxies.length,
         allowed_hosts: config.allowedHosts,
         rate_limit_store: Option.isSome(config.redisUrl) ? ("redis" as const) : ("memory" as const),
-        keys: yield* keys.summary(principal.orgId).pipe(storeDown)
+        keys: yield* keys.summary(principal.orgId)
       }
     })
 

@@ -1,13 +1,12 @@
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { InvalidRequest, NotFound, PayloadTooLarge } from "../domain/Errors"
+import { ReportId } from "../domain/Ids"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import { type Principal, principalLabel } from "../domain/Principal"
 import { type CreateReport, REPORT_DATA_MAX_BYTES, REPORT_HTML_MAX_BYTES, type UpdateReport } from "../domain/Report"
 import { ReportsRepo } from "../repos/ReportsRepo"
-import { storeUnavailable } from "./StoreUnavailable"
 
-const storeDown = storeUnavailable("reports store")
 const DEFAULT_LIMIT = 50
 
 const notFound = (id: string) => new NotFound({ message: `There is no report ${id}` })
@@ -33,30 +32,35 @@ export class Reports extends Effect.Service<Reports>()("sluice/Reports", {
 
     const create = Effect.fn("Reports.create")(function* (principal: Principal, input: CreateReport) {
       const data = yield* fitted(input)
-      return yield* repo
-        .insert(principal.orgId, { id: `rep_${randomUUID().replaceAll("-", "")}`, title: input.title, kind: input.kind, html: input.html, data: data ?? null, by: principalLabel(principal) })
-        .pipe(storeDown)
+      return yield* repo.insert(principal.orgId, {
+        id: ReportId.make(`rep_${randomUUID().replaceAll("-", "")}`),
+        title: input.title,
+        kind: input.kind,
+        html: input.html,
+        data: data ?? null,
+        by: principalLabel(principal)
+      })
     })
 
     const get = Effect.fn("Reports.get")(function* (principal: Principal, id: string) {
-      return (yield* repo.view(principal.orgId, id).pipe(storeDown)) ?? (yield* notFound(id))
+      return (yield* repo.view(principal.orgId, ReportId.make(id))) ?? (yield* notFound(id))
     })
 
     const update = Effect.fn("Reports.update")(function* (principal: Principal, id: string, change: UpdateReport) {
       const data = yield* fitted(change)
       const { data: _given, ...rest } = change
-      return (yield* repo.update(principal.orgId, id, { ...rest, ...(data === undefined ? {} : { data }), by: principalLabel(principal) }).pipe(storeDown)) ?? (yield* notFound(id))
+      return (yield* repo.update(principal.orgId, ReportId.make(id), { ...rest, ...(data === undefined ? {} : { data }), by: principalLabel(principal) })) ?? (yield* notFound(id))
     })
 
     const remove = Effect.fn("Reports.remove")(function* (principal: Principal, id: string) {
-      if (!(yield* repo.remove(principal.orgId, id).pipe(storeDown))) return yield* notFound(id)
+      if (!(yield* repo.remove(principal.orgId, ReportId.make(id)))) return yield* notFound(id)
       return { id, deleted: true }
     })
 
     const list = Effect.fn("Reports.list")(function* (principal: Principal, params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }) {
       const limit = params.limit ?? DEFAULT_LIMIT
       const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
-      const rows = yield* repo.page(principal.orgId, before, limit + 1).pipe(storeDown)
+      const rows = yield* repo.page(principal.orgId, before, limit + 1)
       return pageOf(rows, limit, (last) => [last.updated_at.toISOString(), last.id])
     })
 

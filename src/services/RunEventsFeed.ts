@@ -4,9 +4,9 @@ import { StoreNotifications } from "../../layers/StoreNotifications"
 import type { OrgId } from "../domain/Ids"
 import { END_EVENT_TYPES, type JobEvent, type TextDelta } from "../domain/JobEvent"
 import { JobEventsRepo } from "../repos/JobEventsRepo"
-import { storeUnavailable } from "./StoreUnavailable"
+import { storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeUnavailable("job events")
+const storeDown = storeErrors("job events")
 const FOLLOW_BATCH = 200
 const POLL = Duration.millis(250)
 // A follower looks again at least this often, so a run that ended without a new event is noticed.

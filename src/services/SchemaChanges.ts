@@ -5,9 +5,7 @@ import { SchemaRepo } from "../repos/SchemaRepo"
 import { diffSchemas, isEmptyDiff, visiblePart } from "../schema/SchemaDiff"
 import { Connections } from "./Connections"
 import { Schemas } from "./Schemas"
-import { storeUnavailable } from "./StoreUnavailable"
 
-const storeDown = storeUnavailable("schema store")
 const ChangeCursor = Schema.Tuple(Schema.String)
 
 /** How schemas differ: now against the stored snapshot, one connection against another, and what scans recorded. */
@@ -42,7 +40,7 @@ export class SchemaChanges extends Effect.Service<SchemaChanges>()("sluice/Schem
       const limit = params.limit ?? 50
       const before = params.cursor === undefined ? null : (yield* decodeCursor(params.cursor, ChangeCursor))[0]
       const only = name === null ? null : (yield* connections.target(principal, name)).connectionId
-      const rows = yield* repo.changes(principal.orgId, only, limit + 1, before).pipe(storeDown)
+      const rows = yield* repo.changes(principal.orgId, only, limit + 1, before)
       const visible = new Map<string, (qualified: string) => boolean>()
       for (const connection of new Set(rows.map((r) => r.connection))) {
         const target = yield* Effect.option(connections.target(principal, connection))

@@ -6,7 +6,7 @@ import { type Principal, principalLabel } from "../domain/Principal"
 import type { CorrectColumnsInput, EndorsementsInput, RefineInput } from "../domain/SchemaCuration"
 import { qualifiedName, type TableInfo } from "../domain/SchemaSnapshot"
 import type { SemanticModelDocument } from "../domain/SemanticModel"
-import { type NoteFields, type NoteRow, SchemaNotesRepo, type NoteTarget } from "../repos/SchemaNotesRepo"
+import { type NoteFields, type NoteRow, SchemaNotesRepo, type NoteTarget, type SemanticModelRow } from "../repos/SchemaNotesRepo"
 import { describeColumn, describeTable } from "../schema/AnnotationRules"
 import { relationshipsOf } from "../schema/Relationships"
 import { findColumn, findTable } from "../schema/SchemaFilter"
@@ -14,9 +14,6 @@ import { noteKey, notesByTarget } from "../schema/SchemaNotes"
 import { draftSemanticModel, semanticModelProblems } from "../schema/SemanticModelRules"
 import { Connections } from "./Connections"
 import { Schemas, type SchemaView } from "./Schemas"
-import { storeUnavailable } from "./StoreUnavailable"
-
-const storeDown = storeUnavailable("schema notes store")
 
 const target = (table: TableInfo, column = ""): NoteTarget => ({ schema_name: table.schema, table_name: table.name, column_name: column })
 
@@ -44,7 +41,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
     const write = (principal: Principal, name: string, notes: ReadonlyArray<{ readonly target: NoteTarget; readonly fields: NoteFields }>) =>
       Effect.gen(function* () {
         const { connectionId } = yield* connections.target(principal, name)
-        yield* repo.write(principal.orgId, connectionId, principalLabel(principal), notes).pipe(storeDown)
+        yield* repo.write(principal.orgId, connectionId, principalLabel(principal), notes)
         yield* schemas.notesChanged(connectionId)
       })
 
@@ -77,7 +74,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
         })
       )
       const { connectionId } = yield* connections.target(principal, name)
-      yield* repo.replaceEndorsements(principal.orgId, connectionId, principalLabel(principal), notes).pipe(storeDown)
+      yield* repo.replaceEndorsements(principal.orgId, connectionId, principalLabel(principal), notes)
       yield* schemas.notesChanged(connectionId)
       return yield* endorsements(principal, name)
     })
@@ -178,16 +175,16 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
     const storedModel = (principal: Principal, name: string) =>
       Effect.gen(function* () {
         const { connectionId, connection } = yield* connections.target(principal, name)
-        return { connectionId, connection: connection as ConnectionInput, row: yield* repo.model(principal.orgId, connectionId).pipe(storeDown) }
+        return { connectionId, connection: connection as ConnectionInput, row: yield* repo.model(principal.orgId, connectionId) }
       })
 
-    const modelResponse = (name: string, row: { model: unknown; version: number; source: "manual" | "generated"; updated_by: string | null; updated_at: Date }) => ({
+    const modelResponse = (name: string, row: SemanticModelRow) => ({
       connection: name,
       version: row.version,
       source: row.source,
       updated_by: row.updated_by,
       updated_at: row.updated_at,
-      semantic_models: (row.model as SemanticModelDocument).semantic_models
+      semantic_models: row.model.semantic_models
     })
 
     const semanticModel = Effect.fn("SchemaCuration.semanticModel")(function* (principal: Principal, name: string) {
@@ -202,7 +199,7 @@ export class SchemaCuration extends Effect.Service<SchemaCuration>()("sluice/Sch
         const problems = semanticModelProblems(document, view.scanned)
         if (problems.length > 0) return yield* new InvalidRequest({ message: `The semantic model does not match the schema: ${problems.slice(0, 10).join("; ")}` })
         const { connectionId } = yield* connections.target(principal, name)
-        const row = yield* repo.putModel(principal.orgId, connectionId, document, source, principalLabel(principal)).pipe(storeDown)
+        const row = yield* repo.putModel(principal.orgId, connectionId, document, source, principalLabel(principal))
         return modelResponse(name, row)
       })
 

@@ -28,9 +28,7 @@ import { diffSchemas, visiblePart } from "../schema/SchemaDiff"
 import { searchNotes, withNotes } from "../schema/SchemaNotes"
 import { SchemaSearch } from "../schema/SchemaSearch"
 import { Connections } from "./Connections"
-import { storeUnavailable } from "./StoreUnavailable"
 
-const storeDown = storeUnavailable("schema store")
 // Catalog reads are metadata, not results: a generous cap, and a scan that would pass it says so.
 // Another replica's newer scan is picked up within this.
 const RECHECK_MS = 2_000
@@ -152,7 +150,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       if (cached !== undefined && cached.header.version === version.version && cached.header.scanned_at.getTime() === version.scanned_at.getTime()) {
         return Effect.succeed(cached.tables)
       }
-      return repo.load(orgId, connectionId).pipe(storeDown, Effect.map((row) => row?.tables ?? []))
+      return repo.load(orgId, connectionId).pipe(Effect.map((row) => row?.tables ?? []))
     }
 
     /** Reads the connection's catalog now, reporting each phase. */
@@ -164,11 +162,11 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         const { connectionId, connection } = target
         const orgId = orgOf(target)
         counters.scans++
-        yield* repo.scanStarted(orgId, connectionId).pipe(storeDown)
+        yield* repo.scanStarted(orgId, connectionId)
         const started = Date.now()
         const tables = yield* readTables(target, (p) => repo.scanProgress(orgId, connectionId, p.phase, p.tables_done, p.tables_total).pipe(Effect.ignore))
         yield* repo.scanProgress(orgId, connectionId, "storing", tables.length, tables.length).pipe(Effect.ignore)
-        const previous = yield* repo.header(orgId, connectionId).pipe(storeDown)
+        const previous = yield* repo.header(orgId, connectionId)
         const fingerprint = fingerprintOf(tables)
         const changed = previous !== null && previous.fingerprint !== fingerprint
         const header: SnapshotHeader = {
@@ -181,12 +179,12 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           column_count: tables.reduce((n, t) => n + t.columns.length, 0)
         }
         const diff = changed ? diffSchemas(yield* tablesOf(orgId, connectionId, previous), tables) : null
-        const stored = yield* repo.save(orgId, connectionId, { ...header, tables }, previous, diff).pipe(storeDown)
+        const stored = yield* repo.save(orgId, connectionId, { ...header, tables }, previous, diff)
         yield* repo.scanFinished(orgId, connectionId, { version: header.version, changed, tables: tables.length }).pipe(Effect.ignore)
         // A result cached before the structure changed may no longer be what the same SQL returns.
         if (changed) yield* results.invalidate(orgId, connectionId)
         if (!stored) {
-          const current = yield* repo.load(orgId, connectionId).pipe(storeDown)
+          const current = yield* repo.load(orgId, connectionId)
           if (current !== null) return remember({ orgId, connectionId, header: current, tables: current.tables, checkedAt: 0, notes: [] })
         }
         // Checked at 0: the next read confirms it and loads its notes.
@@ -214,7 +212,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     /** The stored snapshot, scanned now when there is none under the connection's current globs. */
     const stored = (target: Target, cached: Cached | undefined) =>
       Effect.gen(function* () {
-        const header = yield* repo.header(orgOf(target), target.connectionId).pipe(storeDown)
+        const header = yield* repo.header(orgOf(target), target.connectionId)
         if (header === null || header.filters !== filtersOf(target.connection)) {
           return yield* Deferred.await(yield* scanning(target))
         }
@@ -222,7 +220,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           return cached
         }
         counters.loads++
-        const row = yield* repo.load(orgOf(target), target.connectionId).pipe(storeDown)
+        const row = yield* repo.load(orgOf(target), target.connectionId)
         if (row === null) return yield* Deferred.await(yield* scanning(target))
         return remember({ orgId: orgOf(target), connectionId: target.connectionId, header: row, tables: row.tables, checkedAt: 0, notes: [] })
       })
@@ -236,7 +234,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           return cached
         }
         const entry = yield* stored(target, cached)
-        entry.notes = yield* notesRepo.list(orgOf(target), target.connectionId).pipe(storeDown)
+        entry.notes = yield* notesRepo.list(orgOf(target), target.connectionId)
         entry.checkedAt = Date.now()
         return entry
       })
@@ -244,9 +242,9 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
     /** The stored snapshot if there is one, without scanning: for the query path, which must not wait for a scan. */
     const storedIfAny = (target: Target) =>
       Effect.gen(function* () {
-        const header = yield* repo.header(orgOf(target), target.connectionId).pipe(storeDown)
+        const header = yield* repo.header(orgOf(target), target.connectionId)
         if (header === null || header.filters !== filtersOf(target.connection)) return undefined
-        const row = yield* repo.load(orgOf(target), target.connectionId).pipe(storeDown)
+        const row = yield* repo.load(orgOf(target), target.connectionId)
         return row === null ? undefined : remember({ orgId: orgOf(target), connectionId: target.connectionId, header: row, tables: row.tables, checkedAt: 0, notes: [] })
       })
 
@@ -461,7 +459,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
 
     const statusOf = (target: Target) =>
       Effect.map(
-        repo.scanStatus(orgOf(target), target.connectionId).pipe(storeDown),
+        repo.scanStatus(orgOf(target), target.connectionId),
         (row): RefreshStatus => ({
           connection: target.connection.name,
           state: row === null ? "idle" : row.state,
@@ -509,7 +507,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           skipped.push({ connection: name, reason: gap })
           continue
         }
-        const header = yield* repo.header(principal.orgId, target.right.connectionId).pipe(storeDown)
+        const header = yield* repo.header(principal.orgId, target.right.connectionId)
         if (header !== null && header.filters === filtersOf(target.right.connection)) ready.push(name)
         else {
           yield* scanning(target.right)
@@ -532,8 +530,8 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
       Effect.gen(function* () {
         const target = yield* connections.targetIn(orgId, name)
         const scanned = yield* Deferred.await(yield* scanning(target))
-        const header = yield* repo.header(orgId, target.connectionId).pipe(storeDown)
-        const rows = since === null ? [] : yield* repo.changes(orgId, target.connectionId, 1000, null).pipe(storeDown)
+        const header = yield* repo.header(orgId, target.connectionId)
+        const rows = since === null ? [] : yield* repo.changes(orgId, target.connectionId, 1000, null)
         const visible = onQualifiedName(visibleAmong(target.connection, scanned.tables))
         return {
           version: header?.version ?? null,

@@ -6,16 +6,14 @@ import { NotFound, Unavailable } from "../domain/Errors"
 import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { LLM_KEY_SECRET, type PutSecrets } from "../domain/Secrets"
-import { SecretsRepo } from "../repos/SecretsRepo"
-import { storeUnavailable } from "./StoreUnavailable"
+import { type SecretOwner, SecretsRepo } from "../repos/SecretsRepo"
 
 /** Whose secrets: the organization's, or the calling user's own. */
 export type SecretHolder = "organization" | "user"
 
-const storeDown = storeUnavailable("secrets")
-const ownerOf = (principal: Principal, holder: SecretHolder) => (holder === "organization" ? "" : principal.userId)
+const ownerOf = (principal: Principal, holder: SecretHolder): SecretOwner => (holder === "organization" ? "" : principal.userId)
 // Bound to org, holder and name: a ciphertext copied to another row does not decrypt.
-const bound = (orgId: OrgId, owner: string, name: string) => ({ orgId, connectionId: `secret:${owner}:${name}` })
+const bound = (orgId: OrgId, owner: SecretOwner, name: string) => ({ orgId, connectionId: `secret:${owner}:${name}` })
 
 /** Organization and user secrets, encrypted with the credential cipher; their values are read only by the gateway itself (and llm-key). */
 export class Secrets extends Effect.Service<Secrets>()("sluice/Secrets", {
@@ -26,7 +24,7 @@ export class Secrets extends Effect.Service<Secrets>()("sluice/Secrets", {
     const models = yield* LanguageModels
 
     const list = Effect.fn("Secrets.list")(function* (principal: Principal, holder: SecretHolder) {
-      const rows = yield* repo.list(principal.orgId, ownerOf(principal, holder)).pipe(storeDown)
+      const rows = yield* repo.list(principal.orgId, ownerOf(principal, holder))
       return { secrets: rows.map(({ name, updated_at, updated_by }) => ({ name, updated_at, updated_by })) }
     })
 
@@ -36,14 +34,14 @@ export class Secrets extends Effect.Service<Secrets>()("sluice/Secrets", {
         name,
         ciphertext: value === null ? null : cipher.encrypt(value, bound(principal.orgId, owner, name))
       }))
-      yield* repo.apply(principal.orgId, owner, principal.userId, changes).pipe(storeDown)
+      yield* repo.apply(principal.orgId, owner, principal.userId, changes)
       return yield* list(principal, holder)
     })
 
     /** A secret's value for the gateway's own use; one stored under an old key is re-encrypted under the current one. */
-    const value = (orgId: OrgId, owner: string, name: string) =>
+    const value = (orgId: OrgId, owner: SecretOwner, name: string) =>
       Effect.gen(function* () {
-        const row = yield* repo.find(orgId, owner, name).pipe(storeDown)
+        const row = yield* repo.find(orgId, owner, name)
         if (row === null) return Option.none<Redacted.Redacted<string>>()
         const opened = yield* cipher.decrypt(row.ciphertext, bound(orgId, owner, name)).pipe(
           Effect.mapError((e) => new Unavailable({ message: `The secret ${name} cannot be decrypted: ${e.message}` }))
@@ -77,7 +75,7 @@ export class Secrets extends Effect.Service<Secrets>()("sluice/Secrets", {
     /** `sluice credentials reencrypt`: every secret still under an old key, under the current one. */
     const reencryptAll = Effect.gen(function* () {
       const outcome = { checked: 0, reencrypted: 0, unreadable: [] as Array<string> }
-      for (const row of yield* repo.listAll) {
+      for (const row of yield* repo.listAll()) {
         outcome.checked++
         const binding = bound(row.org_id, row.user_id, row.name)
         const opened = yield* Effect.either(cipher.decrypt(row.ciphertext, binding))

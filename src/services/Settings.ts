@@ -1,12 +1,8 @@
-import { Cache, Duration, Effect, Exit, Option, Schema } from "effect"
-import type { OrgId } from "../domain/Ids"
+import { Cache, Duration, Effect, Exit } from "effect"
 import type { Principal } from "../domain/Principal"
-import { type OrgSettings, SettingsPatch } from "../domain/Settings"
+import type { OrgSettings, SettingsPatch } from "../domain/Settings"
 import { SettingsRepo } from "../repos/SettingsRepo"
-import { storeUnavailable } from "./StoreUnavailable"
 
-const storeDown = storeUnavailable("settings store")
-const decodeStored = Schema.decodeUnknownOption(Schema.Struct(SettingsPatch.fields))
 // Every query reads its org's defaults; other replicas see a change within this.
 const SETTINGS_CACHE_TTL = Duration.seconds(1)
 
@@ -22,11 +18,7 @@ export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
 
     const stored = yield* Cache.makeWith({
       capacity: 10_000,
-      lookup: (orgId: OrgId) =>
-        repo.get(orgId).pipe(
-          storeDown,
-          Effect.map((json) => Option.getOrElse(decodeStored(json), () => ({})))
-        ),
+      lookup: repo.get,
       timeToLive: (exit) => (Exit.isSuccess(exit) ? SETTINGS_CACHE_TTL : Duration.zero)
     })
 
@@ -35,7 +27,7 @@ export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
     /** Merges a validated patch over the org's stored settings. */
     const update = Effect.fn("Settings.update")(function* (principal: Principal, patch: SettingsPatch) {
       const merged = { ...(yield* stored.get(principal.orgId)), ...patch }
-      yield* repo.put(principal.orgId, merged).pipe(storeDown)
+      yield* repo.put(principal.orgId, merged)
       yield* stored.invalidate(principal.orgId)
       return { ...defaults, ...merged } satisfies OrgSettings
     })

@@ -2,6 +2,7 @@ import { Cause, Effect, Option } from "effect"
 import { LanguageModels } from "../../../layers/LanguageModels"
 import { RUNNER_ADDRESS } from "../../../layers/RunnerIdentity"
 import { AGENT_RUN_KIND, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
+import type { Unavailable } from "../../../src/domain/Errors"
 import type { OrgId } from "../../../src/domain/Ids"
 import type { Principal } from "../../../src/domain/Principal"
 import type { Scope } from "../../../src/domain/Scope"
@@ -71,7 +72,7 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
       )
 
     /** Who the run acts as at this step: its credential checked again (a deleted key stops it), scopes capped to read and query. */
-    const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | { readonly _tag: "SqlError" }> => {
+    const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | Unavailable> => {
       const { orgId, run } = stored
       if (stored.cancelRequested) return stop(orgId, run.id, "cancelled", "cancelled", "The run was cancelled")
       const revoked = (why: string) => stop(orgId, run.id, "failed", "credential_revoked", why)

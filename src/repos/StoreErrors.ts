@@ -1,0 +1,64 @@
+import { SqlError } from "@effect/sql/SqlError"
+import { Cause, Effect, ParseResult, Predicate } from "effect"
+import { Conflict, Unavailable } from "../domain/Errors"
+
+/** What a statement can end with besides its answer: the store's error, a row that does not decode, no row where one must be. */
+type StoreFault = SqlError | ParseResult.ParseError | Cause.NoSuchElementException
+
+const isStoreFault = (error: unknown): error is StoreFault =>
+  error instanceof SqlError || ParseResult.isParseError(error) || Cause.isNoSuchElementException(error)
+
+// SQLSTATE classes of a store that cannot serve a statement now (connection, resources, shutdown or cancel, system, a transaction to retry).
+const PASSING = new Set(["08", "40", "53", "57", "58"])
+
+/**
+ * The store refused the statement itself (a value it cannot take, a constraint, a mistake of ours):
+ * it said so with a SQLSTATE, and trying again shortly would change nothing.
+ */
+const refusedStatement = ({ cause }: SqlError) =>
+  Predicate.hasProperty(cause, "code") &&
+  Predicate.hasProperty(cause, "severity") &&
+  Predicate.isString(cause.code) &&
+  Predicate.isString(cause.severity) &&
+  !PASSING.has(cause.code.slice(0, 2))
+
+/** A row that does not decode is our mistake (a schema behind a migration): the defect names the fields, never their values. */
+const undecodable = (what: string, error: ParseResult.ParseError) =>
+  new Error(
+    `${what}: a row from the store does not decode at ${ParseResult.ArrayFormatter.formatErrorSync(error)
+      .map((issue) => issue.path.join(".") || "(row)")
+      .join(", ")}`
+  )
+
+/**
+ * A repository method's failures, mapped once: a store that cannot answer reaches the caller as 503
+ * `unavailable` ("The `what` is unavailable; try again shortly"), never as a 401 or a leaked driver
+ * message; a statement the store refused for what it is, a row that does not decode or a missing
+ * row a statement always returns, as a 500 (a defect: the operator's log has it), not as an outage
+ * to wait out.
+ */
+export const storeErrors =
+  (what: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E | StoreFault, R>): Effect.Effect<A, Exclude<E, StoreFault> | Unavailable, R> =>
+    Effect.catchAll(effect, (error): Effect.Effect<never, Exclude<E, StoreFault> | Unavailable> => {
+      if (!isStoreFault(error)) return Effect.fail(error as Exclude<E, StoreFault>)
+      switch (error._tag) {
+        case "ParseError":
+          return Effect.die(undecodable(what, error))
+        case "NoSuchElementException":
+          return Effect.die(error)
+        case "SqlError":
+          return refusedStatement(error)
+            ? Effect.die(error)
+            : // The caller hears "unavailable"; the operator's log has what the store said.
+              Effect.zipRight(Effect.logWarning(`${what}: store error`, error), Effect.fail(new Unavailable({ message: `The ${what} is unavailable; try again shortly` })))
+      }
+    })
+
+const isUniqueViolation = (error: unknown) => error instanceof SqlError && Predicate.hasProperty(error.cause, "code") && error.cause.code === "23505"
+
+/** A unique-key violation (a name already taken) reaches the caller as 409 `conflict` with `message`. */
+export const conflictOnDuplicate =
+  (message: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Conflict, R> =>
+    Effect.catchIf(effect, isUniqueViolation, () => new Conflict({ message }))
