@@ -1,26 +1,30 @@
-import { SqlClient } from "@effect/sql"
-import { Chunk, Effect, Option, Stream } from "effect"
-import type { OrgId } from "../domain/Ids"
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Chunk, Effect, Option, Schema, Stream } from "effect"
+import { AuditEntry } from "../domain/Audit"
+import { OrgId } from "../domain/Ids"
 import type { AuditInsert } from "./AuditInsert"
+import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
-export interface AuditRow extends AuditInsert {
-  readonly id: string
-  /** The key's name, while the key exists (a deleted key's rows keep only its id and prefix). */
-  readonly key_name: string | null
-}
+const AuditRow = Schema.Struct({ ...AuditEntry.fields, org_id: Schema.NullOr(Schema.String) })
+export type AuditRow = typeof AuditRow.Type
 
-
-export interface AuditFilter {
-  readonly from?: number | undefined
-  readonly to?: number | undefined
-  readonly event_type?: string | undefined
-  readonly connection?: string | undefined
-  readonly key_id?: string | undefined
-  readonly outcome?: string | undefined
+const AuditFilter = Schema.Struct({
+  from: Schema.optional(Schema.Number),
+  to: Schema.optional(Schema.Number),
+  event_type: Schema.optional(Schema.String),
+  connection: Schema.optional(Schema.String),
+  key_id: Schema.optional(Schema.String),
+  outcome: Schema.optional(Schema.String),
   /** Leaves out plain GET requests to /api; governed reads of rows are other event types and stay. */
-  readonly exclude_reads?: boolean | undefined
-}
+  exclude_reads: Schema.optional(Schema.Boolean)
+})
+export type AuditFilter = typeof AuditFilter.Type
+
+const HourCounts = Schema.Struct({ hour: Schema.Number, success: Schema.Number, refused: Schema.Number, error: Schema.Number })
+const KeyRequests = Schema.Struct({ key_id: Schema.String, principal: Schema.NullOr(Schema.String), requests: Schema.Number })
+const BlockReasonCount = Schema.Struct({ block_reason: Schema.String, count: Schema.Number })
+const StatsWindow = Schema.Struct({ orgId: OrgId, since: Schema.Number, firstFullHour: Schema.Number })
 
 const COLUMNS = `gateway_audit_logs.id::text as id, "timestamp"::float8 as "timestamp", gateway_audit_logs.org_id, principal, key_id,
   api_keys.name as key_name, gateway_audit_logs.user_id, event_type, method, route, status, connection, sql, outcome, block_reason, rows,
@@ -30,22 +34,28 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const withOrg = tenantScope(sql)
+    const failures = storeErrors("audit log")
 
     const columnsOf = (row: AuditInsert) => ({ ...row, details: row.details === null ? null : JSON.stringify(row.details) })
 
-    /** One INSERT for a whole group-commit batch. */
-    const insertBatch = (rows: ReadonlyArray<AuditInsert>) =>
-      sql`insert into gateway_audit_logs ${sql.insert(rows.map(columnsOf))}`.pipe(Effect.asVoid)
+    /**
+     * One INSERT for a whole group-commit batch. It fails with the store's own SqlError: AuditWriter
+     * tells a batch the store refused (retried row by row) from a store that did not answer by its SQLSTATE.
+     */
+    const insertBatch = Effect.fn("AuditRepo.insertBatch")((rows: ReadonlyArray<AuditInsert>) => sql`insert into gateway_audit_logs ${sql.insert(rows.map(columnsOf))}`.pipe(Effect.asVoid))
 
+    const completeRow = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.String, final: Schema.Record({ key: Schema.String, value: Schema.Unknown }) }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ id, final }) => sql`update gateway_audit_logs set ${sql.update(final)} where id = ${id}::bigint returning id::text as id`
+    })
     /** Overwrites a row written before its request answered with the final one; false when no such row was committed. */
-    const complete = (id: string, row: AuditInsert) => {
+    const complete = Effect.fn("AuditRepo.complete")((id: string, row: AuditInsert) => {
       const { timestamp: _written, ...final } = columnsOf(row)
-      return sql<{ id: string }>`update gateway_audit_logs set ${sql.update(final)} where id = ${id}::bigint returning id::text as id`.pipe(
-        Effect.map((rows) => rows.length > 0)
-      )
-    }
+      return completeRow({ id, final }).pipe(Effect.map(Option.isSome))
+    }, failures)
 
-    const where = (orgId: OrgId, f: AuditFilter, beforeId: string | null) =>
+    const where = (orgId: string, f: typeof AuditFilter.Encoded, beforeId: string | null) =>
       sql.and([
         sql`gateway_audit_logs.org_id = ${orgId}`,
         ...(f.from !== undefined ? [sql`"timestamp" >= ${f.from}`] : []),
@@ -58,21 +68,34 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
         ...(beforeId !== null ? [sql`gateway_audit_logs.id < ${beforeId}::bigint`] : [])
       ])
 
+    const pageOfRows = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: OrgId, filter: AuditFilter, beforeId: Schema.NullOr(Schema.String), limit: Schema.Number }),
+      Result: AuditRow,
+      execute: ({ orgId, filter, beforeId, limit }) =>
+        sql`select ${sql.unsafe(COLUMNS)} from gateway_audit_logs
+          left join api_keys on api_keys.id = gateway_audit_logs.key_id and api_keys.org_id = gateway_audit_logs.org_id
+          where ${where(orgId, filter, beforeId)} order by gateway_audit_logs.id desc limit ${limit}`
+    })
     /** Newest first, keyset-paginated by id. */
-    const page = (orgId: OrgId, filter: AuditFilter, beforeId: string | null, limit: number) =>
-      sql<AuditRow>`select ${sql.unsafe(COLUMNS)} from gateway_audit_logs
-        left join api_keys on api_keys.id = gateway_audit_logs.key_id and api_keys.org_id = gateway_audit_logs.org_id
-        where ${where(orgId, filter, beforeId)} order by gateway_audit_logs.id desc limit ${limit}`.pipe(withOrg(orgId))
+    const page = Effect.fn("AuditRepo.page")(
+      (orgId: OrgId, filter: AuditFilter, beforeId: string | null, limit: number) => pageOfRows({ orgId, filter, beforeId, limit }).pipe(withOrg(orgId)),
+      failures
+    )
 
+    const rowOfQuery = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: OrgId, queryId: Schema.String }),
+      Result: AuditRow,
+      execute: ({ orgId, queryId }) =>
+        sql`select ${sql.unsafe(COLUMNS)} from gateway_audit_logs
+          left join api_keys on api_keys.id = gateway_audit_logs.key_id and api_keys.org_id = gateway_audit_logs.org_id
+          where gateway_audit_logs.org_id = ${orgId} and details ? 'query_id' and details->>'query_id' = ${queryId}
+          order by gateway_audit_logs.id desc limit 1`
+    })
     /** The row of the governed query with this id (the query's own row, or its request's child row). */
-    const byQueryId = (orgId: OrgId, queryId: string) =>
-      sql<AuditRow>`select ${sql.unsafe(COLUMNS)} from gateway_audit_logs
-        left join api_keys on api_keys.id = gateway_audit_logs.key_id and api_keys.org_id = gateway_audit_logs.org_id
-        where gateway_audit_logs.org_id = ${orgId} and details ? 'query_id' and details->>'query_id' = ${queryId}
-        order by gateway_audit_logs.id desc limit 1`.pipe(
-        Effect.map((rows) => rows[0] ?? null),
-        withOrg(orgId)
-      )
+    const byQueryId = Effect.fn("AuditRepo.byQueryId")(
+      (orgId: OrgId, queryId: string) => rowOfQuery({ orgId, queryId }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)),
+      failures
+    )
 
     const exportStream = (orgId: OrgId, filter: AuditFilter, maxRows: number, batch = 1000) =>
       Stream.paginateChunkEffect({ beforeId: null as string | null, remaining: maxRows }, (state) =>
@@ -90,42 +113,52 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
         )
       )
 
+    const partialHour = ({ orgId, since, firstFullHour }: typeof StatsWindow.Encoded) =>
+      sql`org_id = ${orgId} and "timestamp" >= ${since} and "timestamp" < ${firstFullHour}`
+    const fullHours = ({ orgId, firstFullHour }: typeof StatsWindow.Encoded) => sql`org_id = ${orgId} and hour >= ${firstFullHour}`
+    const hourly = SqlSchema.findAll({
+      Request: StatsWindow,
+      Result: HourCounts,
+      execute: (window) =>
+        sql`select hour::float8 as hour, success::int as success, refused::int as refused, error::int as error
+          from (
+            select hour, success, refused, error from gateway_audit_hourly where ${fullHours(window)}
+            union all
+            select "timestamp" / 3600 * 3600, count(*) filter (where outcome = 'success'),
+              count(*) filter (where outcome = 'refused'), count(*) filter (where outcome = 'error')
+            from gateway_audit_logs where ${partialHour(window)} group by 1
+          ) counts order by hour`
+    })
+    const topKeys = SqlSchema.findAll({
+      Request: StatsWindow,
+      Result: KeyRequests,
+      execute: (window) =>
+        sql`select key_id, max(principal) as principal, sum(requests)::int as requests
+          from (
+            select key_id, principal, requests from gateway_audit_hourly_keys where ${fullHours(window)}
+            union all
+            select key_id, principal, 1 from gateway_audit_logs where ${partialHour(window)} and key_id is not null
+          ) keys group by key_id order by requests desc, key_id limit 10`
+    })
+    const blockReasons = SqlSchema.findAll({
+      Request: StatsWindow,
+      Result: BlockReasonCount,
+      execute: (window) =>
+        sql`select block_reason, sum(count)::int as count
+          from (
+            select block_reason, count from gateway_audit_hourly_block_reasons where ${fullHours(window)}
+            union all
+            select block_reason, 1 from gateway_audit_logs where ${partialHour(window)} and block_reason is not null
+          ) reasons group by block_reason order by count desc, block_reason limit 20`
+    })
     /**
      * Counts since `since`: whole hours from the hourly rollups (kept by triggers, see 0015_audit_rollups),
      * only the window's first partial hour from the log itself, so the cost follows the window, not the log.
      * Ties in the top lists are broken by name.
      */
-    const stats = (orgId: OrgId, since: number) => {
-      const firstFullHour = Math.ceil(since / 3600) * 3600
-      const partialHour = sql`org_id = ${orgId} and "timestamp" >= ${since} and "timestamp" < ${firstFullHour}`
-      const fullHours = sql`org_id = ${orgId} and hour >= ${firstFullHour}`
-      return Effect.all(
-        {
-          hourly: sql<{ hour: number; success: number; refused: number; error: number }>`select
-              hour::float8 as hour, success::int as success, refused::int as refused, error::int as error
-            from (
-              select hour, success, refused, error from gateway_audit_hourly where ${fullHours}
-              union all
-              select "timestamp" / 3600 * 3600, count(*) filter (where outcome = 'success'),
-                count(*) filter (where outcome = 'refused'), count(*) filter (where outcome = 'error')
-              from gateway_audit_logs where ${partialHour} group by 1
-            ) counts order by hour`,
-          topKeys: sql<{ key_id: string; principal: string | null; requests: number }>`select
-              key_id, max(principal) as principal, sum(requests)::int as requests
-            from (
-              select key_id, principal, requests from gateway_audit_hourly_keys where ${fullHours}
-              union all
-              select key_id, principal, 1 from gateway_audit_logs where ${partialHour} and key_id is not null
-            ) keys group by key_id order by requests desc, key_id limit 10`,
-          blockReasons: sql<{ block_reason: string; count: number }>`select block_reason, sum(count)::int as count
-            from (
-              select block_reason, count from gateway_audit_hourly_block_reasons where ${fullHours}
-              union all
-              select block_reason, 1 from gateway_audit_logs where ${partialHour} and block_reason is not null
-            ) reasons group by block_reason order by count desc, block_reason limit 20`
-        },
-        { concurrency: 1 }
-      ).pipe(
+    const stats = Effect.fn("AuditRepo.stats")((orgId: OrgId, since: number) => {
+      const window = { orgId, since, firstFullHour: Math.ceil(since / 3600) * 3600 }
+      return Effect.all({ hourly: hourly(window), topKeys: topKeys(window), blockReasons: blockReasons(window) }, { concurrency: 1 }).pipe(
         Effect.map(({ hourly, topKeys, blockReasons }) => {
           const sum = (field: "success" | "refused" | "error") => hourly.reduce((n, h) => n + h[field], 0)
           const [success, refused, error] = [sum("success"), sum("refused"), sum("error")]
@@ -133,14 +166,18 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
         }),
         withOrg(orgId)
       )
-    }
+    }, failures)
 
+    const pruneBatch = SqlSchema.single({
+      Request: Schema.Struct({ before: Schema.Number, batch: Schema.Number }),
+      Result: Schema.Struct({ pruned: Schema.Number }),
+      execute: ({ before, batch }) =>
+        sql`with gone as (delete from gateway_audit_logs where id in (
+            select id from gateway_audit_logs where "timestamp" < ${before} limit ${batch}) returning 1)
+          select count(*)::int as pruned from gone`
+    })
     /** Cloud retention: deletes up to `batch` rows older than `before`; returns how many went. */
-    const pruneBefore = (before: number, batch = 10_000) =>
-      sql`delete from gateway_audit_logs where id in (
-          select id from gateway_audit_logs where "timestamp" < ${before} limit ${batch})`.raw.pipe(
-        Effect.map((result) => (result as { rowCount?: number }).rowCount ?? 0)
-      )
+    const pruneBefore = Effect.fn("AuditRepo.pruneBefore")((before: number, batch = 10_000) => pruneBatch({ before, batch }).pipe(Effect.map((row) => row.pruned)), failures)
 
     return { byQueryId, insertBatch, complete, page, exportStream, stats, pruneBefore } as const
   })

@@ -12,7 +12,6 @@ const TITLE = `coalesce(c.title, (select left(split_part(r.prompt, E'\\n', 1), 8
 const COLUMNS = `c.id, ${TITLE} as title, c.connection_name, c.created_at, c.updated_at`
 
 const ConversationRow = Schema.Struct({ ...Conversation.fields, id: ConversationId, created_at: Schema.DateFromSelf, updated_at: Schema.DateFromSelf })
-export type ConversationRow = typeof ConversationRow.Type
 
 // Counts and sums arrive as text (bigint, numeric).
 const ThreadRow = Schema.Struct({

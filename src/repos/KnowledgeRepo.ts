@@ -16,10 +16,9 @@ const EntryRow = Schema.Struct({
   created_at: Schema.DateFromSelf,
   updated_at: Schema.DateFromSelf
 })
-export type EntryRow = typeof EntryRow.Type
 
 const ListItemRow = Schema.Struct({ ...EntryRow.omit("body").fields, snippet: Schema.String })
-export type ListItemRow = typeof ListItemRow.Type
+type ListItemRow = typeof ListItemRow.Type
 
 const EditRow = Schema.Struct({ ...KnowledgeEdit.omit("withheld").fields, edited_at: Schema.DateFromSelf, replaced_at: Schema.DateFromSelf })
 

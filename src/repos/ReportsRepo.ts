@@ -6,7 +6,6 @@ import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
 const SummaryRow = Schema.Struct({ ...ReportSummary.fields, id: ReportId, created_at: Schema.DateFromSelf, updated_at: Schema.DateFromSelf })
-export type SummaryRow = typeof SummaryRow.Type
 
 /** `data` is kept as JSON text. */
 const ReportRow = Schema.Struct({ ...SummaryRow.fields, html: Schema.String, data: Schema.NullOr(Schema.parseJson()) })

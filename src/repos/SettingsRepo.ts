@@ -6,7 +6,7 @@ import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
 const StoredSettings = Schema.Struct(SettingsFields)
-export type StoredSettings = typeof StoredSettings.Type
+type StoredSettings = typeof StoredSettings.Type
 const decodeStored = Schema.decodeUnknownOption(StoredSettings)
 
 export class SettingsRepo extends Effect.Service<SettingsRepo>()("sluice/SettingsRepo", {

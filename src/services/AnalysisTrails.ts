@@ -17,7 +17,7 @@ export class AnalysisTrails extends Effect.Service<AnalysisTrails>()("sluice/Ana
     const runs = yield* AgentRunsRepo
 
     const resolve = Effect.fn("AnalysisTrails.resolve")(function* (principal: Principal, queryId: string) {
-      const row = yield* audit.byQueryId(principal.orgId, queryId).pipe(storeDown)
+      const row = yield* audit.byQueryId(principal.orgId, queryId)
       if (row === null) return yield* new NotFound({ message: `There is no query ${queryId} in this organization's audit log` })
       const parent = (row.details?.["parent"] ?? {}) as Record<string, unknown>
       const runId = text(parent["run_id"])

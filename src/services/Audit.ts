@@ -69,7 +69,6 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
       id === null
         ? record(dialect, row, ...others)
         : repo.complete(id, storableAuditRow(redacted(dialect, row))).pipe(
-            storeDown,
             // The change's transaction did not commit after all: the row is written as any other.
             Effect.flatMap((completed) => (completed ? record(dialect, ...others) : record(dialect, row, ...others)))
           )
@@ -81,13 +80,13 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
     ) {
       const limit = page.limit ?? 100
       const before = page.cursor === undefined ? null : (yield* decodeCursor(page.cursor, Cursor))[0]
-      const rows = yield* repo.page(principal.orgId, filter, before, limit + 1).pipe(storeDown)
+      const rows = yield* repo.page(principal.orgId, filter, before, limit + 1)
       return pageOf(rows.map(toEntry), limit, (entry) => [entry.id])
     })
 
     const stats = Effect.fn("Audit.stats")(function* (principal: Principal, hours: number) {
       const since = Math.floor(Date.now() / 1000) - hours * 3600
-      const s = yield* repo.stats(principal.orgId, since).pipe(storeDown)
+      const s = yield* repo.stats(principal.orgId, since)
       return { since, ...s.totals, hourly: s.hourly, top_keys: s.topKeys, block_reasons: s.blockReasons }
     })
 
