@@ -22,6 +22,10 @@ const refusedStatement = ({ cause }: SqlError) =>
   Predicate.isString(cause.severity) &&
   !PASSING.has(cause.code.slice(0, 2))
 
+/** A store that could not answer now (an outage, a pool that timed out), raw or mapped: trying again later can help. */
+export const isStoreOutage = (error: unknown): boolean =>
+  error instanceof Unavailable || (error instanceof SqlError && !refusedStatement(error))
+
 /** A row that does not decode is our mistake (a schema behind a migration): the defect names the fields, never their values. */
 const undecodable = (what: string, error: ParseResult.ParseError) =>
   new Error(

@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Exit, Option, Redacted, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { Conflict, Unavailable } from "../../src/domain/Errors"
-import { conflictOnDuplicate, storeErrors } from "../../src/repos/StoreErrors"
+import { conflictOnDuplicate, isStoreOutage, storeErrors } from "../../src/repos/StoreErrors"
 import { postgresAvailable, TEST_PG_URL } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
@@ -61,5 +61,18 @@ describe("store errors: an outage is unavailable, a refused statement is not", (
     )
     const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
     expect(Option.getOrNull(failure)).toEqual(new Conflict({ message: '"a" is taken' }))
+  })
+
+  it.skipIf(skip)("what a job's step waits out and does again: an outage, raw or mapped, never a refused statement", async () => {
+    const raw = async (url: string, statement: string) => {
+      const exit = await exitOf(url, (sql) => sql.unsafe(statement))
+      return Exit.isFailure(exit) ? Option.getOrNull(Cause.failureOption(exit.cause)) : null
+    }
+    // No server there: the client cannot open a session (no SQLSTATE), as when a loaded pool times out.
+    expect(isStoreOutage(await raw("postgres://root@127.0.0.1:1/postgres", "select 1"))).toBe(true)
+    expect(isStoreOutage(await raw(TEST_PG_URL, "set statement_timeout = 20; select pg_sleep(1)"))).toBe(true)
+    expect(isStoreOutage(new Unavailable({ message: "The thing is unavailable; try again shortly" }))).toBe(true)
+    expect(isStoreOutage(await raw(TEST_PG_URL, "select 'x'::int"))).toBe(false)
+    expect(isStoreOutage(new Conflict({ message: "taken" }))).toBe(false)
   })
 })

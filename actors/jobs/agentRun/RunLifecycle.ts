@@ -1,4 +1,4 @@
-import { Cause, Effect, Option } from "effect"
+import { Cause, Effect, Option, Schedule } from "effect"
 import { LanguageModels } from "../../../layers/LanguageModels"
 import { RUNNER_ADDRESS } from "../../../layers/RunnerIdentity"
 import { AGENT_RUN_KIND, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
@@ -11,6 +11,7 @@ import { RunStopped } from "../../../src/jobs/AgentRunWorkflow"
 import { JobSteps } from "../../../src/jobs/JobSteps"
 import { AgentRunsRepo, type StoredRun } from "../../../src/repos/AgentRunsRepo"
 import { OrgsRepo } from "../../../src/repos/OrgsRepo"
+import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ApiKeys } from "../../../src/services/ApiKeys"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 
@@ -21,6 +22,8 @@ const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write"])
 export const RUNNER = `${RUNNER_ADDRESS.host}:${RUNNER_ADDRESS.port}`
 
 // Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
+/** A store that blinks or is slow to hand out a session (a loaded machine) is waited for, 0.5 to 4 s apart, before a step gives up. */
+const storeOutageRetry = Schedule.exponential("500 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(5)))
 const HISTORY_EXCHANGES = 20
 const HISTORY_ANSWER_CHARS = 8_000
 
@@ -49,14 +52,23 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
         Effect.zipRight(Effect.fail(new RunStopped({ status, code, message })))
       )
 
-    /** A step's effect with its store failures and defects turned into the run's failure (recorded), so no run is left running. */
+    /**
+     * A step's effect, done again while the store is out (a step is written to be done again), and
+     * its failures and defects turned into the run's failure (recorded), so no run is left running:
+     * a store out for good as `unavailable`, anything else as `internal_error`.
+     */
     const guarded = <A, E extends { readonly _tag: string }>(orgId: OrgId, runId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, RunStopped> =>
       effect.pipe(
+        Effect.retry({ schedule: storeOutageRetry, while: isStoreOutage }),
         Effect.catchAllCause((cause) => {
           // An interrupted step (its runner stopping, its shard moving) is not a failure: it runs again where the run resumes.
           if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-          const stopped = Cause.failureOption(cause).pipe(Option.filter((e): e is E & RunStopped => e._tag === "RunStopped"))
+          const failure = Cause.failureOption(cause)
+          const stopped = failure.pipe(Option.filter((e): e is E & RunStopped => e._tag === "RunStopped"))
           if (Option.isSome(stopped)) return Effect.fail(stopped.value as RunStopped)
+          if (Option.exists(failure, isStoreOutage)) {
+            return Effect.zipRight(Effect.logError("agent run step failed: the store stayed unavailable", cause), stop(orgId, runId, "failed", "unavailable", "The gateway's store stayed unavailable; the run stopped"))
+          }
           return Effect.zipRight(Effect.logError("agent run step failed", cause), stop(orgId, runId, "failed", "internal_error", "The run failed; the gateway's log has the details"))
         })
       )
