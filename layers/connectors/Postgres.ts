@@ -211,8 +211,8 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
     /**
      * A pooled client for one statement, waited for within the statement's timeout (the options it
      * returns give the statement what is left of it), reset when released; `guarded` runs a step on
-     * it. An interrupted step is cancelled on the server and the client stays out of the pool until
-     * the statement has ended, so the pool never holds more backends than its size.
+     * it. An interrupted step is cancelled on the server and the client closed once the statement has
+     * ended (stopStatement), so the pool never holds more backends than its size.
      */
     const lease = (options: QueryOptions) =>
       Effect.gen(function* () {
@@ -247,7 +247,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
      * One statement, as plain callbacks under one Effect (the per-query path runs no fibers of its own):
      * a pooled client waited for within the timeout, the preamble and the statement in one round trip,
      * the client reset when released. Interrupted, the statement is cancelled on the server and its
-     * client stays out of the pool until the statement has ended; a client that arrives after the wait
+     * client closed once the statement has ended (stopStatement); a client that arrives after the wait
      * gave up goes straight back. It answers by its deadline even when the database does not.
      */
     const query = (sql: string, options: QueryOptions) =>
@@ -262,7 +262,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
           clearTimeout(backstop)
           resume(outcome)
         }
-        // Given up on (timed out or interrupted): the statement is cancelled in the background, and its session reset once it has ended.
+        // Given up on (timed out or interrupted): the statement is cancelled in the background, and its session closed once it has ended.
         const abandon = (client: pg.PoolClient) => stopStatement(client, bound)
         const waiting = setTimeout(() => settle(Effect.fail(statementTimedOut())), options.timeoutMs)
         // statement_timeout ends the statement on a server that answers; this ends the call on one that does not.
