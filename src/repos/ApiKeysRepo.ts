@@ -83,13 +83,13 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
       failures
     )
 
+    // A key with its hash and its holder's role: what a credential is checked against.
+    const credentials = sql`select ${columns}, k.key_hash, m.role from api_keys k
+      left join memberships m on m.org_id = k.org_id and m.user_id = k.user_id`
     const credentialByHash = SqlSchema.findOne({
       Request: Schema.String,
       Result: KeyCredentialRow,
-      execute: (keyHash) =>
-        sql`select ${columns}, k.key_hash, m.role from api_keys k
-          left join memberships m on m.org_id = k.org_id and m.user_id = k.user_id
-          where k.key_hash = ${keyHash}`
+      execute: (keyHash) => sql`${credentials} where k.key_hash = ${keyHash}`
     })
     /** System lookup by hash across orgs: the only way a raw key becomes a principal. */
     const findByHash = Effect.fn("ApiKeysRepo.findByHash")((keyHash: string) => credentialByHash(keyHash).pipe(Effect.map(Option.getOrNull)), failures)
@@ -97,10 +97,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
     const credentialById = SqlSchema.findOne({
       Request: KeyId,
       Result: KeyCredentialRow,
-      execute: (id) =>
-        sql`select ${columns}, k.key_hash, m.role from api_keys k
-          left join memberships m on m.org_id = k.org_id and m.user_id = k.user_id
-          where k.id = ${id}`
+      execute: (id) => sql`${credentials} where k.id = ${id}`
     })
     /** System lookup by id, for work that acts with a key long after its request (an agent run's next step). */
     const findById = Effect.fn("ApiKeysRepo.findById")((id: KeyId) => credentialById(id).pipe(Effect.map(Option.getOrNull)), failures)

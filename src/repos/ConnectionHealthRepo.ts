@@ -6,24 +6,18 @@ import { ConnectionId, OrgId } from "../domain/Ids"
 import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
-const HealthCheck = Schema.Struct({
-  org_id: OrgId,
-  connection_id: ConnectionId,
+// How one check went, as a check is recorded and as its event is read back.
+const checkOutcome = {
   ok: Schema.Boolean,
   latency_ms: Schema.Number,
   step: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.String)
-})
+}
+
+const HealthCheck = Schema.Struct({ org_id: OrgId, connection_id: ConnectionId, ...checkOutcome })
 export type HealthCheck = typeof HealthCheck.Type
 
-const HealthEvent = Schema.Struct({
-  id: Schema.String,
-  checked_at: Schema.DateFromSelf,
-  ok: Schema.Boolean,
-  latency_ms: Schema.Number,
-  step: Schema.NullOr(Schema.String),
-  error: Schema.NullOr(Schema.String)
-})
+const HealthEvent = Schema.Struct({ id: Schema.String, checked_at: Schema.DateFromSelf, ...checkOutcome })
 export type HealthEvent = typeof HealthEvent.Type
 
 const HealthSummaryRow = Schema.Struct({
