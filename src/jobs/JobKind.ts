@@ -1,6 +1,6 @@
-import type { SqlError } from "@effect/sql/SqlError"
 import type { WorkflowEngine } from "@effect/workflow"
 import { Effect } from "effect"
+import type { Unavailable } from "../domain/Errors"
 
 /** How long after its row commits a job that has not begun is taken for one whose start was lost, and started. */
 const START_GRACE_SECONDS = 3
@@ -18,18 +18,18 @@ const STARTS_PER_LOOK = 100
 export interface JobKind {
   readonly name: string
   /** The jobs to start now (committed a few seconds ago or more, not begun), oldest first, each with its start. */
-  readonly unbegun: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly start: Effect.Effect<unknown, never, WorkflowEngine.WorkflowEngine> }>, SqlError>
+  readonly unbegun: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly start: Effect.Effect<unknown, never, WorkflowEngine.WorkflowEngine> }>, Unavailable>
   /** Ends, as not started, the jobs not begun an hour after their row committed; how many. */
-  readonly giveUp: Effect.Effect<number, SqlError>
+  readonly giveUp: Effect.Effect<number, Unavailable>
 }
 
 export const jobKind = <Job extends { readonly id: string }>(kind: {
   readonly name: string
   /** Jobs whose row committed between `graceSeconds` and `giveUpSeconds` ago and whose first step has not run, oldest first. */
-  readonly unbegun: (graceSeconds: number, giveUpSeconds: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, SqlError>
+  readonly unbegun: (graceSeconds: number, giveUpSeconds: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, Unavailable>
   readonly start: (job: Job) => Effect.Effect<unknown, never, WorkflowEngine.WorkflowEngine>
   /** Ends, as not started, the jobs not begun `giveUpSeconds` after their row committed; how many. */
-  readonly giveUp: (giveUpSeconds: number) => Effect.Effect<number, SqlError>
+  readonly giveUp: (giveUpSeconds: number) => Effect.Effect<number, Unavailable>
 }): JobKind => ({
   name: kind.name,
   unbegun: Effect.map(kind.unbegun(START_GRACE_SECONDS, START_GIVE_UP_SECONDS, STARTS_PER_LOOK), (jobs) => jobs.map((job) => ({ id: job.id, start: kind.start(job) }))),

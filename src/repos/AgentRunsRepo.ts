@@ -1,37 +1,41 @@
+import { SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect } from "effect"
-import { type AgentRun, AGENT_RUN_KIND, type PendingAsk, type RunStatus } from "../domain/AgentRun"
-import type { KeyId, OrgId, UserId } from "../domain/Ids"
-import type { JobEvent } from "../domain/JobEvent"
+import { Effect, Option, Schema } from "effect"
+import { type AgentRun, AGENT_RUN_KIND, PendingAsk, RunStatus } from "../domain/AgentRun"
+import { KeyId, OrgId, UserId } from "../domain/Ids"
+import { JobEvent } from "../domain/JobEvent"
 import type { Principal } from "../domain/Principal"
 import { insertJobEvent } from "./JobEventsRepo"
+import { conflictOnDuplicate, storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
-interface RunRow {
-  readonly id: string
-  readonly org_id: OrgId
-  readonly user_id: UserId
-  readonly principal_kind: Principal["kind"]
-  readonly key_id: KeyId | null
-  readonly prompt: string
-  readonly connection_name: string | null
-  readonly conversation_id: string | null
-  readonly status: RunStatus
-  readonly model: string | null
-  readonly max_turns: number
-  readonly turns: number
-  readonly input_tokens: string
-  readonly output_tokens: string
-  readonly cost_usd: string
-  readonly answer: string | null
-  readonly error_code: string | null
-  readonly error_message: string | null
-  readonly pending: PendingAsk | null
-  readonly cancel_requested: boolean
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly finished_at: Date | null
-}
+const RunRow = Schema.Struct({
+  id: Schema.String,
+  org_id: OrgId,
+  user_id: UserId,
+  principal_kind: Schema.Literal("api_key", "jwt", "local"),
+  key_id: Schema.NullOr(KeyId),
+  prompt: Schema.String,
+  connection_name: Schema.NullOr(Schema.String),
+  conversation_id: Schema.NullOr(Schema.String),
+  status: RunStatus,
+  model: Schema.NullOr(Schema.String),
+  max_turns: Schema.Int,
+  turns: Schema.Int,
+  // bigint and numeric arrive as text
+  input_tokens: Schema.NumberFromString,
+  output_tokens: Schema.NumberFromString,
+  cost_usd: Schema.NumberFromString,
+  answer: Schema.NullOr(Schema.String),
+  error_code: Schema.NullOr(Schema.String),
+  error_message: Schema.NullOr(Schema.String),
+  pending: Schema.NullOr(PendingAsk),
+  cancel_requested: Schema.Boolean,
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf,
+  finished_at: Schema.NullOr(Schema.DateFromSelf)
+})
+type RunRow = typeof RunRow.Type
 
 /** A run as its owner sees it, and who it acts as. */
 export interface StoredRun {
@@ -58,9 +62,9 @@ const stored = (row: RunRow): StoredRun => ({
     model: row.model,
     max_turns: row.max_turns,
     turns: row.turns,
-    input_tokens: Number(row.input_tokens),
-    output_tokens: Number(row.output_tokens),
-    cost_usd: Number(row.cost_usd),
+    input_tokens: row.input_tokens,
+    output_tokens: row.output_tokens,
+    cost_usd: row.cost_usd,
     answer: row.answer,
     error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? "" },
     pending: row.pending,
@@ -70,6 +74,13 @@ const stored = (row: RunRow): StoredRun => ({
     finished_at: row.finished_at
   }
 })
+
+const NewRun = RunRow.pick("id", "org_id", "user_id", "principal_kind", "key_id", "prompt", "connection_name", "conversation_id", "max_turns", "model")
+const RunOfOrg = Schema.Struct({ id: Schema.String, org_id: OrgId })
+const EventData = JobEvent.fields.data
+const Count = Schema.Struct({ n: Schema.Number })
+const Exchange = Schema.Struct({ prompt: Schema.String, answer: Schema.String })
+const RunEvent = Schema.Struct({ ...JobEvent.fields, created_at: Schema.DateFromSelf, run_id: Schema.String })
 
 /** What one step of a run adds to its totals. */
 export interface StepUsage {
@@ -86,136 +97,198 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
   effect: Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
     const withOrg = tenantScope(sql)
+    const failures = storeErrors("agent runs")
+    const runRows = Schema.decodeUnknown(Schema.Array(RunRow))
+    const runs = <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.flatMap(statement, runRows)
 
-    const insert = (row: {
-      id: string
-      org_id: OrgId
-      user_id: UserId
-      principal_kind: Principal["kind"]
-      key_id: KeyId | null
-      prompt: string
-      connection_name: string | null
-      conversation_id: string | null
-      max_turns: number
-      model: string | null
-    }) =>
-      sql`insert into agent_runs ${sql.insert({ ...row, status: "queued" })}`.pipe(Effect.asVoid, withOrg(row.org_id))
+    const insertRun = SqlSchema.void({ Request: NewRun, execute: (row) => sql`insert into agent_runs ${sql.insert({ ...row, status: "queued" })}` })
+    const insert = Effect.fn("AgentRunsRepo.insert")(
+      (row: typeof NewRun.Type) =>
+        insertRun(row).pipe(conflictOnDuplicate("The agent is still on this conversation's last message: answer, wait for or cancel its run first"), withOrg(row.org_id)),
+      failures
+    )
 
-    const find = (orgId: OrgId, id: string) =>
-      sql<RunRow>`select * from agent_runs where org_id = ${orgId} and id = ${id}`.pipe(
-        Effect.map((rows) => (rows[0] === undefined ? null : stored(rows[0]))),
-        withOrg(orgId)
-      )
+    const find = Effect.fn("AgentRunsRepo.find")(
+      (orgId: OrgId, id: string) =>
+        runs(sql`select * from agent_runs where org_id = ${orgId} and id = ${id}`).pipe(
+          Effect.map((rows) => (rows[0] === undefined ? null : stored(rows[0]))),
+          withOrg(orgId)
+        ),
+      failures
+    )
 
     /** Newest first, after the (created_at, id) of the last one seen. */
-    const page = (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
-      (before === null
-        ? sql<RunRow>`select * from agent_runs where org_id = ${orgId} order by created_at desc, id desc limit ${limit}`
-        : sql<RunRow>`select * from agent_runs where org_id = ${orgId} and (created_at, id) < (${before[0]}::timestamptz, ${before[1]})
-            order by created_at desc, id desc limit ${limit}`
-      ).pipe(Effect.map((rows) => rows.map(stored)), withOrg(orgId))
+    const page = Effect.fn("AgentRunsRepo.page")(
+      (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
+        runs(
+          before === null
+            ? sql`select * from agent_runs where org_id = ${orgId} order by created_at desc, id desc limit ${limit}`
+            : sql`select * from agent_runs where org_id = ${orgId} and (created_at, id) < (${before[0]}::timestamptz, ${before[1]})
+                order by created_at desc, id desc limit ${limit}`
+        ).pipe(Effect.map((rows) => rows.map(stored)), withOrg(orgId)),
+      failures
+    )
 
     /** Moves a run that has not ended to `status`; false when it had ended. */
-    const setStatus = (orgId: OrgId, id: string, status: RunStatus, extra: { pending?: PendingAsk | null; model?: string } = {}) =>
-      sql<{ id: string }>`update agent_runs set status = ${status}, updated_at = date_trunc('milliseconds', now()),
-          pending = ${extra.pending === undefined ? null : JSON.stringify(extra.pending)}::jsonb,
-          model = coalesce(${extra.model ?? null}, model)
-        where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled') returning id`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        withOrg(orgId)
-      )
+    const setStatus = Effect.fn("AgentRunsRepo.setStatus")(
+      (orgId: OrgId, id: string, status: RunStatus, extra: { pending?: PendingAsk | null; model?: string } = {}) =>
+        sql`update agent_runs set status = ${status}, updated_at = date_trunc('milliseconds', now()),
+            pending = ${extra.pending === undefined ? null : JSON.stringify(extra.pending)}::jsonb,
+            model = coalesce(${extra.model ?? null}, model)
+          where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled') returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          withOrg(orgId)
+        ),
+      failures
+    )
 
     /** Ends a run once: its outcome, unless it had ended already. */
-    const finish = (orgId: OrgId, id: string, outcome: { status: "completed" | "failed" | "cancelled"; answer?: string; error?: { code: string; message: string } }) =>
-      sql`update agent_runs set status = ${outcome.status}, answer = ${outcome.answer ?? null},
-          error_code = ${outcome.error?.code ?? null}, error_message = ${outcome.error?.message ?? null}, pending = null,
-          updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
-        where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled')`.pipe(Effect.asVoid, withOrg(orgId))
+    const finish = Effect.fn("AgentRunsRepo.finish")(
+      (orgId: OrgId, id: string, outcome: { status: "completed" | "failed" | "cancelled"; answer?: string; error?: { code: string; message: string } }) =>
+        sql`update agent_runs set status = ${outcome.status}, answer = ${outcome.answer ?? null},
+            error_code = ${outcome.error?.code ?? null}, error_message = ${outcome.error?.message ?? null}, pending = null,
+            updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
+          where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled')`.pipe(Effect.asVoid, withOrg(orgId)),
+      failures
+    )
 
     /** Marks the decision a waiting run waits for at `step` as taken; false when it was not waiting for it (any more). */
-    const claimDecision = (orgId: OrgId, id: string, waitingAs: RunStatus, step: string) =>
-      sql<{ id: string }>`update agent_runs set status = 'running', updated_at = date_trunc('milliseconds', now())
-        where org_id = ${orgId} and id = ${id} and status = ${waitingAs} and pending->>'step' = ${step} returning id`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        withOrg(orgId)
-      )
+    const claimDecision = Effect.fn("AgentRunsRepo.claimDecision")(
+      (orgId: OrgId, id: string, waitingAs: RunStatus, step: string) =>
+        sql`update agent_runs set status = 'running', updated_at = date_trunc('milliseconds', now())
+          where org_id = ${orgId} and id = ${id} and status = ${waitingAs} and pending->>'step' = ${step} returning id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          withOrg(orgId)
+        ),
+      failures
+    )
 
-    const requestCancel = (orgId: OrgId, id: string) =>
-      sql`update agent_runs set cancel_requested = true, updated_at = date_trunc('milliseconds', now())
-        where org_id = ${orgId} and id = ${id}`.pipe(Effect.asVoid, withOrg(orgId))
+    const requestCancel = Effect.fn("AgentRunsRepo.requestCancel")(
+      (orgId: OrgId, id: string) =>
+        sql`update agent_runs set cancel_requested = true, updated_at = date_trunc('milliseconds', now())
+          where org_id = ${orgId} and id = ${id}`.pipe(Effect.asVoid, withOrg(orgId)),
+      failures
+    )
 
     /**
      * Appends the event of a workflow step, and adds the step's usage to the run's totals, once:
      * a step that runs again (after a crash) finds its event written and changes nothing.
      */
-    const appendEvent = (orgId: OrgId, runId: string, step: string, type: string, data: Record<string, unknown>, usage: StepUsage = NO_USAGE) =>
-      sql`with event as (${insertJobEvent(sql, { kind: AGENT_RUN_KIND, orgId, jobId: runId, step, type, data })})
-        update agent_runs set turns = turns + ${usage.turns}, input_tokens = input_tokens + ${usage.inputTokens},
-            output_tokens = output_tokens + ${usage.outputTokens}, cost_usd = cost_usd + ${usage.costUsd},
-            updated_at = date_trunc('milliseconds', now())
-          where org_id = ${orgId} and id = ${runId} and exists (select 1 from event)`.pipe(Effect.asVoid, withOrg(orgId))
+    const appendEvent = Effect.fn("AgentRunsRepo.appendEvent")(
+      (orgId: OrgId, runId: string, step: string, type: string, data: Record<string, unknown>, usage: StepUsage = NO_USAGE) =>
+        sql`with event as (${insertJobEvent(sql, { kind: AGENT_RUN_KIND, orgId, jobId: runId, step, type, data })})
+          update agent_runs set turns = turns + ${usage.turns}, input_tokens = input_tokens + ${usage.inputTokens},
+              output_tokens = output_tokens + ${usage.outputTokens}, cost_usd = cost_usd + ${usage.costUsd},
+              updated_at = date_trunc('milliseconds', now())
+            where org_id = ${orgId} and id = ${runId} and exists (select 1 from event)`.pipe(Effect.asVoid, withOrg(orgId)),
+      failures
+    )
 
-    /** System lookup across orgs: runs still queued between `graceSeconds` and `giveUpSeconds` after their row committed, oldest first (their job may never have started). */
-    const unbegun = (graceSeconds: number, giveUpSeconds: number, limit: number) =>
-      sql<{ id: string; org_id: OrgId }>`select id, org_id from agent_runs
+    const unbegunRuns = SqlSchema.findAll({
+      Request: Schema.Struct({ graceSeconds: Schema.Number, giveUpSeconds: Schema.Number, limit: Schema.Number }),
+      Result: RunOfOrg,
+      execute: ({ graceSeconds, giveUpSeconds, limit }) => sql`select id, org_id from agent_runs
         where status = 'queued' and created_at < now() - make_interval(secs => ${graceSeconds})
           and created_at >= now() - make_interval(secs => ${giveUpSeconds})
         order by created_at limit ${limit}`
+    })
+    /** System lookup across orgs: runs still queued between `graceSeconds` and `giveUpSeconds` after their row committed, oldest first (their job may never have started). */
+    const unbegun = Effect.fn("AgentRunsRepo.unbegun")(
+      (graceSeconds: number, giveUpSeconds: number, limit: number) => unbegunRuns({ graceSeconds, giveUpSeconds, limit }),
+      failures
+    )
 
     /** System change across orgs: runs still queued `giveUpSeconds` after their row committed fail as not started. */
-    const giveUpUnbegun = (giveUpSeconds: number) =>
-      sql<{ id: string }>`update agent_runs set status = 'failed', error_code = 'not_started',
-          error_message = 'The run did not start within an hour; start it again',
-          updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
-        where status = 'queued' and created_at < now() - make_interval(secs => ${giveUpSeconds}) returning id`.pipe(Effect.map((rows) => rows.length))
+    const giveUpUnbegun = Effect.fn("AgentRunsRepo.giveUpUnbegun")(
+      (giveUpSeconds: number) =>
+        sql`update agent_runs set status = 'failed', error_code = 'not_started',
+            error_message = 'The run did not start within an hour; start it again',
+            updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
+          where status = 'queued' and created_at < now() - make_interval(secs => ${giveUpSeconds}) returning id`.pipe(Effect.map((rows) => rows.length)),
+      failures
+    )
 
+    const stepEvent = SqlSchema.findOne({
+      Request: Schema.Struct({ runId: Schema.String, step: Schema.String }),
+      Result: Schema.Struct({ data: EventData }),
+      execute: ({ runId, step }) => sql`select data from job_events where kind = ${AGENT_RUN_KIND} and job_id = ${runId} and step = ${step}`
+    })
     /** The event a step wrote, if it did. */
-    const eventOf = (orgId: OrgId, runId: string, step: string) =>
-      sql<{ data: Record<string, unknown> }>`select data from job_events where kind = ${AGENT_RUN_KIND} and job_id = ${runId} and step = ${step}`.pipe(
-        Effect.map((rows) => rows[0]?.data ?? null),
-        withOrg(orgId)
-      )
+    const eventOf = Effect.fn("AgentRunsRepo.eventOf")(
+      (orgId: OrgId, runId: string, step: string) =>
+        stepEvent({ runId, step }).pipe(
+          Effect.map(Option.match({ onNone: () => null, onSome: (row) => row.data })),
+          withOrg(orgId)
+        ),
+      failures
+    )
 
+    const toolCallCount = SqlSchema.single({
+      Request: Schema.Struct({ runId: Schema.String, tool: Schema.String }),
+      Result: Count,
+      execute: ({ runId, tool }) => sql`select count(*)::int as n from job_events
+        where kind = ${AGENT_RUN_KIND} and job_id = ${runId} and type = 'tool_call' and data->>'tool' = ${tool} and coalesce(data->>'is_error', 'false') <> 'true'`
+    })
     /** How many calls of `tool` the run made that did not fail. */
-    const toolCallsMade = (orgId: OrgId, runId: string, tool: string) =>
-      sql<{ n: number }>`select count(*)::int as n from job_events
-        where kind = ${AGENT_RUN_KIND} and job_id = ${runId} and type = 'tool_call' and data->>'tool' = ${tool} and coalesce(data->>'is_error', 'false') <> 'true'`.pipe(
-        Effect.map((rows) => rows[0]?.n ?? 0),
-        withOrg(orgId)
-      )
+    const toolCallsMade = Effect.fn("AgentRunsRepo.toolCallsMade")(
+      (orgId: OrgId, runId: string, tool: string) => toolCallCount({ runId, tool }).pipe(Effect.map(({ n }) => n), withOrg(orgId)),
+      failures
+    )
 
     /** A conversation's runs, oldest first. */
-    const ofConversation = (orgId: OrgId, conversationId: string) =>
-      sql<RunRow>`select * from agent_runs where org_id = ${orgId} and conversation_id = ${conversationId} order by created_at, id`.pipe(
-        Effect.map((rows) => rows.map(stored)),
-        withOrg(orgId)
-      )
+    const ofConversation = Effect.fn("AgentRunsRepo.ofConversation")(
+      (orgId: OrgId, conversationId: string) =>
+        runs(sql`select * from agent_runs where org_id = ${orgId} and conversation_id = ${conversationId} order by created_at, id`).pipe(
+          Effect.map((rows) => rows.map(stored)),
+          withOrg(orgId)
+        ),
+      failures
+    )
 
-    /** The last `limit` answered exchanges of a conversation before run `runId`, oldest first. */
-    const exchangesBefore = (orgId: OrgId, conversationId: string, runId: string, limit: number) =>
-      sql<{ prompt: string; answer: string }>`select prompt, answer from (
+    const exchanges = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: OrgId, conversationId: Schema.String, runId: Schema.String, limit: Schema.Number }),
+      Result: Exchange,
+      execute: ({ orgId, conversationId, runId, limit }) => sql`select prompt, answer from (
           select r.prompt, r.answer, r.created_at, r.id from agent_runs r, agent_runs this
           where this.org_id = ${orgId} and this.id = ${runId} and r.org_id = ${orgId} and r.conversation_id = ${conversationId}
             and r.status = 'completed' and r.answer is not null and (r.created_at, r.id) < (this.created_at, this.id)
           order by r.created_at desc, r.id desc limit ${limit}
-        ) earlier order by created_at, id`.pipe(withOrg(orgId))
+        ) earlier order by created_at, id`
+    })
+    /** The last `limit` answered exchanges of a conversation before run `runId`, oldest first. */
+    const exchangesBefore = Effect.fn("AgentRunsRepo.exchangesBefore")(
+      (orgId: OrgId, conversationId: string, runId: string, limit: number) => exchanges({ orgId, conversationId, runId, limit }).pipe(withOrg(orgId)),
+      failures
+    )
 
-    /** The estimated cost of the queries run so far by a conversation's runs (or by one run outside a conversation). */
-    const estimatedSpend = (orgId: OrgId, conversationId: string | null, runId: string) =>
-      sql<{ usd: string | null }>`select sum((e.data->>'estimated_usd')::numeric) as usd
+    const spend = SqlSchema.single({
+      Request: Schema.Struct({ orgId: OrgId, conversationId: Schema.NullOr(Schema.String), runId: Schema.String }),
+      // numeric arrives as text; no tool call yet sums to null
+      Result: Schema.Struct({ usd: Schema.NullOr(Schema.NumberFromString) }),
+      execute: ({ orgId, conversationId, runId }) => sql`select sum((e.data->>'estimated_usd')::numeric) as usd
         from job_events e join agent_runs r on e.kind = ${AGENT_RUN_KIND} and r.id = e.job_id
         where r.org_id = ${orgId} and e.type = 'tool_call' and jsonb_typeof(e.data->'estimated_usd') = 'number'
-          and ${conversationId === null ? sql`r.id = ${runId}` : sql`r.conversation_id = ${conversationId}`}`.pipe(
-        Effect.map((rows) => Number(rows[0]?.usd ?? 0)),
-        withOrg(orgId)
-      )
+          and ${conversationId === null ? sql`r.id = ${runId}` : sql`r.conversation_id = ${conversationId}`}`
+    })
+    /** The estimated cost of the queries run so far by a conversation's runs (or by one run outside a conversation). */
+    const estimatedSpend = Effect.fn("AgentRunsRepo.estimatedSpend")(
+      (orgId: OrgId, conversationId: string | null, runId: string) => spend({ orgId, conversationId, runId }).pipe(Effect.map(({ usd }) => usd ?? 0), withOrg(orgId)),
+      failures
+    )
 
-    /** The events of a conversation's runs, run by run, in order. */
-    const conversationEvents = (orgId: OrgId, conversationId: string, limit: number) =>
-      sql<JobEvent & { run_id: string }>`select e.job_id as run_id, e.seq, e.type, e.data, e.created_at
+    const eventsOfConversation = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: OrgId, conversationId: Schema.String, limit: Schema.Number }),
+      Result: RunEvent,
+      execute: ({ orgId, conversationId, limit }) => sql`select e.job_id as run_id, e.seq, e.type, e.data, e.created_at
         from job_events e join agent_runs r on e.kind = ${AGENT_RUN_KIND} and r.id = e.job_id
         where r.org_id = ${orgId} and r.conversation_id = ${conversationId}
-        order by r.created_at, r.id, e.seq limit ${limit}`.pipe(withOrg(orgId))
+        order by r.created_at, r.id, e.seq limit ${limit}`
+    })
+    /** The events of a conversation's runs, run by run, in order. */
+    const conversationEvents = Effect.fn("AgentRunsRepo.conversationEvents")(
+      (orgId: OrgId, conversationId: string, limit: number) => eventsOfConversation({ orgId, conversationId, limit }).pipe(withOrg(orgId)),
+      failures
+    )
 
     return { insert, unbegun, giveUpUnbegun, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, eventOf, toolCallsMade } as const
   })

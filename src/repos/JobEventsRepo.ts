@@ -1,8 +1,9 @@
-import type { SqlClient } from "@effect/sql"
+import { type SqlClient, SqlSchema } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { OrgId } from "../domain/Ids"
-import type { JobEvent } from "../domain/JobEvent"
+import { JobEvent } from "../domain/JobEvent"
+import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
 /**
@@ -20,25 +21,41 @@ export const insertJobEvent = (
     on conflict (kind, job_id, step) do nothing
     returning 1`
 
+const EventRow = Schema.Struct({ ...JobEvent.fields, created_at: Schema.DateFromSelf })
+const LatestSeq = Schema.Struct({ kind: Schema.String, job_id: Schema.String, seq: Schema.Int })
+const FollowedJob = Schema.Struct({ kind: Schema.String, id: Schema.String })
+
 /** The events of durable jobs of every kind, each job's keyed by its kind and id. */
 export class JobEventsRepo extends Effect.Service<JobEventsRepo>()("sluice/JobEventsRepo", {
   effect: Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
     const withOrg = tenantScope(sql)
+    const failures = storeErrors("job events")
 
+    const eventsAfter = SqlSchema.findAll({
+      Request: Schema.Struct({ kind: Schema.String, jobId: Schema.String, afterSeq: Schema.Number, limit: Schema.Number }),
+      Result: EventRow,
+      execute: ({ kind, jobId, afterSeq, limit }) => sql`select seq, type, data, created_at from job_events
+        where kind = ${kind} and job_id = ${jobId} and seq > ${afterSeq} order by seq limit ${limit}`
+    })
     /** A job's events after `afterSeq`, in order. */
-    const events = (kind: string, orgId: OrgId, jobId: string, afterSeq: number, limit: number) =>
-      sql<JobEvent>`select seq, type, data, created_at from job_events
-        where kind = ${kind} and job_id = ${jobId} and seq > ${afterSeq} order by seq limit ${limit}`.pipe(withOrg(orgId))
+    const events = Effect.fn("JobEventsRepo.events")(
+      (kind: string, orgId: OrgId, jobId: string, afterSeq: number, limit: number) => eventsAfter({ kind, jobId, afterSeq, limit }).pipe(withOrg(orgId)),
+      failures
+    )
 
+    const latestSeqsOf = SqlSchema.findAll({
+      Request: Schema.Array(FollowedJob),
+      Result: LatestSeq,
+      execute: (jobs) => sql`select kind, job_id, max(seq)::int as seq from job_events
+        where kind in ${sql.in([...new Set(jobs.map((job) => job.kind))])} and job_id in ${sql.in(jobs.map((job) => job.id))}
+        group by kind, job_id`
+    })
     /**
      * The latest event seq of each of these jobs, whatever their org: system work for the process's
      * event feed, which only wakes the (already authorized) followers of those jobs.
      */
-    const latestSeqs = (jobs: ReadonlyArray<{ readonly kind: string; readonly id: string }>) =>
-      sql<{ kind: string; job_id: string; seq: number }>`select kind, job_id, max(seq)::int as seq from job_events
-        where kind in ${sql.in([...new Set(jobs.map((job) => job.kind))])} and job_id in ${sql.in(jobs.map((job) => job.id))}
-        group by kind, job_id`
+    const latestSeqs = Effect.fn("JobEventsRepo.latestSeqs")((jobs: ReadonlyArray<typeof FollowedJob.Type>) => latestSeqsOf(jobs), failures)
 
     return { events, latestSeqs } as const
   })

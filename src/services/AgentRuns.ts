@@ -15,9 +15,7 @@ import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { JobEventsRepo } from "../repos/JobEventsRepo"
 import { Connections } from "./Connections"
 import { RunEventsFeed } from "./RunEventsFeed"
-import { conflictOnDuplicate, storeErrors } from "../repos/StoreErrors"
 
-const storeDown = storeErrors("agent runs")
 // What the model wrote or a tool returned, per event type: it can quote rows.
 const MODEL_WORDS: Readonly<Record<string, ReadonlyArray<string>>> = {
   model_call: ["text"],
@@ -66,7 +64,6 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     const find = (principal: Principal, id: string) =>
       repo.find(principal.orgId, id).pipe(
-        storeDown,
         Effect.flatMap((found) => (found === null ? Effect.fail(notFound(id)) : Effect.succeed(found)))
       )
 
@@ -75,20 +72,18 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
     const start = Effect.fn("AgentRuns.start")(function* (principal: Principal, input: StartAgentRun, conversationId: string | null = null) {
       if (input.connection_name !== undefined) yield* connections.get(principal, input.connection_name)
       const id = `run_${randomUUID().replaceAll("-", "")}`
-      yield* repo
-        .insert({
-          id,
-          org_id: principal.orgId,
-          user_id: principal.userId,
-          principal_kind: principal.kind,
-          key_id: principal.keyId,
-          prompt: input.prompt,
-          connection_name: input.connection_name ?? null,
-          conversation_id: conversationId,
-          max_turns: input.max_turns ?? DEFAULT_MAX_TURNS,
-          model: null
-        })
-        .pipe(conflictOnDuplicate("The agent is still on this conversation's last message: answer, wait for or cancel its run first"), storeDown)
+      yield* repo.insert({
+        id,
+        org_id: principal.orgId,
+        user_id: principal.userId,
+        principal_kind: principal.kind,
+        key_id: principal.keyId,
+        prompt: input.prompt,
+        connection_name: input.connection_name ?? null,
+        conversation_id: conversationId,
+        max_turns: input.max_turns ?? DEFAULT_MAX_TURNS,
+        model: null
+      })
       yield* launch(principal, id).pipe(
         // A run whose job could not be started is not left queued: it fails (if the store takes that write).
         Effect.tapError(() => repo.finish(principal.orgId, id, { status: "failed", error: { code: "not_started", message: "The run's job could not be started" } }).pipe(Effect.ignore)),
@@ -103,13 +98,13 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     /** A conversation's runs, oldest first. */
     const ofConversation = Effect.fn("AgentRuns.ofConversation")(function* (principal: Principal, conversationId: string) {
-      return (yield* repo.ofConversation(principal.orgId, conversationId).pipe(storeDown)).map(runFor(principal))
+      return (yield* repo.ofConversation(principal.orgId, conversationId)).map(runFor(principal))
     })
 
     const list = Effect.fn("AgentRuns.list")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       const limit = params.limit ?? 50
       const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
-      const rows = yield* repo.page(principal.orgId, before, limit + 1).pipe(storeDown)
+      const rows = yield* repo.page(principal.orgId, before, limit + 1)
       return pageOf(
         rows.map(runFor(principal)),
         limit,
@@ -119,13 +114,13 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     /** The events of a conversation's runs, in order, as this caller may see them. */
     const conversationEvents = Effect.fn("AgentRuns.conversationEvents")(function* (principal: Principal, conversationId: string, limit: number) {
-      const rows = yield* repo.conversationEvents(principal.orgId, conversationId, limit).pipe(storeDown)
+      const rows = yield* repo.conversationEvents(principal.orgId, conversationId, limit)
       return rows.map((row) => ({ ...eventFor(principal)(row), run_id: row.run_id }))
     })
 
     const events = Effect.fn("AgentRuns.events")(function* (principal: Principal, id: string, afterSeq: number, limit: number) {
       yield* find(principal, id)
-      return (yield* jobEvents.events(AGENT_RUN_KIND, principal.orgId, id, afterSeq, limit).pipe(storeDown)).map(eventFor(principal))
+      return (yield* jobEvents.events(AGENT_RUN_KIND, principal.orgId, id, afterSeq, limit)).map(eventFor(principal))
     })
 
     /**
@@ -145,7 +140,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     /** Takes the decision the run waits for at `step`, once (the job kit's decideOnce). */
     const decide = (principal: Principal, id: string, waitingAs: RunStatus, step: string, decision: Decision) =>
-      decideOnce({ noun: "run", claim: repo.claimDecision(principal.orgId, id, waitingAs, step).pipe(storeDown), resume: resume(principal, id, step, decision) })
+      decideOnce({ noun: "run", claim: repo.claimDecision(principal.orgId, id, waitingAs, step), resume: resume(principal, id, step, decision) })
 
     const patch = Effect.fn("AgentRuns.patch")(function* (principal: Principal, id: string, body: PatchAgentRun) {
       const { run, userId } = yield* find(principal, id)
@@ -159,7 +154,7 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
       if (TERMINAL_STATUSES.has(run.status)) return yield* new Conflict({ message: `The run has ended (${run.status})` })
       switch (body.action) {
         case "cancel": {
-          yield* repo.requestCancel(principal.orgId, id).pipe(storeDown)
+          yield* repo.requestCancel(principal.orgId, id)
           if (run.pending !== null) yield* resume(principal, id, run.pending.step, { kind: "cancelled" })
           // A run still queued may have no job (its start failed half-way): starting it again ends it at its first step.
           if (run.status === "queued") yield* launch(principal, id).pipe(Effect.mapError(() => new Unavailable({ message: "The job runtime is unavailable" })))

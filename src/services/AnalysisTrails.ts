@@ -4,9 +4,6 @@ import { NotFound } from "../domain/Errors"
 import type { Principal } from "../domain/Principal"
 import { AgentRunsRepo } from "../repos/AgentRunsRepo"
 import { AuditRepo } from "../repos/AuditRepo"
-import { storeErrors } from "../repos/StoreErrors"
-
-const storeDown = storeErrors("analysis trails")
 
 const text = (value: unknown) => (typeof value === "string" ? value : null)
 
@@ -22,9 +19,9 @@ export class AnalysisTrails extends Effect.Service<AnalysisTrails>()("sluice/Ana
       const parent = (row.details?.["parent"] ?? {}) as Record<string, unknown>
       const runId = text(parent["run_id"])
       const step = text(parent["step"])
-      const run = runId === null ? null : yield* runs.find(principal.orgId, runId).pipe(storeDown)
+      const run = runId === null ? null : yield* runs.find(principal.orgId, runId)
       // The audit log keeps statements with their literals redacted; a caller who may query gets the run's own statement.
-      const ran = run !== null && step !== null && principal.scopes.includes("query") ? yield* runs.eventOf(principal.orgId, run.run.id, `tool/${step}`).pipe(storeDown) : null
+      const ran = run !== null && step !== null && principal.scopes.includes("query") ? yield* runs.eventOf(principal.orgId, run.run.id, `tool/${step}`) : null
       const ranThis = ran !== null && Array.isArray(ran["query_ids"]) && ran["query_ids"].includes(queryId) && ran["tool"] === "query_database"
       const trail: AnalysisTrail = {
         query_id: queryId,
