@@ -9,7 +9,7 @@ import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 import { Secrets } from "../../../src/services/Secrets"
 import { describeTool } from "../../../src/tools/ToolDefinition"
 import { ToolCatalogue } from "../../../src/tools/ToolCatalogue"
-import { RUNNER, RunLifecycle } from "./RunLifecycle"
+import { firstSuccess, RUNNER, RunLifecycle } from "./RunLifecycle"
 
 const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504, 529])
@@ -115,8 +115,10 @@ export class ModelTurnStep extends Effect.Service<ModelTurnStep>()("sluice/Model
     const modelTools = new Map(tools.map((tool) => [tool.name, asModelTool(tool.name, tool.description, describeTool(tool).inputSchema)]))
 
     /** One model call over the conversation so far, with the tools the run's principal may use. */
-    const think = (orgId: OrgId, runId: string, turn: number, connection: string | null, conversation: ReadonlyArray<Prompt.MessageEncoded>) =>
-      guarded(
+    const think = (orgId: OrgId, runId: string, turn: number, connection: string | null, conversation: ReadonlyArray<Prompt.MessageEncoded>) => {
+      // A store outage after the model answered does not pay for the answer twice.
+      const modelCall = firstSuccess<Reply>()
+      return guarded(
         orgId,
         runId,
         Effect.scoped(Effect.gen(function* () {
@@ -136,7 +138,7 @@ export class ModelTurnStep extends Effect.Service<ModelTurnStep>()("sluice/Model
           const started = performance.now()
           const prompt = Prompt.make([{ role: "system", content: SYSTEM(connection) }, ...conversation])
           // The text reaches the run's followers as it streams, a few pieces at a time; each attempt writes it from offset 0.
-          const response = yield* LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }).pipe(
+          const response = yield* modelCall(LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }).pipe(
             Stream.groupedWithin(STREAM_BATCH, STREAM_FLUSH),
             Stream.runFoldEffect(EMPTY_REPLY, (reply, parts) => {
               const offset = reply.text.length
@@ -155,7 +157,7 @@ export class ModelTurnStep extends Effect.Service<ModelTurnStep>()("sluice/Model
             Effect.timeoutFail({ duration: MODEL_CALL_TIMEOUT, onTimeout: () => new AiError.UnknownError({ module: "AgentRun", method: "think", description: "timeout" }) }),
             Effect.retry(modelRetry),
             Effect.catchAll((error) => stop(orgId, runId, "failed", "model_error", modelFailure(error)))
-          )
+          ))
           const inputTokens = response.usage?.inputTokens ?? 0
           const outputTokens = response.usage?.outputTokens ?? 0
           const costUsd = costOf(choice.price, inputTokens, outputTokens)
@@ -181,6 +183,7 @@ export class ModelTurnStep extends Effect.Service<ModelTurnStep>()("sluice/Model
           return { text: response.text, toolCalls: toolCallsAsked }
         }))
       )
+    }
 
     return { think } as const
   }),

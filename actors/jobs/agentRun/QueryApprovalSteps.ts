@@ -13,7 +13,7 @@ import { ToolCallStep } from "./ToolCallStep"
 export class QueryApprovalSteps extends Effect.Service<QueryApprovalSteps>()("sluice/QueryApprovalSteps", {
   effect: Effect.gen(function* () {
     const { guarded, load, actingAs, writeEvent } = yield* RunLifecycle
-    const { runTool } = yield* ToolCallStep
+    const { runAudited } = yield* ToolCallStep
     const repo = yield* AgentRunsRepo
     const { byName } = yield* ToolCatalogue
     const config = yield* AppConfig
@@ -66,7 +66,7 @@ export class QueryApprovalSteps extends Effect.Service<QueryApprovalSteps>()("sl
           const principal = yield* actingAs(stored)
           const plans: Array<{ readonly sql: string; readonly estimated_usd: number | null }> = []
           const planning = { planned: (plan: (typeof plans)[number]) => Effect.sync(() => plans.push(plan)) }
-          const planned = yield* runTool(principal, runId, `estimate/${step}`, call.name, call.params, { planning })
+          const planned = yield* runAudited(principal, runId, `estimate/${step}`, call.name, call.params, { planning })
           const known = plans.flatMap((plan) => (plan.estimated_usd === null ? [] : [plan.estimated_usd]))
           if (known.length === 0) return { estimatedUsd: null, needsApproval: false }
           const usd = known.reduce((sum, each) => sum + each, 0)

@@ -28,6 +28,17 @@ const HISTORY_EXCHANGES = 20
 const HISTORY_ANSWER_CHARS = 8_000
 
 /**
+ * Work a step must not do twice when `guarded` does the step again over a store outage (a model
+ * call, a tool call): the first success of the work it is given is what every later try gets.
+ * Make one per step, outside the effect `guarded` retries.
+ */
+export const firstSuccess = <A>() => {
+  let kept: { readonly value: A } | undefined
+  return <E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.suspend(() => (kept !== undefined ? Effect.succeed(kept.value) : Effect.tap(work, (value) => Effect.sync(() => (kept = { value })))))
+}
+
+/**
  * A run's beginning and end, and what every step of it shares: its events written once, the run
  * loaded while it has not ended, who it acts as at this step, and a failure turned into its end.
  */
@@ -113,10 +124,8 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
             role: key.role
           })
         ),
-        Effect.catchTags({
-          InvalidApiKey: (e) => revoked(`The run's API key no longer opens anything: ${e.message}`),
-          Unavailable: (e) => Effect.die(e)
-        })
+        // A key store that cannot answer is not a revoked key: the step is done again once it can.
+        Effect.catchTag("InvalidApiKey", (e) => revoked(`The run's API key no longer opens anything: ${e.message}`))
       )
     }
 

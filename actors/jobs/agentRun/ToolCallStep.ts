@@ -1,5 +1,6 @@
 import { Effect, Either, identity, Schedule } from "effect"
 import { AppConfig } from "../../../layers/AppConfig"
+import type { Unavailable } from "../../../src/domain/Errors"
 import type { OrgId } from "../../../src/domain/Ids"
 import type { Principal } from "../../../src/domain/Principal"
 import { type AuditDraft, auditRow, childQueryRows, newAuditDraft } from "../../../src/gate/AuditDraft"
@@ -12,7 +13,7 @@ import { QueryCostCap, QueryPlanning } from "../../../src/services/Queries"
 import { ToolCalls } from "../../../src/tools/ToolCalls"
 import { ToolCatalogue } from "../../../src/tools/ToolCatalogue"
 import type { ToolDefinition, ToolFailure, ToolOutput } from "../../../src/tools/ToolDefinition"
-import { RUNNER, RunLifecycle } from "./RunLifecycle"
+import { firstSuccess, RUNNER, RunLifecycle } from "./RunLifecycle"
 
 const PROPOSE_KNOWLEDGE = "propose_knowledge"
 const MAX_PROPOSALS_PER_RUN = 10
@@ -35,6 +36,14 @@ const toolCallDraft = (principal: Principal | null, runId: string, step: string,
   ...newAuditDraft(`${runId}:${step}`, "agent_tool_call", principal),
   details: { run_id: runId, step, ...(plannedOnly ? { planned_only: true } : {}) }
 })
+/** What running a tool left: its outcome, its audit draft with the queries it ran, and the writing of its audit rows, still to do. */
+interface ToolRan {
+  readonly outcome: Either.Either<ToolOutput, ToolFailure>
+  readonly draft: AuditDraft
+  readonly durationMs: number
+  readonly audited: Effect.Effect<void, Unavailable>
+}
+
 const toolCallRow = (draft: AuditDraft, runId: string, durationMs: number): AuditInsert =>
   auditRow(draft, { route: `/api/agent-runs/${runId}`, durationMs, outcome: draft.outcome ?? "success", blockReason: draft.blockReason })
 
@@ -77,19 +86,23 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
               )
         const durationMs = performance.now() - started
         const written = closeChangeRecord(change)
-        if (tool !== undefined) {
-          const row = toolCallRow(draft, runId, durationMs)
-          yield* audit.complete(written, draft.dialect ?? null, row, ...childQueryRows(draft, row, { run_id: runId, step })).pipe(Effect.orDie)
-        }
-        return { outcome, draft, durationMs }
+        const row = toolCallRow(draft, runId, durationMs)
+        const audited = tool === undefined ? Effect.void : audit.complete(written, draft.dialect ?? null, row, ...childQueryRows(draft, row, { run_id: runId, step }))
+        return { outcome, draft, durationMs, audited }
       })
+
+    /** Runs the tool and records its audit rows. */
+    const runAudited = (...call: Parameters<typeof runTool>) => Effect.tap(runTool(...call), (ran) => ran.audited)
 
     /**
      * One tool call the model asked for, with its estimated cost for the spend it adds to. A call whose result was recorded (the step ran before a
      * crash) is not run again.
      */
-    const callTool = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest, estimatedUsd: number | null, capped: boolean) =>
-      guarded(
+    const callTool = (orgId: OrgId, runId: string, step: string, call: ToolCallRequest, estimatedUsd: number | null, capped: boolean) => {
+      // A store outage after the tool ran does not run it, or write its audit rows, twice.
+      const toolCall = firstSuccess<ToolRan>()
+      const toolAudited = firstSuccess<void>()
+      return guarded(
         orgId,
         runId,
         Effect.gen(function* () {
@@ -103,15 +116,18 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
           const principal = yield* actingAs(yield* load(orgId, runId))
           // A model steered by what it read could fill the review queue: a run proposes a few entries, not a flood.
           const overProposals = call.name === PROPOSE_KNOWLEDGE && (yield* repo.toolCallsMade(orgId, runId, PROPOSE_KNOWLEDGE)) >= MAX_PROPOSALS_PER_RUN
-          const { outcome, draft, durationMs } = overProposals
-            ? { outcome: Either.left(proposalLimit), draft: toolCallDraft(null, runId, step, false), durationMs: 0 }
-            : yield* runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
-                Effect.flatMap((ran) =>
-                  Either.isLeft(ran.outcome) && ran.outcome.left.atGate === true && ran.outcome.left.code === UNAVAILABLE ? Effect.fail(ran.outcome.left) : Effect.succeed(ran)
-                ),
-                Effect.retry(infrastructureRetry),
-                Effect.catchAll((failure) => stop(orgId, runId, "failed", UNAVAILABLE, `${failure.message} (the run stopped rather than answer without its tool's result)`))
+          const { outcome, draft, durationMs, audited } = overProposals
+            ? { outcome: Either.left(proposalLimit), draft: toolCallDraft(null, runId, step, false), durationMs: 0, audited: Effect.void }
+            : yield* toolCall(
+                runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
+                  Effect.flatMap((ran) =>
+                    Either.isLeft(ran.outcome) && ran.outcome.left.atGate === true && ran.outcome.left.code === UNAVAILABLE ? Effect.fail(ran.outcome.left) : Effect.succeed(ran)
+                  ),
+                  Effect.retry(infrastructureRetry),
+                  Effect.catchAll((failure) => stop(orgId, runId, "failed", UNAVAILABLE, `${failure.message} (the run stopped rather than answer without its tool's result)`))
+                )
               )
+          yield* toolAudited(audited)
           const result = Either.match(outcome, {
             onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true, stopped }),
             onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false, stopped: false })
@@ -134,8 +150,9 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
           return result
         })
       )
+    }
 
-    return { runTool, callTool } as const
+    return { runAudited, callTool } as const
   }),
   dependencies: [RunLifecycle.Default, AgentRunsRepo.Default, ToolCatalogue.Default, ToolCalls.Default, Audit.Default]
 }) {}

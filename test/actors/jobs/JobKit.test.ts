@@ -1,12 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../../fakes/ModelFake"
-import { type Gateway, localKey } from "../../support/Gateway"
+import { freePort, type Gateway, localKey } from "../../support/Gateway"
 import { request } from "../../support/Http"
 import { startApp } from "../../support/InProcess"
+import { Relay } from "../../support/Relay"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../../support/Servers"
 
 const skip = !(await postgresAvailable())
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** A gateway on the store at `storeUrl` whose agent asks the model fake `fake`, and a key that may run agents. */
+const kitGateway = async (storeUrl: string, fake: { readonly url: string }, env: Record<string, string> = {}) => {
+  const gateway = await startApp({
+    databaseUrl: storeUrl,
+    env: { SP_LLM_PROVIDER: "openai-compatible", SP_LLM_BASE_URL: `${fake.url}/v1`, SP_LLM_MODEL: "local-model", SP_JOB_POLL_MS: "100", ...env }
+  })
+  const admin = await localKey(gateway)
+  const key: string = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "runner", scopes: ["read", "query", "agent:run"] } })).json.key
+  return { gateway, key }
+}
 
 describe("the job kit: starts, and steps of ended jobs", () => {
   let store: TestDatabase
@@ -19,12 +31,7 @@ describe("the job kit: starts, and steps of ended jobs", () => {
     if (skip) return
     store = await createTestDatabase()
     fake = await startModelFake((req) => script(req))
-    gateway = await startApp({
-      databaseUrl: store.url,
-      env: { SP_LLM_PROVIDER: "openai-compatible", SP_LLM_BASE_URL: `${fake.url}/v1`, SP_LLM_MODEL: "local-model", SP_JOB_POLL_MS: "100" }
-    })
-    const admin = await localKey(gateway)
-    key = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "runner", scopes: ["read", "query", "agent:run"] } })).json.key
+    ;({ gateway, key } = await kitGateway(store.url, fake))
   }, 60_000)
   afterAll(async () => {
     await gateway?.stop()
@@ -96,4 +103,95 @@ describe("the job kit: starts, and steps of ended jobs", () => {
     expect(audited[0]!.n).toBe(0)
     expect(await run(id)).toMatchObject({ status: "failed", error: { code: "model_error" } })
   })
+})
+
+describe("the job kit: a store that goes away mid-step", () => {
+  let store: TestDatabase
+  let relay: Relay
+  let fake: Awaited<ReturnType<typeof startModelFake>>
+  let gateway: Gateway
+  let key: string
+  let script: (request: ModelRequest) => ModelReply | Promise<ModelReply> = () => ({ text: "done" })
+
+  beforeAll(async () => {
+    if (skip) return
+    store = await createTestDatabase()
+    relay = new Relay(await freePort())
+    await relay.open()
+    const url = new URL(store.url)
+    url.port = String(relay.port)
+    fake = await startModelFake((req) => script(req))
+    // The slow query needs no approval: what is tested is the outage, not the estimate.
+    ;({ gateway, key } = await kitGateway(url.toString(), fake, { SP_AGENT_QUERY_APPROVAL_USD: "100", SP_AGENT_CONVERSATION_BUDGET_USD: "100" }))
+  }, 60_000)
+  afterAll(async () => {
+    await relay?.open()
+    await gateway?.stop()
+    relay?.cut()
+    await fake?.close()
+    await store?.drop()
+  })
+
+  it.skipIf(skip)("a step whose store is cut off as it ends is done again once the store is back: the run completes, its model call made once", async () => {
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    let calls = 0
+    script = async () => {
+      calls++
+      await held
+      return { text: "answered across the outage" }
+    }
+    const started = await request(gateway.url, "/api/agent-runs", { key, body: { prompt: "across an outage" } })
+    expect(started.status).toBe(202)
+    for (const deadline = Date.now() + 10_000; calls === 0 && Date.now() < deadline; ) await sleep(50)
+    expect(calls).toBe(1)
+    // The model answers while every store session is reset and no new one can open: the step's writes fail.
+    await relay.cut()
+    release()
+    await sleep(2_500)
+    await relay.open()
+    let current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
+    for (const deadline = Date.now() + 20_000; !["completed", "failed", "cancelled"].includes(current.status) && Date.now() < deadline; await sleep(200)) {
+      current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
+    }
+    expect(current, JSON.stringify(current.error)).toMatchObject({ status: "completed", answer: "answered across the outage" })
+    expect(calls).toBe(1)
+  }, 60_000)
+
+  it.skipIf(skip)("a tool call whose store is cut off while its query runs is not run again: the run completes with the first result, audited once", async () => {
+    const shop = await createTestDatabase()
+    try {
+      const admin = await localKey(gateway)
+      const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: shop.name, username: "root" }
+      expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+      const sent: Array<ModelRequest> = []
+      script = (req) => {
+        sent.push(req)
+        if (req.toolResults.length > 0) return { text: "answered" }
+        return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select extract(epoch from statement_timestamp()) * 1000 as started_ms, count(*) as n from generate_series(1, 6000000)" } }] }
+      }
+      const started = await request(gateway.url, "/api/agent-runs", { key, body: { prompt: "a slow query across an outage" } })
+      expect(started.status).toBe(202)
+      const running = async () => (await shop.query("select count(*)::int as n from pg_stat_activity where datname = $1 and query like '%generate_series(1, 6000000)%' and pid <> pg_backend_pid()", [shop.name]))[0]!.n
+      for (const deadline = Date.now() + 10_000; (await running()) === 0 && Date.now() < deadline; ) await sleep(20)
+      expect(await running()).toBe(1)
+      const cutAt = Date.now()
+      await relay.cut()
+      await sleep(2_500)
+      await relay.open()
+      let current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
+      for (const deadline = Date.now() + 30_000; !["completed", "failed", "cancelled"].includes(current.status) && Date.now() < deadline; await sleep(200)) {
+        current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
+      }
+      expect(current, JSON.stringify(current.error)).toMatchObject({ status: "completed", answer: "answered" })
+      // The result the model read is the query that ran before the cut, not a second run of it.
+      const result = sent.at(-1)!.toolResults.map((r) => r.text).join(" ")
+      const startedMs = Number(/(\d{13}(\.\d+)?)/.exec(result)?.[1])
+      expect(startedMs, result).toBeLessThan(cutAt)
+      const audited = await store.query("select count(*)::int as n from gateway_audit_logs where event_type = 'agent_tool_call' and details->>'run_id' = $1 and details->>'planned_only' is null", [started.json.id])
+      expect(audited[0]!.n).toBe(1)
+    } finally {
+      await shop.drop()
+    }
+  }, 60_000)
 })
