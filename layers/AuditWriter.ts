@@ -1,25 +1,21 @@
-import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Chunk, Deferred, Effect, Exit, FiberId, Option, Queue } from "effect"
+import type { Unavailable } from "../src/domain/Errors"
 import { type AuditInsert, storableAuditRow } from "../src/repos/AuditInsert"
 import { AuditRepo } from "../src/repos/AuditRepo"
+import type { StatementRefused } from "../src/repos/StoreErrors"
 
 const MAX_BATCH = 500
 const RETRY_CONCURRENCY = 4
 
-// SQLSTATE classes about the connection or the server, not the rows: connection exception, insufficient resources, operator intervention, system error.
-const SERVER_CLASSES = new Set(["08", "53", "57", "58"])
+type WriteFailure = Unavailable | StatementRefused
 
-/** Whether the store answered and refused the rows themselves (a SQLSTATE about data), rather than failing to answer. */
-const refusedByStore = (exit: Exit.Exit<void, SqlError>) =>
-  Exit.isFailure(exit) &&
-  Option.exists(Cause.failureOption(exit.cause), (error) => {
-    const code = (error.cause as { code?: unknown } | undefined)?.code
-    return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !SERVER_CLASSES.has(code.slice(0, 2))
-  })
+/** Whether the store answered and refused the rows themselves, rather than failing to answer. */
+const refusedByStore = (exit: Exit.Exit<void, WriteFailure>) =>
+  Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), (error) => error._tag === "StatementRefused")
 
 interface Pending {
   readonly row: AuditInsert
-  readonly committed: Deferred.Deferred<void, SqlError>
+  readonly committed: Deferred.Deferred<void, WriteFailure>
 }
 
 /**
@@ -32,7 +28,7 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
     const queue = yield* Queue.unbounded<Pending>()
 
     const insert = (batch: ReadonlyArray<Pending>) => Effect.exit(repo.insertBatch(batch.map((pending) => pending.row)))
-    const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, SqlError>) =>
+    const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, WriteFailure>) =>
       Effect.zipRight(
         Exit.isFailure(exit) ? Effect.logError("audit row failed", exit.cause) : Effect.void,
         Effect.forEach(batch, (pending) => Deferred.done(pending.committed, exit), { discard: true })
@@ -73,7 +69,7 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
     // A request writes one row, sometimes a few: built in place rather than through forEach, which costs a dozen steps per call.
     const write = (rows: ReadonlyArray<AuditInsert>) =>
       Effect.suspend(() => {
-        const pending = rows.map((row) => ({ row: storableAuditRow(row), committed: Deferred.unsafeMake<void, SqlError>(FiberId.none) }))
+        const pending = rows.map((row) => ({ row: storableAuditRow(row), committed: Deferred.unsafeMake<void, WriteFailure>(FiberId.none) }))
         // Settled row by row before failing, so a refused row never leaves its neighbours' commits in flight.
         const committed =
           pending.length === 1

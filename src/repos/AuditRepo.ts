@@ -3,7 +3,7 @@ import { Chunk, Effect, Option, Schema, Stream } from "effect"
 import { AuditEntry } from "../domain/Audit"
 import { OrgId } from "../domain/Ids"
 import type { AuditInsert } from "./AuditInsert"
-import { storeErrors } from "./StoreErrors"
+import { storeErrors, storeErrorsWithRefusals } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
 const AuditRow = Schema.Struct({ ...AuditEntry.fields, org_id: Schema.NullOr(Schema.String) })
@@ -38,11 +38,11 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
 
     const columnsOf = (row: AuditInsert) => ({ ...row, details: row.details === null ? null : JSON.stringify(row.details) })
 
-    /**
-     * One INSERT for a whole group-commit batch. It fails with the store's own SqlError: AuditWriter
-     * tells a batch the store refused (retried row by row) from a store that did not answer by its SQLSTATE.
-     */
-    const insertBatch = Effect.fn("AuditRepo.insertBatch")((rows: ReadonlyArray<AuditInsert>) => sql`insert into gateway_audit_logs ${sql.insert(rows.map(columnsOf))}`.pipe(Effect.asVoid))
+    /** One INSERT for a whole group-commit batch; a batch the store refused fails with StatementRefused, for AuditWriter to retry row by row. */
+    const insertBatch = Effect.fn("AuditRepo.insertBatch")(
+      (rows: ReadonlyArray<AuditInsert>) => sql`insert into gateway_audit_logs ${sql.insert(rows.map(columnsOf))}`.pipe(Effect.asVoid),
+      storeErrorsWithRefusals("audit log")
+    )
 
     const completeRow = SqlSchema.findOne({
       Request: Schema.Struct({ id: Schema.String, final: Schema.Record({ key: Schema.String, value: Schema.Unknown }) }),

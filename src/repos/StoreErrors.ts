@@ -1,5 +1,5 @@
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Effect, ParseResult, Predicate } from "effect"
+import { Cause, Data, Effect, ParseResult, Predicate } from "effect"
 import { Conflict, Unavailable } from "../domain/Errors"
 
 /** What a statement can end with besides its answer: the store's error, a row that does not decode, no row where one must be. */
@@ -34,17 +34,13 @@ const undecodable = (what: string, error: ParseResult.ParseError) =>
       .join(", ")}`
   )
 
-/**
- * A repository method's failures, mapped once: a store that cannot answer reaches the caller as 503
- * `unavailable` ("The `what` is unavailable; try again shortly"), never as a 401 or a leaked driver
- * message; a statement the store refused for what it is, a row that does not decode or a missing
- * row a statement always returns, as a 500 (a defect: the operator's log has it), not as an outage
- * to wait out.
- */
-export const storeErrors =
-  (what: string) =>
-  <A, E, R>(effect: Effect.Effect<A, E | StoreFault, R>): Effect.Effect<A, Exclude<E, StoreFault> | Unavailable, R> =>
-    Effect.catchAll(effect, (error): Effect.Effect<never, Exclude<E, StoreFault> | Unavailable> => {
+/** The store refused a statement for what it is (a SQLSTATE about the statement or its values): trying it again unchanged would fail again. */
+export class StatementRefused extends Data.TaggedError("StatementRefused")<{ readonly error: SqlError }> {}
+
+const mapStoreFaults =
+  <X>(what: string, refused: (error: SqlError) => Effect.Effect<never, X>) =>
+  <A, E, R>(effect: Effect.Effect<A, E | StoreFault, R>): Effect.Effect<A, Exclude<E, StoreFault> | Unavailable | X, R> =>
+    Effect.catchAll(effect, (error): Effect.Effect<never, Exclude<E, StoreFault> | Unavailable | X> => {
       if (!isStoreFault(error)) return Effect.fail(error as Exclude<E, StoreFault>)
       switch (error._tag) {
         case "ParseError":
@@ -53,11 +49,23 @@ export const storeErrors =
           return Effect.die(error)
         case "SqlError":
           return refusedStatement(error)
-            ? Effect.die(error)
+            ? refused(error)
             : // The caller hears "unavailable"; the operator's log has what the store said.
               Effect.zipRight(Effect.logWarning(`${what}: store error`, error), Effect.fail(new Unavailable({ message: `The ${what} is unavailable; try again shortly` })))
       }
     })
+
+/**
+ * A repository method's failures, mapped once: a store that cannot answer reaches the caller as 503
+ * `unavailable` ("The `what` is unavailable; try again shortly"), never as a 401 or a leaked driver
+ * message; a statement the store refused for what it is, a row that does not decode or a missing
+ * row a statement always returns, as a 500 (a defect: the operator's log has it), not as an outage
+ * to wait out.
+ */
+export const storeErrors = (what: string) => mapStoreFaults(what, Effect.die)
+
+/** As storeErrors, but a statement the store refused fails with StatementRefused, for a caller that can do without it (one bad row of a batch). */
+export const storeErrorsWithRefusals = (what: string) => mapStoreFaults(what, (error) => Effect.fail(new StatementRefused({ error })))
 
 const isUniqueViolation = (error: unknown) => error instanceof SqlError && Predicate.hasProperty(error.cause, "code") && error.cause.code === "23505"
 

@@ -7,12 +7,10 @@ import { redactSqlLiterals } from "../governance/RedactSql"
 import { type ChangeRecord, PendingChange } from "../repos/ChangeRecord"
 import { type AuditInsert, storableAuditRow } from "../repos/AuditInsert"
 import { type AuditFilter, AuditRepo, type AuditRow } from "../repos/AuditRepo"
-import { storeErrors } from "../repos/StoreErrors"
 
 const MAX_BIGINT = 9223372036854775807n
 const AuditId = Schema.String.pipe(Schema.pattern(/^\d{1,19}$/), Schema.filter((id) => BigInt(id) <= MAX_BIGINT))
 const Cursor = Schema.Tuple(AuditId)
-const storeDown = storeErrors("audit log")
 
 const CSV_COLUMNS = [
   "id", "timestamp", "principal", "key_id", "key_name", "user_id", "event_type", "method", "route", "status", "connection",
@@ -59,7 +57,10 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
     const repo = yield* AuditRepo
 
     /** Durably records events in one commit; SQL is stored with its string literals redacted as the dialect reads them (every dialect's way when unknown). */
-    const record = (dialect: DbType | null, ...rows: ReadonlyArray<AuditInsert>) => writer.write(rows.map((row) => redacted(dialect, row))).pipe(storeDown)
+    const record = (dialect: DbType | null, ...rows: ReadonlyArray<AuditInsert>) => writer.write(rows.map((row) => redacted(dialect, row))).pipe(
+        // A row the store refuses is our mistake (the writer has logged it), not an outage to wait out.
+        Effect.catchTag("StatementRefused", ({ error }) => Effect.die(error))
+      )
 
     /**
      * Completes the row committed with a change (final status, duration, what it learned), by the id
