@@ -78,12 +78,19 @@ export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultM
         let held = 0
         let counted = 0
         let refused: Refusal | undefined
+        let over = false
         const giveBack = () => {
           if (held > 0) release(held)
           held = 0
         }
         // Before the wait: a share granted to a caller that has gone meanwhile is given back all the same.
-        yield* Effect.addFinalizer(() => Effect.sync(giveBack))
+        // Once given back the hold takes nothing more: a reader still running then would count bytes no one gives back.
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            over = true
+            giveBack()
+          })
+        )
         if (!(yield* admission(waitMs, () => (held = ADMISSION_BYTES)))) return Option.none<ResultHold>()
         const refuse = (why: Refusal) => {
           refused = why
@@ -92,7 +99,7 @@ export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultM
           return false
         }
         const count = (total: number) => {
-          if (refused !== undefined) return false
+          if (refused !== undefined || over) return false
           if (total > cap) return refuse("cap")
           const more = total - held
           if (more > 0) {

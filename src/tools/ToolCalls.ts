@@ -40,7 +40,27 @@ const decodeFailure = (error: ParseResult.ParseError): ToolFailure => ({
     .join("; ")
 })
 
-const REFUSALS: ReadonlySet<string> = new Set(["query_blocked", "insufficient_scope", "rate_limited", "budget_exhausted"])
+const REFUSALS: ReadonlySet<string> = new Set(["query_blocked", "insufficient_scope", "rate_limited", "budget_exhausted", "unknown_tool", "proposal_limit"])
+
+/** A tool call ended with `failure`: what its audit row says of it (a refusal's code is its block reason). */
+const failed = (draft: AuditDraft, failure: ToolFailure): Either.Either<never, ToolFailure> => {
+  draft.outcome = REFUSALS.has(failure.code) ? "refused" : "error"
+  if (draft.outcome === "refused") draft.blockReason = failure.code
+  draft.details = { ...draft.details, error_code: failure.code }
+  return Either.left(failure)
+}
+
+// A tool's name as the caller gave it is kept when it is a name, not any text.
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,64}$/
+
+/**
+ * A call refused before any tool runs (no tool by that name for this caller, a run past its
+ * proposals), written into `draft` as a refusal of the named tool.
+ */
+const refuse = (draft: AuditDraft, name: string, failure: ToolFailure): Either.Either<never, ToolFailure> => {
+  draft.details = { ...draft.details, tool: TOOL_NAME.test(name) ? name : `[${name.length} characters not kept]` }
+  return failed(draft, failure)
+}
 
 /**
  * One call of a tool of the MCP tool table, as every caller makes it (an MCP client, the built-in
@@ -89,15 +109,11 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
         )
         if (Exit.isSuccess(outcome)) return Either.right(outcome.value)
         const failure = Cause.failureOption(outcome.cause)
-        const reported = Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" }))
         if (Option.isNone(failure)) yield* Effect.logError("tool call failed", outcome.cause)
-        draft.outcome = REFUSALS.has(reported.code) ? "refused" : "error"
-        if (draft.outcome === "refused") draft.blockReason = reported.code
-        draft.details = { ...draft.details, error_code: reported.code }
-        return Either.left(reported)
+        return failed(draft, Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" })))
       })
 
-    return { call } as const
+    return { call, refuse } as const
   }),
   dependencies: [Connections.Default, Gate.Default]
 }) {}

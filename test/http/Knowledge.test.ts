@@ -314,6 +314,10 @@ describe("knowledge and the built-in agent (issue 20): it reads the approved kno
     const flood = await runProposing("flood", proposals("flood", 12, 40))
     expect(flood.filter((text) => text.includes('"status":"created"'))).toHaveLength(10)
     expect(flood.slice(10)).toEqual([expect.stringMatching(/^proposal_limit: This run has made 10 knowledge proposals/), expect.stringMatching(/^proposal_limit: /)])
+    // Refused before the tool ran, and audited as refused calls of it, by the run's key.
+    const refusals = (await request(gateway.url, "/api/audit?event_type=agent_tool_call&limit=100", { key: admin })).json.items.filter((row: any) => row.block_reason === "proposal_limit")
+    expect(refusals).toHaveLength(2)
+    expect(refusals[0]).toMatchObject({ outcome: "refused", key_name: "flooder", details: { tool: "propose_knowledge", error_code: "proposal_limit" } })
 
     const large = await runProposing("large", proposals("large", 5, 250_000))
     expect(large.slice(0, 4).every((text) => text.includes('"status":"created"'))).toBe(true)

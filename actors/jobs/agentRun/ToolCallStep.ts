@@ -32,7 +32,7 @@ const UNAVAILABLE = "unavailable"
 const infrastructureRetry = Schedule.exponential("500 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(4)))
 
 /** A tool call's audit draft, its row tied to the run and step. */
-const toolCallDraft = (principal: Principal | null, runId: string, step: string, plannedOnly: boolean): AuditDraft => ({
+const toolCallDraft = (principal: Principal, runId: string, step: string, plannedOnly: boolean): AuditDraft => ({
   ...newAuditDraft(`${runId}:${step}`, "agent_tool_call", principal),
   details: { run_id: runId, step, ...(plannedOnly ? { planned_only: true } : {}) }
 })
@@ -78,7 +78,7 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
         const change = changeRecord(() => toolCallRow(draft, runId, performance.now() - started))
         const outcome: Either.Either<ToolOutput, ToolFailure> =
           tool === undefined
-            ? Either.left({ code: "unknown_tool", message: `There is no tool named ${name} for this run` })
+            ? toolCalls.refuse(draft, name, { code: "unknown_tool", message: `There is no tool named ${name} for this run` })
             : yield* Effect.scoped(toolCalls.call(draft, principal, tool, params, "agent_run")).pipe(
                 options.planning === undefined ? identity : Effect.provideService(QueryPlanning, options.planning),
                 options.costCap === undefined ? identity : Effect.provideService(QueryCostCap, options.costCap),
@@ -87,9 +87,16 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
         const durationMs = performance.now() - started
         const written = closeChangeRecord(change)
         const row = toolCallRow(draft, runId, durationMs)
-        const audited = tool === undefined ? Effect.void : audit.complete(written, draft.dialect ?? null, row, ...childQueryRows(draft, row, { run_id: runId, step }))
+        const audited = audit.complete(written, draft.dialect ?? null, row, ...childQueryRows(draft, row, { run_id: runId, step }))
         return { outcome, draft, durationMs, audited }
       })
+
+    /** A proposal past the run's limit: refused before the tool runs, and audited as refused. */
+    const refusedProposal = (principal: Principal, runId: string, step: string, name: string): ToolRan => {
+      const draft = toolCallDraft(principal, runId, step, false)
+      const outcome = toolCalls.refuse(draft, name, proposalLimit)
+      return { outcome, draft, durationMs: 0, audited: audit.record(null, toolCallRow(draft, runId, 0)) }
+    }
 
     /** Runs the tool and records its audit rows. */
     const runAudited = (...call: Parameters<typeof runTool>) => Effect.tap(runTool(...call), (ran) => ran.audited)
@@ -117,7 +124,7 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
           // A model steered by what it read could fill the review queue: a run proposes a few entries, not a flood.
           const overProposals = call.name === PROPOSE_KNOWLEDGE && (yield* repo.toolCallsMade(orgId, runId, PROPOSE_KNOWLEDGE)) >= MAX_PROPOSALS_PER_RUN
           const { outcome, draft, durationMs, audited } = overProposals
-            ? { outcome: Either.left(proposalLimit), draft: toolCallDraft(null, runId, step, false), durationMs: 0, audited: Effect.void }
+            ? refusedProposal(principal, runId, step, call.name)
             : yield* toolCall(
                 runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
                   Effect.flatMap((ran) =>
