@@ -25,6 +25,7 @@ import { maskPlan, maskResult } from "./PiiMasking"
 import { type CachedResult, ResultCache } from "./ResultCache"
 import { capRows } from "./RowCap"
 import { type MaskingCatalog, maskedAtSource } from "./SourceMasking"
+import { Refusal as GuardRefusal } from "./sqlguard/Analysis"
 import { SqlGuard } from "./sqlguard/SqlGuard"
 import { type ReachedBlocks, tablePolicyRefusal } from "./TablePolicy"
 
@@ -199,24 +200,25 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const admit = (query: GovernedQuery, queryId: string, report: (facts: QueryFacts) => Effect.Effect<void>, planned = false) =>
       Effect.gen(function* () {
         const connection = query.target.connection
-        const refuse = (reason: string, tables: ReadonlyArray<string>) =>
+        // The caller is told why; the audit row gets the reason as it may be recorded.
+        const refuse = (refusal: GuardRefusal, tables: ReadonlyArray<string>) =>
           Effect.zipRight(
-            report({ query_id: queryId, tables, reason }),
-            Effect.fail(new QueryBlocked({ message: `The query was refused: ${reason}`, reason }))
+            report({ query_id: queryId, tables, reason: refusal.recorded }),
+            Effect.fail(new QueryBlocked({ message: `The query was refused: ${refusal.reason}`, reason: refusal.reason }))
           )
         const checked = guard.check(query.sql, connection.db_type, connection.allowed_functions)
-        if (Either.isLeft(checked)) return yield* refuse(checked.left.reason, [])
+        if (Either.isLeft(checked)) return yield* refuse(checked.left, [])
         const analysis = checked.right.analysis
         const tables = [...new Set(analysis.tables.map((t) => t.parts.join(".")))]
-        if (query.refusal !== undefined) return yield* refuse(query.refusal, tables)
+        if (query.refusal !== undefined) return yield* refuse(new GuardRefusal(query.refusal), tables)
         const policy = tablePolicyRefusal(analysis.tables, connection, query.reached, analysis.databases)
-        if (policy !== undefined) return yield* refuse(policy, tables)
+        if (policy !== undefined) return yield* refuse(new GuardRefusal(policy), tables)
         const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
         const key = keyOf(query.target.orgId)
         const pads = planned || capped.analysis.kind === "explain" ? PLAN_PADS : key.pads
         // The rewritten text is checked for its shape only: the functions in it are the masking projections' own.
         const masked = maskedAtSource(capped, connection, query.masking, pads, (sql) => guard.check(sql, connection.db_type, "any"))
-        if (Either.isLeft(masked)) return yield* refuse(masked.left.reason, tables)
+        if (Either.isLeft(masked)) return yield* refuse(masked.left, tables)
         const runs = masked.right
         const messages: Messages = runs.computesOverPii ? { withhold: true, scrub: undefined, overPii: true } : runs.rewritten ? { withhold: false, scrub: key.scrub, overPii: true } : AS_IS
         return { capped, runs, tables, messages }

@@ -134,6 +134,25 @@ describe("POST /api/query: governed read-only SQL over HTTP", () => {
     })
   })
 
+  it.skipIf(skip)("a refusal's audit row never quotes the statement's values, which keys that may not see data read; its caller is told where the parser stopped", async () => {
+    const atCharacter = /^the statement does not parse as PostgreSQL at character \d+$/
+    const attempts: Array<[string, string, RegExp]> = [
+      ["pg", "select * from orders where note = 'ada@example.com' 'SECRET-4111'", atCharacter],
+      ["pg", "'SECRET-4112' union select 1", atCharacter],
+      ["pg", "select * from orders where id = 4113 4114", atCharacter],
+      ["maria", "select * from t where note = 'SECRET-4115' 'x' !!", /^the statement does not parse as mysql at line 1, column \d+$/]
+    ]
+    for (const [connection, sql, recorded] of attempts) {
+      const refused = await query({ connection_name: connection, sql })
+      expect([refused.status, refused.json.code], sql).toEqual([400, "query_blocked"])
+      // The caller wrote the statement: the parser's own words are for them.
+      expect(refused.json.reason, sql).toMatch(/at or near "[^"]+"|found: \S+/)
+      const row = await auditOf(refused.headers["x-request-id"])
+      expect(row.details.reason, sql).toMatch(recorded)
+      expect(JSON.stringify(row), sql).not.toMatch(/SECRET|4113|4114/)
+    }
+  })
+
   it.skipIf(skip)("applies blocked tables and the allow-list on fully qualified names", async () => {
     const blocked: Array<[string, string, RegExp]> = [
       ["pg_governed", "select * from secrets", /secrets is blocked/],

@@ -35,9 +35,16 @@ export interface Analysis {
   readonly ordered: boolean
 }
 
-/** Why a statement was refused; `reason` is shown to the caller and written to the audit log. */
+/**
+ * Why a statement was refused: `reason` is shown to the caller, who wrote the statement;
+ * `recorded` is written to the audit log, which keys that may not see data read, so it never
+ * quotes the statement's text (the same as `reason` unless the reason does).
+ */
 export class Refusal {
-  constructor(readonly reason: string) {}
+  constructor(
+    readonly reason: string,
+    readonly recorded: string = reason
+  ) {}
 }
 
 /** Collects the first refusal while a walk goes on to the end of the tree. */

@@ -24,11 +24,15 @@ const EXTRA_DENIED: Partial<Record<DbType, ReadonlySet<string>>> = {
 
 const word = (token: Token | undefined, ...texts: Array<string>) => token?.kind === "word" && texts.includes(token.text)
 
+// Values are named by their kind, never quoted: the reason reaches the audit log.
+const startName = (token: Token) =>
+  token.kind === "word" ? token.text : token.kind === "punct" ? `'${token.text}'` : token.kind === "string" ? "a string" : token.kind === "number" ? "a number" : "a quoted name"
+
 const scan = (tokens: ReadonlyArray<Token>, profile: DialectProfile, findings: Findings) => {
   const first = tokens[0]
   if (first === undefined) return findings.refuse("the statement is empty")
   if (!(first.kind === "punct" && first.text === "(") && !(first.kind === "word" && FIRST_WORDS.has(first.text))) {
-    findings.refuse(`a statement starting with ${first.kind === "word" ? first.text : `'${first.text}'`} is not a read`)
+    findings.refuse(`a statement starting with ${startName(first)} is not a read`)
   }
   const extra = EXTRA_DENIED[profile.dbType]
   const lastCode = tokens.findLastIndex((t) => t.text !== ";")

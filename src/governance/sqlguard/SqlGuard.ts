@@ -1,5 +1,5 @@
 import { dialectFromString, init as loadSqlparser, Parser, parseWithComments } from "@guanmingchiu/sqlparser-ts"
-import { Effect, Either } from "effect"
+import { Effect, Either, Predicate } from "effect"
 import { loadModule as loadPgQuery, parseSync as parsePostgres } from "libpg-query"
 import type { DbType } from "../../domain/Connection"
 import { type Analysis, Findings, Refusal } from "./Analysis"
@@ -20,9 +20,19 @@ export interface CheckedStatement {
   readonly tree: { readonly grammar: "postgres" | "sqlparser"; readonly root: unknown } | { readonly grammar: "none"; readonly why: string }
 }
 
+/** Where the parser stopped, as libpg_query (a character offset) or sqlparser-rs (a line and column) says it. */
+const parsePosition = (error: unknown, message: string) => {
+  const offset = Predicate.hasProperty(error, "sqlDetails") && Predicate.hasProperty(error.sqlDetails, "cursorPosition") ? error.sqlDetails.cursorPosition : undefined
+  if (typeof offset === "number") return ` at character ${offset}`
+  const at = /at Line: (\d+), Column: (\d+)/.exec(message)
+  return at === null ? "" : ` at line ${at[1]}, column ${at[2]}`
+}
+
+// The parser's message quotes the text it stopped at, which can be a value: the audit log gets only where it stopped.
 const parseError = (grammar: string, error: unknown) => {
   const message = error instanceof Error ? error.message : String(error)
-  return new Refusal(`the statement does not parse as ${grammar}: ${message.replace(/^sql parser error: /, "").slice(0, 300)}`)
+  const refused = `the statement does not parse as ${grammar}`
+  return new Refusal(`${refused}: ${message.replace(/^sql parser error: /, "").slice(0, 300)}`, `${refused}${parsePosition(error, message)}`)
 }
 
 // sqlparser-rs stops at 50 levels of nesting by default; real generated SQL nests deeper than that.
