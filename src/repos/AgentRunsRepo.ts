@@ -5,7 +5,7 @@ import { type AgentRun, AGENT_RUN_KIND, PendingAsk, RunStatus } from "../domain/
 import { KeyId, OrgId, UserId } from "../domain/Ids"
 import { JobEvent } from "../domain/JobEvent"
 import type { Principal } from "../domain/Principal"
-import { insertJobEvent } from "./JobEventsRepo"
+import { appendJobEvent } from "./JobEventsRepo"
 import { conflictOnDuplicate, storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
@@ -176,11 +176,18 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
      */
     const appendEvent = Effect.fn("AgentRunsRepo.appendEvent")(
       (orgId: OrgId, runId: string, step: string, type: string, data: Record<string, unknown>, usage: StepUsage = NO_USAGE) =>
-        sql`with event as (${insertJobEvent(sql, { kind: AGENT_RUN_KIND, orgId, jobId: runId, step, type, data })})
-          update agent_runs set turns = turns + ${usage.turns}, input_tokens = input_tokens + ${usage.inputTokens},
-              output_tokens = output_tokens + ${usage.outputTokens}, cost_usd = cost_usd + ${usage.costUsd},
-              updated_at = date_trunc('milliseconds', now())
-            where org_id = ${orgId} and id = ${runId} and exists (select 1 from event)`.pipe(Effect.asVoid, withOrg(orgId)),
+        appendJobEvent(sql, { kind: AGENT_RUN_KIND, orgId, jobId: runId, step, type, data }).pipe(
+          Effect.flatMap((written) =>
+            written
+              ? sql`update agent_runs set turns = turns + ${usage.turns}, input_tokens = input_tokens + ${usage.inputTokens},
+                    output_tokens = output_tokens + ${usage.outputTokens}, cost_usd = cost_usd + ${usage.costUsd},
+                    updated_at = date_trunc('milliseconds', now())
+                  where org_id = ${orgId} and id = ${runId}`
+              : Effect.void
+          ),
+          Effect.asVoid,
+          withOrg(orgId)
+        ),
       failures
     )
 

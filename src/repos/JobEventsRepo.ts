@@ -7,19 +7,24 @@ import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
 /**
- * The statement that writes a step's event of job `jobId` of `kind`, once: it inserts nothing when
- * the step's event is there (the step ran again after a crash), and returns a row when it did insert,
- * so a kind's repo can add what the step did to its job's row in the same statement.
+ * Writes a step's event of job `jobId` of `kind` once, inside the caller's transaction: nothing when
+ * the step's event is there (the step ran again after a crash); true when it wrote it, so a kind's
+ * repo can add what the step did to its job's row in the same transaction. Writers of one job take
+ * turns (a transaction lock), so each reads the seq the last one wrote: two steps written at once
+ * would otherwise both take max(seq) + 1, and one would fail.
  */
-export const insertJobEvent = (
+export const appendJobEvent = (
   sql: SqlClient.SqlClient,
   event: { readonly kind: string; readonly orgId: OrgId; readonly jobId: string; readonly step: string; readonly type: string; readonly data: Record<string, unknown> }
 ) =>
-  sql`insert into job_events (kind, job_id, org_id, seq, step, type, data)
-    select ${event.kind}, ${event.jobId}, ${event.orgId}, coalesce(max(seq), 0) + 1, ${event.step}, ${event.type}, ${JSON.stringify(event.data)}::jsonb
-      from job_events where kind = ${event.kind} and job_id = ${event.jobId}
-    on conflict (kind, job_id, step) do nothing
-    returning 1`
+  sql`select pg_advisory_xact_lock(hashtextextended(${`${event.kind}/${event.jobId}`}, 0))`.pipe(
+    Effect.zipRight(sql`insert into job_events (kind, job_id, org_id, seq, step, type, data)
+      select ${event.kind}, ${event.jobId}, ${event.orgId}, coalesce(max(seq), 0) + 1, ${event.step}, ${event.type}, ${JSON.stringify(event.data)}::jsonb
+        from job_events where kind = ${event.kind} and job_id = ${event.jobId}
+      on conflict (kind, job_id, step) do nothing
+      returning 1`),
+    Effect.map((rows) => rows.length > 0)
+  )
 
 const EventRow = Schema.Struct({ ...JobEvent.fields, created_at: Schema.DateFromSelf })
 const LatestSeq = Schema.Struct({ kind: Schema.String, job_id: Schema.String, seq: Schema.Int })
