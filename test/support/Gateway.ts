@@ -4,7 +4,6 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { request } from "./Http"
-import { inject } from "vitest"
 import { MIGRATED_STORE } from "./template"
 
 import { CLI_ENTRY, GATEWAY_ENTRY, REPO_ROOT } from "./Build"
@@ -63,13 +62,8 @@ export const freePort = async (): Promise<number> => {
   throw new Error(`no free port in ${workerBlock}-${workerBlock + PORTS_PER_WORKER - 1}`)
 }
 
-const migratedStore = (): string | null => {
-  try {
-    return inject(MIGRATED_STORE)
-  } catch {
-    return null
-  }
-}
+// Read from the environment, not vitest's inject: benches import this file outside vitest, where importing vitest throws.
+const migratedStore = (): string | null => process.env[MIGRATED_STORE] ?? null
 
 /** A new data dir; in a test run it holds a copy of the run's migrated embedded store, so a start skips initdb and migrations (benches start empty). */
 export const tempDataDir = (): string => {

@@ -3,12 +3,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { PGlite } from "@electric-sql/pglite"
-import type { TestProject } from "vitest/node"
 import { buildServer, CLI_ENTRY, REPO_ROOT } from "./Build"
 import { initialisedStoreDir, MIGRATED_STORE } from "./template"
 
 /** Builds the bundles, then one embedded store migrated by this build's CLI, which every test's data dir copies. */
-export default async function setup(project: TestProject) {
+export default async function setup() {
   buildServer()
   const initialised = initialisedStoreDir()
   if (!fs.existsSync(`${initialised}/PG_VERSION`)) {
@@ -22,6 +21,6 @@ export default async function setup(project: TestProject) {
   fs.cpSync(initialised, path.join(dataDir, "pgdata"), { recursive: true })
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL"))
   execFileSync(process.execPath, [CLI_ENTRY, "migrate"], { cwd: REPO_ROOT, env: { ...env, SP_DATA_DIR: dataDir }, stdio: "ignore" })
-  project.provide(MIGRATED_STORE, path.join(dataDir, "pgdata"))
+  process.env[MIGRATED_STORE] = path.join(dataDir, "pgdata")
   return () => fs.rmSync(dataDir, { recursive: true, force: true })
 }
