@@ -1,8 +1,8 @@
 import { Either } from "effect"
-import type { DbType } from "../domain/Connection"
 import type { QueryShape } from "./lineage/QueryShape"
 import { Refusal } from "./sqlguard/Analysis"
-import { type LexicalRules, type Token, tokenize } from "./sqlguard/Lexer"
+import { type DialectProfile, sessionLexical } from "./sqlguard/Dialects"
+import { type Token, tokenize } from "./sqlguard/Lexer"
 
 /**
  * Rows come from a database in the order it reads them, and that order can follow a masked value:
@@ -176,10 +176,14 @@ const ordinals = (count: number) => Array.from({ length: count }, (_, i) => i + 
  * its outputs; a refusal where a level's outputs cannot be counted or a function depends on the
  * order of ties. `outer`: the outer query's column count, where its select list has a `*`.
  */
-export const inTotalOrder = (sql: string, dbType: DbType, lexical: LexicalRules, outer: () => number | undefined): Either.Either<Ordered, Refusal> => {
-  const tokens = tokenize(sql, lexical)
+export const inTotalOrder = (sql: string, profile: DialectProfile, outer: () => number | undefined): Either.Either<Ordered, Refusal> => {
+  const dbType = profile.dbType
+  const tokens = tokenize(sql, sessionLexical(profile))
   while (tokens.at(-1)?.text === ";") tokens.pop()
-  const refusal = (reason: string, advice: string) => Either.left(new Refusal(`${reason}, which can follow a masked value, over tables with PII rules: ${advice}`))
+  const because = (reason: string, advice: string) => `${reason}, which can follow a masked value, over tables with PII rules: ${advice}`
+  // `recorded`: the same refusal without the statement's words, where the reason quotes them (the token may be a string the database reads as a value).
+  const refusal = (reason: string, advice: string, recorded?: readonly [string, string]) =>
+    Either.left(new Refusal(because(reason, advice), recorded === undefined ? undefined : because(...recorded)))
   for (let i = 0; i < tokens.length; i++) {
     const called = calledAt(sql, tokens, i)
     const why = called === undefined ? undefined : ORDER_SENSITIVE.get(called)
@@ -213,7 +217,8 @@ export const inTotalOrder = (sql: string, dbType: DbType, lexical: LexicalRules,
     if (select !== undefined && (dbType === "mysql" || dbType === "sqlite")) {
       const bare = bareColumn(sql, tokens, level, select)
       if (bare !== undefined) {
-        return refusal(`${bare} is neither grouped nor aggregated: the database answers it from a row of the group it chooses by the order it reads rows in`, `group by ${bare}, or aggregate it (min, max)`)
+        const why = "is neither grouped nor aggregated: the database answers it from a row of the group it chooses by the order it reads rows in"
+        return refusal(`${bare} ${why}`, `group by ${bare}, or aggregate it (min, max)`, [`a column ${why}`, "group by it, or aggregate it (min, max)"])
       }
     }
     const outermost = level.open < 0

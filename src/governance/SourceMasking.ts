@@ -224,7 +224,7 @@ export const maskAtSource = (
   // Rows read from a masked relation come in the order the engine reads them, which can follow a masked value: the statement is put in an order of its own.
   if (checked.analysis.kind === "query" && edits.some((edit) => edit.masks)) {
     const columnsOf = (parts: ReadonlyArray<string>) => relationOf({ parts })?.columns.length
-    const ordered = inTotalOrder(text, profile.dbType, profile.lexical, () => outputCount(queryShapeOf(checked), columnsOf))
+    const ordered = inTotalOrder(text, profile, () => outputCount(queryShapeOf(checked), columnsOf))
     if (Either.isLeft(ordered)) return Either.left(ordered.left)
     const shifted = [...placed].map((at) => at + ordered.right.inserts.reduce((by, insert) => (insert.at < at ? by + insert.text.length : by), 0))
     placed.clear()

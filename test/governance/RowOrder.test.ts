@@ -12,7 +12,7 @@ const COLUMNS: Record<string, number> = { signups: 4, orders: 3 }
 const ordered = (sql: string, dbType: DbType = "postgresql") => {
   const checked = Either.getOrThrow(guard.check(sql, dbType))
   const outer = () => outputCount(queryShapeOf(checked), (parts) => COLUMNS[parts.at(-1)!.toLowerCase()])
-  return Either.map(inTotalOrder(sql, dbType, DIALECTS[dbType].lexical, outer), (o) => o.sql)
+  return Either.map(inTotalOrder(sql, DIALECTS[dbType], outer), (o) => o.sql)
 }
 const refusal = (sql: string, dbType: DbType = "postgresql") => Either.flip(ordered(sql, dbType)).pipe(Either.map((r) => r.reason), Either.getOrElse(() => "(ran)"))
 
@@ -111,5 +111,24 @@ describe("rows over PII are put in an order of their own values", () => {
     // Ranks, RANGE frames and FETCH … ROWS are alike for rows that tie.
     expect(refusal("select rank() over (order by country), sum(id) over (order by country range between unbounded preceding and current row) from signups offset 1 rows fetch first 2 rows only")).toBe("(ran)")
     expect(refusal("select rand() as r, id from signups order by rand()", "mysql")).toBe("(ran)")
+  })
+
+  it("a refusal's recorded form, which the audit log keeps, quotes nothing of the statement; MySQL reads \"…\" as the string it is", () => {
+    // The MySQL connector pins "…" to a string (no ANSI_QUOTES): a constant, neither grouped nor a column.
+    expect(ordered('select "SSN-123-45-6789", count(*) from members', "mysql")).toEqual(Either.right('select "SSN-123-45-6789", count(*) from members order by 1, 2'))
+    // SQLite reads "…" as a column where one has that name, and as a string otherwise: refused, its value told to the caller only.
+    const refused = Either.getOrThrow(Either.flip(ordered('select "SSN-123-45-6789", count(*) from members', "sqlite")))
+    expect(refused.reason).toMatch(/^"SSN-123-45-6789" is neither grouped nor aggregated/)
+    expect(refused.recorded).toMatch(/^a column is neither grouped nor aggregated/)
+    for (const [sql, dbType] of [
+      ["select country, id from members group by country", "mysql"],
+      ["select country, (select max(total) from orders o where o.id = m.id) from members m group by country", "sqlite"],
+      ["select id from members order by rand(1)", "mysql"],
+      ['select "first"(id) from signups', "duckdb"],
+      ["select * from (select * from signups limit 2) s", "postgresql"]
+    ] as const) {
+      const { recorded } = Either.getOrThrow(Either.flip(ordered(sql, dbType)))
+      expect([sql, recorded.match(/\b(id|m\.id|country|members|signups)\b/)?.[0]]).toEqual([sql, undefined])
+    }
   })
 })

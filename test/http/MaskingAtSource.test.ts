@@ -302,6 +302,7 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
   let app: Awaited<ReturnType<typeof startInProcess>>
   let copies: PiiCopies
   let reader: string
+  let admin: string
   let hashKey: Buffer
 
   beforeAll(async () => {
@@ -309,7 +310,7 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
     app = await startInProcess({ SP_LOCAL_DB_DIRS: dir, SP_RATE_LIMIT_EXPENSIVE_RPM: "1000000", SP_PER_KEY_RPM: "1000000" })
     hashKey = await app.runtime.runPromise(Effect.map(CredentialCipher, (cipher) => cipher.orgSecret("pii-hash", LOCAL_ORG)))
     copies = await createPiiCopies(hashKey, dir)
-    const admin = await app.keyWith(["admin", "read", "write", "query"])
+    admin = await app.keyWith(["admin", "read", "write", "query"])
     reader = await app.keyWith(["read", "query"])
     for (const copy of copies.copies) {
       const name = `${copy.engine}_${copy.copy}`
@@ -412,6 +413,19 @@ describe.skipIf(skip)("PII is masked at the source: no statement can compute wit
     const typo = await ask(pg, "select emial from customers")
     expect(typo).toMatchObject({ status: 400, code: "query_failed" })
     expect((typo as { message: string }).message).toMatch(/emial/)
+  })
+
+  it('a refusal\'s audit row quotes no value of the statement; MySQL answers "…" as the string its session reads', async () => {
+    const sql = 'select "SSN-123-45-6789", count(*) as n from members'
+    const mysql = await ask(copyOf("mysql", "a"), sql)
+    expect(mysql).toMatchObject({ status: 200, rows: [["SSN-123-45-6789", expect.anything()]] })
+    // SQLite reads it as a column where one has that name: refused, the caller told which.
+    const refused = await request(app.url, "/api/query", { key: reader, body: { connection_name: "sqlite_a", sql } })
+    expect([refused.status, refused.json.code, refused.json.reason]).toEqual([400, "query_blocked", expect.stringMatching(/^"SSN-123-45-6789" is neither grouped nor aggregated/)])
+    const audit = await request(app.url, "/api/audit?event_type=query&limit=100", { key: admin })
+    const row = audit.json.items.find((item: { request_id: string }) => item.request_id === refused.headers["x-request-id"])
+    expect(row.details.reason).toMatch(/^a column is neither grouped nor aggregated/)
+    expect(JSON.stringify(row)).not.toMatch(/SSN-123|45-6789/)
   })
 
   it("MariaDB lists the tables and columns of its own database only, as SELECT reads it", async () => {

@@ -47,7 +47,12 @@ export interface DialectProfile {
   readonly relations: SystemRelations
   /** Table names that are really files, URLs or stages (DuckDB `FROM 'x.csv'`, Snowflake `@stage`). */
   readonly pathTables: boolean
+  /** Settings the connector pins on every session where `lexical` reads both ways: what a token is (a string or a name) as the database reads it. */
+  readonly sessionPins?: Partial<LexicalRules>
 }
+
+/** How the database reads a statement sent through its connector: the guard's rules with the settings the session pins. */
+export const sessionLexical = (profile: DialectProfile): LexicalRules => ({ ...profile.lexical, ...profile.sessionPins })
 
 // Where the guard does not know how an engine reads comments and double quotes, it reads them both ways (and refuses what they disagree on).
 const plain: LexicalRules = {
@@ -223,6 +228,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
     postgresCrossCheck: false,
     // The connector pins backslash escapes and "…" strings (no ANSI_QUOTES), but a statement whose meaning would hang on that second setting is refused too; comments do not nest and end at a newline.
     lexical: { ...plain, backslashEscapes: true, hashComments: true, dashCommentNeedsSpace: true, nestedComments: false, carriageReturnEndsLine: false, doubleQuotedStrings: "either", executableComments: true },
+    sessionPins: { doubleQuotedStrings: true },
     limitSyntax: "limit",
     maxNameParts: 2,
     ...allowList(MYSQL_FUNCTIONS, []),
