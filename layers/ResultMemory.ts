@@ -38,17 +38,18 @@ export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultM
       while (line.length > 0 && fits(ADMISSION_BYTES)) line.shift()!.admit()
     }
 
-    /** Admission: at once when nobody waits and a little is free, else in line for at most `waitMs`. */
-    const admission = (waitMs: number, admitted: () => void) =>
+    /**
+     * Admission: at once when nobody waits and a little is free, else in line for at most `waitMs`.
+     * `take` is asked at the caller's turn: false where it has gone meanwhile, and the turn passes on.
+     */
+    const admission = (waitMs: number, take: () => boolean) =>
       Effect.async<boolean>((resume) => {
         const admit = () => {
+          if (!take()) return false
           used += ADMISSION_BYTES
-          admitted()
+          return true
         }
-        if (line.length === 0 && fits(ADMISSION_BYTES)) {
-          admit()
-          return resume(Effect.succeed(true))
-        }
+        if (line.length === 0 && fits(ADMISSION_BYTES)) return resume(Effect.succeed(admit()))
         const leave = () => {
           clearTimeout(timer)
           const at = line.indexOf(waiter)
@@ -57,8 +58,7 @@ export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultM
         const waiter: Waiter = {
           admit: () => {
             leave()
-            admit()
-            resume(Effect.succeed(true))
+            resume(Effect.succeed(admit()))
           }
         }
         const timer = setTimeout(() => {
@@ -91,7 +91,13 @@ export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultM
             giveBack()
           })
         )
-        if (!(yield* admission(waitMs, () => (held = ADMISSION_BYTES)))) return Option.none<ResultHold>()
+        // A scope closed while the hold waited in line (its request answered) takes nothing at its turn: its finalizer has run.
+        const admitted = yield* admission(waitMs, () => {
+          if (over) return false
+          held = ADMISSION_BYTES
+          return true
+        })
+        if (!admitted) return Option.none<ResultHold>()
         const refuse = (why: Refusal) => {
           refused = why
           // The reader drops the rows it holds as it stops.

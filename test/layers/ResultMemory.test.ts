@@ -72,6 +72,26 @@ describe("ResultMemory: the bytes buffered results may hold at once (issue 17 it
     }).pipe(Effect.provide(memory))
   )
 
+  it.live("a hold whose scope closes while it waits in line takes nothing at its turn (a request answered before its result was read)", () =>
+    Effect.gen(function* () {
+      const results = yield* ResultMemory
+      const full = yield* fullMemory
+      const scope = yield* Scope.make()
+      const waiting = yield* Effect.fork(Scope.extend(results.hold(LIMIT, 5_000), scope))
+      yield* Effect.sleep(50)
+      // The scope closes under the waiting fiber, which goes on.
+      yield* Scope.close(scope, Exit.void)
+      yield* full.close
+      // Its turn passes on: no share for a caller that has gone.
+      expect(Option.isNone(yield* Fiber.join(waiting))).toBe(true)
+      expect(results.inUse()).toBe(0)
+      const next = yield* holdIn(LIMIT, 0)
+      expect(next.hold.take(LIMIT - 64 * KIB)).toBe(true)
+      yield* next.close
+      expect(results.inUse()).toBe(0)
+    }).pipe(Effect.provide(memory))
+  )
+
   it.live("cached results keep bytes outside any request only while they fit, and give them back when dropped", () =>
     Effect.gen(function* () {
       const results = yield* ResultMemory
