@@ -34,8 +34,10 @@ const HISTORY_ANSWER_CHARS = 8_000
  */
 export const firstSuccess = <A>() => {
   let kept: { readonly value: A } | undefined
-  return <E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  const once = <E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.suspend(() => (kept !== undefined ? Effect.succeed(kept.value) : Effect.tap(work, (value) => Effect.sync(() => (kept = { value })))))
+  /** The first success, if an earlier try had one. */
+  return Object.assign(once, { kept: (): A | undefined => kept?.value })
 }
 
 /**

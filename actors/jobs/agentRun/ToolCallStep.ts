@@ -41,6 +41,8 @@ interface ToolRan {
   readonly outcome: Either.Either<ToolOutput, ToolFailure>
   readonly draft: AuditDraft
   readonly durationMs: number
+  /** A query of it was stopped at the cost it may run to without approval. */
+  readonly stoppedAtCostCap: boolean
   readonly audited: Effect.Effect<void, Unavailable>
 }
 
@@ -67,9 +69,11 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
       step: string,
       name: string,
       params: unknown,
-      options: { readonly planning?: QueryPlanning["Type"]; readonly costCap?: QueryCostCap["Type"] } = {}
-    ) =>
+      options: { readonly planning?: QueryPlanning["Type"]; readonly costCapUsd?: number } = {}
+    ): Effect.Effect<ToolRan> =>
       Effect.gen(function* () {
+        let stoppedAtCostCap = false
+        const costCap: QueryCostCap["Type"] | undefined = options.costCapUsd === undefined ? undefined : { usd: options.costCapUsd, stopped: Effect.sync(() => (stoppedAtCostCap = true)) }
         const found: ToolDefinition | undefined = byName.get(name)
         const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
         const draft = toolCallDraft(principal, runId, step, options.planning !== undefined)
@@ -81,21 +85,21 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
             ? toolCalls.refuse(draft, name, { code: "unknown_tool", message: `There is no tool named ${name} for this run` })
             : yield* Effect.scoped(toolCalls.call(draft, principal, tool, params, "agent_run")).pipe(
                 options.planning === undefined ? identity : Effect.provideService(QueryPlanning, options.planning),
-                options.costCap === undefined ? identity : Effect.provideService(QueryCostCap, options.costCap),
+                costCap === undefined ? identity : Effect.provideService(QueryCostCap, costCap),
                 Effect.provideService(PendingChange, change)
               )
         const durationMs = performance.now() - started
         const written = closeChangeRecord(change)
         const row = toolCallRow(draft, runId, durationMs)
         const audited = audit.complete(written, draft.dialect ?? null, row, ...childQueryRows(draft, row, { run_id: runId, step }))
-        return { outcome, draft, durationMs, audited }
+        return { outcome, draft, durationMs, stoppedAtCostCap, audited }
       })
 
     /** A proposal past the run's limit: refused before the tool runs, and audited as refused. */
     const refusedProposal = (principal: Principal, runId: string, step: string, name: string): ToolRan => {
       const draft = toolCallDraft(principal, runId, step, false)
       const outcome = toolCalls.refuse(draft, name, proposalLimit)
-      return { outcome, draft, durationMs: 0, audited: audit.record(null, toolCallRow(draft, runId, 0)) }
+      return { outcome, draft, durationMs: 0, stoppedAtCostCap: false, audited: audit.record(null, toolCallRow(draft, runId, 0)) }
     }
 
     /** Runs the tool and records its audit rows. */
@@ -113,20 +117,21 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
         orgId,
         runId,
         Effect.gen(function* () {
+          // A tool that ran in an earlier try is audited first: the run may have ended since, and what ran is audited all the same.
+          const ranBefore = toolCall.kept()
+          if (ranBefore !== undefined) yield* toolAudited(ranBefore.audited)
           const done = yield* repo.eventOf(orgId, runId, `tool/${step}`)
           if (done !== null && typeof done["result"] === "string") {
             return { id: call.id, name: call.name, text: done["result"], isFailure: done["is_error"] === true, stopped: done["stopped_at_cost_cap"] === true }
           }
-          // Not approved, a query runs no further than what the approval threshold allows, whatever its estimate said.
-          let stopped = false
-          const costCap = capped ? { usd: config.agentQueryApprovalUsd, stopped: Effect.sync(() => (stopped = true)) } : undefined
           const principal = yield* actingAs(yield* load(orgId, runId))
           // A model steered by what it read could fill the review queue: a run proposes a few entries, not a flood.
           const overProposals = call.name === PROPOSE_KNOWLEDGE && (yield* repo.toolCallsMade(orgId, runId, PROPOSE_KNOWLEDGE)) >= MAX_PROPOSALS_PER_RUN
-          const { outcome, draft, durationMs, audited } = overProposals
+          const { outcome, draft, durationMs, stoppedAtCostCap, audited } = overProposals
             ? refusedProposal(principal, runId, step, call.name)
             : yield* toolCall(
-                runTool(principal, runId, step, call.name, call.params, costCap === undefined ? {} : { costCap }).pipe(
+                // Not approved, a query runs no further than what the approval threshold allows, whatever its estimate said.
+                runTool(principal, runId, step, call.name, call.params, capped ? { costCapUsd: config.agentQueryApprovalUsd } : {}).pipe(
                   Effect.flatMap((ran) =>
                     Either.isLeft(ran.outcome) && ran.outcome.left.atGate === true && ran.outcome.left.code === UNAVAILABLE ? Effect.fail(ran.outcome.left) : Effect.succeed(ran)
                   ),
@@ -136,7 +141,7 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
               )
           yield* toolAudited(audited)
           const result = Either.match(outcome, {
-            onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true, stopped }),
+            onLeft: (failure) => ({ id: call.id, name: call.name, text: `${failure.code}: ${failure.message}`, isFailure: true, stopped: stoppedAtCostCap }),
             onRight: (output) => ({ id: call.id, name: call.name, text: output.text, isFailure: false, stopped: false })
           })
           yield* writeEvent(orgId, runId, `tool/${step}`, "tool_call", {

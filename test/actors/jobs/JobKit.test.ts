@@ -105,91 +105,156 @@ describe("the job kit: starts, and steps of ended jobs", () => {
   })
 })
 
-describe("the job kit: a store that goes away mid-step", () => {
-  let store: TestDatabase
-  let relay: Relay
+/** A gateway whose store is reached through a relay the test can cut, its agent asking a scripted model fake. */
+const outageKit = (env: Record<string, string>) => {
+  const kit = {} as { store: TestDatabase; relay: Relay; gateway: Gateway; key: string; script: (request: ModelRequest) => ModelReply | Promise<ModelReply> }
   let fake: Awaited<ReturnType<typeof startModelFake>>
-  let gateway: Gateway
-  let key: string
-  let script: (request: ModelRequest) => ModelReply | Promise<ModelReply> = () => ({ text: "done" })
-
+  kit.script = () => ({ text: "done" })
   beforeAll(async () => {
     if (skip) return
-    store = await createTestDatabase()
-    relay = new Relay(await freePort())
-    await relay.open()
-    const url = new URL(store.url)
-    url.port = String(relay.port)
-    fake = await startModelFake((req) => script(req))
-    // The slow query needs no approval: what is tested is the outage, not the estimate.
-    ;({ gateway, key } = await kitGateway(url.toString(), fake, { SP_AGENT_QUERY_APPROVAL_USD: "100", SP_AGENT_CONVERSATION_BUDGET_USD: "100" }))
+    kit.store = await createTestDatabase()
+    kit.relay = new Relay(await freePort())
+    await kit.relay.open()
+    const url = new URL(kit.store.url)
+    url.port = String(kit.relay.port)
+    fake = await startModelFake((req) => kit.script(req))
+    ;({ gateway: kit.gateway, key: kit.key } = await kitGateway(url.toString(), fake, env))
   }, 60_000)
   afterAll(async () => {
-    await relay?.open()
-    await gateway?.stop()
-    relay?.cut()
+    await kit.relay?.open()
+    await kit.gateway?.stop()
+    kit.relay?.cut()
     await fake?.close()
-    await store?.drop()
+    await kit.store?.drop()
   })
+  return kit
+}
+
+/** A run's state once it has ended or waits for someone, within `ms`. */
+const settled = async (kit: ReturnType<typeof outageKit>, id: string, ms = 30_000) => {
+  let current = (await request(kit.gateway.url, `/api/agent-runs/${id}`, { key: kit.key })).json
+  for (const deadline = Date.now() + ms; !["completed", "failed", "cancelled", "waiting_for_query_approval"].includes(current.status) && Date.now() < deadline; await sleep(200)) {
+    current = (await request(kit.gateway.url, `/api/agent-runs/${id}`, { key: kit.key })).json
+  }
+  return current
+}
+
+/** A database for the agent's tools, registered as `name` on the kit's gateway. */
+const shopOf = async (kit: ReturnType<typeof outageKit>, name: string) => {
+  const shop = await createTestDatabase()
+  const admin = await localKey(kit.gateway)
+  const connection = { name, db_type: "postgresql", host: "127.0.0.1", port: 5432, database: shop.name, username: "root" }
+  expect((await request(kit.gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+  /** How many statements containing `text` run on the shop now. */
+  const running = async (text: string) =>
+    (await shop.query("select count(*)::int as n from pg_stat_activity where datname = $1 and query like $2 and pid <> pg_backend_pid()", [shop.name, `%${text}%`]))[0]!.n
+  return Object.assign(shop, { running })
+}
+
+describe("the job kit: a store that goes away mid-step", () => {
+  // The slow query needs no approval: what is tested is the outage, not the estimate.
+  const kit = outageKit({ SP_AGENT_QUERY_APPROVAL_USD: "100", SP_AGENT_CONVERSATION_BUDGET_USD: "100" })
 
   it.skipIf(skip)("a step whose store is cut off as it ends is done again once the store is back: the run completes, its model call made once", async () => {
     let release: () => void = () => {}
     const held = new Promise<void>((resolve) => (release = resolve))
     let calls = 0
-    script = async () => {
+    kit.script = async () => {
       calls++
       await held
       return { text: "answered across the outage" }
     }
-    const started = await request(gateway.url, "/api/agent-runs", { key, body: { prompt: "across an outage" } })
+    const started = await request(kit.gateway.url, "/api/agent-runs", { key: kit.key, body: { prompt: "across an outage" } })
     expect(started.status).toBe(202)
     for (const deadline = Date.now() + 10_000; calls === 0 && Date.now() < deadline; ) await sleep(50)
     expect(calls).toBe(1)
     // The model answers while every store session is reset and no new one can open: the step's writes fail.
-    await relay.cut()
+    await kit.relay.cut()
     release()
     await sleep(2_500)
-    await relay.open()
-    let current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
-    for (const deadline = Date.now() + 20_000; !["completed", "failed", "cancelled"].includes(current.status) && Date.now() < deadline; await sleep(200)) {
-      current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
-    }
+    await kit.relay.open()
+    const current = await settled(kit, started.json.id)
     expect(current, JSON.stringify(current.error)).toMatchObject({ status: "completed", answer: "answered across the outage" })
     expect(calls).toBe(1)
   }, 60_000)
 
+  const SLOW = "select extract(epoch from statement_timestamp()) * 1000 as started_ms, count(*) as n from generate_series(1, 6000000)"
+  const toolCallsAudited = async (runId: string) =>
+    (await kit.store.query("select count(*)::int as n from gateway_audit_logs where event_type = 'agent_tool_call' and details->>'run_id' = $1 and details->>'planned_only' is null", [runId]))[0]!.n
+
   it.skipIf(skip)("a tool call whose store is cut off while its query runs is not run again: the run completes with the first result, audited once", async () => {
-    const shop = await createTestDatabase()
+    const shop = await shopOf(kit, "shop")
     try {
-      const admin = await localKey(gateway)
-      const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: shop.name, username: "root" }
-      expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
       const sent: Array<ModelRequest> = []
-      script = (req) => {
+      kit.script = (req) => {
         sent.push(req)
         if (req.toolResults.length > 0) return { text: "answered" }
-        return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "select extract(epoch from statement_timestamp()) * 1000 as started_ms, count(*) as n from generate_series(1, 6000000)" } }] }
+        return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: SLOW } }] }
       }
-      const started = await request(gateway.url, "/api/agent-runs", { key, body: { prompt: "a slow query across an outage" } })
+      const started = await request(kit.gateway.url, "/api/agent-runs", { key: kit.key, body: { prompt: "a slow query across an outage" } })
       expect(started.status).toBe(202)
-      const running = async () => (await shop.query("select count(*)::int as n from pg_stat_activity where datname = $1 and query like '%generate_series(1, 6000000)%' and pid <> pg_backend_pid()", [shop.name]))[0]!.n
-      for (const deadline = Date.now() + 10_000; (await running()) === 0 && Date.now() < deadline; ) await sleep(20)
-      expect(await running()).toBe(1)
+      for (const deadline = Date.now() + 10_000; (await shop.running("generate_series(1, 6000000)")) === 0 && Date.now() < deadline; ) await sleep(20)
+      expect(await shop.running("generate_series(1, 6000000)")).toBe(1)
       const cutAt = Date.now()
-      await relay.cut()
+      await kit.relay.cut()
       await sleep(2_500)
-      await relay.open()
-      let current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
-      for (const deadline = Date.now() + 30_000; !["completed", "failed", "cancelled"].includes(current.status) && Date.now() < deadline; await sleep(200)) {
-        current = (await request(gateway.url, `/api/agent-runs/${started.json.id}`, { key })).json
-      }
+      await kit.relay.open()
+      const current = await settled(kit, started.json.id)
       expect(current, JSON.stringify(current.error)).toMatchObject({ status: "completed", answer: "answered" })
       // The result the model read is the query that ran before the cut, not a second run of it.
       const result = sent.at(-1)!.toolResults.map((r) => r.text).join(" ")
       const startedMs = Number(/(\d{13}(\.\d+)?)/.exec(result)?.[1])
       expect(startedMs, result).toBeLessThan(cutAt)
-      const audited = await store.query("select count(*)::int as n from gateway_audit_logs where event_type = 'agent_tool_call' and details->>'run_id' = $1 and details->>'planned_only' is null", [started.json.id])
-      expect(audited[0]!.n).toBe(1)
+      expect(await toolCallsAudited(started.json.id)).toBe(1)
+    } finally {
+      await shop.drop()
+    }
+  }, 60_000)
+
+  it.skipIf(skip)("a tool that ran before an outage is audited even when its run was cancelled while the store was away", async () => {
+    const shop = await shopOf(kit, "shop_cancelled")
+    try {
+      kit.script = (req) => (req.toolResults.length > 0 ? { text: "answered" } : { toolCalls: [{ name: "query_database", args: { connection_name: "shop_cancelled", sql: SLOW } }] })
+      const started = await request(kit.gateway.url, "/api/agent-runs", { key: kit.key, body: { prompt: "a slow query, cancelled across an outage" } })
+      expect(started.status).toBe(202)
+      for (const deadline = Date.now() + 10_000; (await shop.running("generate_series(1, 6000000)")) === 0 && Date.now() < deadline; ) await sleep(20)
+      await kit.relay.cut()
+      // The user cancels while this gateway cannot reach the store (another replica took the request).
+      await kit.store.query("update agent_runs set cancel_requested = true where id = $1", [started.json.id])
+      await sleep(2_500)
+      await kit.relay.open()
+      const current = await settled(kit, started.json.id)
+      const events = (await request(kit.gateway.url, `/api/agent-runs/${started.json.id}/events`, { key: kit.key })).json.items
+      // The statement ran: its audit rows are written though the run ended before the step was done.
+      expect([current.status, await toolCallsAudited(started.json.id)], JSON.stringify(events)).toEqual(["cancelled", 1])
+    } finally {
+      await shop.drop()
+    }
+  }, 60_000)
+})
+
+describe("the job kit: a query stopped at its cost cap across an outage", () => {
+  // A query may cost $0.10 without approval: stopped at that, about 1.6 s into reading, it asks for approval.
+  const kit = outageKit({ SP_AGENT_QUERY_APPROVAL_USD: "0.1", SP_AGENT_CONVERSATION_BUDGET_USD: "100" })
+
+  it.skipIf(skip)("a tool call stopped at the cap while the store is away still asks for approval once the store is back", async () => {
+    const shop = await shopOf(kit, "shop")
+    try {
+      // The planner prices a recursive CTE at a few rows; it reads millions.
+      const recursive = "with recursive r (n) as (select 1 union all select n + 1 from r where n < 300000000) select count(*) from r"
+      kit.script = (req) => (req.toolResults.length > 0 ? { text: "answered" } : { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: recursive } }] })
+      const started = await request(kit.gateway.url, "/api/agent-runs", { key: kit.key, body: { prompt: "count a lot across an outage" } })
+      expect(started.status).toBe(202)
+      for (const deadline = Date.now() + 10_000; (await shop.running("n < 300000000")) === 0 && Date.now() < deadline; ) await sleep(20)
+      expect(await shop.running("n < 300000000")).toBe(1)
+      await kit.relay.cut()
+      for (const deadline = Date.now() + 10_000; (await shop.running("n < 300000000")) > 0 && Date.now() < deadline; ) await sleep(50)
+      await sleep(1_000)
+      await kit.relay.open()
+      const current = await settled(kit, started.json.id)
+      expect(current, JSON.stringify(current)).toMatchObject({ status: "waiting_for_query_approval", pending: { reason: expect.stringMatching(/ran past what its estimate allowed and was stopped/) } })
+      const events = (await request(kit.gateway.url, `/api/agent-runs/${started.json.id}/events`, { key: kit.key })).json.items
+      expect(events.find((e: any) => e.type === "tool_call").data).toMatchObject({ is_error: true, stopped_at_cost_cap: true })
     } finally {
       await shop.drop()
     }
