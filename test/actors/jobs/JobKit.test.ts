@@ -145,9 +145,14 @@ const shopOf = async (kit: ReturnType<typeof outageKit>, name: string) => {
   const admin = await localKey(kit.gateway)
   const connection = { name, db_type: "postgresql", host: "127.0.0.1", port: 5432, database: shop.name, username: "root" }
   expect((await request(kit.gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
-  /** How many statements containing `text` run on the shop now. */
+  /** How many statements containing `text` run on the shop now: run, not planned (a tool call's estimate explains it first). */
   const running = async (text: string) =>
-    (await shop.query("select count(*)::int as n from pg_stat_activity where datname = $1 and query like $2 and pid <> pg_backend_pid()", [shop.name, `%${text}%`]))[0]!.n
+    (
+      await shop.query("select count(*)::int as n from pg_stat_activity where datname = $1 and query like $2 and query not ilike '%explain%' and pid <> pg_backend_pid()", [
+        shop.name,
+        `%${text}%`
+      ])
+    )[0]!.n
   return Object.assign(shop, { running })
 }
 
