@@ -63,6 +63,8 @@ const NOT_COLUMNS = new Set([
   ...["CASE", "WHEN", "THEN", "ELSE", "END", "AND", "OR", "NOT", "NULL", "IS", "IN", "LIKE", "GLOB", "REGEXP", "RLIKE", "BETWEEN", "DISTINCT", "TRUE", "FALSE"],
   ...["COLLATE", "ESCAPE", "BINARY", "DIV", "MOD", "XOR", "EXISTS", "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "AS"]
 ])
+/** Words that type the string after them (`date '2024-01-01'`, `x'ff'`): a literal, not a column. */
+const LITERAL_TYPES = new Set(["DATE", "TIME", "TIMESTAMP", "DATETIME", "INTERVAL", "N", "X", "B"])
 /** Words that end a GROUP BY at its level. */
 const AFTER_GROUP_BY = new Set(["HAVING", "WINDOW", "ORDER", "LIMIT", "QUALIFY", "UNION", "EXCEPT", "INTERSECT", "WITH"])
 
@@ -350,9 +352,11 @@ const bareColumn = (sql: string, tokens: ReadonlyArray<Token>, level: Level, sel
   const grouped = groupAt >= 0 || own.some((i) => word(tokens, i, "HAVING")) || items.some(aggregates)
   if (!grouped) return undefined
   const name = (i: number) => (tokens[i]!.kind === "quoted" ? sql.slice(tokens[i]!.start + 1, tokens[i]!.end - 1) : tokens[i]!.kind === "word" ? tokens[i]!.text : sql.slice(tokens[i]!.start, tokens[i]!.end)).toUpperCase()
-  // A column's name; not a keyword, nor the type word of a typed literal (`date '2024-01-01'`), unless a qualifier makes it one (`t.date`).
+  // A column's name; not a keyword, nor the type word or character set of a typed literal (`date '2024-01-01'`, `_utf8mb4 'x'`), unless a qualifier makes it one (`t.date`).
+  // Any other word before a string is a column the string names (`email 'e'`: MySQL and SQLite take a string as an alias).
+  const typedLiteral = (i: number) => tokens[i + 1]?.kind === "string" && (LITERAL_TYPES.has(tokens[i]!.text) || tokens[i]!.text.startsWith("_"))
   const isName = (i: number) =>
-    tokens[i]!.kind === "quoted" || (tokens[i]!.kind === "word" && (tokens[i - 1]?.text === "." || (!NOT_COLUMNS.has(tokens[i]!.text) && tokens[i + 1]?.kind !== "string")))
+    tokens[i]!.kind === "quoted" || (tokens[i]!.kind === "word" && (tokens[i - 1]?.text === "." || (!NOT_COLUMNS.has(tokens[i]!.text) && !typedLiteral(i))))
   // An expression's text without qualifiers: `s.country` reads as `country`.
   const textOf = (a: number, b: number) => range(a, b).filter((i) => tokens[i]!.text !== "." && tokens[i + 1]?.text !== ".").map(name).join(" ")
   const keys = groupAt >= 0 ? partsOf(tokens, level, groupAt + 2, AFTER_GROUP_BY) : []

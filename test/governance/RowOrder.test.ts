@@ -86,6 +86,9 @@ describe("rows over PII are put in an order of their own values", () => {
       expect(refusal("select country c, sum(id) from members group by c", dbType)).toMatch(/^country is neither grouped/)
       expect(refusal("select max(country), t.date from (select id as date, country from members) t", dbType)).toMatch(/^date is neither grouped/)
       expect(refusal(`select ${dbType === "mysql" ? "json_arrayagg(country)" : "string_agg(country, ',')"}, id from members`, dbType)).toMatch(/^id is neither grouped/)
+      // A string may be a column's alias; only a literal type's word (`date '…'`) makes the word before a string no column.
+      expect(refusal("select email 'e' from signups group by country", dbType)).toMatch(/^email is neither grouped/)
+      expect(refusal("select email 'e', count(*) from signups group by email", dbType)).toBe("(ran)")
       for (const sql of [
         "select country, count(*) from members group by country",
         "select m.country as c, count(*) n, max(id) from members m group by m.country",
@@ -116,6 +119,7 @@ describe("rows over PII are put in an order of their own values", () => {
   it("a refusal's recorded form, which the audit log keeps, quotes nothing of the statement; MySQL reads \"…\" as the string it is", () => {
     // The MySQL connector pins "…" to a string (no ANSI_QUOTES): a constant, neither grouped nor a column.
     expect(ordered('select "SSN-123-45-6789", count(*) from members', "mysql")).toEqual(Either.right('select "SSN-123-45-6789", count(*) from members order by 1, 2'))
+    expect(refusal('select email "e", count(*) from signups group by country', "mysql")).toMatch(/^email is neither grouped/)
     // SQLite reads "…" as a column where one has that name, and as a string otherwise: refused, its value told to the caller only.
     const refused = Either.getOrThrow(Either.flip(ordered('select "SSN-123-45-6789", count(*) from members', "sqlite")))
     expect(refused.reason).toMatch(/^"SSN-123-45-6789" is neither grouped nor aggregated/)
