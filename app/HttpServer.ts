@@ -21,6 +21,7 @@ import { ReportsHttp } from "../src/http/ReportsHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
+import { makeFastLane } from "../src/gate/FastLane"
 import { makeRequestPipeline } from "../src/gate/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
 import { McpRouteLive } from "../src/mcp/McpRoute"
@@ -79,7 +80,12 @@ export const HttpServerLive = servingApp((app, pipeline) =>
   Layer.unwrapEffect(
     Effect.map(AppConfig, (config) =>
       Layer.merge(
-        drainingServer(app, pipeline, { port: config.port, host: config.host, shutdown: shutdownPlan(config.shutdownTimeoutSeconds) }).pipe(
+        drainingServer(app, pipeline, {
+          port: config.port,
+          host: config.host,
+          shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
+          ...(config.fastLane ? { front: makeFastLane(config) } : {})
+        }).pipe(
           Layer.tap(() => Effect.logInfo(`Listening on http://${config.host}:${config.port}`))
         ),
         webServer(app, pipeline)

@@ -71,6 +71,8 @@ const raw = Config.all({
   shutdownTimeoutSeconds: boundedInt("SP_SHUTDOWN_TIMEOUT_SECONDS", "must be between 1 and 600 seconds", (n) => n >= 1 && n <= 600).pipe(
     Config.withDefault(8)
   ),
+  // The node:http lane that answers hot routes from memory before the Effect app; false: every request takes the Effect app.
+  fastLane: Config.boolean("SP_FAST_LANE").pipe(Config.withDefault(true)),
   localDbDirs: list("SP_LOCAL_DB_DIRS"),
   llmProvider: Config.literal("anthropic", "openai", "openai-compatible")("SP_LLM_PROVIDER").pipe(Config.withDefault("anthropic" as const)),
   llmBaseUrl: Config.option(Config.url("SP_LLM_BASE_URL")),

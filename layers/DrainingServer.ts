@@ -1,7 +1,7 @@
-import { createServer, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Clock, Deferred, Duration, Effect, Exit, Layer } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Layer, Runtime } from "effect"
 import type { ShutdownPlan } from "./ShutdownDeadline"
 
 interface InFlight {
@@ -21,8 +21,11 @@ const describeCut = (requests: ReadonlyArray<InFlight>, now: number) => {
   return `${listed.join(", ")}${more}`
 }
 
+/** A lane in front of the app: true where it answered the request, false to leave it to the app untouched. */
+export type FrontLane = (request: IncomingMessage, response: ServerResponse) => boolean
+
 /**
- * Serves `app` behind `middleware` on a Node HTTP server that stops within the shutdown plan: when
+ * Serves `app` behind `middleware` (after `front`, where given) on a Node HTTP server that stops within the shutdown plan: when
  * its scope closes it stops accepting at once, closes idle keep-alive sockets, ends event streams
  * (their clients reconnect), answers what is in flight with `Connection: close`, and at `drainFor`
  * cuts the connections still open, naming the requests it cut; then it waits (up to `settleFor`)
@@ -31,7 +34,7 @@ const describeCut = (requests: ReadonlyArray<InFlight>, now: number) => {
 export const drainingServer = (
   app: HttpApp.Default,
   middleware: (app: HttpApp.Default) => HttpApp.Default,
-  options: { readonly port: number; readonly host: string; readonly shutdown: ShutdownPlan }
+  options: { readonly port: number; readonly host: string; readonly shutdown: ShutdownPlan; readonly front?: FrontLane }
 ) =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
@@ -60,10 +63,29 @@ export const drainingServer = (
           return middleware(observed(handled, entry)).pipe(Effect.ensuring(Effect.sync(() => inFlight.delete(entry))))
         })
 
-      // Registered before serving, so it runs before the handler is taken off the server and the server closed.
-      const server = yield* NodeHttpServer.make(() => node, { port: options.port, host: options.host })
+      yield* NodeHttpServer.make(() => node, { port: options.port, host: options.host })
       // No request span: nothing exports traces, and a span with its attributes per request is measurable CPU.
-      yield* server.serve(app, tracked).pipe(Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true))
+      const handler = yield* NodeHttpServer.makeHandler(app, tracked).pipe(Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true))
+      const front = options.front
+      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+      const listener =
+        front === undefined
+          ? handler
+          : (request: IncomingMessage, response: ServerResponse) => {
+              if (draining) response.shouldKeepAlive = false
+              let answered = false
+              try {
+                answered = front(request, response)
+              } catch (error) {
+                // A fault of the front lane costs its request at most: the app answers it, or its connection ends when an answer had begun.
+                runFork(Effect.logError("the front lane failed a request; the app answers it", error))
+                if (response.headersSent) return void response.destroy()
+              }
+              if (!answered) handler(request, response)
+            }
+      node.on("request", listener)
+      // Registered before the drain below, so it runs after it: the handler is taken off a server that has drained.
+      yield* Effect.addFinalizer(() => Effect.sync(() => node.off("request", listener)))
 
       yield* Effect.addFinalizer(() =>
         Effect.gen(function* () {

@@ -3,6 +3,9 @@ import { Schema } from "effect"
 import { NotFound, RateLimited } from "../domain/Errors"
 import { docs } from "./Annotations"
 
+/** What /health answers while the gateway serves requests. */
+export const HEALTHY = { status: "healthy" } as const
+
 /** The only routes without a credential: liveness, and the local key for a loopback browser in local mode. */
 export class PublicApi extends HttpApiGroup.make("public", { topLevel: true })
   .add(

@@ -11,6 +11,7 @@ import { Metrics } from "../services/Metrics"
 import { REPORT_REQUEST_MAX_BYTES } from "../domain/Report"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { resolveClientAddress } from "./ClientAddress"
+import { allowedHostGuard, envelopeHeaders } from "./Envelope"
 import { auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
 import { type RequestInfo, RequestState } from "./RequestState"
 
@@ -33,12 +34,6 @@ const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> =
   503: ["unavailable", "The service is unavailable; try again shortly"]
 }
 
-const SECURITY_HEADERS = {
-  "x-content-type-options": "nosniff",
-  "x-frame-options": "DENY",
-  "content-security-policy": "frame-ancestors 'none'",
-  "referrer-policy": "no-referrer"
-}
 
 const tooLarge = (limit: number) => errorResponse(413, "payload_too_large", `Request bodies are limited to ${limit} bytes`)
 
@@ -99,35 +94,6 @@ const normalizeError = (response: HttpServerResponse.HttpServerResponse) => {
     "content-type": "application/json",
     ...(typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {})
   })
-}
-
-const originOf = (value: string) => Option.getOrNull(Option.liftThrowable(() => new URL(value).origin)())
-
-const allowedHostGuard = (config: AppConfig) => {
-  const names = new Set(["localhost", "127.0.0.1", "[::1]", ...config.allowedHosts.map((h) => h.toLowerCase())])
-  if (config.host !== "0.0.0.0" && config.host !== "::") names.add(config.host.toLowerCase())
-  // An Origin is a scheme, host and port: a page on another local port is another site. An allowed
-  // host may also sit behind a proxy on its default ports.
-  const ports = [config.port, ...(config.webPort === 0 ? [] : [config.webPort])]
-  const origins = new Set(
-    [
-      ...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)),
-      ...config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`])
-    ].flatMap((origin) => Option.toArray(Option.fromNullable(originOf(origin))))
-  )
-  const enforce = config.selfHosted || config.allowedHosts.length > 0
-  const hostname = (value: string) => {
-    const url = Option.getOrNull(Option.liftThrowable(() => new URL(value.includes("://") ? value : `http://${value}`))())
-    return url?.hostname.toLowerCase() ?? null
-  }
-  return (headers: Readonly<Record<string, string | undefined>>) => {
-    if (!enforce) return true
-    const host = headers["host"]
-    const origin = headers["origin"]
-    const hostOk = host !== undefined && names.has(hostname(host) ?? "")
-    const originOk = origin === undefined || origins.has(originOf(origin) ?? "")
-    return hostOk && originOk
-  }
 }
 
 /** A defect that is a response is the app's answer (the router's 404 for a path nothing serves, such as an OAuth discovery probe), not a failure. */
@@ -198,11 +164,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
       info.answered = true
       // From here the request's own row is written here; a change committed from now on (work it forked) is already on record.
       const written = change === null ? null : closeChangeRecord(change)
-      const headers = {
-        ...SECURITY_HEADERS,
-        "x-request-id": info.requestId,
-        ...(request.url.startsWith("/docs") ? {} : { "cache-control": "no-store" })
-      }
+      const headers = envelopeHeaders(info.requestId, request.url)
       // The MCP endpoint answers in JSON-RPC, whose error bodies its clients read as they are.
       const answer = info.bodyTooLarge ? tooLarge(bodyLimitOf(request)) : request.url.startsWith("/mcp") ? raw : normalizeError(raw)
       const response = HttpServerResponse.setHeaders(answer, headers)

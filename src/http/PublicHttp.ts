@@ -2,11 +2,10 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { RateLimits } from "../../layers/RateLimits"
 import { SluiceApi } from "../api/Api"
+import { HEALTHY } from "../api/PublicApi"
 import { NotFound } from "../domain/Errors"
 import { LocalAccess } from "../services/LocalAccess"
 import { RequestState } from "../gate/RequestState"
-
-const HEALTHY = { status: "healthy" } as const
 
 export const PublicHttp = HttpApiBuilder.group(SluiceApi, "public", (handlers) =>
   Effect.gen(function* () {
