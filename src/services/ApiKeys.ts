@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto"
-import { Deferred, Effect, FiberId, FiberSet, Schema } from "effect"
+import { Effect, FiberSet, Schema } from "effect"
 import { ApiKey, type CreateApiKey, CreatedApiKey, KEY_PATTERN } from "../domain/ApiKey"
-import { Conflict, Forbidden, InvalidApiKey, InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
+import { Conflict, Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
 import { isLocalKeyId, KeyId } from "../domain/Ids"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ApiKeysRepo, type ApiKeyRow, type KeyCredentialRow } from "../repos/ApiKeysRepo"
 import { generateRawKey, hashesEqual, hashKey, keyPrefix } from "./KeyMaterial"
+import { makeLookupCache } from "./LookupCache"
 
 const LAST_USED_RESOLUTION_MS = 60_000
 // Under a second, so a key deleted on another replica is refused within 1 s without cross-replica messages.
@@ -30,46 +31,11 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
   scoped: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
     const background = yield* FiberSet.make()
-    // Key records by hash, each kept KEY_CACHE_TTL_MS after its lookup, in plain maps: a hit is a map read
-    // (an Effect Cache hit, disconnected from its caller, cost 23 µs of every request). Failed lookups are not kept.
-    const verified = new Map<string, { readonly row: KeyCredentialRow | null; readonly until: number }>()
-    const lookups = new Map<string, Deferred.Deferred<KeyCredentialRow | null, Unavailable>>()
-    // A lookup started before a `forgetVerified` does not keep what it read.
-    let generation = 0
+    const byHash = yield* makeLookupCache({ lookup: repo.findByHash, ttlMs: KEY_CACHE_TTL_MS, capacity: KEY_CACHE_CAPACITY })
     const lastTouched = new Map<KeyId, number>()
 
-    /** The record of the key with this hash, as verified within the last KEY_CACHE_TTL_MS, or looked up once for every caller waiting on it. */
-    const byHash = (hash: string): Effect.Effect<KeyCredentialRow | null, Unavailable> => {
-      const hit = verified.get(hash)
-      if (hit !== undefined && hit.until > Date.now()) return Effect.succeed(hit.row)
-      const waiting = lookups.get(hash)
-      if (waiting !== undefined) return Deferred.await(waiting)
-      const done = Deferred.unsafeMake<KeyCredentialRow | null, Unavailable>(FiberId.none)
-      lookups.set(hash, done)
-      const started = generation
-      // In the background: callers share the lookup, and interrupting the one that started it (a client gone) must not interrupt the others.
-      const lookup = repo.findByHash(hash).pipe(
-        Effect.tap((row) =>
-          Effect.sync(() => {
-            if (started !== generation) return
-            if (verified.size >= KEY_CACHE_CAPACITY) verified.delete(verified.keys().next().value!)
-            verified.set(hash, { row, until: Date.now() + KEY_CACHE_TTL_MS })
-          })
-        ),
-        Effect.exit,
-        Effect.flatMap((exit) => Deferred.done(done, exit)),
-        // The service stopping: its waiters are interrupted too rather than left waiting.
-        Effect.onInterrupt(() => Deferred.interrupt(done)),
-        Effect.ensuring(Effect.sync(() => lookups.delete(hash)))
-      )
-      return Effect.zipRight(FiberSet.run(background, lookup), Deferred.await(done))
-    }
-
     /** Drops every cached verification on this replica, after a change to what a key may do. */
-    const forgetVerified = Effect.sync(() => {
-      generation++
-      verified.clear()
-    })
+    const forgetVerified = byHash.invalidateAll
 
     const create = Effect.fn("ApiKeys.create")(function* (principal: Principal, input: CreateApiKey) {
       const scopes = [...new Set(input.scopes)]
@@ -138,7 +104,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       }
       const hash = hashKey(raw)
       // Callers with the same key share one lookup: interrupting its starter (a client gone) must not interrupt the others.
-      const found = yield* byHash(hash)
+      const found = yield* byHash.get(hash)
       const row = yield* usable(found !== null && hashesEqual(found.key_hash, hash) ? found : null)
       const now = Date.now()
       const lastUsed = Math.max(row.last_used_at?.getTime() ?? 0, lastTouched.get(row.id) ?? 0)

@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto"
-import { Cache, Duration, Effect, Exit, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import { type Amounts, type Budget, BudgetExhausted, type CreateBudget, type Usage } from "../domain/Budget"
 import { InvalidRequest, NotFound, type Unavailable } from "../domain/Errors"
 import { BudgetId, KeyId, type OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { type BudgetRow, BudgetsRepo } from "../repos/BudgetsRepo"
+import { makeLookupCache } from "./LookupCache"
 
 // Which budgets a key or session draws from, per replica: a new budget applies at once on the replica that made it, within this elsewhere.
-const APPLICABLE_TTL = Duration.seconds(1)
+const APPLICABLE_TTL_MS = 1000
 const NOTHING: Usage = { queries: 0, rows: 0, bytes_scanned: 0, cost: 0, duration_ms: 0 }
 
 const AMOUNTS = [
@@ -54,15 +55,15 @@ const applicableKey = (orgId: OrgId, keyId: KeyId | null, session: string | null
  * concurrent queries and replicas cannot overspend) and is charged what it spent after, on every surface.
  */
 export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const repo = yield* BudgetsRepo
-    const applicableCache = yield* Cache.makeWith({
+    const applicableCache = yield* makeLookupCache({
       capacity: 10_000,
+      ttlMs: APPLICABLE_TTL_MS,
       lookup: (key: string) => {
         const [orgId, keyId, session] = JSON.parse(key) as [OrgId, KeyId | null, string | null]
         return repo.applicable(orgId, keyId, session)
-      },
-      timeToLive: (exit) => (Exit.isSuccess(exit) ? APPLICABLE_TTL : Duration.zero)
+      }
     })
     const forgetAll = applicableCache.invalidateAll
 

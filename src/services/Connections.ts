@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Cache, Duration, Effect, Either, Exit, Option, Schema } from "effect"
+import { Effect, Either, Option, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import { ConnectorError } from "../../layers/connectors/Connector"
@@ -16,13 +16,14 @@ import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ResultCache } from "../governance/ResultCache"
 import { type ConnectionRow, ConnectionsRepo, type NewConnectionRow } from "../repos/ConnectionsRepo"
+import { makeLookupCache } from "./LookupCache"
 
 const Cursor = Schema.Tuple(Schema.String)
 
 const LOCAL_FILE_TYPES: ReadonlySet<DbType> = new Set(["duckdb", "sqlite"])
 
 // A query needs its connection's target on every call; other replicas see an edit within this.
-const TARGET_CACHE_TTL = Duration.seconds(1)
+const TARGET_CACHE_TTL_MS = 1000
 const targetKey = (orgId: OrgId, name: string) => `${orgId}\u0000${name}`
 
 /** The path with every symlink resolved; a file not there yet is placed in its parent's real directory. */
@@ -77,7 +78,7 @@ const credentialLost = () =>
   new Conflict({ message: "This connection's stored credentials cannot be decrypted with the configured keys; enter them again" })
 
 export class Connections extends Effect.Service<Connections>()("sluice/Connections", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const config = yield* AppConfig
     const repo = yield* ConnectionsRepo
     const cipher = yield* CredentialCipher
@@ -250,13 +251,13 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         })
       )
 
-    const targets = yield* Cache.makeWith({
+    const targets = yield* makeLookupCache({
       capacity: 10_000,
+      ttlMs: TARGET_CACHE_TTL_MS,
       lookup: (key: string) => {
         const [orgId, name] = key.split("\u0000") as [OrgId, string]
         return Effect.flatMap(findRow(orgId, name), targetOf)
-      },
-      timeToLive: (exit) => (Exit.isSuccess(exit) ? TARGET_CACHE_TTL : Duration.zero)
+      }
     })
     /** Forgets this replica's copy of a connection and its cached results after it is edited, deleted or replaced. */
     const forget = (orgId: OrgId, name: string, id: string) =>

@@ -1,13 +1,15 @@
-import { Cache, Duration, Effect, Exit } from "effect"
+import { Effect } from "effect"
+import type { OrgId } from "../domain/Ids"
+import { makeLookupCache } from "./LookupCache"
 import type { Principal } from "../domain/Principal"
 import type { OrgSettings, SettingsPatch } from "../domain/Settings"
 import { SettingsRepo } from "../repos/SettingsRepo"
 
 // Every query reads its org's defaults; other replicas see a change within this.
-const SETTINGS_CACHE_TTL = Duration.seconds(1)
+const SETTINGS_CACHE_TTL_MS = 1000
 
 export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
-  effect: Effect.gen(function* () {
+  scoped: Effect.gen(function* () {
     const repo = yield* SettingsRepo
     const defaults: OrgSettings = {
       default_row_limit: 10_000,
@@ -16,11 +18,7 @@ export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
       mcp_tools: "full"
     }
 
-    const stored = yield* Cache.makeWith({
-      capacity: 10_000,
-      lookup: repo.get,
-      timeToLive: (exit) => (Exit.isSuccess(exit) ? SETTINGS_CACHE_TTL : Duration.zero)
-    })
+    const stored = yield* makeLookupCache({ capacity: 10_000, ttlMs: SETTINGS_CACHE_TTL_MS, lookup: (orgId: string) => repo.get(orgId as OrgId) })
 
     const get = (principal: Principal) => Effect.map(stored.get(principal.orgId), (s): OrgSettings => ({ ...defaults, ...s }))
 
