@@ -96,5 +96,31 @@ describe.skipIf(!hasPostgres)("AuditWriter on PostgreSQL", () => {
         expect(stored.map((r) => r.request_id)).toEqual(["batch-good-1", "batch-good-2", "batch-good-3", "mixed-good-1", "mixed-good-2"])
       })
     )
+
+    it.effect("append, the plain form a request path without a fiber calls, tells each caller once how its rows' commit ended", () =>
+      Effect.gen(function* () {
+        const writer = yield* AuditWriter
+        const sql = yield* SqlClient.SqlClient
+        const told: Record<string, Array<string>> = { good: [], mixed: [], none: [] }
+        const appended = (name: string, rows: ReadonlyArray<AuditInsert>) =>
+          Effect.async<void>((resume) =>
+            writer.append(rows, (exit) => {
+              told[name]!.push(Exit.isSuccess(exit) ? "committed" : `failed: ${exit.cause._tag}`)
+              resume(Effect.void)
+            })
+          )
+        yield* Effect.all(
+          [
+            appended("good", [row("append-good-1"), row("append-good-2")]),
+            appended("mixed", [row("append-mixed-1"), row("append-mixed-bad", { outcome: "bogus" as AuditInsert["outcome"] })]),
+            appended("none", [])
+          ],
+          { concurrency: "unbounded" }
+        )
+        expect(told).toEqual({ good: ["committed"], mixed: ["failed: Fail"], none: ["committed"] })
+        const stored = yield* sql<{ request_id: string }>`select request_id from gateway_audit_logs where request_id like 'append-%' order by request_id`
+        expect(stored.map((r) => r.request_id)).toEqual(["append-good-1", "append-good-2", "append-mixed-1"])
+      })
+    )
   })
 })
