@@ -12,9 +12,9 @@ const counted = (options: { ttlMs?: number; capacity?: number; fails?: (key: str
       capacity: options.capacity ?? 100,
       lookup: (key: string) =>
         Effect.gen(function* () {
-          calls.push(key)
+          const call = calls.push(key)
           if (gate !== undefined) yield* Deferred.await(gate)
-          return options.fails?.(key, calls) === true ? yield* Effect.fail(`no ${key}`) : `value of ${key}#${calls.length}`
+          return options.fails?.(key, calls) === true ? yield* Effect.fail(`no ${key}`) : `value of ${key}#${call}`
         })
     })
     return {
@@ -67,20 +67,24 @@ describe("LookupCache: per-request lookups kept in plain maps", () => {
     })
   )
 
-  it.scoped("a lookup under way when its key is invalidated answers its callers but keeps nothing", () =>
+  it.scoped("a lookup under way when its key is invalidated (a key deleted) answers its callers but keeps nothing, and callers after it look up again", () =>
     Effect.gen(function* () {
       const { cache, calls, hold, release } = yield* counted()
-      yield* hold
-      const before = yield* Effect.fork(cache.get("k"))
-      yield* Effect.yieldNow()
-      yield* cache.invalidate("k")
-      yield* release
-      expect(yield* Fiber.join(before)).toBe("value of k#1")
-      expect(cache.peek("k")).toBeUndefined()
-      expect(yield* cache.get("k")).toBe("value of k#2")
-      yield* cache.invalidateAll
-      expect(cache.peek("k")).toBeUndefined()
-      expect(calls).toEqual(["k", "k"])
+      for (const invalidate of [cache.invalidate("k"), cache.invalidateAll]) {
+        calls.length = 0
+        yield* hold
+        const before = yield* Effect.fork(cache.get("k"))
+        yield* Effect.yieldNow()
+        yield* invalidate
+        const after = yield* Effect.fork(cache.get("k"))
+        yield* Effect.yieldNow()
+        yield* release
+        expect([yield* Fiber.join(before), yield* Fiber.join(after)]).toEqual(["value of k#1", "value of k#2"])
+        expect(cache.peek("k")).toBe("value of k#2")
+        expect(calls).toEqual(["k", "k"])
+        yield* cache.invalidateAll
+        expect(cache.peek("k")).toBeUndefined()
+      }
     })
   )
 
