@@ -32,9 +32,19 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
     const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, WriteFailure>) =>
       Effect.zipRight(
         Exit.isFailure(exit) ? Effect.logError("audit row failed", exit.cause) : Effect.void,
-        Effect.sync(() => {
-          for (const pending of batch) pending.settle(exit)
-        })
+        Effect.sync(() =>
+          batch.flatMap((pending) => {
+            try {
+              pending.settle(exit)
+              return []
+            } catch (error) {
+              return [error]
+            }
+          })
+        ).pipe(
+          // A caller that fails as it is told costs its own answer only: the rest of the batch is told, and the writer goes on.
+          Effect.flatMap((thrown) => (thrown.length === 0 ? Effect.void : Effect.logError("an audit row's caller failed as it was told how its commit ended", thrown[0])))
+        )
       )
 
     // A batch the store refused is retried row by row: one bad row fails only its own caller. A store that did not answer fails the whole batch at once.
@@ -60,9 +70,13 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
       Effect.forever,
       Effect.forkScoped
     )
-    // Runs before the flush fiber is interrupted: whatever is still queued gets written.
+    let stopped = false
+    // Runs before the flush fiber is interrupted: whatever is still queued gets written, and rows offered from now on are refused at once.
     yield* Effect.addFinalizer(() =>
-      Queue.takeAll(queue).pipe(Effect.flatMap((rest) => (Chunk.isEmpty(rest) ? Effect.void : commit(Chunk.toReadonlyArray(rest)))))
+      Effect.suspend(() => {
+        stopped = true
+        return Queue.takeAll(queue).pipe(Effect.flatMap((rest) => (Chunk.isEmpty(rest) ? Effect.void : commit(Chunk.toReadonlyArray(rest)))))
+      })
     )
 
     /**
@@ -72,17 +86,20 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
      * flight). Plain code: what a request path without a fiber calls.
      */
     const append = (rows: ReadonlyArray<AuditInsert>, done: (exit: Exit.Exit<void, WriteFailure>) => void) => {
-      const exits: Array<Exit.Exit<void, WriteFailure> | undefined> = rows.map(() => undefined)
-      let open = rows.length
+      // Every row is made storable before any is queued: a row that cannot be leaves the others unwritten too.
+      const storable = rows.map(storableAuditRow)
+      // A writer that has stopped takes no more rows: told at once rather than left waiting.
+      if (stopped) return done(Exit.interrupt(FiberId.none))
+      const exits: Array<Exit.Exit<void, WriteFailure> | undefined> = storable.map(() => undefined)
+      let open = storable.length
       if (open === 0) return done(Exit.void)
-      rows.forEach((row, i) => {
+      storable.forEach((row, i) => {
         const settle = (exit: Exit.Exit<void, WriteFailure>) => {
           if (exits[i] !== undefined) return
           exits[i] = exit
           if (--open === 0) done(exits.find((settled) => settled !== undefined && Exit.isFailure(settled)) ?? Exit.void)
         }
-        // A writer that has stopped takes no more rows: told at once rather than left waiting.
-        if (!Queue.unsafeOffer(queue, { row: storableAuditRow(row), settle })) settle(Exit.interrupt(FiberId.none))
+        Queue.unsafeOffer(queue, { row, settle })
       })
     }
 

@@ -255,8 +255,9 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       capacity: 10_000,
       ttlMs: TARGET_CACHE_TTL_MS,
       lookup: (key: string) => {
-        const [orgId, name] = key.split("\u0000") as [OrgId, string]
-        return Effect.flatMap(findRow(orgId, name), targetOf)
+        // An org id has no NUL; a name may (a route's parameter): the name is all that follows the first.
+        const at = key.indexOf("\u0000")
+        return Effect.flatMap(findRow(key.slice(0, at) as OrgId, key.slice(at + 1)), targetOf)
       }
     })
     /** Forgets this replica's copy of a connection and its cached results after it is edited, deleted or replaced. */

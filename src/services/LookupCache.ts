@@ -1,4 +1,4 @@
-import { Deferred, Effect, FiberId, FiberSet } from "effect"
+import { type Context, Deferred, Effect, FiberId, FiberSet } from "effect"
 
 /**
  * Values looked up by key and kept `ttlMs` after each lookup, in plain maps: a hit is a map read
@@ -11,6 +11,8 @@ import { Deferred, Effect, FiberId, FiberSet } from "effect"
 export const makeLookupCache = <A, E>(options: { readonly lookup: (key: string) => Effect.Effect<A, E>; readonly ttlMs: number; readonly capacity: number }) =>
   Effect.gen(function* () {
     const background = yield* FiberSet.make()
+    // A lookup runs with the services the cache was made with, not those of the caller that starts it (a tenant's transaction), whose answer every caller shares.
+    const context = yield* Effect.context<never>()
     const kept = new Map<string, { readonly value: A; readonly until: number }>()
     const lookups = new Map<string, Deferred.Deferred<A, E>>()
     let generation = 0
@@ -42,6 +44,7 @@ export const makeLookupCache = <A, E>(options: { readonly lookup: (key: string) 
           lookups.set(key, done)
           const started = generation
           const lookup = options.lookup(key).pipe(
+            Effect.mapInputContext((_: Context.Context<never>) => context),
             Effect.tap((value) =>
               Effect.sync(() => {
                 if (started !== generation) return

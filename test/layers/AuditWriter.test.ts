@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Effect, Exit, Layer } from "effect"
+import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
 import { AuditWriter } from "../../layers/AuditWriter"
 import { AppConfig } from "../../layers/AppConfig"
 import { StoreLive } from "../../layers/Store"
@@ -122,5 +122,27 @@ describe.skipIf(!hasPostgres)("AuditWriter on PostgreSQL", () => {
         expect(stored.map((r) => r.request_id)).toEqual(["append-good-1", "append-good-2", "append-mixed-1"])
       })
     )
+
+    it.effect("a caller that throws as it is told costs only its own answer: the writer goes on", () =>
+      Effect.gen(function* () {
+        const writer = yield* AuditWriter
+        writer.append([row("thrower-1")], () => {
+          throw new Error("a handler writing to a closed socket")
+        })
+        yield* writer.write([row("after-thrower")]).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "the writer stopped" }))
+      })
+    )
   })
+
+  it.effect("a writer whose scope has closed refuses rows at once instead of leaving its callers waiting", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const writer = Context.get(yield* Layer.buildWithScope(live, scope), AuditWriter)
+      yield* writer.write([row("before-close")])
+      yield* Scope.close(scope, Exit.void)
+      let told: Exit.Exit<void, unknown> | undefined
+      writer.append([row("after-close")], (exit) => (told = exit))
+      expect(told !== undefined && Exit.isInterrupted(told)).toBe(true)
+    })
+  )
 })

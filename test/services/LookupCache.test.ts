@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { makeLookupCache } from "../../src/services/LookupCache"
 
 /** A cache over a lookup that counts its calls and, while `gate` is set, waits for it. */
@@ -85,6 +85,14 @@ describe("LookupCache: per-request lookups kept in plain maps", () => {
         yield* cache.invalidateAll
         expect(cache.peek("k")).toBeUndefined()
       }
+    })
+  )
+
+  it.scoped("a lookup runs with the services the cache was made with, not those of the caller that started it", () =>
+    Effect.gen(function* () {
+      class Caller extends Context.Tag("test/Caller")<Caller, string>() {}
+      const cache = yield* makeLookupCache({ ttlMs: 60_000, capacity: 10, lookup: () => Effect.map(Effect.serviceOption(Caller), Option.getOrElse(() => "no caller")) })
+      expect(yield* cache.get("k").pipe(Effect.provideService(Caller, "a tenant's transaction"))).toBe("no caller")
     })
   )
 
