@@ -12,7 +12,6 @@ import { makeLookupCache } from "./LookupCache"
 const LAST_USED_RESOLUTION_MS = 60_000
 // Under a second, so a key deleted on another replica is refused within 1 s without cross-replica messages.
 const KEY_CACHE_TTL_MS = 500
-const KEY_CACHE_CAPACITY = 10_000
 const Cursor = Schema.Tuple(Schema.Number, KeyId)
 
 const toApiKey = (row: ApiKeyRow) =>
@@ -31,7 +30,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
   scoped: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
     const background = yield* FiberSet.make()
-    const byHash = yield* makeLookupCache({ lookup: repo.findByHash, ttlMs: KEY_CACHE_TTL_MS, capacity: KEY_CACHE_CAPACITY })
+    const byHash = yield* makeLookupCache({ lookup: repo.findByHash, ttlMs: KEY_CACHE_TTL_MS })
     const lastTouched = new Map<KeyId, number>()
 
     /** Drops every cached verification on this replica, after a change to what a key may do. */

@@ -58,7 +58,6 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
   scoped: Effect.gen(function* () {
     const repo = yield* BudgetsRepo
     const applicableCache = yield* makeLookupCache({
-      capacity: 10_000,
       ttlMs: APPLICABLE_TTL_MS,
       lookup: (key: string) => {
         const [orgId, keyId, session] = JSON.parse(key) as [OrgId, KeyId | null, string | null]

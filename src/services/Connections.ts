@@ -252,7 +252,6 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       )
 
     const targets = yield* makeLookupCache({
-      capacity: 10_000,
       ttlMs: TARGET_CACHE_TTL_MS,
       lookup: (key: string) => {
         // An org id has no NUL; a name may (a route's parameter): the name is all that follows the first.

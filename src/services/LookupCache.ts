@@ -6,28 +6,31 @@ import { type Context, Deferred, Effect, FiberId, FiberSet } from "effect"
  * per-request lookups (key, connection, settings, budgets). Callers of one key share one lookup,
  * run in the background: interrupting the caller that started it interrupts no one else. A failed
  * lookup is not kept; one started before an invalidation keeps nothing, and callers after the
- * invalidation do not join it. At `capacity`, the oldest entry goes.
+ * invalidation do not join it. At `capacity` (10,000 unless given), the oldest entry goes.
  */
-export const makeLookupCache = <A, E>(options: { readonly lookup: (key: string) => Effect.Effect<A, E>; readonly ttlMs: number; readonly capacity: number }) =>
+export const makeLookupCache = <A, E>(options: { readonly lookup: (key: string) => Effect.Effect<A, E>; readonly ttlMs: number; readonly capacity?: number }) =>
   Effect.gen(function* () {
     const background = yield* FiberSet.make()
     // A lookup runs with the services the cache was made with, not those of the caller that starts it (a tenant's transaction), whose answer every caller shares.
     const context = yield* Effect.context<never>()
     const kept = new Map<string, { readonly value: A; readonly until: number }>()
     const lookups = new Map<string, Deferred.Deferred<A, E>>()
+    const capacity = options.capacity ?? 10_000
     let generation = 0
 
-    /** The value kept for `key` if it is fresh: no lookup, no effect. */
-    const peek = (key: string): A | undefined => {
+    const fresh = (key: string) => {
       const hit = kept.get(key)
-      return hit !== undefined && hit.until > Date.now() ? hit.value : undefined
+      return hit !== undefined && hit.until > Date.now() ? hit : undefined
     }
+
+    /** The value kept for `key` if it is fresh: no lookup, no effect. */
+    const peek = (key: string): A | undefined => fresh(key)?.value
 
     // Suspended: an effect made once and run again (a retry) reads the cache each time it runs.
     const get = (key: string): Effect.Effect<A, E> =>
       Effect.suspend(() => {
-        const hit = kept.get(key)
-        return hit !== undefined && hit.until > Date.now() ? Effect.succeed(hit.value) : Effect.flatMap(lookupOf(key), Deferred.await)
+        const hit = fresh(key)
+        return hit !== undefined ? Effect.succeed(hit.value) : Effect.flatMap(lookupOf(key), Deferred.await)
       })
 
     /**
@@ -49,7 +52,7 @@ export const makeLookupCache = <A, E>(options: { readonly lookup: (key: string) 
               Effect.sync(() => {
                 if (started !== generation) return
                 kept.delete(key)
-                if (kept.size >= options.capacity) kept.delete(kept.keys().next().value!)
+                if (kept.size >= capacity) kept.delete(kept.keys().next().value!)
                 kept.set(key, { value, until: Date.now() + options.ttlMs })
               })
             )

@@ -18,7 +18,7 @@ export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
       mcp_tools: "full"
     }
 
-    const stored = yield* makeLookupCache({ capacity: 10_000, ttlMs: SETTINGS_CACHE_TTL_MS, lookup: (orgId: string) => repo.get(orgId as OrgId) })
+    const stored = yield* makeLookupCache({ ttlMs: SETTINGS_CACHE_TTL_MS, lookup: (orgId: string) => repo.get(orgId as OrgId) })
 
     const get = (principal: Principal) => Effect.map(stored.get(principal.orgId), (s): OrgSettings => ({ ...defaults, ...s }))
 
