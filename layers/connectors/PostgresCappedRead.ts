@@ -134,6 +134,8 @@ export class PostgresCappedRead implements pg.Submittable {
   handleCopyData() {}
 
   private readonly meter = (chunk: Buffer) => {
+    // The driver's listener runs first and may have finished the read on this very chunk (its ReadyForQuery): the rest is not this read's to meter.
+    if (this.finished) return
     let i = 0
     while (i < chunk.length) {
       if (this.skip > 0) {
