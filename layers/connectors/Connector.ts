@@ -1,6 +1,6 @@
 import type { LookupAddress } from "node:dns"
 import type { LookupFunction } from "node:net"
-import { Effect, Schema, type Scope } from "effect"
+import { Effect, type Exit, Schema, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
 
 /** Where a connection attempt or statement failed; the diagnose route reports the same steps. */
@@ -81,6 +81,8 @@ export interface PoolStats {
 export interface ConnectorPool {
   /** Runs one read-only statement under the dialect's session guards; a timeout cancels it on the server. */
   readonly query: (sql: string, options: QueryOptions) => Effect.Effect<QueryResult, ConnectorError>
+  /** `query` as plain callbacks, where the connector has them: `done` is told once; the function returned gives the statement up as interrupting `query` does. */
+  readonly queryNow?: (sql: string, options: QueryOptions, done: (exit: Exit.Exit<QueryResult, ConnectorError>) => void) => () => void
   /** `query` answers within its timeout plus DEADLINE_GRACE_MS itself, even from a database that never answers; otherwise the caller bounds it. */
   readonly answersByDeadline?: true
   /** Opens one read-only statement as a cursor, for results streamed without holding them in memory. */

@@ -244,82 +244,88 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       fields.map((f) => ({ name: f.name, type: TYPE_NAMES.get(f.dataTypeID) ?? String(f.dataTypeID) }))
 
     /**
-     * One statement, as plain callbacks under one Effect (the per-query path runs no fibers of its own):
-     * a pooled client waited for within the timeout, the preamble and the statement in one round trip,
-     * the client reset when released. Interrupted, the statement is cancelled on the server and its
-     * client closed once the statement has ended (stopStatement); a client that arrives after the wait
-     * gave up goes straight back. It answers by its deadline even when the database does not.
+     * One statement, as plain callbacks (the per-query path runs no fibers of its own): a pooled
+     * client waited for within the timeout, the preamble and the statement in one round trip, the
+     * client reset when released; `done` is told once. The function it returns gives the statement
+     * up: it is cancelled on the server and its client closed once it has ended (stopStatement); a
+     * client that arrives after the wait gave up goes straight back. It answers by its deadline even
+     * when the database does not.
      */
+    const queryNow = (sql: string, options: QueryOptions, done: (exit: Exit.Exit<QueryResult, ConnectorError>) => void) => {
+      const started = Date.now()
+      const bound = options.timeoutMs + RESET_GRACE_MS
+      let leased: pg.PoolClient | undefined
+      let settled = false
+      const settle = (outcome: Exit.Exit<QueryResult, ConnectorError>) => {
+        if (settled) return
+        settled = true
+        clearTimeout(backstop)
+        done(outcome)
+      }
+      // Given up on (timed out or interrupted): the statement is cancelled in the background, and its session closed once it has ended.
+      const abandon = (client: pg.PoolClient) => stopStatement(client, bound)
+      const waiting = setTimeout(() => settle(Exit.fail(statementTimedOut())), options.timeoutMs)
+      // statement_timeout ends the statement on a server that answers; this ends the call on one that does not.
+      const backstop = setTimeout(() => {
+        if (settled) return
+        settle(Exit.fail(statementTimedOut()))
+        if (leased !== undefined) abandon(leased)
+      }, options.timeoutMs + DEADLINE_GRACE_MS)
+      const read = (client: pg.PoolClient) => (error: unknown, result: PostgresCappedRead) => {
+        if (settled) return
+        if (error) {
+          const failure = fromDriverError(error, request.scrub, "query")
+          recycle(client, !reusableAfter(failure), bound)
+          // A session lost under its statement (a network reset) leaves the statement running on the server until its timeout; the answer does not wait for the cancel.
+          if (failure.step === "tcp") Effect.runFork(cancel(client))
+          return settle(Exit.fail(failure))
+        }
+        const columns = columnsOf(result.fields)
+        if (result.oversized) {
+          return Effect.runCallback(cancel(client), {
+            onExit: () => {
+              recycle(client, true, bound)
+              settle(Exit.succeed({ columns, rows: [], truncated: false, oversized: true }))
+            }
+          })
+        }
+        // A statement that succeeded was followed by the reset in its own round trip.
+        if (result.epilogueDone) client.release()
+        else recycle(client, false, bound)
+        settle(
+          Exit.succeed({
+            columns,
+            rows: result.rows.length > options.maxRows ? result.rows.slice(0, options.maxRows) : result.rows,
+            truncated: result.more || result.rows.length > options.maxRows
+          })
+        )
+      }
+      pool.connect().then(
+        (client) => {
+          clearTimeout(waiting)
+          if (settled) return client.release()
+          leased = client
+          const timed = { ...options, timeoutMs: Math.max(1, options.timeoutMs - (Date.now() - started)) }
+          client.query(new PostgresCappedRead(preambleOf(timed), epilogue, attributedSql(sql, options), options.maxRows + 1, parsers, read(client), options.meter))
+        },
+        (error: unknown) => {
+          clearTimeout(waiting)
+          settle(Exit.fail(fromDriverError(error, request.scrub, "connect")))
+        }
+      )
+      return () => {
+        clearTimeout(waiting)
+        clearTimeout(backstop)
+        if (settled) return
+        settled = true
+        if (leased !== undefined) abandon(leased)
+      }
+    }
+
     const query = (sql: string, options: QueryOptions) =>
       Effect.async<QueryResult, ConnectorError>((resume) => {
-        const started = Date.now()
-        const bound = options.timeoutMs + RESET_GRACE_MS
-        let leased: pg.PoolClient | undefined
-        let settled = false
-        const settle = (outcome: Effect.Effect<QueryResult, ConnectorError>) => {
-          if (settled) return
-          settled = true
-          clearTimeout(backstop)
-          resume(outcome)
-        }
-        // Given up on (timed out or interrupted): the statement is cancelled in the background, and its session closed once it has ended.
-        const abandon = (client: pg.PoolClient) => stopStatement(client, bound)
-        const waiting = setTimeout(() => settle(Effect.fail(statementTimedOut())), options.timeoutMs)
-        // statement_timeout ends the statement on a server that answers; this ends the call on one that does not.
-        const backstop = setTimeout(() => {
-          if (settled) return
-          settle(Effect.fail(statementTimedOut()))
-          if (leased !== undefined) abandon(leased)
-        }, options.timeoutMs + DEADLINE_GRACE_MS)
-        const read = (client: pg.PoolClient) => (error: unknown, result: PostgresCappedRead) => {
-          if (settled) return
-          if (error) {
-            const failure = fromDriverError(error, request.scrub, "query")
-            recycle(client, !reusableAfter(failure), bound)
-            // A session lost under its statement (a network reset) leaves the statement running on the server until its timeout; the answer does not wait for the cancel.
-            if (failure.step === "tcp") Effect.runFork(cancel(client))
-            return settle(Effect.fail(failure))
-          }
-          const columns = columnsOf(result.fields)
-          if (result.oversized) {
-            return settle(
-              cancel(client).pipe(
-                Effect.ensuring(Effect.sync(() => recycle(client, true, bound))),
-                Effect.as({ columns, rows: [], truncated: false, oversized: true } satisfies QueryResult)
-              )
-            )
-          }
-          // A statement that succeeded was followed by the reset in its own round trip.
-          if (result.epilogueDone) client.release()
-          else recycle(client, false, bound)
-          settle(
-            Effect.succeed({
-              columns,
-              rows: result.rows.length > options.maxRows ? result.rows.slice(0, options.maxRows) : result.rows,
-              truncated: result.more || result.rows.length > options.maxRows
-            })
-          )
-        }
-        pool.connect().then(
-          (client) => {
-            clearTimeout(waiting)
-            if (settled) return client.release()
-            leased = client
-            const timed = { ...options, timeoutMs: Math.max(1, options.timeoutMs - (Date.now() - started)) }
-            client.query(new PostgresCappedRead(preambleOf(timed), epilogue, attributedSql(sql, options), options.maxRows + 1, parsers, read(client), options.meter))
-          },
-          (error: unknown) => {
-            clearTimeout(waiting)
-            settle(Effect.fail(fromDriverError(error, request.scrub, "connect")))
-          }
-        )
-        return Effect.sync(() => {
-          clearTimeout(waiting)
-          clearTimeout(backstop)
-          if (settled) return
-          settled = true
-          if (leased !== undefined) abandon(leased)
-        })
+        const giveUp = queryNow(sql, options, resume)
+        return Effect.sync(giveUp)
       })
 
     /** The statement through a server cursor, read `STREAM_BATCH_ROWS` at a time, at most maxRows + 1 rows in all. */
@@ -375,6 +381,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
 
     return {
       query,
+      queryNow,
       answersByDeadline: true,
       stream,
       ping,

@@ -3,6 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { DuckDBInstance } from "@duckdb/node-api"
 import Database from "better-sqlite3"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { ByteMeter, ConnectorPool, QueryResult } from "../../../layers/connectors/Connector"
 import type { ConnectionInput } from "../../../src/domain/Connection"
@@ -55,6 +56,32 @@ describe("every buffered read is metered while it is read, and stops once the me
     await clickhouse?.close()
     await database?.drop()
     fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  it.skipIf(skip)("PostgreSQL: a meter that stops counting once its read has answered leaves the session whole for the next statement", async () => {
+    const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" } as ConnectionInput
+    // As a caller whose share of the result memory is given back the moment its read answers: any count after that is refused.
+    let answered = false
+    const meter: ByteMeter = { cap: CAP, take: () => !answered }
+    const sessions = await withPool(connection, (pool) =>
+      Effect.gen(function* () {
+        const pids: Array<unknown> = []
+        for (let i = 0; i < 3; i++) {
+          answered = false
+          const result = yield* Effect.async<QueryResult, unknown>((resume) => {
+            pool.queryNow!("select pg_backend_pid() as pid", { timeoutMs: 5_000, maxRows: 10, meter }, (exit) => {
+              answered = true
+              resume(exit)
+            })
+          })
+          expect(result.oversized).toBeUndefined()
+          pids.push(result.rows[0]![0])
+        }
+        return pids
+      })
+    )
+    // One session served all three: the meter's own listener did not close it after the read had answered.
+    expect(new Set(sessions).size).toBe(1)
   })
 
   it.skipIf(skip)("PostgreSQL counts each row from its message header and closes the socket", async () => {
