@@ -22,7 +22,8 @@ import { SecretsHttp } from "../src/http/SecretsHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
 import { makeFastLane } from "../src/gate/FastLane"
-import { makeRequestPipeline } from "../src/gate/RequestPipeline"
+import { makeFastQuery } from "../src/gate/FastQuery"
+import { makeRequestPipeline, type RequestPipeline } from "../src/gate/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
 import { McpRouteLive } from "../src/mcp/McpRoute"
 import { AppConfig } from "../layers/AppConfig"
@@ -57,10 +58,8 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
   Layer.provide(AuthenticationLive)
 )
 
-type Pipeline = (app: HttpApp.Default) => HttpApp.Default
-
 /** REST under /api, MCP at /mcp, /health, /local-api-key, the OpenAPI document and its docs page, behind the request pipeline, for `serve` to serve. */
-export const servingApp = <E, R>(serve: (app: HttpApp.Default, pipeline: Pipeline) => Layer.Layer<never, E, R>) =>
+export const servingApp = <E, R>(serve: (app: HttpApp.Default, pipeline: RequestPipeline) => Layer.Layer<never, E, R>) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const pipeline = yield* makeRequestPipeline
@@ -78,18 +77,20 @@ export const servingApp = <E, R>(serve: (app: HttpApp.Default, pipeline: Pipelin
 /** The app on SP_PORT; the same app, behind the same pipeline, serves the web app's API calls on SP_WEB_PORT. */
 export const HttpServerLive = servingApp((app, pipeline) =>
   Layer.unwrapEffect(
-    Effect.map(AppConfig, (config) =>
-      Layer.merge(
-        drainingServer(app, pipeline, {
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const query = config.fastLane ? yield* makeFastQuery(pipeline) : undefined
+      return Layer.merge(
+        drainingServer(app, pipeline.wrap, {
           port: config.port,
           host: config.host,
           shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
-          ...(config.fastLane ? { front: makeFastLane(config) } : {})
+          ...(config.fastLane ? { front: makeFastLane(config, query === undefined ? [] : [query]) } : {})
         }).pipe(
           Layer.tap(() => Effect.logInfo(`Listening on http://${config.host}:${config.port}`))
         ),
-        webServer(app, pipeline)
+        webServer(app, pipeline.wrap)
       )
-    )
+    })
   )
 )

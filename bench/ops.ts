@@ -5,14 +5,18 @@
  * the machine's load, so it shows what a change to the request path saves before a timed run does.
  * Not a test: prints, per route, the operations per request and the kinds that make them up.
  *
- *   npm run bench:ops [-- --detail query]   (--detail: print the breakdown of the routes whose label contains it)
+ *   npm run bench:ops [-- --detail query --lane fast|effect]   (--detail: print the breakdown of the routes whose label contains it;
+ *   --lane effect: without the fast lane in front)
  */
 import { parseArgs } from "node:util"
 import { ConfigProvider, Effect, Layer, RuntimeFlags, Supervisor } from "effect"
 import { ServicesLive } from "../app/App"
 import { servingApp } from "../app/HttpServer"
+import { AppConfig } from "../layers/AppConfig"
 import { drainingServer } from "../layers/DrainingServer"
 import { shutdownPlan } from "../layers/ShutdownDeadline"
+import { makeFastLane } from "../src/gate/FastLane"
+import { makeFastQuery } from "../src/gate/FastQuery"
 import { ApiKeys } from "../src/services/ApiKeys"
 import { freePort, tempDataDir } from "../test/support/Gateway"
 import { localOperator } from "../test/support/InProcess"
@@ -20,7 +24,8 @@ import { createTestDatabase } from "../test/support/Servers"
 import { UNLIMITED } from "./support/Load"
 import { createOrders, POINT_QUERY } from "./support/PointQuery"
 
-const { values } = parseArgs({ options: { detail: { type: "string", default: "" } } })
+const { values } = parseArgs({ options: { detail: { type: "string", default: "" }, lane: { type: "string", default: "fast" } } })
+if (values.lane !== "fast" && values.lane !== "effect") throw new Error("--lane is fast or effect")
 const REQUESTS = 20
 
 /** Counts the operations of every fiber while on, by kind (the instruction, and the function it carries). */
@@ -49,7 +54,15 @@ await createOrders(fixture)
 const store = await createTestDatabase()
 const port = await freePort()
 const settings = new Map([...Object.entries(UNLIMITED), ["SP_DATA_DIR", tempDataDir()], ["SP_WEB_PORT", "0"], ["DATABASE_URL", store.url], ["SP_LOCAL_ACCESS", "false"]])
-const InProcess = servingApp((app, pipeline) => drainingServer(app, pipeline, { port, host: "127.0.0.1", shutdown: shutdownPlan(5) })).pipe(
+const InProcess = servingApp((app, pipeline) =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const query = values.lane === "fast" ? yield* makeFastQuery(pipeline) : undefined
+      const front = values.lane === "fast" ? { front: makeFastLane(yield* AppConfig, query === undefined ? [] : [query]) } : {}
+      return drainingServer(app, pipeline.wrap, { port, host: "127.0.0.1", shutdown: shutdownPlan(5), ...front })
+    })
+  )
+).pipe(
   Layer.provideMerge(ServicesLive),
   Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(settings))),
   Layer.provide(Supervisor.addSupervisor(counter)),

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { createServer, IncomingMessage, type ServerResponse } from "node:http"
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Clock, Deferred, Duration, Effect, Exit, Layer, Runtime } from "effect"
@@ -21,8 +21,27 @@ const describeCut = (requests: ReadonlyArray<InFlight>, now: number) => {
   return `${listed.join(", ")}${more}`
 }
 
-/** A lane in front of the app: true where it answered the request, false to leave it to the app untouched. */
-export type FrontLane = (request: IncomingMessage, response: ServerResponse) => boolean
+/**
+ * A lane in front of the app: true where it took the request, false to leave it to the app
+ * untouched. A request it took may still go to the app with `handOff`, given the body it read.
+ */
+export type FrontLane = (request: IncomingMessage, response: ServerResponse, handOff: (request: IncomingMessage, body: Buffer) => void) => boolean
+
+/** The request again with the body a front lane read from it, for the app to read. */
+const replayed = (request: IncomingMessage, body: Buffer) => {
+  const copy = new IncomingMessage(request.socket)
+  copy.method = request.method!
+  copy.url = request.url!
+  copy.headers = request.headers
+  copy.rawHeaders = request.rawHeaders
+  copy.httpVersion = request.httpVersion
+  copy.httpVersionMajor = request.httpVersionMajor
+  copy.httpVersionMinor = request.httpVersionMinor
+  copy.complete = true
+  copy.push(body)
+  copy.push(null)
+  return copy
+}
 
 /**
  * Serves `app` behind `middleware` (after `front`, where given) on a Node HTTP server that stops within the shutdown plan: when
@@ -68,20 +87,26 @@ export const drainingServer = (
       const handler = yield* NodeHttpServer.makeHandler(app, tracked).pipe(Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true))
       const front = options.front
       const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+      const handOff = (response: ServerResponse) => (request: IncomingMessage, body: Buffer) => handler(replayed(request, body), response)
       const listener =
         front === undefined
           ? handler
           : (request: IncomingMessage, response: ServerResponse) => {
               if (draining) response.shouldKeepAlive = false
-              let answered = false
+              let taken = false
               try {
-                answered = front(request, response)
+                taken = front(request, response, handOff(response))
               } catch (error) {
                 // A fault of the front lane costs its request at most: the app answers it, or its connection ends when an answer had begun.
                 runFork(Effect.logError("the front lane failed a request; the app answers it", error))
                 if (response.headersSent) return void response.destroy()
               }
-              if (!answered) handler(request, response)
+              if (!taken) return handler(request, response)
+              // Taken and not yet answered (a body to read, a query to run): in flight until its response ends, as the app's are.
+              if (response.writableFinished) return
+              const entry: InFlight = { method: request.method ?? "", path: (request.url ?? "").split("?")[0]!, since: Date.now(), response, eventStream: false }
+              inFlight.add(entry)
+              response.once("close", () => inFlight.delete(entry))
             }
       node.on("request", listener)
       // Registered before the drain below, so it runs after it: the handler is taken off a server that has drained.
@@ -90,6 +115,8 @@ export const drainingServer = (
       yield* Effect.addFinalizer(() =>
         Effect.gen(function* () {
           draining = true
+          // What is in flight answers with Connection: close (the app's requests say so in their headers as they are written).
+          for (const request of inFlight) if (!request.response.headersSent) request.response.shouldKeepAlive = false
           const closed = yield* Deferred.make<void>()
           // Stops accepting; Node also closes the keep-alive sockets idle at this instant.
           node.close(() => Deferred.unsafeDone(closed, Exit.void))

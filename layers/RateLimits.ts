@@ -44,16 +44,24 @@ const SWEEP_EVERY = 1_024
 const memoryWindows = () => {
   const windows = new Map<string, { resetAt: number; count: number }>()
   let calls = 0
-  return (key: string, limit: number): number | undefined => {
-    const now = Date.now()
-    if (++calls % SWEEP_EVERY === 0) for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)
-    let window = windows.get(key)
-    if (window === undefined || window.resetAt <= now) {
-      window = { resetAt: now + WINDOW_MS, count: 0 }
-      windows.set(key, window)
-    }
-    window.count++
-    return window.count > limit ? window.resetAt - now : undefined
+  const current = (key: string, now: number) => {
+    const window = windows.get(key)
+    return window === undefined || window.resetAt <= now ? undefined : window
+  }
+  return {
+    take: (key: string, limit: number): number | undefined => {
+      const now = Date.now()
+      if (++calls % SWEEP_EVERY === 0) for (const [k, w] of windows) if (w.resetAt <= now) windows.delete(k)
+      let window = current(key, now)
+      if (window === undefined) {
+        window = { resetAt: now + WINDOW_MS, count: 0 }
+        windows.set(key, window)
+      }
+      window.count++
+      return window.count > limit ? window.resetAt - now : undefined
+    },
+    /** Whether the key's next call is within its limit; counts nothing. */
+    hasRoom: (key: string, limit: number) => (current(key, Date.now())?.count ?? 0) < limit
   }
 }
 
@@ -74,9 +82,9 @@ export class RateLimits extends Effect.Service<RateLimits>()("sluice/RateLimits"
       })
 
     // In this process a counter is a map entry: one step per call (the limiter's own store costs dozens on every request).
-    const inProcess = (take: ReturnType<typeof memoryWindows>) => (key: string, limit: number, what: string) =>
+    const inProcess = (windows: ReturnType<typeof memoryWindows>) => (key: string, limit: number, what: string) =>
       Effect.suspend(() => {
-        const wait = take(key, limit)
+        const wait = windows.take(key, limit)
         return wait === undefined ? Effect.void : Effect.fail(exceeded(limit, what, wait))
       })
 
@@ -91,7 +99,8 @@ export class RateLimits extends Effect.Service<RateLimits>()("sluice/RateLimits"
         })
       )
 
-    const consume = Option.isNone(config.redisUrl) ? inProcess(memoryWindows()) : shared
+    const local = Option.isNone(config.redisUrl) ? memoryWindows() : undefined
+    const consume = local === undefined ? shared : inProcess(local)
 
     // Serve the first request only once a shared store answers; if it never does, start anyway and refuse with 503.
     if (Option.isSome(config.redisUrl)) {
@@ -102,16 +111,33 @@ export class RateLimits extends Effect.Service<RateLimits>()("sluice/RateLimits"
       )
     }
 
-    const perIp = (rateClass: RateClass, ip: string) => consume(`ip:${rateClass}:${ip}`, perIpLimit[rateClass], "from this address")
+    const ipKey = (rateClass: RateClass, ip: string) => `ip:${rateClass}:${ip}`
+    const principalLimits = (principal: Principal): ReadonlyArray<readonly [key: string, limit: number, what: string]> => {
+      const perKey = [`key:${principal.keyId ?? `${principal.orgId}/${principal.userId}`}`, config.perKeyRpm, "for this key"] as const
+      return config.selfHosted ? [perKey] : [perKey, [`org:${principal.orgId}`, config.perOrgRpm, "for this organization"]]
+    }
+
+    const perIp = (rateClass: RateClass, ip: string) => consume(ipKey(rateClass, ip), perIpLimit[rateClass], "from this address")
 
     /** Per key (or session user), and per org in cloud mode. */
-    const perPrincipal = (principal: Principal) =>
-      Effect.zipRight(
-        consume(`key:${principal.keyId ?? `${principal.orgId}/${principal.userId}`}`, config.perKeyRpm, "for this key"),
-        config.selfHosted ? Effect.void : consume(`org:${principal.orgId}`, config.perOrgRpm, "for this organization")
-      )
+    const perPrincipal = (principal: Principal) => Effect.forEach(principalLimits(principal), ([key, limit, what]) => consume(key, limit, what), { discard: true })
 
-    return { perIp, perPrincipal } as const
+    /**
+     * `perIp` then `perPrincipal`, decided in this process without an effect: true when every limit
+     * has room, and the call is then counted against each; false (nothing counted) when one has
+     * none, or when the limits are kept in a shared store, which only the effects can ask.
+     */
+    const admitNow = (rateClass: RateClass, ip: string, principal: Principal | null) => {
+      if (local === undefined) return false
+      const limits = principal === null ? [] : principalLimits(principal)
+      const ip_ = ipKey(rateClass, ip)
+      if (!local.hasRoom(ip_, perIpLimit[rateClass]) || limits.some(([key, limit]) => !local.hasRoom(key, limit))) return false
+      local.take(ip_, perIpLimit[rateClass])
+      for (const [key, limit] of limits) local.take(key, limit)
+      return true
+    }
+
+    return { perIp, perPrincipal, admitNow } as const
   }),
   dependencies: [RateLimiter.layer.pipe(Layer.provide(StoreLive))]
 }) {}

@@ -69,60 +69,77 @@ export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultM
         return Effect.sync(leave)
       })
 
+    /** One result's share, not yet admitted: `admitted` takes the admission's bytes (false where it has ended), `end` gives everything back. */
+    const share = (cap: number) => {
+      let held = 0
+      let counted = 0
+      let refused: Refusal | undefined
+      let over = false
+      const giveBack = () => {
+        if (held > 0) release(held)
+        held = 0
+      }
+      const refuse = (why: Refusal) => {
+        refused = why
+        // The reader drops the rows it holds as it stops.
+        giveBack()
+        return false
+      }
+      const count = (total: number) => {
+        if (refused !== undefined || over) return false
+        if (total > cap) return refuse("cap")
+        const more = total - held
+        if (more > 0) {
+          if (!fits(more)) return refuse("memory")
+          used += more
+          held += more
+        }
+        counted = total
+        return true
+      }
+      const hold: ResultHold = {
+        cap,
+        take: (bytes) => count(counted + bytes),
+        settle: count,
+        refusedBy: () => refused
+      }
+      return {
+        hold,
+        admitted: () => {
+          if (over) return false
+          held = ADMISSION_BYTES
+          return true
+        },
+        // Once given back the hold takes nothing more: a reader still running then would count bytes no one gives back.
+        end: () => {
+          over = true
+          giveBack()
+        }
+      }
+    }
+
     /**
      * A share for one result of at most `cap` bytes, given back when the current scope closes; none
      * (Option.none) when the memory stayed full for `waitMs`.
      */
     const hold = (cap: number, waitMs: number) =>
       Effect.gen(function* () {
-        let held = 0
-        let counted = 0
-        let refused: Refusal | undefined
-        let over = false
-        const giveBack = () => {
-          if (held > 0) release(held)
-          held = 0
-        }
+        const result = share(cap)
         // Before the wait: a share granted to a caller that has gone meanwhile is given back all the same.
-        // Once given back the hold takes nothing more: a reader still running then would count bytes no one gives back.
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            over = true
-            giveBack()
-          })
-        )
+        yield* Effect.addFinalizer(() => Effect.sync(result.end))
         // A scope closed while the hold waited in line (its request answered) takes nothing at its turn: its finalizer has run.
-        const admitted = yield* admission(waitMs, () => {
-          if (over) return false
-          held = ADMISSION_BYTES
-          return true
-        })
-        if (!admitted) return Option.none<ResultHold>()
-        const refuse = (why: Refusal) => {
-          refused = why
-          // The reader drops the rows it holds as it stops.
-          giveBack()
-          return false
-        }
-        const count = (total: number) => {
-          if (refused !== undefined || over) return false
-          if (total > cap) return refuse("cap")
-          const more = total - held
-          if (more > 0) {
-            if (!fits(more)) return refuse("memory")
-            used += more
-            held += more
-          }
-          counted = total
-          return true
-        }
-        return Option.some<ResultHold>({
-          cap,
-          take: (bytes) => count(counted + bytes),
-          settle: count,
-          refusedBy: () => refused
-        })
+        const admitted = yield* admission(waitMs, result.admitted)
+        return admitted ? Option.some(result.hold) : Option.none<ResultHold>()
       })
+
+    /** `hold` where it is admitted at once, without an effect: the share and the function that gives it back; undefined where it would wait in line. */
+    const holdNow = (cap: number): { readonly hold: ResultHold; readonly end: () => void } | undefined => {
+      if (line.length > 0 || !fits(ADMISSION_BYTES)) return undefined
+      const result = share(cap)
+      result.admitted()
+      used += ADMISSION_BYTES
+      return result
+    }
 
     /** Bytes held outside any request (a cached result) until `release` is called; undefined when they do not fit now. */
     const keep = (bytes: number): { readonly release: () => void } | undefined => {
@@ -137,6 +154,6 @@ export class ResultMemory extends Effect.Service<ResultMemory>()("sluice/ResultM
       }
     }
 
-    return { limit, hold, keep, inUse: () => used } as const
+    return { limit, hold, holdNow, keep, inUse: () => used } as const
   })
 }) {}

@@ -1,4 +1,4 @@
-import { Duration, Effect, Equal, Hash, Option, RcMap, Redacted, type Scope } from "effect"
+import { Duration, Effect, Equal, Hash, Option, RcMap, Redacted, Runtime, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
 import { AppConfig } from "../AppConfig"
 import { ConnectorError, type ConnectorPool, type EgressPolicy, type Endpoint } from "./Connector"
@@ -152,6 +152,23 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
       )
     }
 
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    /**
+     * The target's pool where it is open already, without an effect: its idle time is renewed (at
+     * most once a second) as `poolIn` renews it, so a pool used only this way is not closed under its callers.
+     */
+    const openNow = (target: PoolTarget): ConnectorPool | undefined => {
+      const key = new PoolKey(target)
+      const info = open.get(key.id)
+      if (info === undefined) return undefined
+      const now = Date.now()
+      if (now - info.last_used_at.getTime() > 1_000) {
+        info.last_used_at = new Date(now)
+        runFork(RcMap.touch(pools, key))
+      }
+      return info.pool
+    }
+
     /** Whether the target's pool is open already (opening one may wait on the network). */
     const isOpen = (target: PoolTarget) => open.has(new PoolKey(target).id)
 
@@ -197,6 +214,6 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
         return CONNECTORS[target.connection.db_type]?.holdsServerSessions === true ? ownPool : withPool(target, use)
       })
 
-    return { poolIn, isOpen, withPool, openOnce, withCheckPool, retire, stats } as const
+    return { poolIn, openNow, isOpen, withPool, openOnce, withCheckPool, retire, stats } as const
   })
 }) {}

@@ -4,6 +4,7 @@ import type { AppConfig } from "../../layers/AppConfig"
 import { HEALTHY } from "../api/PublicApi"
 import type { FrontLane } from "../../layers/DrainingServer"
 import { allowedHostGuard, envelopeHeaderList } from "./Envelope"
+import type { HandOff } from "./FastQuery"
 
 const HEALTHY_BODY = Buffer.from(JSON.stringify(HEALTHY))
 const HEALTHY_HEAD = ["content-type", "application/json", "content-length", String(HEALTHY_BODY.length)]
@@ -11,19 +12,26 @@ const HEALTH = /^\/health\/?(?:\?|$)/
 
 const hasBody = (headers: IncomingHttpHeaders) => (headers["content-length"] !== undefined && headers["content-length"] !== "0") || headers["transfer-encoding"] !== undefined
 
+/** A route the fast lane serves beyond /health: true where it took the request (answering it, or handing it off once it has read its body). */
+export type FastRoute = (request: Parameters<FrontLane>[0], response: Parameters<FrontLane>[1], handOff: HandOff) => boolean
+
 /**
  * The plain `node:http` lane in front of the Effect app (issue 28): a route it serves is answered
- * as the Effect app answers it, envelope included, where doing so needs nothing but memory and
- * leaves nothing to record (no audit row, limit or store). Anything else, a refusal included, is
- * left to the Effect app, which does the full work.
+ * as the Effect app answers it, envelope and audit row included, where it can decide the request
+ * from memory. Anything else, a refused Host included, is left to the Effect app, which does the
+ * full work; a route that has read a body leaves its request to the app with the body given back.
  */
-export const makeFastLane = (config: AppConfig): FrontLane => {
+export const makeFastLane = (config: AppConfig, routes: ReadonlyArray<FastRoute> = []): FrontLane => {
   const hostAllowed = allowedHostGuard(config)
-  return (request, response) => {
+  return (request, response, handOff) => {
     const url = request.url ?? ""
-    if (request.method !== "GET" || !HEALTH.test(url) || hasBody(request.headers) || !hostAllowed(request.headers as Readonly<Record<string, string | undefined>>)) return false
-    response.writeHead(200, [...HEALTHY_HEAD, ...envelopeHeaderList(randomUUID(), url)])
-    response.end(HEALTHY_BODY)
-    return true
+    if (!hostAllowed(request.headers as Readonly<Record<string, string | undefined>>)) return false
+    if (request.method === "GET" && HEALTH.test(url) && !hasBody(request.headers)) {
+      response.writeHead(200, [...HEALTHY_HEAD, ...envelopeHeaderList(randomUUID(), url)])
+      response.end(HEALTHY_BODY)
+      return true
+    }
+    for (const route of routes) if (route(request, response, handOff)) return true
+    return false
   }
 }

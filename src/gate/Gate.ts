@@ -10,15 +10,20 @@ import { type RequestInfo, RequestState } from "./RequestState"
 
 const BEARER = /^bearer\s+(.+)$/i
 
-/** The credential from `x-api-key` or `Authorization: Bearer`; a non-Bearer Authorization is refused. */
-const readToken = (headers: Readonly<Record<string, string | undefined>>) => {
+/** The credential from `x-api-key` or `Authorization: Bearer`: null for none, undefined where an Authorization is not Bearer (refused). */
+export const credentialOf = (headers: Readonly<Record<string, string | undefined>>): string | null | undefined => {
   const apiKey = headers["x-api-key"]?.trim()
-  if (apiKey) return Effect.succeed(apiKey)
+  if (apiKey) return apiKey
   const authorization = headers["authorization"]
-  if (authorization === undefined) return Effect.succeed(null)
+  if (authorization === undefined) return null
   const match = BEARER.exec(authorization.trim())
-  return match
-    ? Effect.succeed(match[1]!.trim())
+  return match ? match[1]!.trim() : undefined
+}
+
+const readToken = (headers: Readonly<Record<string, string | undefined>>) => {
+  const token = credentialOf(headers)
+  return token !== undefined
+    ? Effect.succeed(token)
     : Effect.fail(new Unauthenticated({ message: "Authorization must use the Bearer scheme: Authorization: Bearer <key>" }))
 }
 
@@ -48,15 +53,36 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
         return principal
       })
 
+    const permits = (principal: Principal, scope: ScopeRequirement): ReadonlyArray<Scope> | undefined => {
+      const anyOf: ReadonlyArray<Scope> = scope === "authenticated" ? [] : typeof scope === "string" ? [scope] : scope
+      return anyOf.length > 0 && !anyOf.some((s) => principal.scopes.includes(s)) ? anyOf : undefined
+    }
+
     /** What the caller may do here: the declared scope (fail closed), then the per-key and per-org limits for work that costs. */
     const authorize = (principal: Principal, scope: ScopeRequirement, what: string, costly: boolean) =>
       Effect.gen(function* () {
-        const anyOf: ReadonlyArray<Scope> = scope === "authenticated" ? [] : typeof scope === "string" ? [scope] : scope
-        if (anyOf.length > 0 && !anyOf.some((s) => principal.scopes.includes(s))) {
-          return yield* new InsufficientScope({ message: `${what} needs the ${anyOf.join(" or ")} scope`, required_scope: anyOf[0]! })
+        const missing = permits(principal, scope)
+        if (missing !== undefined) {
+          return yield* new InsufficientScope({ message: `${what} needs the ${missing.join(" or ")} scope`, required_scope: missing[0]! })
         }
         if (costly) yield* limits.perPrincipal(principal)
       })
+
+    /**
+     * `admit` and `authorize` decided from what this replica holds in memory, without an effect: the
+     * principal where an API key verified here opens the request and every limit has room (each is
+     * then counted); undefined, with nothing counted or recorded, where only the effects can tell,
+     * a refusal included.
+     */
+    const admitNow = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, rateClass: RateClass, scope: ScopeRequirement) => {
+      const token = credentialOf(headers)
+      if (token === null || token === undefined) return undefined
+      const principal = authenticator.authenticateNow(token)
+      if (principal === undefined || permits(principal, scope) !== undefined) return undefined
+      if (!limits.admitNow(rateClass, info.client.ip ?? "unknown", rateClass === "expensive" ? principal : null)) return undefined
+      info.principal = principal
+      return principal
+    }
 
     /** The request's credential checked again, for a response that outlives the first check (a stream). */
     const recheck = Effect.gen(function* () {
@@ -66,7 +92,7 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
       return Effect.flatMap(readToken(request.headers), (token) => authenticator.authenticate({ token, localPeer }))
     })
 
-    return { admit, authorize, recheck } as const
+    return { admit, authorize, admitNow, recheck } as const
   }),
   dependencies: [Authenticator.Default, RateLimits.Default]
 }) {}

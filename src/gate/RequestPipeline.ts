@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { FileSystem, HttpApp, HttpBody, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Cause, Chunk, Context, Effect, Option, Stream } from "effect"
+import { Cause, Chunk, Context, Effect, Exit, Option, Runtime, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG } from "../domain/Ids"
 import { Audit, changeRecord, closeChangeRecord, withChangeRecord } from "../services/Audit"
@@ -17,9 +17,16 @@ import { type RequestInfo, RequestState } from "./RequestState"
 
 const REFUSALS = new Set([401, 403, 429])
 
+/** What the pipeline reads of a request: either lane's. */
+export interface RequestLine {
+  readonly method: string
+  readonly url: string
+  readonly headers: Readonly<Record<string, string | undefined>>
+}
+
 // Reports' routes take their HTML documents (5 MiB, escaped as JSON); every other request 2 MiB.
 const REPORT_WRITES = /^\/api\/reports(?:\/[^/?]*)?(?:\?|$)/
-const bodyLimitOf = (request: HttpServerRequest.HttpServerRequest) =>
+export const bodyLimitOf = (request: RequestLine) =>
   (request.method === "POST" || request.method === "PATCH") && REPORT_WRITES.test(request.url) ? REPORT_REQUEST_MAX_BYTES : MAX_BODY_BYTES
 
 const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> = {
@@ -120,10 +127,11 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const connections = yield* Connections
   const trustedProxies = new Set(config.trustedProxies)
   const hostAllowed = allowedHostGuard(config)
+  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
   /** A request's audit row: its draft, with where the request came from and how it ended. */
   const requestRow = (
-    request: HttpServerRequest.HttpServerRequest,
+    request: RequestLine,
     info: RequestInfo,
     status: number | null,
     outcome: "success" | "refused" | "error",
@@ -141,18 +149,47 @@ export const makeRequestPipeline = Effect.gen(function* () {
       userAgent: request.headers["user-agent"]?.slice(0, 512) ?? null
     })
 
+  /** Whether the request ran SQL on a connection, whose dialect decides how its audit rows are redacted. */
+  const ranSql = (info: RequestInfo) => info.principal !== null && info.connection !== null && (info.sql !== null || info.childQueries.size > 0)
+
   /** The dialect of the connection a request ran SQL on, for redacting its audit rows; null (every dialect's rules) when unknown. */
   const dialectOf = (info: RequestInfo) =>
     Effect.gen(function* () {
-      if (info.dialect === undefined && info.principal !== null && info.connection !== null && (info.sql !== null || info.childQueries.size > 0)) {
-        info.dialect = yield* connections.dialectIn(info.principal.orgId, info.connection)
-      }
+      if (info.dialect === undefined && ranSql(info)) info.dialect = yield* connections.dialectIn(info.principal!.orgId, info.connection!)
       return info.dialect ?? null
     })
 
+  /** `dialectOf` from what this replica holds in memory; undefined where only `dialectOf` can tell. */
+  const dialectNow = (info: RequestInfo) => {
+    if (info.dialect !== undefined || !ranSql(info)) return info.dialect ?? null
+    const target = connections.targetNow(info.principal!, info.connection!)
+    if (target !== undefined) info.dialect = target.connection.db_type
+    return target === undefined ? undefined : info.dialect!
+  }
+
+  /**
+   * What a request's answer becomes, decided in memory: the envelope and headers, its metrics, and
+   * the audit rows to commit before it leaves (none for an unauthenticated request that was not refused).
+   */
+  const concluded = (request: RequestLine, info: RequestInfo, started: number, raw: HttpServerResponse.HttpServerResponse) => {
+    const headers = envelopeHeaders(info.requestId, request.url)
+    // The MCP endpoint answers in JSON-RPC, whose error bodies its clients read as they are.
+    const answer = info.bodyTooLarge ? tooLarge(bodyLimitOf(request)) : request.url.startsWith("/mcp") ? raw : normalizeError(raw)
+    const response = HttpServerResponse.setHeaders(answer, headers)
+    const status = response.status
+    const outcome = info.outcome ?? (status < 400 ? "success" : REFUSALS.has(status) || info.blockReason !== null ? "refused" : "error")
+    const durationMs = performance.now() - started
+    if (info.principal !== null) metrics.record(info.principal.orgId, outcome, durationMs)
+    if (info.principal === null && !REFUSALS.has(status)) return { response, headers, rows: undefined }
+    const body = outcome === "refused" ? readJson(response) : null
+    const row = requestRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs)
+    const children = info.childQueries.size === 0 ? [] : childQueryRows(info, requestRow(request, info, 200, "success", null, 0))
+    return { response, headers, rows: [row, ...children] as const }
+  }
+
   /** Runs just before the response is written: envelope, headers, then the audit row (503 if it cannot be committed). */
   const finish = (
-    request: HttpServerRequest.HttpServerRequest,
+    request: RequestLine,
     info: RequestInfo,
     started: number,
     raw: HttpServerResponse.HttpServerResponse,
@@ -164,30 +201,52 @@ export const makeRequestPipeline = Effect.gen(function* () {
       info.answered = true
       // From here the request's own row is written here; a change committed from now on (work it forked) is already on record.
       const written = change === null ? null : closeChangeRecord(change)
-      const headers = envelopeHeaders(info.requestId, request.url)
-      // The MCP endpoint answers in JSON-RPC, whose error bodies its clients read as they are.
-      const answer = info.bodyTooLarge ? tooLarge(bodyLimitOf(request)) : request.url.startsWith("/mcp") ? raw : normalizeError(raw)
-      const response = HttpServerResponse.setHeaders(answer, headers)
-      const status = response.status
-      const outcome = info.outcome ?? (status < 400 ? "success" : REFUSALS.has(status) || info.blockReason !== null ? "refused" : "error")
-      const durationMs = performance.now() - started
-      if (info.principal !== null) metrics.record(info.principal.orgId, outcome, durationMs)
-      if (info.principal === null && !REFUSALS.has(status)) return response
-      const body = outcome === "refused" ? readJson(response) : null
+      const { response, headers, rows } = concluded(request, info, started, raw)
+      if (rows === undefined) return response
       const dialect = yield* dialectOf(info)
-      const row = requestRow(request, info, status, outcome, info.blockReason ?? (typeof body?.["code"] === "string" ? body["code"] : null), durationMs)
-      const children = info.childQueries.size === 0 ? [] : childQueryRows(info, requestRow(request, info, 200, "success", null, 0))
-      const recorded = yield* Effect.either(audit.complete(written, dialect, row, ...children))
+      const recorded = yield* Effect.either(audit.complete(written, dialect, ...rows))
       if (recorded._tag === "Left") return HttpServerResponse.setHeaders(errorResponse(503, "unavailable", recorded.left.message), headers)
       return response.body._tag === "Stream" && info.streamedRows ? auditStreamEnd(request, info, started, response, response.body) : response
     })
+
+  /**
+   * `finish` as plain callbacks, for a buffered answer whose audit row is a new row (no change
+   * committed one) and whose connection's dialect is in memory: `done` gets the response once the
+   * row is committed. False, with nothing done, where only `finish` can.
+   */
+  const finishNow = (
+    request: RequestLine,
+    info: RequestInfo,
+    started: number,
+    raw: HttpServerResponse.HttpServerResponse,
+    change: ChangeRecord | null,
+    done: (response: HttpServerResponse.HttpServerResponse) => void
+  ) => {
+    if (info.answered || raw.body._tag === "Stream" || (change !== null && change.state._tag === "written")) return false
+    const dialect = dialectNow(info)
+    if (dialect === undefined) return false
+    info.answered = true
+    if (change !== null) closeChangeRecord(change)
+    const { response, headers, rows } = concluded(request, info, started, raw)
+    if (rows === undefined) {
+      done(response)
+      return true
+    }
+    audit.append(dialect, rows, (exit) => {
+      if (Exit.isSuccess(exit)) return done(response)
+      const failure = Cause.failureOption(exit.cause)
+      if (Option.isNone(failure) && !Cause.isInterruptedOnly(exit.cause)) runFork(Effect.logError("request failed", exit.cause))
+      done(HttpServerResponse.setHeaders(errorResponse(503, "unavailable", Option.isSome(failure) ? failure.value.message : DEFAULT_ERRORS[503]![1]), headers))
+    })
+    return true
+  }
 
   /**
    * A streamed body's rows leave after the request's audit row is committed; when they end, however
    * they end, a second row records what was sent (rows, completeness), as the executor reported it.
    */
   const auditStreamEnd = (
-    request: HttpServerRequest.HttpServerRequest,
+    request: RequestLine,
     info: RequestInfo,
     started: number,
     response: HttpServerResponse.HttpServerResponse,
@@ -201,18 +260,25 @@ export const makeRequestPipeline = Effect.gen(function* () {
     return HttpServerResponse.setBody(response, HttpBody.stream(Stream.ensuring(body.stream, recordEnd), body.contentType))
   }
 
-  return (app: HttpApp.Default): HttpApp.Default =>
+  /** A request's draft as it arrives: its id, where it came from, nothing known yet. */
+  const draftOf = (request: RequestLine, remoteAddress: string | null): RequestInfo => ({
+    // Self-hosted has one org: every refusal, with or without a key, is its admins' to see.
+    ...newAuditDraft(randomUUID(), "api", null, config.selfHosted ? LOCAL_ORG : null),
+    client: resolveClientAddress(remoteAddress, request.headers, trustedProxies),
+    streamedRows: false,
+    bodyTooLarge: false,
+    answered: false
+  })
+
+  /** The audit row a request that may change state commits with its first change (see `changeRecord`). */
+  const changeRecordOf = (request: RequestLine, info: RequestInfo, started: number) =>
+    STATE_CHANGING.has(request.method) ? changeRecord(() => requestRow(request, info, null, "success", null, performance.now() - started)) : null
+
+  const wrap = (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = performance.now()
-      const info: RequestInfo = {
-        // Self-hosted has one org: every refusal, with or without a key, is its admins' to see.
-        ...newAuditDraft(randomUUID(), "api", null, config.selfHosted ? LOCAL_ORG : null),
-        client: resolveClientAddress(Option.getOrNull(request.remoteAddress), request.headers, trustedProxies),
-        streamedRows: false,
-        bodyTooLarge: false,
-        answered: false
-      }
+      const info = draftOf(request, Option.getOrNull(request.remoteAddress))
       if (!hostAllowed(request.headers)) {
         const refused = errorResponse(403, "forbidden", "The Host or Origin of this request is not allowed (set SP_ALLOWED_HOSTS)")
         return yield* finish(request, info, started, refused)
@@ -224,9 +290,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
         return yield* finish(request, info, started, refused)
       }
       if (request.headers["transfer-encoding"] !== undefined) drainInsteadOfReset(request, info)
-      const change = STATE_CHANGING.has(request.method)
-        ? changeRecord(() => requestRow(request, info, null, "success", null, performance.now() - started))
-        : null
+      const change = changeRecordOf(request, info, started)
       return yield* app.pipe(
         HttpApp.withPreResponseHandler((_, response) => finish(request, info, started, response, change)),
         // One context change for the request's state, body cap and change record (each provideService is a region of its own).
@@ -237,4 +301,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
         Effect.tapErrorCause((cause) => (diedUnanswered(cause) ? Effect.logError("request failed", cause) : Effect.void))
       )
     })
+
+  return { wrap, draftOf, changeRecordOf, finish, finishNow } as const
 })
+
+export type RequestPipeline = Effect.Effect.Success<typeof makeRequestPipeline>

@@ -36,24 +36,23 @@ export const onStreamedRows = Effect.flatMap(Effect.serviceOption(RequestState),
  * for the executor's facts (rows, tables, completeness, refusal reason).
  */
 export const onQuery = (connection: string, sql: string | null, eventType = "query") =>
-  Effect.map(Effect.serviceOption(RequestState), (state) => {
-    const info = state._tag === "Some" ? state.value : undefined
-    if (info !== undefined) {
-      info.eventType = eventType
-      info.connection = connection
-      info.sql = sql
-    }
-    return {
-      requestId: info?.requestId ?? randomUUID(),
-      report: (facts: QueryFacts) =>
-        Effect.sync(() => {
-          if (info === undefined) return
-          info.details = { ...facts }
-          info.rows = facts.rows ?? null
-          if (facts.reason !== undefined) info.blockReason = "query_blocked"
-        })
-    }
-  })
+  Effect.map(Effect.serviceOption(RequestState), (state) => queryDraft(state._tag === "Some" ? state.value : undefined, connection, sql, eventType))
+
+/** `onQuery` for a request's own draft, where there is one. */
+export const queryDraft = (info: RequestInfo | undefined, connection: string, sql: string | null, eventType = "query") => {
+  if (info !== undefined) {
+    info.eventType = eventType
+    info.connection = connection
+    info.sql = sql
+  }
+  const reportNow = (facts: QueryFacts) => {
+    if (info === undefined) return
+    info.details = { ...facts }
+    info.rows = facts.rows ?? null
+    if (facts.reason !== undefined) info.blockReason = "query_blocked"
+  }
+  return { requestId: info?.requestId ?? randomUUID(), report: (facts: QueryFacts) => Effect.sync(() => reportNow(facts)), reportNow }
+}
 
 /**
  * Marks the request as one that runs several governed queries on a connection (each gets its own

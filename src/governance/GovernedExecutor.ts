@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import { Effect, Either, Option, Stream } from "effect"
+import { Cause, Effect, Either, Exit, Option, Stream } from "effect"
 import { batchesOf, type ConnectorError, DEADLINE_GRACE_MS, onceThenEmpty, type QueryResult, type Row } from "../../layers/connectors/Connector"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
@@ -195,33 +195,37 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
 
     /**
      * Check, table policy, row cap and masking at the source: what every use of customer SQL passes
-     * before it reaches a database. `planned`: only its plan will be read.
+     * before it reaches a database, decided in memory. `planned`: only its plan will be read.
      */
+    const admitted = (query: GovernedQuery, planned: boolean) => {
+      const connection = query.target.connection
+      const checked = guard.check(query.sql, connection.db_type, connection.allowed_functions)
+      if (Either.isLeft(checked)) return { refusal: checked.left, tables: [] } as const
+      const analysis = checked.right.analysis
+      const tables = [...new Set(analysis.tables.map((t) => t.parts.join(".")))]
+      if (query.refusal !== undefined) return { refusal: new GuardRefusal(query.refusal), tables } as const
+      const policy = tablePolicyRefusal(analysis.tables, connection, query.reached, analysis.databases)
+      if (policy !== undefined) return { refusal: new GuardRefusal(policy), tables } as const
+      const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
+      const key = keyOf(query.target.orgId)
+      const pads = planned || capped.analysis.kind === "explain" ? PLAN_PADS : key.pads
+      // The rewritten text is checked for its shape only: the functions in it are the masking projections' own.
+      const masked = maskedAtSource(capped, connection, query.masking, pads, (sql) => guard.check(sql, connection.db_type, "any"))
+      if (Either.isLeft(masked)) return { refusal: masked.left, tables } as const
+      const runs = masked.right
+      const messages: Messages = runs.computesOverPii ? { withhold: true, scrub: undefined, overPii: true } : runs.rewritten ? { withhold: false, scrub: key.scrub, overPii: true } : AS_IS
+      return { capped, runs, tables, messages }
+    }
+
+    // The caller is told why; the audit row gets the reason as it may be recorded.
+    const refusedFacts = (queryId: string, refusal: GuardRefusal, tables: ReadonlyArray<string>): QueryFacts => ({ query_id: queryId, tables, reason: refusal.recorded })
+    const blocked = (refusal: GuardRefusal) => new QueryBlocked({ message: `The query was refused: ${refusal.reason}`, reason: refusal.reason })
+
+    /** `admitted` for the effects: a refusal is reported, then failed. */
     const admit = (query: GovernedQuery, queryId: string, report: (facts: QueryFacts) => Effect.Effect<void>, planned = false) =>
-      Effect.gen(function* () {
-        const connection = query.target.connection
-        // The caller is told why; the audit row gets the reason as it may be recorded.
-        const refuse = (refusal: GuardRefusal, tables: ReadonlyArray<string>) =>
-          Effect.zipRight(
-            report({ query_id: queryId, tables, reason: refusal.recorded }),
-            Effect.fail(new QueryBlocked({ message: `The query was refused: ${refusal.reason}`, reason: refusal.reason }))
-          )
-        const checked = guard.check(query.sql, connection.db_type, connection.allowed_functions)
-        if (Either.isLeft(checked)) return yield* refuse(checked.left, [])
-        const analysis = checked.right.analysis
-        const tables = [...new Set(analysis.tables.map((t) => t.parts.join(".")))]
-        if (query.refusal !== undefined) return yield* refuse(new GuardRefusal(query.refusal), tables)
-        const policy = tablePolicyRefusal(analysis.tables, connection, query.reached, analysis.databases)
-        if (policy !== undefined) return yield* refuse(new GuardRefusal(policy), tables)
-        const capped = capRows(checked.right, query.rowLimit, (sql) => guard.check(sql, connection.db_type, connection.allowed_functions))
-        const key = keyOf(query.target.orgId)
-        const pads = planned || capped.analysis.kind === "explain" ? PLAN_PADS : key.pads
-        // The rewritten text is checked for its shape only: the functions in it are the masking projections' own.
-        const masked = maskedAtSource(capped, connection, query.masking, pads, (sql) => guard.check(sql, connection.db_type, "any"))
-        if (Either.isLeft(masked)) return yield* refuse(masked.left, tables)
-        const runs = masked.right
-        const messages: Messages = runs.computesOverPii ? { withhold: true, scrub: undefined, overPii: true } : runs.rewritten ? { withhold: false, scrub: key.scrub, overPii: true } : AS_IS
-        return { capped, runs, tables, messages }
+      Effect.suspend(() => {
+        const decided = admitted(query, planned)
+        return "refusal" in decided ? Effect.zipRight(report(refusedFacts(queryId, decided.refusal, decided.tables)), Effect.fail(blocked(decided.refusal))) : Effect.succeed(decided)
       })
 
     /**
@@ -280,44 +284,34 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
     const hashKeyOf = (query: GovernedQuery) => keyOf(query.target.orgId).key
     const columnsOf = (result: Pick<QueryResult, "columns">) => result.columns.map((c) => ({ name: c.name, type: c.type, nullable: null }))
 
-    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
-    const run = Effect.fnUntraced(function* (
+    type Admitted = Exclude<ReturnType<typeof admitted>, { readonly refusal: GuardRefusal }>
+
+    /** A database's rows as the caller may see them: masked by lineage, where the statement was not masked at the source alone. */
+    const maskedRead = (query: GovernedQuery, admission: Admitted, raw: QueryResult): CachedResult => {
+      const masked = maskResult(raw, admission.capped, query.pii.rules, query.target.connection, hashKeyOf(query), admission.runs.rewritten)
+      return { ...masked.result, masked: masked.masked }
+    }
+
+    /**
+     * A result read (or served from the cache) as the caller gets it, with the facts its audit row
+     * records: held at its size as JSON, or refused where it is over its cap or the memory left.
+     */
+    const delivered = (
       query: GovernedQuery,
-      report: (facts: QueryFacts) => Effect.Effect<void>
-    ) {
-      const queryId = randomUUID()
-      const deadline = deadlineOf(query)
-      const connection = query.target.connection
-      const { capped, runs, tables, messages } = yield* admit(query, queryId, report)
-      const ttlSeconds = connection.result_cache_ttl ?? 0
-      const started = performance.now()
-      const hold = yield* holdFor(MAX_RESULT_BYTES, deadline).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
-      const hit = cachedResult(query, capped.sql)
-      let result: CachedResult
-      // The connector stops reading (and cancels) once the meter refuses a row, so a result over the cap or the memory left is never held whole.
-      let oversized = false
-      if (hit !== undefined) {
-        result = hit.value
-        oversized = !hold.take(hit.bytes)
-      } else {
-        const raw = yield* execute(query, runs.sql, query.rowLimit, messages, hold, deadline).pipe(
-          Effect.tapError(() => report({ query_id: queryId, tables }))
-        )
-        oversized = raw.oversized === true
-        const masked = maskResult(raw, capped, query.pii.rules, connection, hashKeyOf(query), runs.rewritten)
-        result = { ...masked.result, masked: masked.masked }
-      }
+      queryId: string,
+      tables: ReadonlyArray<string>,
+      hold: ResultHold,
+      started: number,
+      result: CachedResult,
+      // Metered while read as the values' length; held from here at its size as JSON (a cached result's is known).
+      read: { readonly oversized: boolean; readonly cachedBytes?: number }
+    ) => {
       const executionMs = Number((performance.now() - started).toFixed(3))
-      // Metered while read as the values' length; held from here at its size as JSON.
-      const bytes = oversized ? undefined : (hit?.bytes ?? resultBytes(result))
-      if (bytes === undefined || !hold.settle(bytes)) {
-        yield* report({ query_id: queryId, tables, rows: result.rows.length })
-        return yield* refused(hold)
-      }
-      if (ttlSeconds > 0 && hit === undefined) cache.set(cacheKeyOf(query, capped.sql), result, bytes, ttlSeconds * 1000)
-      const cached = hit !== undefined
+      const bytes = read.oversized ? undefined : (read.cachedBytes ?? resultBytes(result))
+      if (bytes === undefined || !hold.settle(bytes)) return { facts: { query_id: queryId, tables, rows: result.rows.length }, refusal: refused(hold) } as const
+      const cached = read.cachedBytes !== undefined
       const completeness = result.truncated ? "truncated" : "complete"
-      yield* report({
+      const facts: QueryFacts = {
         query_id: queryId,
         tables,
         completeness,
@@ -326,8 +320,8 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         rows: result.rows.length,
         columns: result.columns.length,
         execution_ms: executionMs
-      })
-      return {
+      }
+      const response = {
         query_id: queryId,
         columns: columnsOf(result),
         rows: result.rows,
@@ -340,7 +334,95 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
         pii_masked: result.masked,
         tables
       } satisfies Omit<QueryResponse, "budget">
+      return { facts, bytes, response } as const
+    }
+
+    // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
+    const run = Effect.fnUntraced(function* (
+      query: GovernedQuery,
+      report: (facts: QueryFacts) => Effect.Effect<void>
+    ) {
+      const queryId = randomUUID()
+      const deadline = deadlineOf(query)
+      const connection = query.target.connection
+      const admission = yield* admit(query, queryId, report)
+      const { capped, runs, tables, messages } = admission
+      const ttlSeconds = connection.result_cache_ttl ?? 0
+      const started = performance.now()
+      const hold = yield* holdFor(MAX_RESULT_BYTES, deadline).pipe(Effect.tapError(() => report({ query_id: queryId, tables })))
+      const hit = cachedResult(query, capped.sql)
+      let result: CachedResult
+      let outcome: ReturnType<typeof delivered>
+      // The connector stops reading (and cancels) once the meter refuses a row, so a result over the cap or the memory left is never held whole.
+      if (hit !== undefined) {
+        result = hit.value
+        outcome = delivered(query, queryId, tables, hold, started, result, { oversized: !hold.take(hit.bytes), cachedBytes: hit.bytes })
+      } else {
+        const raw = yield* execute(query, runs.sql, query.rowLimit, messages, hold, deadline).pipe(
+          Effect.tapError(() => report({ query_id: queryId, tables }))
+        )
+        result = maskedRead(query, admission, raw)
+        outcome = delivered(query, queryId, tables, hold, started, result, { oversized: raw.oversized === true })
+      }
+      yield* report(outcome.facts)
+      if (outcome.refusal !== undefined) return yield* outcome.refusal
+      if (ttlSeconds > 0 && hit === undefined) cache.set(cacheKeyOf(query, capped.sql), result, outcome.bytes, ttlSeconds * 1000)
+      return outcome.response
     })
+
+    /**
+     * `run` as plain callbacks, for a caller that plans nothing and caps no cost (a REST request),
+     * where it needs no wait of its own: the connection's pool open, result memory free at once, no
+     * result cache, a connector with `queryNow`. Undefined, with nothing done or reported, where only
+     * `run` can; else the function that gives the statement up (its caller gone). The result's share
+     * of the result memory is given back once `done` returns: `done` writes what it sends.
+     */
+    const runNow = (
+      query: GovernedQuery,
+      report: (facts: QueryFacts) => void,
+      done: (exit: Exit.Exit<Omit<QueryResponse, "budget">, GovernedQueryError>) => void
+    ): (() => void) | undefined => {
+      if ((query.target.connection.result_cache_ttl ?? 0) > 0) return undefined
+      const pool = pools.openNow(query.target)
+      if (pool?.queryNow === undefined || pool.answersByDeadline !== true) return undefined
+      const queryId = randomUUID()
+      const admission = admitted(query, false)
+      if ("refusal" in admission) {
+        report(refusedFacts(queryId, admission.refusal, admission.tables))
+        done(Exit.fail(blocked(admission.refusal)))
+        return () => {}
+      }
+      const share = memory.holdNow(MAX_RESULT_BYTES)
+      if (share === undefined) return undefined
+      const deadline = deadlineOf(query)
+      const started = performance.now()
+      const giveUp = pool.queryNow(
+        admission.runs.sql,
+        {
+          timeoutMs: Math.max(1, deadline - DEADLINE_GRACE_MS - Date.now()),
+          maxRows: query.rowLimit,
+          meter: share.hold,
+          attribution: attributionComment(query.attribution),
+          ...(query.maxBytesBilled === undefined ? {} : { maxBytesBilled: query.maxBytesBilled })
+        },
+        (exit) => {
+          if (Exit.isFailure(exit)) {
+            report({ query_id: queryId, tables: admission.tables })
+            const failure = Cause.failureOption(exit.cause)
+            done(Option.isSome(failure) ? Exit.fail(failureOf(failure.value, admission.messages)) : Exit.failCause(exit.cause as Cause.Cause<never>))
+            return share.end()
+          }
+          const outcome = delivered(query, queryId, admission.tables, share.hold, started, maskedRead(query, admission, exit.value), { oversized: exit.value.oversized === true })
+          report(outcome.facts)
+          done(outcome.refusal !== undefined ? Exit.fail(outcome.refusal) : Exit.succeed(outcome.response))
+          share.end()
+        }
+      )
+      return () => {
+        giveUp()
+        share.end()
+      }
+    }
 
     /**
      * `run` for results too big to hold: the statement is opened (so a refusal or a failing statement
@@ -469,7 +551,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       return { query_id: queryId, ...(runs.rewritten ? planShape(dbType, summary) : summary), tables, sql: capped.sql }
     })
 
-    return { run, stream, explain } as const
+    return { run, runNow, stream, explain } as const
   }),
   dependencies: [SqlGuard.Default, ResultCache.Default, ResultMemory.Default, ConnectorPools.Default, CredentialCipher.Default]
 }) {}

@@ -30,6 +30,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
   scoped: Effect.gen(function* () {
     const repo = yield* ApiKeysRepo
     const background = yield* FiberSet.make()
+    const runInBackground = yield* FiberSet.runtime(background)<never>()
     const byHash = yield* makeLookupCache({ lookup: repo.findByHash, ttlMs: KEY_CACHE_TTL_MS })
     const lastTouched = new Map<KeyId, number>()
 
@@ -84,16 +85,32 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       if (!removed) return yield* new NotFound({ message: `No API key with id ${id}` })
     })
 
+    type UsableRow = KeyCredentialRow & { readonly role: NonNullable<KeyCredentialRow["role"]> }
+    /** Why a key's record opens nothing (unknown, expired, its owner no longer a member), or undefined where it is usable. */
+    const refusalOf = (row: KeyCredentialRow | null): InvalidApiKey | undefined => {
+      if (row === null) return new InvalidApiKey({ message: "The API key is not valid (unknown or deleted)" })
+      if (row.expires_at !== null && row.expires_at.getTime() <= Date.now()) return new InvalidApiKey({ message: "The API key has expired" })
+      if (row.role === null) return new InvalidApiKey({ message: "The API key's owner is no longer a member of its organization" })
+      return undefined
+    }
     /** A key's record if it still opens anything: known, not expired, its owner still a member. */
     const usable = (row: KeyCredentialRow | null) => {
-      if (row === null) return Effect.fail(new InvalidApiKey({ message: "The API key is not valid (unknown or deleted)" }))
-      if (row.expires_at !== null && row.expires_at.getTime() <= Date.now()) return Effect.fail(new InvalidApiKey({ message: "The API key has expired" }))
-      if (row.role === null) return Effect.fail(new InvalidApiKey({ message: "The API key's owner is no longer a member of its organization" }))
-      return Effect.succeed(row as KeyCredentialRow & { readonly role: NonNullable<KeyCredentialRow["role"]> })
+      const refusal = refusalOf(row)
+      return refusal === undefined ? Effect.succeed(row as UsableRow) : Effect.fail(refusal)
     }
 
     /** A key's record by id, checked as `verify` checks a raw key: for work that acts with it after its request ended. */
     const current = (id: KeyId) => repo.findById(id).pipe(Effect.flatMap(usable))
+
+    /** Notes that a usable key was used, in the store at most once a LAST_USED_RESOLUTION_MS, in the background. */
+    const used = (row: UsableRow) => {
+      const now = Date.now()
+      const lastUsed = Math.max(row.last_used_at?.getTime() ?? 0, lastTouched.get(row.id) ?? 0)
+      if (now - lastUsed <= LAST_USED_RESOLUTION_MS) return row
+      lastTouched.set(row.id, now)
+      runInBackground(repo.touch(row.id, new Date(now)).pipe(Effect.ignoreLogged))
+      return row
+    }
 
     // Untraced: it runs on every request, and a span per call is measurable CPU (bench/README.md).
     /** Raw key → its record; every refusal says why without echoing the key. */
@@ -104,21 +121,23 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       const hash = hashKey(raw)
       // Callers with the same key share one lookup: interrupting its starter (a client gone) must not interrupt the others.
       const found = yield* byHash.get(hash)
-      const row = yield* usable(found !== null && hashesEqual(found.key_hash, hash) ? found : null)
-      const now = Date.now()
-      const lastUsed = Math.max(row.last_used_at?.getTime() ?? 0, lastTouched.get(row.id) ?? 0)
-      if (now - lastUsed > LAST_USED_RESOLUTION_MS) {
-        lastTouched.set(row.id, now)
-        yield* FiberSet.run(background, repo.touch(row.id, new Date(now)).pipe(Effect.ignoreLogged))
-      }
-      return row
+      return used(yield* usable(found !== null && hashesEqual(found.key_hash, hash) ? found : null))
     })
+
+    /** `verify` from what this replica holds in memory: the usable key's record, or undefined where only `verify` can tell (not cached, or refused). */
+    const verifiedInMemory = (raw: string): UsableRow | undefined => {
+      if (!KEY_PATTERN.test(raw)) return undefined
+      const hash = hashKey(raw)
+      const found = byHash.peek(hash)
+      if (found === undefined || found === null || !hashesEqual(found.key_hash, hash) || refusalOf(found) !== undefined) return undefined
+      return used(found as UsableRow)
+    }
 
     /** The org of a key that exists or was deleted (expired, owner gone, revoked), to audit a refused request under; null otherwise. */
     const orgOf = (raw: string) =>
       KEY_PATTERN.test(raw) ? repo.orgOfHash(hashKey(raw)).pipe(Effect.orElseSucceed(() => null)) : Effect.succeed(null)
 
-    return { create, list, remove, verify, current, orgOf, forgetVerified, userKeysExist } as const
+    return { create, list, remove, verify, verifiedInMemory, current, orgOf, forgetVerified, userKeysExist } as const
   }),
   dependencies: [ApiKeysRepo.Default]
 }) {}

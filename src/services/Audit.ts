@@ -1,6 +1,7 @@
-import { Context, Effect, Schema, Stream } from "effect"
+import { Cause, Context, Effect, Exit, Option, Schema, Stream } from "effect"
 import { AuditWriter } from "../../layers/AuditWriter"
 import type { DbType } from "../domain/Connection"
+import type { Unavailable } from "../domain/Errors"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
@@ -63,6 +64,23 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
       )
 
     /**
+     * `record` as plain callbacks, for a request path without a fiber: `done` is told once, when
+     * every row is committed or as the first that was not; a row the store refuses (our mistake) is a defect.
+     */
+    const append = (dialect: DbType | null, rows: ReadonlyArray<AuditInsert>, done: (exit: Exit.Exit<void, Unavailable>) => void) => {
+      let storable: ReadonlyArray<AuditInsert>
+      try {
+        storable = rows.map((row) => redacted(dialect, row))
+      } catch (error) {
+        return done(Exit.die(error))
+      }
+      writer.append(storable, (exit) => {
+        const refused = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+        done(Option.isSome(refused) && refused.value._tag === "StatementRefused" ? Exit.die(refused.value.error) : (exit as Exit.Exit<void, Unavailable>))
+      })
+    }
+
+    /**
      * Completes the row committed with a change (final status, duration, what it learned), by the id
      * `closeChangeRecord` gave (null: none was, and the row is written as any other), and records the other rows.
      */
@@ -108,7 +126,7 @@ export class Audit extends Effect.Service<Audit>()("sluice/Audit", {
       return text.pipe(Stream.map((chunk) => encoder.encode(chunk)))
     }
 
-    return { record, complete, list, stats, exportRows } as const
+    return { record, append, complete, list, stats, exportRows } as const
   }),
   dependencies: [AuditWriter.Default, AuditRepo.Default]
 }) {}

@@ -5,6 +5,7 @@ import { InvalidApiKey, Unauthenticated, Unavailable } from "../domain/Errors"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES, type Role, type Scope } from "../domain/Scope"
+import type { KeyCredentialRow } from "../repos/ApiKeysRepo"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "./ApiKeys"
 
@@ -20,6 +21,17 @@ export interface Credential {
   readonly surface?: "mcp"
 }
 
+/** Who acts with a usable API key: its org, user, scopes and role. */
+export const keyPrincipal = (row: KeyCredentialRow & { readonly role: Role }): Principal => ({
+  kind: "api_key",
+  orgId: row.org_id,
+  userId: row.user_id,
+  keyId: row.id,
+  keyPrefix: row.prefix,
+  scopes: row.scopes,
+  role: row.role
+})
+
 const MEMBER_SESSION_SCOPES: ReadonlyArray<Scope> = ["read", "query", "write", "execute", "agent:run"]
 const looksLikeJwt = (token: string) => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
 const isNetworkFailure = (error: unknown) =>
@@ -33,19 +45,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
     const orgs = yield* OrgsRepo
     const jwks = Option.map(config.jwksUrl, (url) => createRemoteJWKSet(url, { timeoutDuration: 5_000 }))
 
-    const fromKey = (token: string) =>
-      Effect.map(
-        keys.verify(token),
-        (row): Principal => ({
-          kind: "api_key",
-          orgId: row.org_id,
-          userId: row.user_id,
-          keyId: row.id,
-          keyPrefix: row.prefix,
-          scopes: row.scopes,
-          role: row.role ?? "member"
-        })
-      )
+    const fromKey = (token: string) => Effect.map(keys.verify(token), keyPrincipal)
 
     const verifyJwt = (token: string) =>
       Effect.tryPromise({
@@ -116,10 +116,16 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
       return fromJwt(token)
     }
 
+    /** `authenticate` for an API key this replica holds verified in memory; undefined where only `authenticate` can tell. */
+    const authenticateNow = (token: string): Principal | undefined => {
+      const row = keys.verifiedInMemory(token)
+      return row === undefined ? undefined : keyPrincipal(row)
+    }
+
     /** Where a refused credential belongs, when the store knows: only a key's own record says (a token's claims are unverified). */
     const orgOfRefused = (token: string | null) => (token === null ? Effect.succeed(null) : keys.orgOf(token))
 
-    return { authenticate, orgOfRefused } as const
+    return { authenticate, authenticateNow, orgOfRefused } as const
   }),
   dependencies: [ApiKeys.Default, OrgsRepo.Default]
 }) {}

@@ -136,6 +136,10 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
 
     const applicable = (principal: Principal, session: string | undefined) => applicableCache.get(applicableKey(principal.orgId, principal.keyId, session ?? null))
 
+    /** Whether this replica knows, without asking the store, that no budget applies to the caller's query (so `withReservation` would reserve nothing). */
+    const noneAppliesNow = (principal: Principal, session: string | undefined) =>
+      applicableCache.peek(applicableKey(principal.orgId, principal.keyId, session ?? null))?.length === 0
+
     // No span, and no region at all for a query no budget applies to: this runs on every query (bench/README.md).
     /** Runs `use` under a reservation of the query and its rows (see `hold`); what `use` did not settle is given back when it ends. */
     const withReservation = <A, E, R>(
@@ -165,7 +169,7 @@ export class Budgets extends Effect.Service<Budgets>()("sluice/Budgets", {
             )
       )
 
-    return { create, list, get, remove, withReservation, reserve } as const
+    return { create, list, get, remove, withReservation, reserve, noneAppliesNow } as const
   }),
   dependencies: [BudgetsRepo.Default]
 }) {}

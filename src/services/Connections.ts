@@ -268,6 +268,8 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const target = Effect.fnUntraced(function* (principal: Principal, name: string) {
       return yield* targets.get(targetKey(principal.orgId, name))
     })
+    /** `target` from what this replica holds in memory; undefined where only `target` can tell (not cached, or unknown). */
+    const targetNow = (principal: Principal, name: string) => targets.peek(targetKey(principal.orgId, name))
     /** The same for background work, which runs for an org rather than a caller. */
     const targetIn = (orgId: OrgId, name: string) => targets.get(targetKey(orgId, name))
 
@@ -339,7 +341,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       return { rules: updated.pii_rules, version: updated.pii_version } satisfies PiiPolicy
     })
 
-    return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetIn, dialectIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
+    return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetNow, targetIn, dialectIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
   }),
   dependencies: [ConnectionsRepo.Default, ConnectorPools.Default, CredentialCipher.Default, ResultCache.Default]
 }) {}

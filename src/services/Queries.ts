@@ -1,7 +1,8 @@
-import { Context, Duration, Effect, Option, Stream } from "effect"
+import { Context, Duration, Effect, Exit, Option, Stream } from "effect"
 import { InvalidRequest } from "../domain/Errors"
 import type { Usage } from "../domain/Budget"
 import type { Principal } from "../domain/Principal"
+import type { OrgSettings } from "../domain/Settings"
 import {
   type ExplainRequest,
   QueryFailed,
@@ -19,7 +20,7 @@ import { GovernedExecutor, type GovernedQuery, type GovernedQueryError, type Que
 import { ResultCache } from "../governance/ResultCache"
 import { Budgets } from "./Budgets"
 import { Connections } from "./Connections"
-import { Schemas } from "./Schemas"
+import { type RelationPolicy, Schemas } from "./Schemas"
 import { Settings } from "./Settings"
 
 interface QueryContext {
@@ -93,36 +94,52 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
     const budgets = yield* Budgets
     const schemas = yield* Schemas
 
-    /** The caller's connection and the limits a statement on it runs under. */
-    const prepare = (
+    type Requested = { readonly connection_name: string; readonly sql: string; readonly row_limit?: number; readonly timeout_seconds?: number }
+    type Target = Effect.Effect.Success<ReturnType<typeof connections.target>>
+
+    /** The statement on the caller's connection under its limits, its relations' policy decided; the requested row limit refused where it is over the surface's. */
+    const governed = (
       principal: Principal,
-      request: { readonly connection_name: string; readonly sql: string; readonly row_limit?: number; readonly timeout_seconds?: number },
-      context: QueryContext
-    ) =>
+      request: Requested,
+      context: Pick<QueryContext, "surface" | "streamed" | "requestId">,
+      target: Target,
+      org: OrgSettings,
+      policy: RelationPolicy
+    ): GovernedQuery => {
+      const connection = target.connection
+      const maxRowLimit = context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max
+      const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
+      const rowLimit = Math.min(requested, maxRowLimit, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
+      const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
+      return {
+        target,
+        pii: policy.pii,
+        reached: policy.reached,
+        masking: policy.masking,
+        ...(policy.refusal === undefined ? {} : { refusal: policy.refusal }),
+        sql: request.sql,
+        rowLimit,
+        timeoutMs: timeoutSeconds * 1000,
+        attribution: { keyPrefix: principal.keyPrefix, orgId: principal.orgId, requestId: context.requestId }
+      }
+    }
+
+    /** The refusal of a row limit over what the surface sends at once. */
+    const rowLimitRefusal = (request: Requested, context: Pick<QueryContext, "surface" | "streamed">) => {
+      const maxRowLimit = context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max
+      return request.row_limit !== undefined && request.row_limit > maxRowLimit
+        ? new InvalidRequest({ message: `row_limit must be at most ${maxRowLimit}${context.streamed === true ? "" : ` ${STREAMING_HINT}`}` })
+        : undefined
+    }
+
+    /** The caller's connection and the limits a statement on it runs under. */
+    const prepare = (principal: Principal, request: Requested, context: QueryContext) =>
       Effect.gen(function* () {
         const target = yield* connections.target(principal, request.connection_name)
         const org = yield* settings.get(principal)
-        const connection = target.connection
-        const maxRowLimit = context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max
-        if (request.row_limit !== undefined && request.row_limit > maxRowLimit)
-          return yield* new InvalidRequest({
-            message: `row_limit must be at most ${maxRowLimit}${context.streamed === true ? "" : ` ${STREAMING_HINT}`}`
-          })
-        const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
-        const rowLimit = Math.min(requested, maxRowLimit, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
-        const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
-        const policy = yield* schemas.policyFor(target, request.sql)
-        return {
-          target,
-          pii: policy.pii,
-          reached: policy.reached,
-          masking: policy.masking,
-          ...(policy.refusal === undefined ? {} : { refusal: policy.refusal }),
-          sql: request.sql,
-          rowLimit,
-          timeoutMs: timeoutSeconds * 1000,
-          attribution: { keyPrefix: principal.keyPrefix, orgId: principal.orgId, requestId: context.requestId }
-        }
+        const refusal = rowLimitRefusal(request, context)
+        if (refusal !== undefined) return yield* refusal
+        return governed(principal, request, context, target, org, yield* schemas.policyFor(target, request.sql))
       })
 
     /** The query under the running cost cap, when one is provided, and its failures with a stop at the cap told apart. */
@@ -207,6 +224,31 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
         )
       })
 
+    /**
+     * `run` as plain callbacks, for a caller that plans nothing and caps no cost (a REST request),
+     * where everything it needs is in this replica's memory and no budget applies: `done` is told how
+     * it ends. Undefined, with nothing done or reported, where only `run` can; else the function that
+     * gives the statement up (its caller gone).
+     */
+    const runNow = (
+      principal: Principal,
+      request: QueryRequest,
+      context: Pick<QueryContext, "surface" | "requestId"> & { readonly report: (facts: QueryFacts) => void },
+      done: (exit: Exit.Exit<QueryResponse, GovernedQueryError>) => void
+    ): (() => void) | undefined => {
+      const target = connections.targetNow(principal, request.connection_name)
+      const org = target === undefined ? undefined : settings.getNow(principal)
+      if (target === undefined || org === undefined || !budgets.noneAppliesNow(principal, request.session)) return undefined
+      const refusal = rowLimitRefusal(request, context)
+      if (refusal !== undefined) {
+        done(Exit.fail(refusal))
+        return () => {}
+      }
+      const policy = schemas.policyNow(target, request.sql)
+      if (policy === undefined) return undefined
+      return executor.runNow(governed(principal, request, context, target, org, policy), context.report, (exit) => done(Exit.map(exit, (outcome) => ({ ...outcome, budget: null }))))
+    }
+
     /** `run` for one of a request's several queries, at most `rowLimit` rows, audited under the request with its own SQL. */
     const runChild = (principal: Principal, connectionName: string, sql: string, rowLimit: number, context: ChildQueryContext) =>
       run(
@@ -259,7 +301,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       return { invalidated: yield* cache.invalidate(principal.orgId, connectionId) }
     })
 
-    return { run, runChild, stream, explain, cacheStats, invalidateCache } as const
+    return { run, runNow, runChild, stream, explain, cacheStats, invalidateCache } as const
   }),
   dependencies: [GovernedExecutor.Default, ResultCache.Default, Budgets.Default, Connections.Default, Schemas.Default, Settings.Default]
 }) {}

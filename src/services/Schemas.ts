@@ -291,28 +291,34 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
      * the snapshot says (a view redefined, a table replaced by a view): its masking and blocking
      * were derived from what it was. One catalog read of those relations, where the engine's is cheap.
      */
+    /** The relations the statement reads, views under them at any depth included, that no catalog read confirmed within CONFIRMED_FOR_MS. */
+    const unconfirmedReads = (entry: Cached, target: Target, sql: string, now: number) => {
+      const checked = guard.check(sql, target.connection.db_type, "any")
+      if (Either.isLeft(checked)) return []
+      const check = (text: string) => guard.check(text, target.connection.db_type, "any")
+      const { byKey, reads, confirmedAt } = scannedRelations(entry, target)
+      const resolve = (refs: ReadonlyArray<TableReference>) =>
+        refs.flatMap((ref) => (isSystemRelation(DIALECTS[target.connection.db_type].relations, ref.parts) ? [] : [relationKey(qualify(ref.parts, target.connection))]))
+      const read = new Set<string>()
+      const next = resolve(checked.right.analysis.tables)
+      while (next.length > 0) {
+        const key = next.pop()!
+        const relation = byKey.get(key)
+        if (relation === undefined || read.has(key)) continue
+        read.add(key)
+        if (relation.definition === null) continue
+        let under = reads.get(key)
+        if (under === undefined) reads.set(key, (under = resolve(viewReads(relation.definition, check) ?? [])))
+        next.push(...under)
+      }
+      return [...read].filter((key) => now - (confirmedAt.get(key) ?? 0) > CONFIRMED_FOR_MS)
+    }
+
     const changedSinceScan = (entry: Cached, target: Target, sql: string) =>
       Effect.gen(function* () {
-        const checked = guard.check(sql, target.connection.db_type, "any")
-        if (Either.isLeft(checked)) return false
-        const check = (text: string) => guard.check(text, target.connection.db_type, "any")
-        const { byKey, reads, confirmedAt } = scannedRelations(entry, target)
-        const resolve = (refs: ReadonlyArray<TableReference>) =>
-          refs.flatMap((ref) => (isSystemRelation(DIALECTS[target.connection.db_type].relations, ref.parts) ? [] : [relationKey(qualify(ref.parts, target.connection))]))
-        const read = new Set<string>()
-        const next = resolve(checked.right.analysis.tables)
-        while (next.length > 0) {
-          const key = next.pop()!
-          const relation = byKey.get(key)
-          if (relation === undefined || read.has(key)) continue
-          read.add(key)
-          if (relation.definition === null) continue
-          let under = reads.get(key)
-          if (under === undefined) reads.set(key, (under = resolve(viewReads(relation.definition, check) ?? [])))
-          next.push(...under)
-        }
+        const { byKey, confirmedAt } = scannedRelations(entry, target)
         const started = Date.now()
-        const unconfirmed = [...read].filter((key) => started - (confirmedAt.get(key) ?? 0) > CONFIRMED_FOR_MS)
+        const unconfirmed = unconfirmedReads(entry, target, sql, started)
         if (unconfirmed.length === 0) return false
         const relations = unconfirmed.map((key) => byKey.get(key)!)
         const now = yield* Effect.either(catalog.relationsNow(target, relations))
@@ -340,15 +346,62 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
      * query, and again when a query reads a relation its snapshot (older than SP_SCHEMA_FRESH_SECONDS) does not list.
      */
     const policyFor = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
+      Effect.suspend(() => {
+        const known = policyNow(target, sql)
+        return known === undefined ? policyRead(target, sql) : Effect.succeed(known)
+      })
+
+    /** What a connection with no rules and no blocks reads under; for one with either, until a scan lists its relations, nothing. */
+    const unscannedPolicy = (target: Target & { readonly pii: PiiPolicy }, governed: boolean, hasRules: boolean): RelationPolicy => {
+      // Until a scan lists them, no relation of a governed connection is read: what it reads cannot be told.
+      const unscanned: MaskingCatalog = governed
+        ? { key: `unscanned:${target.connectionId}`, scannedAt: undefined, hasRules, listsEveryRelation: true, relations: new Map() }
+        : NO_MASKING
+      return { pii: target.pii, reached: NOTHING_REACHED, masking: unscanned }
+    }
+
+    /**
+     * `policyFor` where it needs no effect: from a snapshot in memory that is fresh for the statement,
+     * whose relations a catalog read confirmed lately; undefined where only `policyFor` can tell.
+     */
+    const policyNow = (target: Target & { readonly pii: PiiPolicy }, sql: string): RelationPolicy | undefined => {
+      const hasRules = target.pii.rules.length > 0
+      const governed = hasRules || (target.connection.blocked_tables ?? []).length > 0
+      if (!governed) return unscannedPolicy(target, governed, hasRules)
+      if (catalogGap(target.connection) !== undefined) return undefined
+      const entry = cache.get(target.connectionId)
+      if (entry === undefined || entry.orgId !== orgOf(target)) return undefined
+      if (Date.now() - entry.header.scanned_at.getTime() > freshMillis && unknownRelations(entry, target, sql).length > 0) return undefined
+      if (unconfirmedReads(entry, target, sql, Date.now()).length > 0) return undefined
+      return derivedPolicy(entry, target, hasRules)
+    }
+
+    /** The policy derived from a snapshot, kept on it until the snapshot or the rules change. */
+    const derivedPolicy = (entry: Cached, target: Target & { readonly pii: PiiPolicy }, hasRules: boolean): RelationPolicy => {
+      const key = `${target.connectionId}:${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
+      if (entry.throughRelations?.key !== key) {
+        // A view's definition is traced, never run: the functions it calls are its owner's business.
+        const check = (sql: string) => guard.check(sql, target.connection.db_type, "any")
+        const derived = hasRules ? rulesThroughRelations(entry.tables, target.pii.rules, target.connection, check) : []
+        const rules = [...target.pii.rules, ...derived]
+        entry.throughRelations = {
+          key,
+          // The version moves with the snapshot too, so no result cached under other derived rules is served.
+          pii: { rules, version: target.pii.version * 1_000_000 + entry.header.version },
+          reached: blocksThroughRelations(entry.tables, target.connection, check),
+          // Blocked tables alone need the listing too: a relation the scan does not know may read one.
+          masking: maskingCatalog(key, entry.header.scanned_at, entry.tables, rules, target.connection, (definition) => viewReads(definition, check))
+        }
+      }
+      return entry.throughRelations
+    }
+
+    const policyRead = (target: Target & { readonly pii: PiiPolicy }, sql: string) =>
       Effect.gen(function* () {
         const hasRules = target.pii.rules.length > 0
         // No rules and no blocks, nothing a relation could carry: the query path reads nothing more.
         const governed = hasRules || (target.connection.blocked_tables ?? []).length > 0
-        // Until a scan lists them, no relation of a governed connection is read: what it reads cannot be told.
-        const unscanned: MaskingCatalog = governed
-          ? { key: `unscanned:${target.connectionId}`, scannedAt: undefined, hasRules, listsEveryRelation: true, relations: new Map() }
-          : NO_MASKING
-        const plain: RelationPolicy = { pii: target.pii, reached: NOTHING_REACHED, masking: unscanned }
+        const plain = unscannedPolicy(target, governed, hasRules)
         if (!governed) return plain
         const gap = catalogGap(target.connection)
         // Its schema cannot be scanned, so no relation of it can be traced: nothing is read, and the answer says what to set.
@@ -372,22 +425,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
           }
           entry = rescanned.right
         }
-        const key = `${target.connectionId}:${target.pii.version}:${target.version}:${entry.header.version}:${entry.header.scanned_at.getTime()}`
-        if (entry.throughRelations?.key !== key) {
-          // A view's definition is traced, never run: the functions it calls are its owner's business.
-          const check = (sql: string) => guard.check(sql, target.connection.db_type, "any")
-          const derived = hasRules ? rulesThroughRelations(entry.tables, target.pii.rules, target.connection, check) : []
-          const rules = [...target.pii.rules, ...derived]
-          entry.throughRelations = {
-            key,
-            // The version moves with the snapshot too, so no result cached under other derived rules is served.
-            pii: { rules, version: target.pii.version * 1_000_000 + entry.header.version },
-            reached: blocksThroughRelations(entry.tables, target.connection, check),
-            // Blocked tables alone need the listing too: a relation the scan does not know may read one.
-            masking: maskingCatalog(key, entry.header.scanned_at, entry.tables, rules, target.connection, (definition) => viewReads(definition, check))
-          }
-        }
-        return entry.throughRelations
+        return derivedPolicy(entry, target, hasRules)
       })
 
     /** The connection's PII policy as `policyFor` derives it. */
@@ -576,7 +614,7 @@ export class Schemas extends Effect.Service<Schemas>()("sluice/Schemas", {
         })
       )
 
-    return { view, readLive, policyFor, piiFor, visibleNames, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
+    return { view, readLive, policyFor, policyNow, piiFor, visibleNames, notesChanged, scanAndChangesSince, refresh, status, warmup, refreshIn, cacheStats, invalidate, dueForRefresh: repo.dueForRefresh } as const
   }),
   dependencies: [SchemaRepo.Default, SchemaNotesRepo.Default, SqlGuard.Default, CatalogReader.Default, Connections.Default, ResultCache.Default]
 }) {}

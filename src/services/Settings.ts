@@ -22,6 +22,12 @@ export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
 
     const get = (principal: Principal) => Effect.map(stored.get(principal.orgId), (s): OrgSettings => ({ ...defaults, ...s }))
 
+    /** `get` from what this replica holds in memory; undefined where only `get` can tell. */
+    const getNow = (principal: Principal): OrgSettings | undefined => {
+      const s = stored.peek(principal.orgId)
+      return s === undefined ? undefined : { ...defaults, ...s }
+    }
+
     /** Merges a validated patch over the org's stored settings. */
     const update = Effect.fn("Settings.update")(function* (principal: Principal, patch: SettingsPatch) {
       const merged = { ...(yield* stored.get(principal.orgId)), ...patch }
@@ -30,7 +36,7 @@ export class Settings extends Effect.Service<Settings>()("sluice/Settings", {
       return { ...defaults, ...merged } satisfies OrgSettings
     })
 
-    return { get, update } as const
+    return { get, getNow, update } as const
   }),
   dependencies: [SettingsRepo.Default]
 }) {}

@@ -51,7 +51,7 @@ describe("the fast lane: hot routes answered in front of the Effect app, as it a
     const lane = makeFastLane(config)
     let left = 0
     const server: Server = createServer((req, res) => {
-      if (lane(req, res)) return
+      if (lane(req, res, () => res.writeHead(598).end())) return
       left++
       res.writeHead(599).end()
     })

@@ -17,7 +17,7 @@ import { request } from "./Http"
  * request pipeline, with no local access: no process start per test. `env` adds settings.
  */
 export const inProcessApp = (env: Record<string, string> = {}) =>
-  servingApp((app, pipeline) => HttpServer.serve(app, pipeline)).pipe(
+  servingApp((app, pipeline) => HttpServer.serve(app, pipeline.wrap)).pipe(
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provide(

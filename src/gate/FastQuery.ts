@@ -1,0 +1,168 @@
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Either, Exit, FiberId, Option, Runtime, Schema } from "effect"
+import { SluiceApi } from "../api/Api"
+import { endpointPolicies, policyKey } from "../api/EndpointPolicies"
+import { NDJSON, QueryRequest } from "../domain/Query"
+import type { Principal } from "../domain/Principal"
+import { type ChangeRecord, PendingChange } from "../repos/ChangeRecord"
+import { Queries } from "../services/Queries"
+import { credentialOf, Gate } from "./Gate"
+import { MAX_JSON_NESTING, nestsDeeperThan } from "./JsonNesting"
+import { bodyLimitOf, errorResponse, type RequestLine, type RequestPipeline } from "./RequestPipeline"
+import { queryDraft, type RequestInfo } from "./RequestState"
+
+const QUERY_ROUTE = /^\/api\/query(?:\?|$)/
+const decodeQuery = Schema.decodeUnknownEither(QueryRequest)
+
+/** Where the fast lane leaves a request it has read the body of: the Effect app, given the body again. */
+export type HandOff = (request: IncomingMessage, body: Buffer) => void
+
+/** A typed failure as the Effect app's endpoint sends it: its class's status, its fields without the tag. */
+const failureResponse = (error: { readonly code: string; readonly message: string }) => {
+  const schema = error.constructor as unknown as Schema.Schema<unknown, Record<string, unknown>>
+  const encoded = Either.getOrUndefined(Schema.encodeUnknownEither(schema)(error))
+  if (encoded === undefined || typeof schema.ast !== "object") return errorResponse(500, "internal_error", "Internal error")
+  const { code, message, ...extra } = encoded
+  return errorResponse(HttpApiSchema.getStatus(schema.ast, 500), String(code), String(message), extra)
+}
+
+/** How an answer that did not come from the route ends: a client that left (499, as the platform says it), or a defect (500). */
+const causeResponse = (cause: Cause.Cause<unknown>) =>
+  Cause.isInterruptedOnly(cause) ? HttpServerResponse.empty({ status: 499 }) : HttpServerResponse.empty({ status: 500 })
+
+/** Writes the pipeline's response as the platform writes a buffered one. */
+const write = (response: ServerResponse, answer: HttpServerResponse.HttpServerResponse) => {
+  if (response.writableEnded || response.destroyed) return
+  const body = answer.body
+  if (body._tag === "Uint8Array") return void response.writeHead(answer.status, answer.headers).end(body.body)
+  if (body._tag === "Empty") return void response.writeHead(answer.status, answer.headers).end()
+  response.destroy()
+}
+
+const isJson = (contentType: string | undefined) => (contentType ?? "").split(";")[0]!.trim().toLowerCase() === "application/json"
+
+/**
+ * `POST /api/query` answered as JSON on the fast lane (issue 28): the same gate, query service and
+ * pipeline as the Effect app's route, driven without the router, the platform's request and its
+ * schema-per-step work. The gate is decided from memory (a key verified on this replica, limits
+ * counted in this process); a request it cannot decide there, a body that does not decode, or a
+ * streamed answer is left to the Effect app before anything is counted or recorded.
+ */
+export const makeFastQuery = (pipeline: RequestPipeline) =>
+  Effect.gen(function* () {
+    const gate = yield* Gate
+    const queries = yield* Queries
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const policy = endpointPolicies(SluiceApi).get(policyKey("POST", "/api/query"))
+    const scope = policy?.scope
+    if (policy === undefined || scope === null || scope === undefined) return undefined
+
+    /** How a request the gate let through is answered: in plain code where everything it needs is in memory, else by the route's one effect. */
+    const answer = (line: RequestLine, response: ServerResponse, payload: QueryRequest, started: number, principal: Principal, info: RequestInfo) => {
+      const change = pipeline.changeRecordOf(line, info, started)
+      const draft = queryDraft(info, payload.connection_name, payload.sql)
+      let finished = false
+      const send = (answer: HttpServerResponse.HttpServerResponse) => {
+        finished = true
+        response.off("close", left)
+        write(response, answer)
+      }
+      // Told once, however the route ends (its client gone included): the same finish as the Effect app's, plain where it can be.
+      const finish = (raw: HttpServerResponse.HttpServerResponse) => {
+        if (!pipeline.finishNow(line, info, started, raw, change, send)) runFork(pipeline.finish(line, info, started, raw, change)).addObserver((exit) => send(Exit.isSuccess(exit) ? exit.value : HttpServerResponse.empty({ status: 500 })))
+      }
+      let giveUp: (() => void) | undefined
+      const left = () => {
+        if (finished || response.writableEnded) return
+        giveUp?.()
+        finish(causeResponse(Cause.interrupt(FiberId.none)))
+      }
+      giveUp = queries.runNow(principal, payload, { surface: "rest", requestId: draft.requestId, report: draft.reportNow }, (exit) => {
+        if (Exit.isSuccess(exit)) return finish(HttpServerResponse.unsafeJson(exit.value))
+        const failure = Cause.failureOption(exit.cause)
+        if (Option.isNone(failure)) runFork(Effect.logError("request failed", exit.cause))
+        finish(Option.isSome(failure) ? failureResponse(failure.value) : causeResponse(exit.cause))
+      })
+      // Something is not in memory (a connection's first query, a budget, a pool to open): the route's own effect, which fills the caches.
+      if (giveUp === undefined) return answerByEffect(line, response, payload, started, principal, info, change, draft)
+      if (!finished) response.once("close", left)
+    }
+
+    const answerByEffect = (
+      line: RequestLine,
+      response: ServerResponse,
+      payload: QueryRequest,
+      started: number,
+      principal: Principal,
+      info: RequestInfo,
+      change: ChangeRecord | null,
+      draft: ReturnType<typeof queryDraft>
+    ) => {
+      const route = queries.run(principal, payload, { surface: "rest", requestId: draft.requestId, report: draft.report }).pipe(
+        // Written as it is: every field is JSON already, as the Effect app's route writes it.
+        Effect.map((result) => HttpServerResponse.unsafeJson(result)),
+        Effect.catchAll((error) => Effect.succeed(failureResponse(error))),
+        (run) => (change === null ? run : Effect.provideService(run, PendingChange, change))
+      )
+      const answered = Effect.uninterruptibleMask((restore) =>
+        restore(route).pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.as(Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("request failed", cause), causeResponse(cause))
+          ),
+          Effect.flatMap((raw) => pipeline.finish(line, info, started, raw, change)),
+          Effect.scoped
+        )
+      )
+      const fiber = runFork(answered)
+      const left = () => {
+        if (!response.writableEnded) fiber.unsafeInterruptAsFork(fiber.id())
+      }
+      response.once("close", left)
+      fiber.addObserver((exit) => {
+        response.off("close", left)
+        if (Exit.isSuccess(exit)) write(response, exit.value)
+        else if (!response.headersSent) write(response, HttpServerResponse.empty({ status: 500 }))
+      })
+    }
+
+    /** Decides on a request whose body has been read: answers it, or hands it off untouched. */
+    const decided = (request: IncomingMessage, response: ServerResponse, body: Buffer, started: number, handOff: HandOff) => {
+      const text = body.toString("utf8")
+      if (nestsDeeperThan(text, MAX_JSON_NESTING)) return handOff(request, body)
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        return handOff(request, body)
+      }
+      const payload = decodeQuery(parsed)
+      if (Either.isLeft(payload)) return handOff(request, body)
+      const line: RequestLine = { method: "POST", url: request.url!, headers: request.headers as Record<string, string | undefined> }
+      const info = pipeline.draftOf(line, request.socket.remoteAddress ?? null)
+      const principal = gate.admitNow(info, line.headers, policy.rateClass, scope)
+      if (principal === undefined) return handOff(request, body)
+      answer(line, response, payload.right, started, principal, info)
+    }
+
+    /** Takes `POST /api/query` with a JSON body of a declared length and a credential; false leaves it untouched. The Host is the caller's to check. */
+    return (request: IncomingMessage, response: ServerResponse, handOff: HandOff): boolean => {
+      const headers = request.headers
+      if (request.method !== "POST" || !QUERY_ROUTE.test(request.url ?? "")) return false
+      const length = Number(headers["content-length"])
+      const line: RequestLine = { method: "POST", url: request.url!, headers: headers as Record<string, string | undefined> }
+      if (!(length > 0 && length <= bodyLimitOf(line)) || headers["transfer-encoding"] !== undefined || !isJson(headers["content-type"])) return false
+      if ((headers["accept"] ?? "").includes(NDJSON) || !credentialOf(line.headers)) return false
+      const started = performance.now()
+      const chunks: Array<Buffer> = []
+      let read = 0
+      // A client that leaves mid-body has asked for nothing: its request ends here, unrecorded, as it would in the Effect app.
+      request.on("error", () => {})
+      request.on("data", (chunk: Buffer) => {
+        read += chunk.length
+        if (read <= length) chunks.push(chunk)
+      })
+      request.once("end", () => decided(request, response, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), started, handOff))
+      return true
+    }
+  })
