@@ -1,4 +1,4 @@
-import { Cause, Chunk, Effect, Exit, FiberId, Option, Queue } from "effect"
+import { Cause, Effect, Exit, FiberId, Option, Runtime } from "effect"
 import type { Unavailable } from "../src/domain/Errors"
 import { type AuditInsert, storableAuditRow } from "../src/repos/AuditInsert"
 import { AuditRepo } from "../src/repos/AuditRepo"
@@ -26,7 +26,6 @@ interface Pending {
 export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWriter", {
   scoped: Effect.gen(function* () {
     const repo = yield* AuditRepo
-    const queue = yield* Queue.unbounded<Pending>()
 
     const insert = (batch: ReadonlyArray<Pending>) => Effect.exit(repo.insertBatch(batch.map((pending) => pending.row)))
     const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, WriteFailure>) =>
@@ -65,17 +64,39 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
         Effect.uninterruptible
       )
 
-    yield* Queue.takeBetween(queue, 1, MAX_BATCH).pipe(
-      Effect.flatMap((batch) => commit(Chunk.toReadonlyArray(batch))),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    // The queue and the commit in flight, in plain code: one effect per batch, none per row (a fiber loop over a Queue cost a third of a millisecond per commit).
+    const runCallback = Runtime.runCallback(yield* Effect.runtime<never>())
+    let queued: Array<Pending> = []
+    let committing = false
+    let scheduled = false
     let stopped = false
-    // Runs before the flush fiber is interrupted: whatever is still queued gets written, and rows offered from now on are refused at once.
+    let drained: (() => void) | undefined
+    const next = () => {
+      scheduled = false
+      if (committing) return
+      if (queued.length === 0) return drained?.()
+      committing = true
+      const batch = queued.length <= MAX_BATCH ? queued : queued.slice(0, MAX_BATCH)
+      queued = queued.length <= MAX_BATCH ? [] : queued.slice(MAX_BATCH)
+      runCallback(commit(batch), {
+        onExit: () => {
+          committing = false
+          next()
+        }
+      })
+    }
+    // The first row of a batch waits for the rest of this turn of the event loop: requests answered together commit together.
+    const schedule = () => {
+      if (committing || scheduled) return
+      scheduled = true
+      setImmediate(next)
+    }
+    // Whatever is queued or in flight is written before the writer's scope closes; rows offered from now on are refused at once.
     yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
+      Effect.async<void>((resume) => {
         stopped = true
-        return Queue.takeAll(queue).pipe(Effect.flatMap((rest) => (Chunk.isEmpty(rest) ? Effect.void : commit(Chunk.toReadonlyArray(rest)))))
+        drained = () => resume(Effect.void)
+        if (!committing && !scheduled) next()
       })
     )
 
@@ -99,8 +120,9 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
           exits[i] = exit
           if (--open === 0) done(exits.find((settled) => settled !== undefined && Exit.isFailure(settled)) ?? Exit.void)
         }
-        Queue.unsafeOffer(queue, { row, settle })
+        queued.push({ row, settle })
       })
+      schedule()
     }
 
     /** `append` as an effect: succeeds once every row is committed; fails as the first row that was not. */

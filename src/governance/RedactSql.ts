@@ -55,6 +55,23 @@ const literalSpans = (sql: string, rules: LexicalRules): Array<Span> => {
  * backslashes, comments' nesting) every reading is redacted; with no dialect known, every dialect's.
  */
 export const redactSqlLiterals = (sql: string, dbType: DbType | null): string => {
+  if (sql.length > MEMO_MAX_SQL) return redacted(sql, dbType)
+  const key = `${dbType ?? ""}\u0000${sql}`
+  let known = memo.get(key)
+  if (known === undefined) {
+    known = redacted(sql, dbType)
+    if (memo.size >= MEMO_CAPACITY) memo.delete(memo.keys().next().value!)
+    memo.set(key, known)
+  }
+  return known
+}
+
+// Every audit row of a statement redacts it again; the statements a gateway sees repeat (a tool's, a dashboard's), so short ones are remembered.
+const MEMO_CAPACITY = 1_000
+const MEMO_MAX_SQL = 4_096
+const memo = new Map<string, string>()
+
+const redacted = (sql: string, dbType: DbType | null): string => {
   const readings = (dbType === null ? DB_TYPES : [dbType]).flatMap(readingsFor)
   const spans = readings.flatMap((reading) => literalSpans(sql, reading)).sort((a, b) => a[0] - b[0])
   let out = ""
