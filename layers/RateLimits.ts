@@ -124,14 +124,16 @@ export class RateLimits extends Effect.Service<RateLimits>()("sluice/RateLimits"
 
     /**
      * `perIp` then `perPrincipal`, decided in this process without an effect: true when every limit
-     * has room, and the call is then counted against each; false (nothing counted) when one has
-     * none, or when the limits are kept in a shared store, which only the effects can ask.
+     * has room, and the call is then counted against each (unless `count` is false: only asked);
+     * false (nothing counted) when one has none, or when the limits are kept in a shared store,
+     * which only the effects can ask.
      */
-    const admitNow = (rateClass: RateClass, ip: string, principal: Principal | null) => {
+    const admitNow = (rateClass: RateClass, ip: string, principal: Principal | null, count = true) => {
       if (local === undefined) return false
       const limits = principal === null ? [] : principalLimits(principal)
       const ip_ = ipKey(rateClass, ip)
       if (!local.hasRoom(ip_, perIpLimit[rateClass]) || limits.some(([key, limit]) => !local.hasRoom(key, limit))) return false
+      if (!count) return true
       local.take(ip_, perIpLimit[rateClass])
       for (const [key, limit] of limits) local.take(key, limit)
       return true

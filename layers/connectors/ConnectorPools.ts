@@ -96,8 +96,10 @@ export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTa
     if (pinned === null) yield* target.hostKey?.pin(opened.fingerprint) ?? Effect.void
     const pool = yield* open(opened.endpoint, allowAnyTarget)
     const explain = (error: ConnectorError) => opened.failure() ?? error
+    // Without queryNow: a tunnelled statement's failure is explained by the tunnel's, which only the effect does.
+    const { queryNow: _plain, ...rest } = pool
     return {
-      ...pool,
+      ...rest,
       query: (sql, options) => Effect.mapError(pool.query(sql, options), explain),
       ping: Effect.mapError(pool.ping, explain)
     } satisfies ConnectorPool

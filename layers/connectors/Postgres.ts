@@ -256,11 +256,23 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       const bound = options.timeoutMs + RESET_GRACE_MS
       let leased: pg.PoolClient | undefined
       let settled = false
-      const settle = (outcome: Exit.Exit<QueryResult, ConnectorError>) => {
-        if (settled) return
+      // The outcome is decided (from here, giving up does nothing): false where it was already.
+      const claim = () => {
+        if (settled) return false
         settled = true
         clearTimeout(backstop)
-        done(outcome)
+        return true
+      }
+      const tell = (outcome: Exit.Exit<QueryResult, ConnectorError>) => {
+        // Called from the driver's socket callbacks: a caller that throws must not take the process with it.
+        try {
+          done(outcome)
+        } catch (error) {
+          Effect.runFork(Effect.logError("a statement's caller failed as it was told how the statement ended", error))
+        }
+      }
+      const settle = (outcome: Exit.Exit<QueryResult, ConnectorError>) => {
+        if (claim()) tell(outcome)
       }
       // Given up on (timed out or interrupted): the statement is cancelled in the background, and its session closed once it has ended.
       const abandon = (client: pg.PoolClient) => stopStatement(client, bound)
@@ -282,10 +294,12 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         }
         const columns = columnsOf(result.fields)
         if (result.oversized) {
+          // Claimed before the cancel: a caller giving up meanwhile must not stop (and release) the client a second time.
+          if (!claim()) return
           return Effect.runCallback(cancel(client), {
             onExit: () => {
               recycle(client, true, bound)
-              settle(Exit.succeed({ columns, rows: [], truncated: false, oversized: true }))
+              tell(Exit.succeed({ columns, rows: [], truncated: false, oversized: true }))
             }
           })
         }

@@ -7,7 +7,7 @@ import { NDJSON, QueryRequest } from "../domain/Query"
 import type { Principal } from "../domain/Principal"
 import { type ChangeRecord, PendingChange } from "../repos/ChangeRecord"
 import { Queries } from "../services/Queries"
-import { credentialOf, Gate } from "./Gate"
+import { Gate } from "./Gate"
 import { MAX_JSON_NESTING, nestsDeeperThan } from "./JsonNesting"
 import { bodyLimitOf, errorResponse, type RequestLine, type RequestPipeline } from "./RequestPipeline"
 import { queryDraft, type RequestInfo } from "./RequestState"
@@ -63,14 +63,30 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
       const change = pipeline.changeRecordOf(line, info, started)
       const draft = queryDraft(info, payload.connection_name, payload.sql)
       let finished = false
+      // The result's share of the result memory, given back once its response is written (as the Effect app's scope does).
+      let release = () => {}
       const send = (answer: HttpServerResponse.HttpServerResponse) => {
         finished = true
         response.off("close", left)
-        write(response, answer)
+        try {
+          write(response, answer)
+        } finally {
+          release()
+        }
       }
-      // Told once, however the route ends (its client gone included): the same finish as the Effect app's, plain where it can be.
+      // The same finish as the Effect app's, plain where it can be; a fault in it is answered as the Effect app answers a defect.
       const finish = (raw: HttpServerResponse.HttpServerResponse) => {
-        if (!pipeline.finishNow(line, info, started, raw, change, send)) runFork(pipeline.finish(line, info, started, raw, change)).addObserver((exit) => send(Exit.isSuccess(exit) ? exit.value : HttpServerResponse.empty({ status: 500 })))
+        try {
+          if (pipeline.finishNow(line, info, started, raw, change, send)) return
+        } catch (error) {
+          runFork(Effect.logError("request failed", Cause.die(error)))
+          if (info.answered) return send(HttpServerResponse.empty({ status: 500 }))
+        }
+        runFork(pipeline.finish(line, info, started, raw, change)).addObserver((exit) => send(Exit.isSuccess(exit) ? exit.value : HttpServerResponse.empty({ status: 500 })))
+      }
+      const failed = (cause: Cause.Cause<unknown>) => {
+        runFork(Effect.logError("request failed", cause))
+        finish(causeResponse(cause))
       }
       let giveUp: (() => void) | undefined
       const left = () => {
@@ -78,11 +94,20 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
         giveUp?.()
         finish(causeResponse(Cause.interrupt(FiberId.none)))
       }
-      giveUp = queries.runNow(principal, payload, { surface: "rest", requestId: draft.requestId, report: draft.reportNow }, (exit) => {
-        if (Exit.isSuccess(exit)) return finish(HttpServerResponse.unsafeJson(exit.value))
-        const failure = Cause.failureOption(exit.cause)
-        if (Option.isNone(failure)) runFork(Effect.logError("request failed", exit.cause))
-        finish(Option.isSome(failure) ? failureResponse(failure.value) : causeResponse(exit.cause))
+      giveUp = queries.runNow(principal, payload, { surface: "rest", requestId: draft.requestId, report: draft.reportNow }, (exit, held) => {
+        release = held
+        let raw: HttpServerResponse.HttpServerResponse
+        try {
+          if (Exit.isSuccess(exit)) raw = HttpServerResponse.unsafeJson(exit.value)
+          else {
+            const failure = Cause.failureOption(exit.cause)
+            if (Option.isNone(failure)) return failed(exit.cause)
+            raw = failureResponse(failure.value)
+          }
+        } catch (error) {
+          return failed(Cause.die(error))
+        }
+        finish(raw)
       })
       // Something is not in memory (a connection's first query, a budget, a pool to open): the route's own effect, which fills the caches.
       if (giveUp === undefined) return answerByEffect(line, response, payload, started, principal, info, change, draft)
@@ -127,7 +152,7 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
     }
 
     /** Decides on a request whose body has been read: answers it, or hands it off untouched. */
-    const decided = (request: IncomingMessage, response: ServerResponse, body: Buffer, started: number, handOff: HandOff) => {
+    const decided = (request: IncomingMessage, response: ServerResponse, line: RequestLine, info: RequestInfo, body: Buffer, started: number, handOff: HandOff) => {
       const text = body.toString("utf8")
       if (nestsDeeperThan(text, MAX_JSON_NESTING)) return handOff(request, body)
       let parsed: unknown
@@ -138,21 +163,26 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
       }
       const payload = decodeQuery(parsed)
       if (Either.isLeft(payload)) return handOff(request, body)
-      const line: RequestLine = { method: "POST", url: request.url!, headers: request.headers as Record<string, string | undefined> }
-      const info = pipeline.draftOf(line, request.socket.remoteAddress ?? null)
       const principal = gate.admitNow(info, line.headers, policy.rateClass, scope)
       if (principal === undefined) return handOff(request, body)
       answer(line, response, payload.right, started, principal, info)
     }
 
-    /** Takes `POST /api/query` with a JSON body of a declared length and a credential; false leaves it untouched. The Host is the caller's to check. */
+    /**
+     * Takes `POST /api/query` with a JSON body of a declared length from a caller whose key, scope
+     * and limits this replica can admit from memory (looked at, not counted, before the body is
+     * read: a made-up key is the Effect app's to refuse from the headers); false leaves it
+     * untouched. The Host is the caller's to check.
+     */
     return (request: IncomingMessage, response: ServerResponse, handOff: HandOff): boolean => {
       const headers = request.headers
       if (request.method !== "POST" || !QUERY_ROUTE.test(request.url ?? "")) return false
       const length = Number(headers["content-length"])
       const line: RequestLine = { method: "POST", url: request.url!, headers: headers as Record<string, string | undefined> }
       if (!(length > 0 && length <= bodyLimitOf(line)) || headers["transfer-encoding"] !== undefined || !isJson(headers["content-type"])) return false
-      if ((headers["accept"] ?? "").includes(NDJSON) || !credentialOf(line.headers)) return false
+      if ((headers["accept"] ?? "").includes(NDJSON)) return false
+      const info = pipeline.draftOf(line, request.socket.remoteAddress ?? null)
+      if (gate.admitNow(info, line.headers, policy.rateClass, scope, false) === undefined) return false
       const started = performance.now()
       const chunks: Array<Buffer> = []
       let read = 0
@@ -162,7 +192,15 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
         read += chunk.length
         if (read <= length) chunks.push(chunk)
       })
-      request.once("end", () => decided(request, response, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), started, handOff))
+      request.once("end", () => {
+        try {
+          decided(request, response, line, info, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), started, handOff)
+        } catch (error) {
+          // A fault here is a defect, answered as the Effect app answers one: the process goes on.
+          runFork(Effect.logError("request failed", Cause.die(error)))
+          if (!response.headersSent) write(response, HttpServerResponse.empty({ status: 500 }))
+        }
+      })
       return true
     }
   })

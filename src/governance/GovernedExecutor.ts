@@ -374,13 +374,14 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
      * `run` as plain callbacks, for a caller that plans nothing and caps no cost (a REST request),
      * where it needs no wait of its own: the connection's pool open, result memory free at once, no
      * result cache, a connector with `queryNow`. Undefined, with nothing done or reported, where only
-     * `run` can; else the function that gives the statement up (its caller gone). The result's share
-     * of the result memory is given back once `done` returns: `done` writes what it sends.
+     * `run` can; else the function that gives the statement up (its caller gone). `done` is told
+     * once, with the function that gives the result's share of the result memory back, which the
+     * caller calls once its response is written (giving up gives it back too).
      */
     const runNow = (
       query: GovernedQuery,
       report: (facts: QueryFacts) => void,
-      done: (exit: Exit.Exit<Omit<QueryResponse, "budget">, GovernedQueryError>) => void
+      done: (exit: Exit.Exit<Omit<QueryResponse, "budget">, GovernedQueryError>, release: () => void) => void
     ): (() => void) | undefined => {
       if ((query.target.connection.result_cache_ttl ?? 0) > 0) return undefined
       const pool = pools.openNow(query.target)
@@ -389,13 +390,28 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
       const admission = admitted(query, false)
       if ("refusal" in admission) {
         report(refusedFacts(queryId, admission.refusal, admission.tables))
-        done(Exit.fail(blocked(admission.refusal)))
+        done(Exit.fail(blocked(admission.refusal)), () => {})
         return () => {}
       }
       const share = memory.holdNow(MAX_RESULT_BYTES)
       if (share === undefined) return undefined
       const deadline = deadlineOf(query)
       const started = performance.now()
+      // What the statement's rows become; a defect (a value JSON cannot hold, a bug) is the caller's to answer, not the driver's callback's to throw.
+      const outcomeOf = (exit: Exit.Exit<QueryResult, ConnectorError>): Exit.Exit<Omit<QueryResponse, "budget">, GovernedQueryError> => {
+        try {
+          if (Exit.isFailure(exit)) {
+            report({ query_id: queryId, tables: admission.tables })
+            const failure = Cause.failureOption(exit.cause)
+            return Option.isSome(failure) ? Exit.fail(failureOf(failure.value, admission.messages)) : Exit.failCause(exit.cause as Cause.Cause<never>)
+          }
+          const outcome = delivered(query, queryId, admission.tables, share.hold, started, maskedRead(query, admission, exit.value), { oversized: exit.value.oversized === true })
+          report(outcome.facts)
+          return outcome.refusal !== undefined ? Exit.fail(outcome.refusal) : Exit.succeed(outcome.response)
+        } catch (error) {
+          return Exit.die(error)
+        }
+      }
       const giveUp = pool.queryNow(
         admission.runs.sql,
         {
@@ -405,18 +421,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           attribution: attributionComment(query.attribution),
           ...(query.maxBytesBilled === undefined ? {} : { maxBytesBilled: query.maxBytesBilled })
         },
-        (exit) => {
-          if (Exit.isFailure(exit)) {
-            report({ query_id: queryId, tables: admission.tables })
-            const failure = Cause.failureOption(exit.cause)
-            done(Option.isSome(failure) ? Exit.fail(failureOf(failure.value, admission.messages)) : Exit.failCause(exit.cause as Cause.Cause<never>))
-            return share.end()
-          }
-          const outcome = delivered(query, queryId, admission.tables, share.hold, started, maskedRead(query, admission, exit.value), { oversized: exit.value.oversized === true })
-          report(outcome.facts)
-          done(outcome.refusal !== undefined ? Exit.fail(outcome.refusal) : Exit.succeed(outcome.response))
-          share.end()
-        }
+        (exit) => done(outcomeOf(exit), share.end)
       )
       return () => {
         giveUp()

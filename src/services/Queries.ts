@@ -227,26 +227,26 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
     /**
      * `run` as plain callbacks, for a caller that plans nothing and caps no cost (a REST request),
      * where everything it needs is in this replica's memory and no budget applies: `done` is told how
-     * it ends. Undefined, with nothing done or reported, where only `run` can; else the function that
+     * it ends, with the function that gives the result's memory back once the answer is written. Undefined, with nothing done or reported, where only `run` can; else the function that
      * gives the statement up (its caller gone).
      */
     const runNow = (
       principal: Principal,
       request: QueryRequest,
       context: Pick<QueryContext, "surface" | "requestId"> & { readonly report: (facts: QueryFacts) => void },
-      done: (exit: Exit.Exit<QueryResponse, GovernedQueryError>) => void
+      done: (exit: Exit.Exit<QueryResponse, GovernedQueryError>, release: () => void) => void
     ): (() => void) | undefined => {
       const target = connections.targetNow(principal, request.connection_name)
       const org = target === undefined ? undefined : settings.getNow(principal)
       if (target === undefined || org === undefined || !budgets.noneAppliesNow(principal, request.session)) return undefined
       const refusal = rowLimitRefusal(request, context)
       if (refusal !== undefined) {
-        done(Exit.fail(refusal))
+        done(Exit.fail(refusal), () => {})
         return () => {}
       }
       const policy = schemas.policyNow(target, request.sql)
       if (policy === undefined) return undefined
-      return executor.runNow(governed(principal, request, context, target, org, policy), context.report, (exit) => done(Exit.map(exit, (outcome) => ({ ...outcome, budget: null }))))
+      return executor.runNow(governed(principal, request, context, target, org, policy), context.report, (exit, release) => done(Exit.map(exit, (outcome) => ({ ...outcome, budget: null })), release))
     }
 
     /** `run` for one of a request's several queries, at most `rowLimit` rows, audited under the request with its own SQL. */

@@ -1,9 +1,11 @@
 import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServicesLive } from "../../app/App"
 import { servingApp } from "../../app/HttpServer"
 import { AppConfig } from "../../layers/AppConfig"
 import { drainingServer, type FrontLane } from "../../layers/DrainingServer"
+import { ResultMemory } from "../../layers/ResultMemory"
 import { shutdownPlan } from "../../layers/ShutdownDeadline"
 import type { Scope } from "../../src/domain/Scope"
 import { makeFastLane } from "../../src/gate/FastLane"
@@ -23,10 +25,13 @@ const startFastLane = async () => {
   const port = await freePort()
   // Request ids of the responses each way, recorded as they are written.
   const lanes = { answered: new Set<string>(), handedOff: new Set<string>() }
+  // The result memory in use as each fast-lane response was written, by request id.
+  const memoryAtWrite = new Map<string, number>()
   const layer = servingApp((app, pipeline) =>
     Layer.unwrapEffect(
       Effect.gen(function* () {
         const config = yield* AppConfig
+        const memory = yield* ResultMemory
         const query = yield* makeFastQuery(pipeline)
         const lane = makeFastLane(config, query === undefined ? [] : [query])
         const front: FrontLane = (request, response, handOff) => {
@@ -38,7 +43,9 @@ const startFastLane = async () => {
           if (!taken) return false
           const writeHead = response.writeHead.bind(response)
           response.writeHead = ((status: number, headers?: Record<string, unknown>) => {
-            ;(handed ? lanes.handedOff : lanes.answered).add(String(headers?.["x-request-id"] ?? response.getHeader("x-request-id")))
+            const id = String(headers?.["x-request-id"] ?? response.getHeader("x-request-id"))
+            ;(handed ? lanes.handedOff : lanes.answered).add(id)
+            memoryAtWrite.set(id, memory.inUse())
             return writeHead(status, headers as never)
           }) as typeof response.writeHead
           return true
@@ -47,14 +54,15 @@ const startFastLane = async () => {
       })
     )
   ).pipe(
-    Layer.provideMerge(ServicesLive),
+    // The same ResultMemory layer as the services' (layers are shared by reference within one build): the memory the executor holds.
+    Layer.provideMerge(Layer.merge(ServicesLive, ResultMemory.Default.pipe(Layer.provide(ServicesLive)))),
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SP_DATA_DIR", tempDataDir()], ["SP_LOCAL_ACCESS", "false"], ["SP_WEB_PORT", "0"], ...Object.entries(SETTINGS)]))))
   )
   const runtime = ManagedRuntime.make(layer)
   await runtime.runPromise(Effect.void)
   const keyWith = (scopes: ReadonlyArray<Scope>) =>
     runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${Math.random()}`, scopes: [...scopes] })).pipe(Effect.map((k) => k.key)))
-  return { url: `http://127.0.0.1:${port}`, lanes, keyWith, stop: () => runtime.dispose() }
+  return { url: `http://127.0.0.1:${port}`, port, lanes, memoryAtWrite, keyWith, stop: () => runtime.dispose() }
 }
 
 type Lane = { readonly url: string; readonly keyWith: (scopes: ReadonlyArray<Scope>) => Promise<string> }
@@ -98,23 +106,28 @@ describe("POST /api/query on the fast lane answers as the Effect app does (issue
     await database?.drop()
   })
 
-  /** Each call as a client sends it, with the key it uses, and which lane answers it once this replica's caches hold the key: the fast lane, the app after the fast lane read the body, or the app alone. */
+  /**
+   * Each call as a client sends it, with the key it uses, and which lane answers it once this
+   * replica's caches hold the key: the fast lane, the app after the fast lane read the body (it
+   * does not decode), or the app alone (a key or scope the lane cannot admit is left untouched).
+   */
   const CALLS: ReadonlyArray<readonly [string, "querier" | "reader" | "none" | "bad", RequestOptions, "fast" | "handed off" | "app"]> = [
     ["a point lookup", "querier", { body: { connection_name: "pg", sql: "select id, name from people where id = 7" } }, "fast"],
     ["a masked column", "querier", { body: { connection_name: "pg", sql: "select id, email from people order by id limit 3" } }, "fast"],
     ["a truncated result", "querier", { body: { connection_name: "pg", sql: "select id from people order by id", row_limit: 5 } }, "fast"],
     ["a write, refused", "querier", { body: { connection_name: "pg", sql: "delete from people" } }, "fast"],
     ["a failing statement", "querier", { body: { connection_name: "pg", sql: "select nope from people" } }, "fast"],
-    ["a statement past its timeout", "querier", { body: { connection_name: "pg", sql: "select pg_sleep(3)", timeout_seconds: 1 } }, "fast"],
+    ["a function the guard refuses", "querier", { body: { connection_name: "pg", sql: "select pg_sleep(3)", timeout_seconds: 1 } }, "fast"],
+    ["a statement past its timeout", "querier", { body: { connection_name: "pg", sql: "select count(*) from generate_series(1, 1000000000)", timeout_seconds: 1 } }, "fast"],
     ["an unknown connection", "querier", { body: { connection_name: "nope", sql: "select 1" } }, "fast"],
     ["a row limit over the buffered answer's", "querier", { body: { connection_name: "pg", sql: "select 1", row_limit: 200_000 } }, "fast"],
     ["a row limit over any answer's", "querier", { body: { connection_name: "pg", sql: "select 1", row_limit: 10_000_000 } }, "handed off"],
     ["a body that does not decode", "querier", { body: { connection_name: "pg", sql: "select 1", extra: true } }, "handed off"],
     ["a body that is not JSON", "querier", { rawBody: "{nope", headers: { "content-type": "application/json" } }, "handed off"],
     ["a JSON body nested too deep", "querier", { rawBody: `${"[".repeat(200)}${"]".repeat(200)}`, headers: { "content-type": "application/json" } }, "handed off"],
-    ["a key without the query scope", "reader", { body: { connection_name: "pg", sql: "select 1" } }, "handed off"],
+    ["a key without the query scope", "reader", { body: { connection_name: "pg", sql: "select 1" } }, "app"],
     ["no key", "none", { body: { connection_name: "pg", sql: "select 1" } }, "app"],
-    ["an unknown key", "bad", { body: { connection_name: "pg", sql: "select 1" } }, "handed off"],
+    ["an unknown key", "bad", { body: { connection_name: "pg", sql: "select 1" } }, "app"],
     ["a form body", "querier", { rawBody: "connection_name=pg", headers: { "content-type": "application/x-www-form-urlencoded" } }, "app"],
     ["a streamed answer", "querier", { body: { connection_name: "pg", sql: "select id from people order by id limit 2" }, headers: { accept: "application/x-ndjson" } }, "app"]
   ]
@@ -126,15 +139,82 @@ describe("POST /api/query on the fast lane answers as the Effect app does (issue
       for (const gateway of [fast, effectOnly] as Array<Lane>) {
         const k = keys.get(gateway)!
         const key = who === "none" ? null : who === "bad" ? `sp_${"0".repeat(32)}` : k[who]
-        // The first call of a key fills this replica's caches (a key is kept 500 ms), the next one is the call the fast lane can take.
+        // The first call of a key fills this replica's caches, the next one is the call the fast lane can take. A key is kept
+        // 500 ms from its verification, so on a busy machine the call may find it gone (and go to the app): it is made again.
         await request(gateway.url, "/api/query", { ...options, key })
-        if (key !== null) await request(gateway.url, "/api/query", { key, body: { connection_name: "pg", sql: "select 1" } })
-        const result = await request(gateway.url, "/api/query", { ...options, key })
-        answers.push(await seen(gateway, k.admin, result))
-        const id = String(result.headers["x-request-id"])
-        if (gateway === fast) lane = fast.lanes.answered.has(id) ? "fast" : fast.lanes.handedOff.has(id) ? "handed off" : "app"
+        for (let attempt = 0; attempt < 4; attempt++) {
+          if (key !== null) await request(gateway.url, "/api/query", { key, body: { connection_name: "pg", sql: "select 1" } })
+          const result = await request(gateway.url, "/api/query", { ...options, key })
+          const id = String(result.headers["x-request-id"])
+          if (gateway === fast) lane = fast.lanes.answered.has(id) ? "fast" : fast.lanes.handedOff.has(id) ? "handed off" : "app"
+          if (gateway !== fast || lane === expectedLane || attempt === 3) {
+            answers.push(await seen(gateway, k.admin, result))
+            break
+          }
+        }
       }
       expect([what, lane, answers[0]]).toEqual([what, expectedLane, answers[1]])
     }
   }, 60_000)
+
+  /** A query the fast lane answers itself: made again (after a call that renews the key in memory) while it finds the key gone. */
+  const onFastLane = async (body: Record<string, unknown>) => {
+    const key = keys.get(fast)!.querier
+    let result = await request(fast.url, "/api/query", { key, body })
+    for (let attempt = 0; attempt < 4 && !fast.lanes.answered.has(String(result.headers["x-request-id"])); attempt++) {
+      await request(fast.url, "/api/query", { key, body: { connection_name: "pg", sql: "select 1" } })
+      result = await request(fast.url, "/api/query", { key, body })
+    }
+    return result
+  }
+
+  it.skipIf(skip)("a result value that cannot be written as JSON is a 500 on both lanes, and nothing escapes the fast lane's callbacks", async () => {
+    const uncaught: Array<unknown> = []
+    const record = (error: unknown) => void uncaught.push(error)
+    process.on("uncaughtException", record)
+    try {
+      // A json value nested 5,000 deep: PostgreSQL takes it, JSON.stringify cannot write it.
+      const body = { connection_name: "pg", sql: "select (repeat('[', 5000) || repeat(']', 5000))::json as j" }
+      const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no answer in 10 s")), 10_000))
+      const onFast = await Promise.race([onFastLane(body), timeout])
+      const onEffect = await request(effectOnly.url, "/api/query", { key: keys.get(effectOnly)!.querier, body })
+      expect({ fast: [onFast.status, onFast.json?.code, fast.lanes.answered.has(String(onFast.headers["x-request-id"]))], uncaught: uncaught.map(String) }).toEqual({
+        fast: [500, "internal_error", true],
+        uncaught: []
+      })
+      expect([onEffect.status, onEffect.json?.code]).toEqual([500, "internal_error"])
+      // The pool and the lane go on.
+      const after = await onFastLane({ connection_name: "pg", sql: "select 1 as one" })
+      expect([after.status, fast.lanes.answered.has(String(after.headers["x-request-id"]))]).toEqual([200, true])
+    } finally {
+      process.off("uncaughtException", record)
+    }
+  }, 30_000)
+
+  it.skipIf(skip)("a result's share of the result memory is held until its response is written", async () => {
+    const result = await onFastLane({ connection_name: "pg", sql: "select repeat('x', 1000) from generate_series(1, 1000)" })
+    const id = String(result.headers["x-request-id"])
+    expect([result.status, fast.lanes.answered.has(id)]).toEqual([200, true])
+    expect(fast.memoryAtWrite.get(id)).toBeGreaterThanOrEqual(1_000_000)
+  }, 30_000)
+
+  it.skipIf(skip)("a made-up key is refused from the headers, before any body is read, on both lanes", async () => {
+    // The head and a first piece of a 2 MiB body that never comes: no lane may wait for it before it refuses the key.
+    const headOnly = (port: number) =>
+      new Promise<string>((resolve) => {
+        const socket = net.connect(port, "127.0.0.1")
+        let answer = ""
+        socket.on("data", (chunk) => (answer += chunk.toString("latin1")))
+        socket.on("error", () => resolve(answer))
+        socket.on("connect", () =>
+          socket.write(`POST /api/query HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nX-Api-Key: sp_${"0".repeat(32)}\r\nContent-Length: ${2 * 1024 * 1024}\r\n\r\n{"connection_name":`)
+        )
+        setTimeout(() => {
+          socket.destroy()
+          resolve(answer.split("\r\n")[0] ?? "")
+        }, 1_500)
+      })
+    const effectPort = Number(new URL(effectOnly.url).port)
+    expect({ fast: await headOnly(fast.port), effect: await headOnly(effectPort) }).toEqual({ fast: "HTTP/1.1 401 Unauthorized", effect: "HTTP/1.1 401 Unauthorized" })
+  }, 30_000)
 })

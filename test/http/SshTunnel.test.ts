@@ -1,4 +1,7 @@
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { ConnectionInput } from "../../src/domain/Connection"
+import { withPool } from "../support/Connectors"
 import { type Gateway, localKey } from "../support/Gateway"
 import { startApp } from "../support/InProcess"
 import { request, type RequestOptions } from "../support/Http"
@@ -112,6 +115,12 @@ describe("connections through an SSH tunnel", () => {
     const open = ssh.sessions.size
     expect((await api("/api/connections/via_key", { method: "DELETE" })).status).toBe(204)
     await waitFor(() => ssh.sessions.size === open - 1, "the deleted connection's tunnel to close")
+  })
+
+  it.skipIf(skip)("a tunnelled pool offers no plain queryNow: its failures are explained by the tunnel's, which only the effect does (issue 28)", async () => {
+    const connection = tunnelled("plain_lane", { password: TUNNEL_PASSWORD }) as unknown as ConnectionInput
+    const plain = await withPool(connection, (pool) => Effect.succeed({ query: typeof pool.query, queryNow: typeof pool.queryNow }))
+    expect(plain).toEqual({ query: "function", queryNow: "undefined" })
   })
 
   it.skipIf(skip)("a changed host key is refused until the new fingerprint is pinned on purpose", async () => {

@@ -84,6 +84,39 @@ describe("every buffered read is metered while it is read, and stops once the me
     expect(new Set(sessions).size).toBe(1)
   })
 
+  it.skipIf(skip)("PostgreSQL: a caller that gives up while an oversized read is being cancelled does not stop its client a second time", async () => {
+    const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" } as ConnectionInput
+    const uncaught: Array<unknown> = []
+    const record = (error: unknown) => void uncaught.push(error)
+    process.on("uncaughtException", record)
+    try {
+      const after = await withPool(connection, (pool) =>
+        Effect.gen(function* () {
+          let giveUp = () => {}
+          // Refuses the first row, and gives the statement up on the next turn: while the oversized read's cancel is under way.
+          const meter: ByteMeter = {
+            cap: 1,
+            take: () => {
+              setImmediate(() => giveUp())
+              return false
+            }
+          }
+          const told = yield* Effect.async<string>((resume) => {
+            giveUp = pool.queryNow!("select repeat('x', 200) from generate_series(1, 5000)", { timeoutMs: 5_000, maxRows: 10_000, meter }, (exit) =>
+              resume(Effect.succeed(exit._tag === "Success" && exit.value.oversized === true ? "oversized" : "other"))
+            )
+          })
+          expect(told).toBe("oversized")
+          yield* Effect.sleep("200 millis")
+          return yield* pool.query("select 1 as one", { timeoutMs: 5_000, maxRows: 10 })
+        })
+      )
+      expect({ rows: after.rows, uncaught: uncaught.map(String) }).toEqual({ rows: [[1]], uncaught: [] })
+    } finally {
+      process.off("uncaughtException", record)
+    }
+  })
+
   it.skipIf(skip)("PostgreSQL counts each row from its message header and closes the socket", async () => {
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" } as ConnectionInput
     expectStopped(await metered(connection, "select g, repeat('x', 1000) as v from generate_series(1, 1000000) g"), 70_000)
