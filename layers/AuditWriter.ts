@@ -1,10 +1,9 @@
 import { Cause, Effect, Exit, FiberId, Option, Runtime } from "effect"
 import type { Unavailable } from "../src/domain/Errors"
 import { type AuditInsert, storableAuditRow } from "../src/repos/AuditInsert"
-import { AuditRepo } from "../src/repos/AuditRepo"
+import { AuditRepo, MAX_INSERT_ROWS } from "../src/repos/AuditRepo"
 import type { StatementRefused } from "../src/repos/StoreErrors"
 
-const MAX_BATCH = 500
 const RETRY_CONCURRENCY = 4
 
 type WriteFailure = Unavailable | StatementRefused
@@ -27,7 +26,8 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
   scoped: Effect.gen(function* () {
     const repo = yield* AuditRepo
 
-    const insert = (batch: ReadonlyArray<Pending>) => Effect.exit(repo.insertBatch(batch.map((pending) => pending.row)))
+    // Suspended: a statement that throws while it is made fails its batch, not the writer.
+    const insert = (batch: ReadonlyArray<Pending>) => Effect.exit(Effect.suspend(() => repo.insertBatch(batch.map((pending) => pending.row))))
     const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, WriteFailure>) =>
       Effect.zipRight(
         Exit.isFailure(exit) ? Effect.logError("audit row failed", exit.cause) : Effect.void,
@@ -76,8 +76,8 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
       if (committing) return
       if (queued.length === 0) return drained?.()
       committing = true
-      const batch = queued.length <= MAX_BATCH ? queued : queued.slice(0, MAX_BATCH)
-      queued = queued.length <= MAX_BATCH ? [] : queued.slice(MAX_BATCH)
+      const batch = queued.length <= MAX_INSERT_ROWS ? queued : queued.slice(0, MAX_INSERT_ROWS)
+      queued = queued.length <= MAX_INSERT_ROWS ? [] : queued.slice(MAX_INSERT_ROWS)
       runCallback(commit(batch), {
         onExit: () => {
           committing = false

@@ -15,6 +15,9 @@ const INSERT_COLUMNS = [
 const everyColumn: [Exclude<keyof AuditInsert, (typeof INSERT_COLUMNS)[number]>] extends [never] ? true : never = true
 void everyColumn
 
+/** The most rows one INSERT takes: the audit writer's batches are no larger. */
+export const MAX_INSERT_ROWS = 500
+
 const AuditRow = Schema.Struct({ ...AuditEntry.fields, org_id: Schema.NullOr(Schema.String) })
 export type AuditRow = typeof AuditRow.Type
 
@@ -48,13 +51,14 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     const columnsOf = (row: AuditInsert) => ({ ...row, details: row.details === null ? null : JSON.stringify(row.details) })
 
     // Made once per batch size: building the statement through the sql helpers cost a fifth of an insert's CPU (bench/README.md).
+    // Kept for the sizes that recur (small groups, and the writer's full batch); the texts of every size up to 500 would hold megabytes.
     const insertTexts = new Map<number, string>()
     const insertText = (rows: number) => {
       let text = insertTexts.get(rows)
       if (text === undefined) {
         const values = Array.from({ length: rows }, (_, r) => `(${INSERT_COLUMNS.map((_, c) => `$${r * INSERT_COLUMNS.length + c + 1}`).join(", ")})`)
         text = `insert into gateway_audit_logs (${INSERT_COLUMNS.map((c) => `"${c}"`).join(", ")}) values ${values.join(", ")}`
-        insertTexts.set(rows, text)
+        if (rows <= 32 || rows === MAX_INSERT_ROWS) insertTexts.set(rows, text)
       }
       return text
     }
@@ -63,10 +67,12 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     /** One INSERT for a whole group-commit batch; a batch the store refused fails with StatementRefused, for AuditWriter to retry row by row. */
     const insertBatch = (rows: ReadonlyArray<AuditInsert>) =>
       refusedBatch(
-        Effect.asVoid(
-          sql.unsafe(
-            insertText(rows.length),
-            rows.flatMap((row) => INSERT_COLUMNS.map((column) => (column === "details" ? (row.details === null ? null : JSON.stringify(row.details)) : row[column])))
+        Effect.suspend(() =>
+          Effect.asVoid(
+            sql.unsafe(
+              insertText(rows.length),
+              rows.flatMap((row) => INSERT_COLUMNS.map((column) => (column === "details" ? (row.details === null ? null : JSON.stringify(row.details)) : row[column])))
+            )
           )
         )
       )

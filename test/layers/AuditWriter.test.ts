@@ -1,10 +1,11 @@
 import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
+import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Scope } from "effect"
 import { AuditWriter } from "../../layers/AuditWriter"
 import { AppConfig } from "../../layers/AppConfig"
 import { StoreLive } from "../../layers/Store"
 import type { AuditInsert } from "../../src/repos/AuditInsert"
+import { AuditRepo } from "../../src/repos/AuditRepo"
 import { storable } from "../../src/repos/Storable"
 import { createTestDatabase, postgresAvailable } from "../support/Servers"
 
@@ -145,4 +146,40 @@ describe.skipIf(!hasPostgres)("AuditWriter on PostgreSQL", () => {
       expect(told !== undefined && Exit.isInterrupted(told)).toBe(true)
     })
   )
+})
+
+describe.skipIf(!hasPostgres)("AuditWriter when building a batch's statement throws", () => {
+  // The repository as the store gives it, except that its first batch throws while its statement is being made.
+  let throwNext = true
+  const throwingOnce = Layer.effect(
+    AuditRepo,
+    Effect.map(AuditRepo, (repo) =>
+      AuditRepo.make({
+        ...repo,
+        insertBatch: (rows) => {
+          if (throwNext) {
+            throwNext = false
+            throw new Error("a row the statement could not be made from")
+          }
+          return repo.insertBatch(rows)
+        }
+      })
+    )
+  ).pipe(Layer.provide(AuditRepo.Default))
+  const live = AuditWriter.DefaultWithoutDependencies.pipe(
+    Layer.provide(throwingOnce),
+    Layer.provideMerge(StoreLive),
+    Layer.provide(AppConfig.Default),
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", database?.url ?? ""]]))))
+  )
+  layer(live, { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect("its callers are told it failed, and the writer goes on with the next batch", () =>
+      Effect.gen(function* () {
+        const writer = yield* AuditWriter
+        const first = yield* Effect.exit(writer.write([row("throwing-batch")])).pipe(Effect.timeout("5 seconds"))
+        expect(Exit.isFailure(first) && Cause.isDie(first.cause)).toBe(true)
+        yield* writer.write([row("after-throwing-batch")]).pipe(Effect.timeoutFail({ duration: "5 seconds", onTimeout: () => "the writer stopped" }))
+      })
+    )
+  })
 })
