@@ -58,6 +58,10 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
     const scope = policy?.scope
     if (policy === undefined || scope === null || scope === undefined) return undefined
 
+    /** The Effect app's finish, for an answer whose audit row `finishNow` cannot write; `send` gets what it makes, or a bare 500 if it fails. */
+    const finishByEffect = (line: RequestLine, info: RequestInfo, started: number, raw: HttpServerResponse.HttpServerResponse, change: ChangeRecord | null, send: (answer: HttpServerResponse.HttpServerResponse) => void) =>
+      runFork(pipeline.finish(line, info, started, raw, change)).addObserver((exit) => send(Exit.isSuccess(exit) ? exit.value : HttpServerResponse.empty({ status: 500 })))
+
     /** How a request the gate let through is answered: in plain code where everything it needs is in memory, else by the route's one effect. */
     const answer = (line: RequestLine, response: ServerResponse, payload: QueryRequest, started: number, principal: Principal, info: RequestInfo) => {
       const change = pipeline.changeRecordOf(line, info, started)
@@ -82,19 +86,22 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
           runFork(Effect.logError("request failed", Cause.die(error)))
           if (info.answered) return send(HttpServerResponse.empty({ status: 500 }))
         }
-        runFork(pipeline.finish(line, info, started, raw, change)).addObserver((exit) => send(Exit.isSuccess(exit) ? exit.value : HttpServerResponse.empty({ status: 500 })))
+        finishByEffect(line, info, started, raw, change, send)
       }
       const failed = (cause: Cause.Cause<unknown>) => {
         runFork(Effect.logError("request failed", cause))
         finish(causeResponse(cause))
       }
       let giveUp: (() => void) | undefined
+      // Set once the result is in: a client leaving after that changes nothing (its answer is being recorded and written, as in the Effect app).
+      let resulted = false
       const left = () => {
-        if (finished || response.writableEnded) return
+        if (finished || resulted || response.writableEnded) return
         giveUp?.()
         finish(causeResponse(Cause.interrupt(FiberId.none)))
       }
       giveUp = queries.runNow(principal, payload, { surface: "rest", requestId: draft.requestId, report: draft.reportNow }, (exit, held) => {
+        resulted = true
         release = held
         let raw: HttpServerResponse.HttpServerResponse
         try {
@@ -196,9 +203,11 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
         try {
           decided(request, response, line, info, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), started, handOff)
         } catch (error) {
-          // A fault here is a defect, answered as the Effect app answers one: the process goes on.
+          // A fault here is a defect, answered as the Effect app answers one: the process goes on, and a request the gate admitted is enveloped, counted and recorded.
           runFork(Effect.logError("request failed", Cause.die(error)))
-          if (!response.headersSent) write(response, HttpServerResponse.empty({ status: 500 }))
+          const bare500 = HttpServerResponse.empty({ status: 500 })
+          if (info.principal !== null && !info.answered) finishByEffect(line, info, started, bare500, null, (answer) => write(response, answer))
+          else if (!response.headersSent) write(response, bare500)
         }
       })
       return true

@@ -412,6 +412,7 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           return Exit.die(error)
         }
       }
+      let told = false
       const giveUp = pool.queryNow(
         admission.runs.sql,
         {
@@ -421,9 +422,19 @@ export class GovernedExecutor extends Effect.Service<GovernedExecutor>()("sluice
           attribution: attributionComment(query.attribution),
           ...(query.maxBytesBilled === undefined ? {} : { maxBytesBilled: query.maxBytesBilled })
         },
-        (exit) => done(outcomeOf(exit), share.end)
+        (exit) => {
+          told = true
+          try {
+            done(outcomeOf(exit), share.end)
+          } catch (error) {
+            share.end()
+            throw error
+          }
+        }
       )
+      // Once told, the result is the caller's: its share is given back when its response is written, not when its client leaves.
       return () => {
+        if (told) return
         giveUp()
         share.end()
       }

@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -25,6 +26,9 @@ const startFastLane = async () => {
   const port = await freePort()
   // Request ids of the responses each way, recorded as they are written.
   const lanes = { answered: new Set<string>(), handedOff: new Set<string>() }
+  // Every request the lane took, in order: whether it handed it off (known even for a response never written).
+  const taken: Array<{ handed: boolean }> = []
+  const faults = { throwAfterAdmission: false }
   // The result memory in use as each fast-lane response was written, by request id.
   const memoryAtWrite = new Map<string, number>()
   const layer = servingApp((app, pipeline) =>
@@ -32,15 +36,28 @@ const startFastLane = async () => {
       Effect.gen(function* () {
         const config = yield* AppConfig
         const memory = yield* ResultMemory
-        const query = yield* makeFastQuery(pipeline)
+        // A fault the lane meets once the gate has admitted a request: what a bug between the gate and the answer would be.
+        const query = yield* makeFastQuery({
+          ...pipeline,
+          changeRecordOf: (line, info, started) => {
+            if (faults.throwAfterAdmission) {
+              faults.throwAfterAdmission = false
+              throw new Error("a fault after admission")
+            }
+            return pipeline.changeRecordOf(line, info, started)
+          }
+        })
         const lane = makeFastLane(config, query === undefined ? [] : [query])
         const front: FrontLane = (request, response, handOff) => {
           let handed = false
-          const taken = lane(request, response, (again, body) => {
+          const took = lane(request, response, (again, body) => {
             handed = true
             handOff(again, body)
           })
-          if (!taken) return false
+          if (!took) return false
+          const entry = { handed }
+          taken.push(entry)
+          request.once("end", () => setImmediate(() => (entry.handed = handed)))
           const writeHead = response.writeHead.bind(response)
           response.writeHead = ((status: number, headers?: Record<string, unknown>) => {
             const id = String(headers?.["x-request-id"] ?? response.getHeader("x-request-id"))
@@ -62,7 +79,7 @@ const startFastLane = async () => {
   await runtime.runPromise(Effect.void)
   const keyWith = (scopes: ReadonlyArray<Scope>) =>
     runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${Math.random()}`, scopes: [...scopes] })).pipe(Effect.map((k) => k.key)))
-  return { url: `http://127.0.0.1:${port}`, port, lanes, memoryAtWrite, keyWith, stop: () => runtime.dispose() }
+  return { url: `http://127.0.0.1:${port}`, port, runtime, lanes, taken, faults, memoryAtWrite, keyWith, stop: () => runtime.dispose() }
 }
 
 type Lane = { readonly url: string; readonly keyWith: (scopes: ReadonlyArray<Scope>) => Promise<string> }
@@ -216,5 +233,66 @@ describe("POST /api/query on the fast lane answers as the Effect app does (issue
       })
     const effectPort = Number(new URL(effectOnly.url).port)
     expect({ fast: await headOnly(fast.port), effect: await headOnly(effectPort) }).toEqual({ fast: "HTTP/1.1 401 Unauthorized", effect: "HTTP/1.1 401 Unauthorized" })
+  }, 30_000)
+
+  it.skipIf(skip)("a client that leaves while its audit row is being written is recorded once, as the Effect app records it", async () => {
+    const recorded = async (gateway: { url: string; runtime: ManagedRuntime.ManagedRuntime<any, any> }, key: string) => {
+      const marker = `left_${Math.random().toString(36).slice(2)}`
+      const sqlOf = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) => gateway.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, f) as Effect.Effect<A>)
+      // The key verified just before, so that neither lane needs the store until the answer's audit row.
+      await request(gateway.url, "/api/query", { key, body: { connection_name: "pg", sql: "select 1" } })
+      // The audit table held by another transaction: the answer's row waits to be written while the client leaves.
+      let locked: () => void = () => {}
+      const lockTaken = new Promise<void>((resolve) => (locked = resolve))
+      const holding = sqlOf((sql) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`lock table gateway_audit_logs in access exclusive mode`
+            locked()
+            yield* Effect.sleep("1500 millis")
+          })
+        )
+      )
+      await lockTaken
+      const body = JSON.stringify({ connection_name: "pg", sql: `select id as ${marker} from people where id = 3` })
+      const port = Number(new URL(gateway.url).port)
+      await new Promise<void>((resolve) => {
+        const socket = net.connect(port, "127.0.0.1")
+        socket.on("error", () => resolve())
+        socket.on("connect", () => {
+          socket.write(`POST /api/query HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nX-Api-Key: ${key}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+          setTimeout(() => {
+            socket.destroy()
+            resolve()
+          }, 500)
+        })
+      })
+      await holding
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      return sqlOf((sql) => sql<{ status: number }>`select status from gateway_audit_logs where sql like ${`%${marker}%`} order by id`).then((rows) => rows.map((r) => r.status))
+    }
+    const onFast = await recorded(fast, keys.get(fast)!.querier)
+    expect(fast.taken.at(-1)?.handed).toBe(false)
+    const onEffect = await recorded(effectOnly, keys.get(effectOnly)!.querier)
+    expect({ fast: onFast, effect: onEffect }).toEqual({ fast: onEffect, effect: [200] })
+  }, 30_000)
+
+  it.skipIf(skip)("a fault after the gate admitted a request is answered and recorded as the Effect app answers a defect", async () => {
+    const uncaught: Array<unknown> = []
+    const record = (error: unknown) => void uncaught.push(error)
+    process.on("uncaughtException", record)
+    try {
+      await onFastLane({ connection_name: "pg", sql: "select 1" })
+      fast.faults.throwAfterAdmission = true
+      const result = await request(fast.url, "/api/query", { key: keys.get(fast)!.querier, body: { connection_name: "pg", sql: "select 2 as fault_after_admission" } })
+      expect(fast.faults.throwAfterAdmission).toBe(false)
+      const id = String(result.headers["x-request-id"])
+      expect({ status: result.status, code: result.json?.code, fast: fast.taken.at(-1)?.handed === false, uncaught }).toEqual({ status: 500, code: "internal_error", fast: true, uncaught: [] })
+      const rows = (await request(fast.url, "/api/audit?limit=20", { key: keys.get(fast)!.admin })).json.items as Array<Record<string, unknown>>
+      expect(rows.find((row) => row["request_id"] === id)?.["status"]).toBe(500)
+    } finally {
+      fast.faults.throwAfterAdmission = false
+      process.off("uncaughtException", record)
+    }
   }, 30_000)
 })
