@@ -256,6 +256,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
       const bound = options.timeoutMs + RESET_GRACE_MS
       let leased: pg.PoolClient | undefined
       let settled = false
+      let gaveUp = false
       // The outcome is decided (from here, giving up does nothing): false where it was already.
       const claim = () => {
         if (settled) return false
@@ -294,12 +295,13 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         }
         const columns = columnsOf(result.fields)
         if (result.oversized) {
-          // Claimed before the cancel: a caller giving up meanwhile must not stop (and release) the client a second time.
+          // Claimed before the cancel: a caller giving up meanwhile must not stop (and release) the client a second time, nor be told.
           if (!claim()) return
-          return Effect.runCallback(cancel(client), {
+          const left = Math.max(1, started + options.timeoutMs + DEADLINE_GRACE_MS - Date.now())
+          return Effect.runCallback(Effect.timeoutOption(cancel(client), left), {
             onExit: () => {
               recycle(client, true, bound)
-              tell(Exit.succeed({ columns, rows: [], truncated: false, oversized: true }))
+              if (!gaveUp) tell(Exit.succeed({ columns, rows: [], truncated: false, oversized: true }))
             }
           })
         }
@@ -328,6 +330,7 @@ const openPool = (request: OpenRequest<PgConnection>): Effect.Effect<ConnectorPo
         }
       )
       return () => {
+        gaveUp = true
         clearTimeout(waiting)
         clearTimeout(backstop)
         if (settled) return
