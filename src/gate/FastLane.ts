@@ -1,16 +1,14 @@
 import { randomUUID } from "node:crypto"
-import type { IncomingHttpHeaders } from "node:http"
 import type { AppConfig } from "../../layers/AppConfig"
 import { HEALTHY } from "../api/PublicApi"
 import type { FrontLane } from "../../layers/DrainingServer"
+import { announcesBody } from "./BodyHeaders"
 import { allowedHostGuard, envelopeHeaderList } from "./Envelope"
 import type { HandOff } from "./FastQuery"
 
 const HEALTHY_BODY = Buffer.from(JSON.stringify(HEALTHY))
 const HEALTHY_HEAD = ["content-type", "application/json", "content-length", String(HEALTHY_BODY.length)]
 const HEALTH = /^\/health\/?(?:\?|$)/
-
-const hasBody = (headers: IncomingHttpHeaders) => (headers["content-length"] !== undefined && headers["content-length"] !== "0") || headers["transfer-encoding"] !== undefined
 
 /** A route the fast lane serves beyond /health: true where it took the request (answering it, or handing it off once it has read its body). */
 export type FastRoute = (request: Parameters<FrontLane>[0], response: Parameters<FrontLane>[1], handOff: HandOff) => boolean
@@ -26,7 +24,7 @@ export const makeFastLane = (config: AppConfig, routes: ReadonlyArray<FastRoute>
   return (request, response, handOff) => {
     const url = request.url ?? ""
     if (!hostAllowed(request.headers as Readonly<Record<string, string | undefined>>)) return false
-    if (request.method === "GET" && HEALTH.test(url) && !hasBody(request.headers)) {
+    if (request.method === "GET" && HEALTH.test(url) && !announcesBody(request.headers)) {
       response.writeHead(200, [...HEALTHY_HEAD, ...envelopeHeaderList(randomUUID(), url)])
       response.end(HEALTHY_BODY)
       return true

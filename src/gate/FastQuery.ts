@@ -7,6 +7,7 @@ import { NDJSON, QueryRequest } from "../domain/Query"
 import type { Principal } from "../domain/Principal"
 import { type ChangeRecord, PendingChange } from "../repos/ChangeRecord"
 import { Queries } from "../services/Queries"
+import { declaresJson } from "./BodyHeaders"
 import { Gate } from "./Gate"
 import { MAX_JSON_NESTING, nestsDeeperThan } from "./JsonNesting"
 import { bodyLimitOf, errorResponse, type RequestLine, type RequestPipeline } from "./RequestPipeline"
@@ -39,8 +40,6 @@ const write = (response: ServerResponse, answer: HttpServerResponse.HttpServerRe
   if (body._tag === "Empty") return void response.writeHead(answer.status, answer.headers).end()
   response.destroy()
 }
-
-const isJson = (contentType: string | undefined) => (contentType ?? "").split(";")[0]!.trim().toLowerCase() === "application/json"
 
 /**
  * `POST /api/query` answered as JSON on the fast lane (issue 28): the same gate, query service and
@@ -186,7 +185,7 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
       if (request.method !== "POST" || !QUERY_ROUTE.test(request.url ?? "")) return false
       const length = Number(headers["content-length"])
       const line: RequestLine = { method: "POST", url: request.url!, headers: headers as Record<string, string | undefined> }
-      if (!(length > 0 && length <= bodyLimitOf(line)) || headers["transfer-encoding"] !== undefined || !isJson(headers["content-type"])) return false
+      if (!(length > 0 && length <= bodyLimitOf(line)) || headers["transfer-encoding"] !== undefined || !declaresJson(headers)) return false
       if ((headers["accept"] ?? "").includes(NDJSON)) return false
       const info = pipeline.draftOf(line, request.socket.remoteAddress ?? null)
       if (gate.admitNow(info, line.headers, policy.rateClass, scope, false) === undefined) return false

@@ -10,6 +10,7 @@ import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
 import { REPORT_REQUEST_MAX_BYTES } from "../domain/Report"
 import { MAX_BODY_BYTES } from "../services/Posture"
+import { announcesBody, declaresJson } from "./BodyHeaders"
 import { resolveClientAddress } from "./ClientAddress"
 import { allowedHostGuard, envelopeHeaders } from "./Envelope"
 import { auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
@@ -111,9 +112,7 @@ const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"])
 /** A body that changes state must say it is JSON: a page can send text/plain or a form to any origin without asking. */
 const undeclaredJson = (request: HttpServerRequest.HttpServerRequest) => {
   if (!STATE_CHANGING.has(request.method)) return false
-  const headers = request.headers
-  const hasBody = Number(headers["content-length"] ?? 0) > 0 || headers["transfer-encoding"] !== undefined
-  return hasBody && (headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase() !== "application/json"
+  return announcesBody(request.headers) && !declaresJson(request.headers)
 }
 
 /**

@@ -68,6 +68,9 @@ export const credentialLost = (recheck: NonNullable<QueryContext["recheck"]>) =>
     Effect.mapError((error) => ({ code: error.code, message: `The stream stopped: ${error.message}` }))
   )
 
+/** The most rows a surface sends: at once, or streamed. */
+const maxRowLimitOf = (context: Pick<QueryContext, "surface" | "streamed">) => (context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max)
+
 /** The answer of a statement that was planned, not run: no rows. */
 const nothingRan = (plan: { readonly query_id: string; readonly tables: QueryResponse["tables"] }): QueryResponse => ({
   query_id: plan.query_id,
@@ -107,7 +110,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
       policy: RelationPolicy
     ): GovernedQuery => {
       const connection = target.connection
-      const maxRowLimit = context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max
+      const maxRowLimit = maxRowLimitOf(context)
       const requested = request.row_limit ?? (context.surface === "mcp" ? org.mcp_default_row_limit : org.default_row_limit)
       const rowLimit = Math.min(requested, maxRowLimit, connection.max_rows ?? Number.MAX_SAFE_INTEGER)
       const timeoutSeconds = request.timeout_seconds ?? Math.min(connection.query_timeout ?? org.query_timeout_seconds, 300)
@@ -126,7 +129,7 @@ export class Queries extends Effect.Service<Queries>()("sluice/Queries", {
 
     /** The refusal of a row limit over what the surface sends at once. */
     const rowLimitRefusal = (request: Requested, context: Pick<QueryContext, "surface" | "streamed">) => {
-      const maxRowLimit = context.streamed === true ? STREAMED_ROW_LIMIT : ROW_LIMITS[context.surface].max
+      const maxRowLimit = maxRowLimitOf(context)
       return request.row_limit !== undefined && request.row_limit > maxRowLimit
         ? new InvalidRequest({ message: `row_limit must be at most ${maxRowLimit}${context.streamed === true ? "" : ` ${STREAMING_HINT}`}` })
         : undefined
