@@ -4,14 +4,11 @@ import { HEALTHY } from "../api/PublicApi"
 import type { FrontLane } from "../../layers/DrainingServer"
 import { announcesBody } from "./BodyHeaders"
 import { allowedHostGuard, envelopeHeaderList } from "./Envelope"
-import type { HandOff } from "./FastQuery"
+import type { FastRoute } from "./FastAnswers"
 
 const HEALTHY_BODY = Buffer.from(JSON.stringify(HEALTHY))
 const HEALTHY_HEAD = ["content-type", "application/json", "content-length", String(HEALTHY_BODY.length)]
 const HEALTH = /^\/health\/?(?:\?|$)/
-
-/** A route the fast lane serves beyond /health: true where it took the request (answering it, or handing it off once it has read its body). */
-export type FastRoute = (request: Parameters<FrontLane>[0], response: Parameters<FrontLane>[1], handOff: HandOff) => boolean
 
 /**
  * The plain `node:http` lane in front of the Effect app (issue 28): a route it serves is answered
