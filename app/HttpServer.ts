@@ -23,6 +23,7 @@ import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
 import { makeFastLane } from "../src/gate/FastLane"
 import { makeFastQuery } from "../src/gate/FastQuery"
+import { makeFastMcp } from "../src/mcp/FastMcp"
 import { makeRequestPipeline, type RequestPipeline } from "../src/gate/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
 import { McpRouteLive } from "../src/mcp/McpRoute"
@@ -79,13 +80,13 @@ export const HttpServerLive = servingApp((app, pipeline) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const query = config.fastLane ? yield* makeFastQuery(pipeline) : undefined
+      const routes = config.fastLane ? [yield* makeFastQuery(pipeline), yield* makeFastMcp(pipeline)].filter((route) => route !== undefined) : []
       return Layer.merge(
         drainingServer(app, pipeline.wrap, {
           port: config.port,
           host: config.host,
           shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
-          ...(config.fastLane ? { front: makeFastLane(config, query === undefined ? [] : [query]) } : {})
+          ...(config.fastLane ? { front: makeFastLane(config, routes) } : {})
         }).pipe(
           Layer.tap(() => Effect.logInfo(`Listening on http://${config.host}:${config.port}`))
         ),

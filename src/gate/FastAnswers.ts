@@ -4,7 +4,8 @@ import { Cause, Effect, Exit, FiberId, Runtime, type Scope } from "effect"
 import type { ChangeRecord } from "../repos/ChangeRecord"
 import { PendingChange } from "../repos/ChangeRecord"
 import { MAX_JSON_NESTING, nestsDeeperThan } from "./JsonNesting"
-import type { RequestLine, RequestPipeline } from "./RequestPipeline"
+import { declaresJson } from "./BodyHeaders"
+import { bodyLimitOf, type RequestLine, type RequestPipeline } from "./RequestPipeline"
 import type { RequestInfo } from "./RequestState"
 
 /** Where the fast lane leaves a request it has read the body of: the Effect app, given the body again. */
@@ -34,6 +35,16 @@ const write = (response: ServerResponse, answer: HttpServerResponse.HttpServerRe
   if (body._tag === "Uint8Array") return void response.writeHead(answer.status, answer.headers).end(body.body)
   if (body._tag === "Empty") return void response.writeHead(answer.status, answer.headers).end()
   response.destroy()
+}
+
+/** A POST to `route` with a JSON body of a declared length within its cap, not chunked: its line and length; undefined for anything else. */
+export const jsonPost = (request: IncomingMessage, route: RegExp) => {
+  const headers = request.headers
+  if (request.method !== "POST" || !route.test(request.url ?? "")) return undefined
+  const length = Number(headers["content-length"])
+  const line: RequestLine = { method: "POST", url: request.url!, headers: headers as Record<string, string | undefined> }
+  if (!(length > 0 && length <= bodyLimitOf(line)) || headers["transfer-encoding"] !== undefined || !declaresJson(headers)) return undefined
+  return { line, length }
 }
 
 /**

@@ -6,10 +6,9 @@ import { endpointPolicies, policyKey } from "../api/EndpointPolicies"
 import { NDJSON, QueryRequest } from "../domain/Query"
 import type { Principal } from "../domain/Principal"
 import { Queries } from "../services/Queries"
-import { declaresJson } from "./BodyHeaders"
 import { Gate } from "./Gate"
-import { type FastRequest, type HandOff, makeFastAnswers, readJsonBody } from "./FastAnswers"
-import { bodyLimitOf, errorResponse, type RequestLine, type RequestPipeline } from "./RequestPipeline"
+import { type FastRequest, type HandOff, jsonPost, makeFastAnswers, readJsonBody } from "./FastAnswers"
+import { errorResponse, type RequestPipeline } from "./RequestPipeline"
 import { queryDraft } from "./RequestState"
 
 const QUERY_ROUTE = /^\/api\/query(?:\?|$)/
@@ -69,11 +68,10 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
      * untouched. The Host is the caller's to check.
      */
     return (request: IncomingMessage, response: ServerResponse, handOff: HandOff): boolean => {
+      const post = jsonPost(request, QUERY_ROUTE)
+      if (post === undefined) return false
+      const { line, length } = post
       const headers = request.headers
-      if (request.method !== "POST" || !QUERY_ROUTE.test(request.url ?? "")) return false
-      const length = Number(headers["content-length"])
-      const line: RequestLine = { method: "POST", url: request.url!, headers: headers as Record<string, string | undefined> }
-      if (!(length > 0 && length <= bodyLimitOf(line)) || headers["transfer-encoding"] !== undefined || !declaresJson(headers)) return false
       if ((headers["accept"] ?? "").includes(NDJSON)) return false
       const info = pipeline.draftOf(line, request.socket.remoteAddress ?? null)
       if (gate.admitNow(info, line.headers, policy.rateClass, scope, false) === undefined) return false

@@ -71,15 +71,23 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
     /**
      * `admit` and `authorize` decided from what this replica holds in memory, without an effect: the
      * principal where an API key verified here opens the request and every limit has room (each is
-     * then counted, unless `count` is false: a look before a body is read); undefined, with nothing
+     * then counted, unless `count` is false: a look before a body is read; the per-key limits where
+     * `principalLimited`, as `authorize` counts them for costly work); undefined, with nothing
      * counted or recorded, where only the effects can tell, a refusal included.
      */
-    const admitNow = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, rateClass: RateClass, scope: ScopeRequirement, count = true) => {
+    const admitNow = (
+      info: RequestInfo,
+      headers: Readonly<Record<string, string | undefined>>,
+      rateClass: RateClass,
+      scope: ScopeRequirement,
+      count = true,
+      principalLimited = rateClass === "expensive"
+    ) => {
       const token = credentialOf(headers)
       if (token === null || token === undefined) return undefined
       const principal = authenticator.authenticateNow(token)
       if (principal === undefined || permits(principal, scope) !== undefined) return undefined
-      if (!limits.admitNow(rateClass, info.client.ip ?? "unknown", rateClass === "expensive" ? principal : null, count)) return undefined
+      if (!limits.admitNow(rateClass, info.client.ip ?? "unknown", principalLimited ? principal : null, count)) return undefined
       if (count) info.principal = principal
       return principal
     }

@@ -3,14 +3,15 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js"
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Either, Option, Runtime, Scope } from "effect"
+import { Effect, Option, Runtime, Scope } from "effect"
 import type { Principal } from "../domain/Principal"
 import { Gate } from "../gate/Gate"
 import { errorResponse } from "../gate/RequestPipeline"
 import { type RequestInfo, RequestState } from "../gate/RequestState"
-import { describeTool, type ToolDefinition, type ToolFailure, type ToolOutput } from "../tools/ToolDefinition"
+import { describeTool, type ToolDefinition } from "../tools/ToolDefinition"
 import { CORE_TOOLS, ToolCatalogue } from "../tools/ToolCatalogue"
 import { ToolCalls } from "../tools/ToolCalls"
+import { callToolResult } from "./ToolReplies"
 
 const SERVER_INFO = { name: "sluice", version: "0.1.0" }
 // Says what a refused client should send, so it does not take the 401 for OAuth and go looking for an authorization server.
@@ -20,13 +21,6 @@ const KEY_EXPECTED = {
 
 const jsonRpcError = (status: number, code: number, message: string, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers })
-
-const toolError = (failure: ToolFailure): CallToolResult => ({ content: [{ type: "text", text: `${failure.code}: ${failure.message}` }], isError: true })
-
-const toolResult = (output: ToolOutput): CallToolResult => ({
-  content: [{ type: "text", text: output.text }],
-  ...(output.structured !== undefined ? { structuredContent: output.structured } : {})
-})
 
 /**
  * `/mcp`: MCP over Streamable HTTP, stateless (every POST carries its key, so a deleted key's next
@@ -50,7 +44,7 @@ export const McpRouteLive = HttpApiBuilder.Router.use((router) =>
         info.eventType = "mcp_tool_call"
         const outcome =
           tool === undefined ? Effect.succeed(toolCalls.refuse(info, name, { code: "unknown_tool", message: `There is no tool named ${name}` })) : toolCalls.call(info, principal, tool, args)
-        return Effect.map(outcome, Either.match({ onLeft: toolError, onRight: toolResult }))
+        return Effect.map(outcome, callToolResult)
       })
 
     const handle = Effect.gen(function* () {

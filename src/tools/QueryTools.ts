@@ -23,6 +23,9 @@ const SUGGESTIONS: ReadonlyArray<readonly [RegExp, string]> = [
 const suggestionFor = (message: string) => SUGGESTIONS.find(([pattern]) => pattern.test(message))?.[1] ?? null
 
 /** Governed SQL: run, explain, validate, estimate, and debug CTE by CTE. */
+/** query_database's output: the rows as text for the model, and the whole result as structured content. */
+export const queryOutput = (result: QueryResponse) => ({ text: resultText(result), structured: result })
+
 export const queryTools = Effect.gen(function* () {
   const connections = yield* Connections
   const queries = yield* Queries
@@ -42,10 +45,7 @@ export const queryTools = Effect.gen(function* () {
     output: QueryResponse,
     annotations: READ_ONLY,
     run: (args, call) =>
-      Effect.map(
-        queries.run(call.principal, args, { surface: "mcp", requestId: call.requestId, report: call.report }),
-        (result) => ({ text: resultText(result), structured: result })
-      )
+      Effect.map(queries.run(call.principal, args, { surface: "mcp", requestId: call.requestId, report: call.report }), queryOutput)
   })
 
   const explainQuery = defineTool({

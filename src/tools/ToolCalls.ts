@@ -4,6 +4,7 @@ import type { Principal } from "../domain/Principal"
 import { redactSqlLiterals } from "../governance/RedactSql"
 import { Gate } from "../gate/Gate"
 import type { AuditDraft } from "../gate/AuditDraft"
+import type { QueryFacts } from "../governance/GovernedExecutor"
 import { Connections } from "../services/Connections"
 import type { ToolDefinition, ToolCall, ToolFailure, ToolOutput } from "./ToolDefinition"
 
@@ -62,6 +63,33 @@ const refuse = (draft: AuditDraft, name: string, failure: ToolFailure): Either.E
   return failed(draft, failure)
 }
 
+/** What a call's audit row says before its arguments decode: the tool, and its arguments redacted under every dialect's rules (nothing of them is trusted yet). */
+export const callBegun = (draft: AuditDraft, tool: ToolDefinition, args: unknown) => {
+  const input = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
+  draft.details = { ...draft.details, tool: tool.name, arguments: auditedArguments(input, null, false) }
+}
+
+/** Once its arguments decode: the connection and statement they name (the dialect found by the caller), and the arguments as its audit row keeps them. */
+export const callDecoded = (draft: AuditDraft, tool: ToolDefinition, decoded: unknown, dialect: (connection: string) => DbType | null) => {
+  const named = decoded as { readonly connection_name?: unknown; readonly sql?: unknown }
+  if (typeof named.connection_name === "string") draft.connection = named.connection_name
+  if (typeof named.sql === "string") draft.sql = named.sql
+  if (draft.connection !== null) draft.dialect = dialect(draft.connection)
+  draft.details = { ...draft.details, tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, draft.dialect ?? null, true) }
+}
+
+/** The sink for the facts of a tool's governed queries (a tool may run several): the last each reported, each for its own audit row under the call. */
+export const childQueryReport = (draft: AuditDraft, tool: ToolDefinition) => (facts: QueryFacts, sql?: string | null) =>
+  void draft.childQueries.set(facts.query_id, { facts, sql: sql ?? draft.sql, parent: { tool: tool.name, request_id: draft.requestId } })
+
+/** How a call ended, written into its audit row: its output, or its failure (a defect as internal_error, which `logDefect` gets). */
+export const callEnded = <E>(draft: AuditDraft, exit: Exit.Exit<ToolOutput, E>, logDefect: (cause: Cause.Cause<E>) => void): Either.Either<ToolOutput, ToolFailure> => {
+  if (Exit.isSuccess(exit)) return Either.right(exit.value)
+  const failure = Cause.failureOption(exit.cause) as Option.Option<ToolFailure>
+  if (Option.isNone(failure)) logDefect(exit.cause)
+  return failed(draft, Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" })))
+}
+
 /**
  * One call of a tool of the MCP tool table, as every caller makes it (an MCP client, the built-in
  * agent): the tool's scope and the caller's limits checked, the arguments decoded by the tool's
@@ -73,6 +101,10 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
     const gate = yield* Gate
     const connections = yield* Connections
 
+    /** The tool run on arguments already decoded (and written into `draft` by callDecoded), its scope and limits already checked. */
+    const runDecoded = (draft: AuditDraft, principal: Principal, tool: ToolDefinition, decoded: unknown, caller: ToolCall["caller"] = "client") =>
+      tool.run(decoded, { principal, caller, requestId: draft.requestId, report: (facts, sql) => Effect.sync(() => childQueryReport(draft, tool)(facts, sql)) })
+
     const call = (
       draft: AuditDraft,
       principal: Principal,
@@ -81,9 +113,7 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
       caller: ToolCall["caller"] = "client"
     ): Effect.Effect<Either.Either<ToolOutput, ToolFailure>, never, Scope.Scope> =>
       Effect.gen(function* () {
-        const input = typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {}
-        // Until the arguments decode, nothing of them is trusted: the row gets them redacted under every dialect's rules.
-        draft.details = { ...draft.details, tool: tool.name, arguments: auditedArguments(input, null, false) }
+        callBegun(draft, tool, args)
         const outcome = yield* Effect.exit(
           Effect.gen(function* () {
             // The tool's scope and the caller's limits, as REST's endpoints get them, before its arguments are looked at.
@@ -92,28 +122,20 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
             )
             // The same schemas as REST decode the arguments before anything runs or is taken from them.
             const decoded = yield* Effect.mapError(Schema.decodeUnknown(tool.input)(args ?? {}), decodeFailure)
-            const named = decoded as { readonly connection_name?: unknown; readonly sql?: unknown }
-            if (typeof named.connection_name === "string") draft.connection = named.connection_name
-            if (typeof named.sql === "string") draft.sql = named.sql
-            if (draft.connection !== null) draft.dialect = yield* connections.dialectIn(principal.orgId, draft.connection)
-            draft.details = { ...draft.details, tool: tool.name, arguments: auditedArguments(decoded as Record<string, unknown>, draft.dialect ?? null, true) }
-            return yield* tool.run(decoded, {
-              principal,
-              caller,
-              requestId: draft.requestId,
-              // The last facts each governed query reported (a tool may run several), each for its own audit row.
-              report: (facts, sql) =>
-                Effect.sync(() => draft.childQueries.set(facts.query_id, { facts, sql: sql ?? draft.sql, parent: { tool: tool.name, request_id: draft.requestId } }))
-            })
+            const named = decoded as { readonly connection_name?: unknown }
+            const connection = typeof named.connection_name === "string" ? named.connection_name : draft.connection
+            const dialect = connection !== null ? yield* connections.dialectIn(principal.orgId, connection) : null
+            callDecoded(draft, tool, decoded, () => dialect)
+            return yield* runDecoded(draft, principal, tool, decoded, caller)
           })
         )
-        if (Exit.isSuccess(outcome)) return Either.right(outcome.value)
-        const failure = Cause.failureOption(outcome.cause)
-        if (Option.isNone(failure)) yield* Effect.logError("tool call failed", outcome.cause)
-        return failed(draft, Option.getOrElse(failure, (): ToolFailure => ({ code: "internal_error", message: "The tool failed; the gateway's log has the details" })))
+        const defects: Array<Cause.Cause<unknown>> = []
+        const ended = callEnded(draft, outcome, (cause) => defects.push(cause))
+        if (defects.length > 0) yield* Effect.logError("tool call failed", defects[0])
+        return ended
       })
 
-    return { call, refuse } as const
+    return { call, runDecoded, refuse } as const
   }),
   dependencies: [Connections.Default, Gate.Default]
 }) {}

@@ -1,88 +1,15 @@
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { Effect, type ManagedRuntime } from "effect"
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServicesLive } from "../../app/App"
-import { servingApp } from "../../app/HttpServer"
-import { AppConfig } from "../../layers/AppConfig"
-import { drainingServer, type FrontLane } from "../../layers/DrainingServer"
-import { ResultMemory } from "../../layers/ResultMemory"
-import { shutdownPlan } from "../../layers/ShutdownDeadline"
-import type { Scope } from "../../src/domain/Scope"
-import { makeFastLane } from "../../src/gate/FastLane"
-import { makeFastQuery } from "../../src/gate/FastQuery"
-import { ApiKeys } from "../../src/services/ApiKeys"
-import { freePort, tempDataDir } from "../support/Gateway"
+import { type Lane, startLanesSideBySide } from "../support/FastLane"
 import { request, type RequestOptions } from "../support/Http"
-import { localOperator, startInProcess } from "../support/InProcess"
-import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+import { postgresAvailable } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
 
 const SETTINGS = { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" }
 
-/** The gateway's app behind the fast lane, in this process, noting which responses the lane wrote itself and which the app wrote after the lane read the body. */
-const startFastLane = async () => {
-  const port = await freePort()
-  // Request ids of the responses each way, recorded as they are written.
-  const lanes = { answered: new Set<string>(), handedOff: new Set<string>() }
-  // Every request the lane took, in order: whether it handed it off (known even for a response never written).
-  const taken: Array<{ handed: boolean }> = []
-  const faults = { throwAfterAdmission: false }
-  // The result memory in use as each fast-lane response was written, by request id.
-  const memoryAtWrite = new Map<string, number>()
-  const layer = servingApp((app, pipeline) =>
-    Layer.unwrapEffect(
-      Effect.gen(function* () {
-        const config = yield* AppConfig
-        const memory = yield* ResultMemory
-        // A fault the lane meets once the gate has admitted a request: what a bug between the gate and the answer would be.
-        const query = yield* makeFastQuery({
-          ...pipeline,
-          changeRecordOf: (line, info, started) => {
-            if (faults.throwAfterAdmission) {
-              faults.throwAfterAdmission = false
-              throw new Error("a fault after admission")
-            }
-            return pipeline.changeRecordOf(line, info, started)
-          }
-        })
-        const lane = makeFastLane(config, query === undefined ? [] : [query])
-        const front: FrontLane = (request, response, handOff) => {
-          let handed = false
-          const took = lane(request, response, (again, body) => {
-            handed = true
-            handOff(again, body)
-          })
-          if (!took) return false
-          const entry = { handed }
-          taken.push(entry)
-          request.once("end", () => setImmediate(() => (entry.handed = handed)))
-          const writeHead = response.writeHead.bind(response)
-          response.writeHead = ((status: number, headers?: Record<string, unknown>) => {
-            const id = String(headers?.["x-request-id"] ?? response.getHeader("x-request-id"))
-            ;(handed ? lanes.handedOff : lanes.answered).add(id)
-            memoryAtWrite.set(id, memory.inUse())
-            return writeHead(status, headers as never)
-          }) as typeof response.writeHead
-          return true
-        }
-        return drainingServer(app, pipeline.wrap, { port, host: "127.0.0.1", shutdown: shutdownPlan(5), front })
-      })
-    )
-  ).pipe(
-    // The same ResultMemory layer as the services' (layers are shared by reference within one build): the memory the executor holds.
-    Layer.provideMerge(Layer.merge(ServicesLive, ResultMemory.Default.pipe(Layer.provide(ServicesLive)))),
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SP_DATA_DIR", tempDataDir()], ["SP_LOCAL_ACCESS", "false"], ["SP_WEB_PORT", "0"], ...Object.entries(SETTINGS)]))))
-  )
-  const runtime = ManagedRuntime.make(layer)
-  await runtime.runPromise(Effect.void)
-  const keyWith = (scopes: ReadonlyArray<Scope>) =>
-    runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${Math.random()}`, scopes: [...scopes] })).pipe(Effect.map((k) => k.key)))
-  return { url: `http://127.0.0.1:${port}`, port, runtime, lanes, taken, faults, memoryAtWrite, keyWith, stop: () => runtime.dispose() }
-}
-
-type Lane = { readonly url: string; readonly keyWith: (scopes: ReadonlyArray<Scope>) => Promise<string> }
 
 /** A response and its audit row, less what differs by the instant or the gateway (ids, dates, durations, keys). */
 const seen = async (lane: Lane, admin: string, result: Awaited<ReturnType<typeof request>>) => {
@@ -99,29 +26,17 @@ const seen = async (lane: Lane, admin: string, result: Awaited<ReturnType<typeof
 }
 
 describe("POST /api/query on the fast lane answers as the Effect app does (issue 28)", () => {
-  let fast: Awaited<ReturnType<typeof startFastLane>>
-  let effectOnly: Awaited<ReturnType<typeof startInProcess>>
-  let database: TestDatabase
-  const keys = new Map<Lane, { admin: string; querier: string; reader: string }>()
+  let fast: Awaited<ReturnType<typeof startLanesSideBySide>>["fast"]
+  let effectOnly: Awaited<ReturnType<typeof startLanesSideBySide>>["effectOnly"]
+  let keys: Awaited<ReturnType<typeof startLanesSideBySide>>["keys"]
+  let stop = async () => {}
 
   beforeAll(async () => {
     if (skip) return
-    database = await createTestDatabase()
-    await database.query("create table people as select g as id, 'person ' || g as name, 'p' || g || '@example.com' as email from generate_series(1, 30) g")
-    ;[fast, effectOnly] = await Promise.all([startFastLane(), startInProcess(SETTINGS)])
-    for (const lane of [fast, effectOnly] as Array<Lane>) {
-      const admin = await lane.keyWith(["admin", "read", "write", "query"])
-      keys.set(lane, { admin, querier: await lane.keyWith(["query"]), reader: await lane.keyWith(["read"]) })
-      const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
-      expect((await request(lane.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
-      const rules = { rules: [{ table: "people", column: "email", action: "mask" }] }
-      expect((await request(lane.url, "/api/connections/pg/pii", { key: admin, method: "PUT", body: rules })).status).toBe(200)
-    }
+    ;({ fast, effectOnly, keys, stop } = await startLanesSideBySide(SETTINGS))
   }, 60_000)
-  afterAll(async () => {
-    await Promise.all([fast?.stop(), effectOnly?.stop()])
-    await database?.drop()
-  })
+  afterAll(() => stop())
+
 
   /**
    * Each call as a client sends it, with the key it uses, and which lane answers it once this
