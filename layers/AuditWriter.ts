@@ -2,7 +2,8 @@ import { Cause, Effect, Exit, FiberId, Option, Runtime } from "effect"
 import type { Unavailable } from "../src/domain/Errors"
 import { type AuditInsert, storableAuditRow } from "../src/repos/AuditInsert"
 import { AuditRepo, MAX_INSERT_ROWS } from "../src/repos/AuditRepo"
-import type { StatementRefused } from "../src/repos/StoreErrors"
+import { type StatementRefused, storeFailureOf } from "../src/repos/StoreErrors"
+import { StorePool } from "./StorePool"
 
 const RETRY_CONCURRENCY = 4
 
@@ -25,47 +26,61 @@ interface Pending {
 export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWriter", {
   scoped: Effect.gen(function* () {
     const repo = yield* AuditRepo
+    const pool = yield* StorePool
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const log = (entry: Effect.Effect<void>) => void runFork(entry)
 
-    // Suspended: a statement that throws while it is made fails its batch, not the writer.
-    const insert = (batch: ReadonlyArray<Pending>) => Effect.exit(Effect.suspend(() => repo.insertBatch(batch.map((pending) => pending.row))))
-    const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, WriteFailure>) =>
-      Effect.zipRight(
-        Exit.isFailure(exit) ? Effect.logError("audit row failed", exit.cause) : Effect.void,
-        Effect.sync(() =>
-          batch.flatMap((pending) => {
-            try {
-              pending.settle(exit)
-              return []
-            } catch (error) {
-              return [error]
-            }
-          })
-        ).pipe(
+    // One INSERT on the store's pool itself, in plain code: the SqlClient's per-statement work cost as much as the rest of a commit (bench/README.md).
+    const insert = (batch: ReadonlyArray<Pending>, done: (exit: Exit.Exit<void, WriteFailure>) => void) => {
+      try {
+        const { text, values } = repo.insertStatement(batch.map((pending) => pending.row))
+        pool.query(text, values as Array<unknown>, (error: Error | undefined) => {
+          if (error === undefined || error === null) return done(Exit.void)
+          const { failure, error: logged } = storeFailureOf("audit log", error)
+          if (failure._tag === "Unavailable") log(Effect.logWarning("audit log: store error", logged))
+          done(Exit.fail(failure))
+        })
+      } catch (error) {
+        // A statement that throws while it is made fails its batch, not the writer.
+        done(Exit.die(error))
+      }
+    }
+    const settle = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<void, WriteFailure>) => {
+      if (Exit.isFailure(exit)) log(Effect.logError("audit row failed", exit.cause))
+      for (const pending of batch) {
+        try {
+          pending.settle(exit)
+        } catch (error) {
           // A caller that fails as it is told costs its own answer only: the rest of the batch is told, and the writer goes on.
-          Effect.flatMap((thrown) => (thrown.length === 0 ? Effect.void : Effect.logError("an audit row's caller failed as it was told how its commit ended", thrown[0])))
-        )
-      )
+          log(Effect.logError("an audit row's caller failed as it was told how its commit ended", error))
+        }
+      }
+    }
 
     // A batch the store refused is retried row by row: one bad row fails only its own caller. A store that did not answer fails the whole batch at once.
-    const commit = (batch: ReadonlyArray<Pending>) =>
-      insert(batch).pipe(
-        Effect.flatMap((exit) =>
-          Exit.isSuccess(exit) || batch.length === 1 || !refusedByStore(exit)
-            ? settle(batch, exit)
-            : Effect.logWarning("audit batch failed; retrying its rows one by one", exit.cause).pipe(
-                Effect.zipRight(
-                  Effect.forEach(batch, (pending) => Effect.flatMap(insert([pending]), (alone) => settle([pending], alone)), {
-                    concurrency: RETRY_CONCURRENCY,
-                    discard: true
-                  })
-                )
-              )
-        ),
-        Effect.uninterruptible
-      )
+    const commit = (batch: ReadonlyArray<Pending>, done: () => void) =>
+      insert(batch, (exit) => {
+        if (Exit.isSuccess(exit) || batch.length === 1 || !refusedByStore(exit)) {
+          settle(batch, exit)
+          return done()
+        }
+        log(Effect.logWarning("audit batch failed; retrying its rows one by one", exit.cause))
+        let started = 0
+        let open = batch.length
+        const more = () => {
+          while (started < batch.length && started - (batch.length - open) < RETRY_CONCURRENCY) {
+            const pending = batch[started++]!
+            insert([pending], (alone) => {
+              settle([pending], alone)
+              if (--open === 0) done()
+              else more()
+            })
+          }
+        }
+        more()
+      })
 
-    // The queue and the commit in flight, in plain code: one effect per batch, none per row (a fiber loop over a Queue cost a third of a millisecond per commit).
-    const runCallback = Runtime.runCallback(yield* Effect.runtime<never>())
+    // The queue and the commit in flight, in plain code: no effect per batch or per row (a fiber loop over a Queue cost a third of a millisecond per commit).
     let queued: Array<Pending> = []
     let committing = false
     let scheduled = false
@@ -78,11 +93,9 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
       committing = true
       const batch = queued.length <= MAX_INSERT_ROWS ? queued : queued.slice(0, MAX_INSERT_ROWS)
       queued = queued.length <= MAX_INSERT_ROWS ? [] : queued.slice(MAX_INSERT_ROWS)
-      runCallback(commit(batch), {
-        onExit: () => {
-          committing = false
-          next()
-        }
+      commit(batch, () => {
+        committing = false
+        next()
       })
     }
     // The first row of a batch waits for the rest of this turn of the event loop: requests answered together commit together.

@@ -6,7 +6,7 @@ import { AppConfig } from "./AppConfig"
 import { startEmbeddedStore } from "./EmbeddedStore"
 import { createJobTables } from "./JobRuntime"
 import { RUNNER_ADDRESS, storeSessionName } from "./RunnerIdentity"
-import { acquireStorePool, type StatementDeadline } from "./StorePool"
+import { acquireStorePool, type StatementDeadline, StorePool } from "./StorePool"
 
 const MIGRATIONS_TABLE = "effect_sql_migrations"
 const MIGRATION_LOCK_KEY = 0x5_1ce_0001
@@ -54,32 +54,31 @@ export const StoreLive = Layer.unwrapScoped(
     const config = yield* AppConfig
     if (Option.isSome(config.databaseUrl)) {
       const deadline: StatementDeadline = { millis: undefined }
-      const client = PgClient.layerFromPool({
-        acquire: acquireStorePool({
-          url: Redacted.value(config.databaseUrl.value),
-          maxConnections: config.storePoolSize,
-          applicationName: storeSessionName(RUNNER_ADDRESS),
-          deadline,
-          connectMillis: config.storeTimeoutSeconds * 1000
-        }),
-        applicationName: storeSessionName(RUNNER_ADDRESS)
+      const pool = yield* acquireStorePool({
+        url: Redacted.value(config.databaseUrl.value),
+        maxConnections: config.storePoolSize,
+        applicationName: storeSessionName(RUNNER_ADDRESS),
+        deadline,
+        connectMillis: config.storeTimeoutSeconds * 1000
       })
+      const client = PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: storeSessionName(RUNNER_ADDRESS) })
       const migrated = runMigrations.pipe(
         Effect.zipRight(createJobTablesOnce),
         Effect.zipRight(Effect.sync(() => (deadline.millis = config.storeTimeoutSeconds * 1000)))
       )
-      return Layer.effectDiscard(migrated).pipe(Layer.provideMerge(client))
+      return Layer.effectDiscard(migrated).pipe(Layer.provideMerge(Layer.merge(client, Layer.succeed(StorePool, pool))))
     }
     const store = yield* startEmbeddedStore(config.dataDir)
     // PGlite runs one statement at a time; one client connection keeps protocol messages from interleaving.
-    const client = PgClient.layer({
-      host: store.socketDir,
-      port: store.port,
-      username: "postgres",
-      database: "postgres",
+    const pool = yield* acquireStorePool({
+      socket: { dir: store.socketDir, port: store.port, user: "postgres", database: "postgres" },
       maxConnections: 1,
-      applicationName: "sluice"
+      applicationName: "sluice",
+      deadline: { millis: undefined },
+      // 0: waits for the one connection as long as it takes, as statements on it do.
+      connectMillis: 0
     })
-    return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(client))
+    const client = PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "sluice" })
+    return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(Layer.merge(client, Layer.succeed(StorePool, pool))))
   })
 )

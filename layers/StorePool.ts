@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import Pg from "pg"
 
 /** How long one statement may go unanswered; none while migrations run (an index build may take long). */
@@ -52,9 +52,13 @@ const clientWithDeadline = (deadline: StatementDeadline) =>
     }
   }
 
-/** A pool on DATABASE_URL whose waits for a connection, connects and statements all end within the deadline. */
+/** The store's `pg` pool itself, under the SqlClient: for a hot path that sends a prepared text without the client's per-statement work (the audit writer). */
+export class StorePool extends Context.Tag("sluice/StorePool")<StorePool, Pg.Pool>() {}
+
+/** A pool on the store (DATABASE_URL, or the embedded store's socket) whose waits for a connection, connects and statements all end within the deadline. */
 export const acquireStorePool = (options: {
-  readonly url: string
+  readonly url?: string
+  readonly socket?: { readonly dir: string; readonly port: number; readonly user: string; readonly database: string }
   readonly maxConnections: number
   readonly applicationName: string
   readonly deadline: StatementDeadline
@@ -63,7 +67,9 @@ export const acquireStorePool = (options: {
   Effect.acquireRelease(
     Effect.sync(() => {
       const pool = new Pg.Pool({
-        connectionString: options.url,
+        ...(options.socket === undefined
+          ? { connectionString: options.url }
+          : { host: options.socket.dir, port: options.socket.port, user: options.socket.user, database: options.socket.database }),
         max: options.maxConnections,
         idleTimeoutMillis: 60_000,
         connectionTimeoutMillis: options.connectMillis,

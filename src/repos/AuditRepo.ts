@@ -64,17 +64,18 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     }
     const refusedBatch = storeErrorsWithRefusals("audit log")
 
-    /** One INSERT for a whole group-commit batch; a batch the store refused fails with StatementRefused, for AuditWriter to retry row by row. */
+    /** One INSERT for a whole group-commit batch, as its text and values: what the audit writer sends on the store's pool itself. */
+    const insertStatement = (rows: ReadonlyArray<AuditInsert>) => ({
+      text: insertText(rows.length),
+      values: rows.flatMap((row) => INSERT_COLUMNS.map((column) => (column === "details" ? (row.details === null ? null : JSON.stringify(row.details)) : row[column])))
+    })
+    /** insertStatement through the SqlClient (inside a transaction, a test's seeding); a batch the store refused fails with StatementRefused. */
     const insertBatch = (rows: ReadonlyArray<AuditInsert>) =>
       refusedBatch(
-        Effect.suspend(() =>
-          Effect.asVoid(
-            sql.unsafe(
-              insertText(rows.length),
-              rows.flatMap((row) => INSERT_COLUMNS.map((column) => (column === "details" ? (row.details === null ? null : JSON.stringify(row.details)) : row[column])))
-            )
-          )
-        )
+        Effect.suspend(() => {
+          const { text, values } = insertStatement(rows)
+          return Effect.asVoid(sql.unsafe(text, values))
+        })
       )
 
     const completeRow = SqlSchema.findOne({
@@ -212,6 +213,6 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     /** Cloud retention: deletes up to `batch` rows older than `before`; returns how many went. */
     const pruneBefore = Effect.fn("AuditRepo.pruneBefore")((before: number, batch = 10_000) => pruneBatch({ before, batch }).pipe(Effect.map((row) => row.pruned)), failures)
 
-    return { byQueryId, insertBatch, complete, page, exportStream, stats, pruneBefore } as const
+    return { byQueryId, insertStatement, insertBatch, complete, page, exportStream, stats, pruneBefore } as const
   })
 }) {}

@@ -64,6 +64,16 @@ const mapStoreFaults =
  */
 export const storeErrors = (what: string) => mapStoreFaults(what, Effect.die)
 
+/**
+ * A driver's error on a statement sent without the SqlClient (the store's pool itself), ended as
+ * `storeErrorsWithRefusals` ends one: StatementRefused where the store refused it, else Unavailable
+ * (the driver's error is the `SqlError` to log).
+ */
+export const storeFailureOf = (what: string, cause: unknown): { readonly failure: StatementRefused | Unavailable; readonly error: SqlError } => {
+  const error = new SqlError({ cause, message: `${what}: statement failed` })
+  return { failure: refusedStatement(error) ? new StatementRefused({ error }) : new Unavailable({ message: `The ${what} is unavailable; try again shortly` }), error }
+}
+
 /** As storeErrors, but a statement the store refused fails with StatementRefused, for a caller that can do without it (one bad row of a batch). */
 export const storeErrorsWithRefusals = (what: string) => mapStoreFaults(what, (error) => Effect.fail(new StatementRefused({ error })))
 

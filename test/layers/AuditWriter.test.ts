@@ -156,12 +156,12 @@ describe.skipIf(!hasPostgres)("AuditWriter when building a batch's statement thr
     Effect.map(AuditRepo, (repo) =>
       AuditRepo.make({
         ...repo,
-        insertBatch: (rows) => {
+        insertStatement: (rows) => {
           if (throwNext) {
             throwNext = false
             throw new Error("a row the statement could not be made from")
           }
-          return repo.insertBatch(rows)
+          return repo.insertStatement(rows)
         }
       })
     )
