@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Exit, FiberId, Runtime, type Scope } from "effect"
+import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Either, Exit, FiberId, Runtime, Schema, type Scope } from "effect"
 import type { ChangeRecord } from "../repos/ChangeRecord"
 import { PendingChange } from "../repos/ChangeRecord"
 import { MAX_JSON_NESTING, nestsDeeperThan } from "./JsonNesting"
 import { declaresJson } from "./BodyHeaders"
-import { bodyLimitOf, type RequestLine, type RequestPipeline } from "./RequestPipeline"
+import { bodyLimitOf, errorResponse, type RequestLine, type RequestPipeline } from "./RequestPipeline"
 import type { RequestInfo } from "./RequestState"
 
 /** Where the fast lane leaves a request it has read the body of: the Effect app, given the body again. */
@@ -25,6 +25,15 @@ export interface FastRequest {
 /** How an answer that did not come from the route ends: a client that left (499, as the platform says it), or a defect (500). */
 const causeResponse = (cause: Cause.Cause<unknown>) =>
   Cause.isInterruptedOnly(cause) ? HttpServerResponse.empty({ status: 499 }) : HttpServerResponse.empty({ status: 500 })
+
+/** A typed failure as the Effect app's endpoint sends it: its class's status, its fields without the tag. */
+export const failureResponse = (error: { readonly code: string; readonly message: string }) => {
+  const schema = error.constructor as unknown as Schema.Schema<unknown, Record<string, unknown>>
+  const encoded = Either.getOrUndefined(Schema.encodeUnknownEither(schema)(error))
+  if (encoded === undefined || typeof schema.ast !== "object") return errorResponse(500, "internal_error", "Internal error")
+  const { code, message, ...extra } = encoded
+  return errorResponse(HttpApiSchema.getStatus(schema.ast, 500), String(code), String(message), extra)
+}
 
 const bare500 = () => HttpServerResponse.empty({ status: 500 })
 
@@ -49,25 +58,36 @@ export const jsonPost = (request: IncomingMessage, route: RegExp) => {
 
 /**
  * Reads a body of a declared `length` and gives it to `decided` as JSON, or hands the request off
- * (a body that is not JSON, or nests too deep) with the body it read. A client that leaves mid-body
- * has asked for nothing: its request ends there, unrecorded, as it would in the Effect app. A fault
- * in `decided` is `faulted`'s.
+ * (a body that is not JSON, or nests too deep) with the body it read. A client that leaves before
+ * its body has come is `left`'s (the Effect app has admitted and counted it by then, and records it
+ * as 499). A fault in `decided` or `left` is `faulted`'s.
  */
 export const readJsonBody = (
   request: IncomingMessage,
   length: number,
   handOff: HandOff,
   decided: (parsed: unknown, body: Buffer) => void,
+  left: () => void,
   faulted: (error: unknown) => void
 ) => {
   const chunks: Array<Buffer> = []
   let read = 0
+  let ended = false
   request.on("error", () => {})
   request.on("data", (chunk: Buffer) => {
     read += chunk.length
     if (read <= length) chunks.push(chunk)
   })
+  request.once("close", () => {
+    if (ended) return
+    try {
+      left()
+    } catch (error) {
+      faulted(error)
+    }
+  })
   request.once("end", () => {
+    ended = true
     try {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
       const text = body.toString("utf8")
@@ -169,6 +189,8 @@ export const makeFastAnswers = (pipeline: RequestPipeline) =>
         restore(run).pipe(
           Effect.catchAllCause((cause) => Effect.as(Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("request failed", cause), causeResponse(cause))),
           Effect.flatMap((raw) => pipeline.finish(line, info, started, raw, change)),
+          // Written before the scope closes: what the answer holds (its result memory) is given back once it is written, as in the Effect app.
+          Effect.tap((answer) => Effect.sync(() => write(response, answer))),
           Effect.scoped
         )
       )
@@ -179,10 +201,23 @@ export const makeFastAnswers = (pipeline: RequestPipeline) =>
       response.once("close", left)
       fiber.addObserver((exit) => {
         response.off("close", left)
-        if (Exit.isSuccess(exit)) write(response, exit.value)
-        else if (!response.headersSent) write(response, bare500())
+        if (Exit.isFailure(exit) && !response.headersSent) write(response, bare500())
       })
     }
+
+    /**
+     * A request whose client left before its body came: admitted by `admit` (the route's own
+     * admission, counted, as the Effect app admits before it reads a body) and recorded as the
+     * Effect app records it, 499, or the admission's refusal; nothing is written.
+     */
+    const leftMidBody = (at: FastRequest, admit: Effect.Effect<unknown, { readonly code: string; readonly message: string }>) =>
+      void runFork(
+        admit.pipe(
+          Effect.as(HttpServerResponse.empty({ status: 499 })),
+          Effect.catchAll((error) => Effect.succeed(failureResponse(error))),
+          Effect.flatMap((raw) => pipeline.finish(at.line, at.info, at.started, raw, null))
+        )
+      )
 
     /** A fault met before an answer was under way: answered as the Effect app answers a defect, and a request the gate admitted is enveloped, counted and recorded. */
     const defect = (at: FastRequest, error: unknown) => {
@@ -191,7 +226,7 @@ export const makeFastAnswers = (pipeline: RequestPipeline) =>
       else if (!at.response.headersSent) write(at.response, bare500())
     }
 
-    return { plainly, byEffect, defect } as const
+    return { plainly, byEffect, leftMidBody, defect } as const
   })
 
 export type FastAnswers = Effect.Effect.Success<ReturnType<typeof makeFastAnswers>>

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import { SluiceApi } from "../api/Api"
 import { endpointPolicies, policyKey } from "../api/EndpointPolicies"
@@ -7,21 +7,12 @@ import { NDJSON, QueryRequest } from "../domain/Query"
 import type { Principal } from "../domain/Principal"
 import { Queries } from "../services/Queries"
 import { Gate } from "./Gate"
-import { type FastRequest, type HandOff, jsonPost, makeFastAnswers, readJsonBody } from "./FastAnswers"
-import { errorResponse, type RequestPipeline } from "./RequestPipeline"
+import { type FastRequest, type HandOff, jsonPost, failureResponse, makeFastAnswers, readJsonBody } from "./FastAnswers"
+import type { RequestPipeline } from "./RequestPipeline"
 import { queryDraft } from "./RequestState"
 
 const QUERY_ROUTE = /^\/api\/query(?:\?|$)/
 const decodeQuery = Schema.decodeUnknownEither(QueryRequest)
-
-/** A typed failure as the Effect app's endpoint sends it: its class's status, its fields without the tag. */
-const failureResponse = (error: { readonly code: string; readonly message: string }) => {
-  const schema = error.constructor as unknown as Schema.Schema<unknown, Record<string, unknown>>
-  const encoded = Either.getOrUndefined(Schema.encodeUnknownEither(schema)(error))
-  if (encoded === undefined || typeof schema.ast !== "object") return errorResponse(500, "internal_error", "Internal error")
-  const { code, message, ...extra } = encoded
-  return errorResponse(HttpApiSchema.getStatus(schema.ast, 500), String(code), String(message), extra)
-}
 
 /**
  * `POST /api/query` answered as JSON on the fast lane (issue 28): the same gate, query service and
@@ -87,6 +78,11 @@ export const makeFastQuery = (pipeline: RequestPipeline) =>
           if (principal === undefined) return handOff(request, body)
           answer(at, payload.right, principal)
         },
+        () =>
+          answers.leftMidBody(
+            at,
+            Effect.flatMap(gate.admit(info, line.headers, policy.rateClass), (principal) => gate.authorize(principal, scope, "POST /api/query", policy.rateClass === "expensive"))
+          ),
         (error) => answers.defect(at, error)
       )
       return true

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpServerResponse } from "@effect/platform"
+import { isJsonContentType } from "@modelcontextprotocol/sdk/shared/mediaType.js"
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Either, Exit, Runtime, Schema } from "effect"
 import { type FastRequest, type HandOff, jsonPost, makeFastAnswers, readJsonBody } from "../gate/FastAnswers"
@@ -61,9 +62,10 @@ export const makeFastMcp = (pipeline: RequestPipeline) =>
       if (post === undefined) return false
       const { line, length } = post
       const headers = request.headers
-      // What the SDK's transport checks before a message: both answer types accepted, a protocol version it supports, no session.
+      // What the SDK's transport checks before a message, as it checks them: both answer types accepted, its reading of the Content-Type, a protocol version it supports, no session.
       const accept = headers["accept"] ?? ""
       if (!accept.includes("application/json") || !accept.includes("text/event-stream") || headers["mcp-session-id"] !== undefined) return false
+      if (!isJsonContentType(headers["content-type"])) return false
       const version = headers["mcp-protocol-version"]
       if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version as string)) return false
       const info = pipeline.draftOf(line, request.socket.remoteAddress ?? null)
@@ -96,6 +98,10 @@ export const makeFastMcp = (pipeline: RequestPipeline) =>
           if (plain) return
           const route = Effect.map(Effect.exit(toolCalls.runDecoded(info, principal, tool, decoded.right)), (exit) => reply(call.id, callEnded(info, exit, logDefect)))
           answers.byEffect(at, change, route)
+        },
+        () => {
+          info.eventType = "mcp"
+          answers.leftMidBody(at, gate.admit(info, line.headers, "general", "mcp"))
         },
         (error) => answers.defect(at, error)
       )

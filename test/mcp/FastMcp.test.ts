@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Lane, startLanesSideBySide } from "../support/FastLane"
+import { type Lane, leaveMidBody, newestRows, startLanesSideBySide } from "../support/FastLane"
 import { request, type RequestOptions } from "../support/Http"
 import { postgresAvailable } from "../support/Servers"
 
@@ -64,7 +64,10 @@ describe("MCP tools/call of query_database on the fast lane answers as the /mcp 
     ["a key without the query scope", "reader", "/mcp", { body: toolCall({ connection_name: "pg", sql: "select 1" }) }, "app"],
     ["an unsupported protocol version", "querier", "/mcp", { body: toolCall({ connection_name: "pg", sql: "select 1" }), headers: { "mcp-protocol-version": "1999-01-01" } }, "app"],
     ["an Accept without event streams", "querier", "/mcp", { body: toolCall({ connection_name: "pg", sql: "select 1" }), headers: { accept: "application/json" } }, "app"],
-    ["another tool set", "querier", "/mcp?tools=some", { body: toolCall({ connection_name: "pg", sql: "select 1" }) }, "app"]
+    ["another tool set", "querier", "/mcp?tools=some", { body: toolCall({ connection_name: "pg", sql: "select 1" }) }, "app"],
+    // The SDK reads a Content-Type whose parameters do not parse, with a comma after the type, as two headers joined, and refuses it (415).
+    ["a Content-Type the SDK refuses", "querier", "/mcp", { body: toolCall({ connection_name: "pg", sql: "select 1" }), headers: { "content-type": "application/json; charset=utf-8, text/plain" } }, "app"],
+    ["a Content-Type with an empty parameter and a comma", "querier", "/mcp", { body: toolCall({ connection_name: "pg", sql: "select 1" }), headers: { "content-type": "application/json;," } }, "app"]
   ]
 
   it.skipIf(skip)("every message gets the same status, headers, reply and audit rows with the fast lane and without it", async () => {
@@ -99,14 +102,38 @@ describe("MCP tools/call of query_database on the fast lane answers as the /mcp 
     const client = new Client({ name: "sluice-test", version: "1.0.0" })
     await client.connect(transport)
     try {
-      const taken = fast.taken.length
-      const result = await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select id, email from people where id = 3" } })
-      expect(fast.taken.slice(taken).some((entry) => !entry.handed)).toBe(true)
+      // A key is kept 500 ms from its verification (a call on the app renews it): the call is made again while it finds the key gone.
+      let result: Awaited<ReturnType<typeof client.callTool>> | undefined
+      let onFast = false
+      for (let attempt = 0; attempt < 4 && !onFast; attempt++) {
+        const taken = fast.taken.length
+        result = await client.callTool({ name: "query_database", arguments: { connection_name: "pg", sql: "select id, email from people where id = 3" } })
+        onFast = fast.taken.slice(taken).some((entry) => !entry.handed)
+      }
+      expect(onFast).toBe(true)
+      result = result!
       expect(result.isError).toBeUndefined()
       expect(result.structuredContent).toMatchObject({ columns: [{ name: "id" }, { name: "email" }], row_count: 1 })
       expect(JSON.stringify(result)).not.toContain("p3@example.com")
     } finally {
       await client.close()
     }
+  }, 30_000)
+
+  it.skipIf(skip)("a client that leaves mid-body is counted and recorded as the route records it (499)", async () => {
+    const out = []
+    for (const gateway of [fast, effectOnly] as Array<Lane>) {
+      const k = keys.get(gateway)!
+      await request(gateway.url, "/mcp", { key: k.querier, headers: MCP_HEADERS, body: toolCall({ connection_name: "pg", sql: "select 1" }) })
+      const body = JSON.stringify(toolCall({ connection_name: "pg", sql: "select 1 as left_mid_body" }))
+      const taken = fast.taken.length
+      await leaveMidBody(gateway.url, "/mcp", { ...MCP_HEADERS, "x-api-key": k.querier }, body, 20, 300)
+      // The fast lane took it (its key was in memory), so what is recorded is its own doing.
+      if (gateway === fast) expect(fast.taken.length).toBeGreaterThan(taken)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      out.push(await newestRows(gateway, k.admin, 3))
+    }
+    expect(out[0]).toEqual(out[1])
+    expect(out[0]![0]).toEqual({ event: "mcp", status: 499, outcome: "error", route: "/mcp" })
   }, 30_000)
 })

@@ -1,3 +1,4 @@
+import * as http from "node:http"
 import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
 import { ServicesLive } from "../../app/App"
 import { servingApp } from "../../app/HttpServer"
@@ -105,3 +106,25 @@ export const startLanesSideBySide = async (settings: Record<string, string>) => 
   }
   return { fast, effectOnly, keys, database, stop }
 }
+
+/** Sends the head of a POST with `body`'s length but only its first `partial` bytes, then hangs up after `hangUpMs`. */
+export const leaveMidBody = (url: string, path: string, headers: Record<string, string>, body: string, partial: number, hangUpMs: number) =>
+  new Promise<void>((resolve) => {
+    const req = http.request(new URL(path, url), { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } })
+    req.on("error", () => resolve())
+    req.on("response", (res) => res.resume())
+    req.write(body.slice(0, partial))
+    setTimeout(() => {
+      req.destroy()
+      resolve()
+    }, hangUpMs)
+  })
+
+/** The newest `count` audit rows of a gateway, as what a client that left mid-body leaves of itself: event, status, outcome, route. */
+export const newestRows = async (lane: Lane, admin: string, count: number) =>
+  ((await request(lane.url, `/api/audit?limit=${count}`, { key: admin })).json.items as Array<Record<string, unknown>>).map((row) => ({
+    event: row["event_type"],
+    status: row["status"],
+    outcome: row["outcome"],
+    route: row["route"]
+  }))
