@@ -10,7 +10,7 @@ import { Connections } from "../services/Connections"
 import { Queries } from "../services/Queries"
 import { queryOutput } from "../tools/QueryTools"
 import { ToolCatalogue } from "../tools/ToolCatalogue"
-import { callBegun, callDecoded, callEnded, childQueryReport, ToolCalls } from "../tools/ToolCalls"
+import { callDecoded, callEnded, childQueryReport, ToolCalls } from "../tools/ToolCalls"
 import type { ToolFailure, ToolOutput } from "../tools/ToolDefinition"
 import { callToolResult } from "./ToolReplies"
 
@@ -70,7 +70,8 @@ export const makeFastMcp = (pipeline: RequestPipeline) =>
       if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version as string)) return false
       const info = pipeline.draftOf(line, request.socket.remoteAddress ?? null)
       // The route's admission and the tool's scope and per-key limit, looked at before the body is read.
-      if (gate.admitNow(info, line.headers, "general", tool.scope, false, true) === undefined) return false
+      const looked = gate.admitNow(info, line.headers, "general", tool.scope, false, true)
+      if (looked === undefined) return false
       const at: FastRequest = { line, response, info, started: performance.now() }
       readJsonBody(
         request,
@@ -81,13 +82,13 @@ export const makeFastMcp = (pipeline: RequestPipeline) =>
           if (call === undefined) return handOff(request, body)
           const decoded = decodeArguments(call.args)
           if (Either.isLeft(decoded)) return handOff(request, body)
-          const looked = gate.admitNow(info, line.headers, "general", tool.scope, false, true)
-          const target = looked === undefined ? undefined : connections.targetNow(looked, decoded.right.connection_name)
+          // The connection's target for the caller's org (the count below checks the key and limits again).
+          const target = connections.targetNow(looked, decoded.right.connection_name)
           if (target === undefined) return handOff(request, body)
           const principal = gate.admitNow(info, line.headers, "general", tool.scope, true, true)
           if (principal === undefined) return handOff(request, body)
           info.eventType = "mcp_tool_call"
-          callBegun(info, tool, call.args)
+          // Decoded already: the row's tool and arguments are written once, as callDecoded writes them (callBegun's would be overwritten).
           callDecoded(info, tool, decoded.right, () => target.connection.db_type)
           const change = pipeline.changeRecordOf(line, info, at.started)
           const plain = answers.plainly(at, change, (settled) =>
