@@ -129,7 +129,7 @@ describe("chat: conversations whose messages start governed agent runs, approval
     const withheld = JSON.stringify(fake.received.find((r) => r.raw.includes("Repeat what you said before"))!.body.messages)
     expect(withheld).toContain("How many orders are there?")
     expect(withheld).not.toContain("42 orders")
-    expect(withheld).not.toContain("420")
+    expect(withheld).not.toMatch(/\b420\b/)
   }, 60_000)
 
   it.skipIf(skip)("messages posted at once start one run: the others are refused with 409 by the store itself", async () => {
@@ -333,12 +333,12 @@ describe("chat: conversations whose messages start governed agent runs, approval
     // A key that may read but not query: what happened, not the rows or the model's words; SQL as in the audit log.
     const reader = (await api("/api/keys", { key: admin, body: { name: "trace reader", scopes: ["read"] } })).json.key
     const readerTrace = JSON.stringify((await api(`/api/chat/traces/threads/${thread.json.id}/events`, { key: reader })).json)
-    expect(readerTrace).not.toContain("420")
+    expect(readerTrace).not.toMatch(/\b420\b/)
     expect(readerTrace).toContain("result_withheld")
     const readerMessages = (await api(`/api/chat/conversations/${thread.json.id}/messages`, { key: reader })).json.items
     expect(readerMessages.map((m: any) => m.content)).toEqual(["Which order totals 420?", null])
     const readerTrail = (await api(`/api/analysis-trails/resolve?query_id=${queryId}`, { key: reader })).json
-    expect(readerTrail.sql).not.toContain("420")
+    expect(readerTrail.sql).not.toMatch(/\b420\b/)
     expect(readerTrail.run_id).toBe(runId)
 
     // Bad input is refused and changes nothing.

@@ -96,7 +96,7 @@ describe("PII rules and blocked tables follow partitions, inheritance children a
       expect(refused.status, sql).toBe(400)
       expect(refused.json.code, sql).toBe("query_blocked")
       expect(refused.json.message, sql).toContain(reached)
-      expect(JSON.stringify(refused.json)).not.toMatch(/123456|999|secret/)
+      expect(JSON.stringify(refused.json)).not.toMatch(/\b(123456|999)\b|secret/)
     }
     expect((await query("blocked", "select * from salaries")).json.code).toBe("query_blocked")
     // A table reads its inheritance children's rows: blocking a child blocks the table.
