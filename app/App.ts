@@ -6,6 +6,7 @@ import { QueryApprovalSteps } from "../actors/jobs/agentRun/QueryApprovalSteps"
 import { RunLifecycle } from "../actors/jobs/agentRun/RunLifecycle"
 import { ToolCallStep } from "../actors/jobs/agentRun/ToolCallStep"
 import { jobStarter } from "../actors/jobs/JobStarter"
+import { AuditFoldLoop } from "../actors/loops/AuditFoldLoop"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
@@ -125,7 +126,7 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = Layer.merge(AgentRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter(AgentRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

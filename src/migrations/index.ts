@@ -21,6 +21,7 @@ import m0020 from "./0020_reports"
 import m0021 from "./0021_queued_agent_runs"
 import m0022 from "./0022_job_steps"
 import m0023 from "./0023_job_events"
+import m0024 from "./0024_audit_rollups_folded"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -45,5 +46,6 @@ export const migrations = {
   "0020_reports": m0020,
   "0021_queued_agent_runs": m0021,
   "0022_job_steps": m0022,
-  "0023_job_events": m0023
+  "0023_job_events": m0023,
+  "0024_audit_rollups_folded": m0024
 }

@@ -36,7 +36,7 @@ export type AuditFilter = typeof AuditFilter.Type
 const HourCounts = Schema.Struct({ hour: Schema.Number, success: Schema.Number, refused: Schema.Number, error: Schema.Number })
 const KeyRequests = Schema.Struct({ key_id: Schema.String, principal: Schema.NullOr(Schema.String), requests: Schema.Number })
 const BlockReasonCount = Schema.Struct({ block_reason: Schema.String, count: Schema.Number })
-const StatsWindow = Schema.Struct({ orgId: OrgId, since: Schema.Number, firstFullHour: Schema.Number })
+const StatsWindow = Schema.Struct({ orgId: OrgId, since: Schema.Number, firstFullHour: Schema.Number, horizon: Schema.String })
 
 const COLUMNS = `gateway_audit_logs.id::text as id, "timestamp"::float8 as "timestamp", gateway_audit_logs.org_id, principal, key_id,
   api_keys.name as key_name, gateway_audit_logs.user_id, event_type, method, route, status, connection, sql, outcome, block_reason, rows,
@@ -150,18 +150,22 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     const partialHour = ({ orgId, since, firstFullHour }: typeof StatsWindow.Encoded) =>
       sql`org_id = ${orgId} and "timestamp" >= ${since} and "timestamp" < ${firstFullHour}`
     const fullHours = ({ orgId, firstFullHour }: typeof StatsWindow.Encoded) => sql`org_id = ${orgId} and hour >= ${firstFullHour}`
+    // The full hours' rows not folded into the rollups yet: the horizon read in the statement keeps both parts
+    // of one snapshot; the one read before it (never later) lets the planner see how few rows that is.
+    const unfolded = ({ orgId, firstFullHour, horizon }: typeof StatsWindow.Encoded) =>
+      sql`org_id = ${orgId} and "timestamp" >= ${firstFullHour} and txid >= ${horizon} and txid >= (select horizon from gateway_audit_fold)`
     const hourly = SqlSchema.findAll({
       Request: StatsWindow,
       Result: HourCounts,
       execute: (window) =>
-        sql`select hour::float8 as hour, success::int as success, refused::int as refused, error::int as error
+        sql`select hour::float8 as hour, sum(success)::int as success, sum(refused)::int as refused, sum(error)::int as error
           from (
             select hour, success, refused, error from gateway_audit_hourly where ${fullHours(window)}
             union all
             select "timestamp" / 3600 * 3600, count(*) filter (where outcome = 'success'),
               count(*) filter (where outcome = 'refused'), count(*) filter (where outcome = 'error')
-            from gateway_audit_logs where ${partialHour(window)} group by 1
-          ) counts order by hour`
+            from gateway_audit_logs where (${partialHour(window)}) or (${unfolded(window)}) group by 1
+          ) counts group by hour order by hour`
     })
     const topKeys = SqlSchema.findAll({
       Request: StatsWindow,
@@ -171,7 +175,7 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
           from (
             select key_id, principal, requests from gateway_audit_hourly_keys where ${fullHours(window)}
             union all
-            select key_id, principal, 1 from gateway_audit_logs where ${partialHour(window)} and key_id is not null
+            select key_id, principal, 1 from gateway_audit_logs where ((${partialHour(window)}) or (${unfolded(window)})) and key_id is not null
           ) keys group by key_id order by requests desc, key_id limit 10`
     })
     const blockReasons = SqlSchema.findAll({
@@ -182,25 +186,31 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
           from (
             select block_reason, count from gateway_audit_hourly_block_reasons where ${fullHours(window)}
             union all
-            select block_reason, 1 from gateway_audit_logs where ${partialHour(window)} and block_reason is not null
+            select block_reason, 1 from gateway_audit_logs where ((${partialHour(window)}) or (${unfolded(window)})) and block_reason is not null
           ) reasons group by block_reason order by count desc, block_reason limit 20`
     })
+    const horizon = sql<{ horizon: string }>`select horizon::text as horizon from gateway_audit_fold`
     /**
-     * Counts since `since`: whole hours from the hourly rollups (kept by triggers, see 0015_audit_rollups),
-     * only the window's first partial hour from the log itself, so the cost follows the window, not the log.
-     * Ties in the top lists are broken by name.
+     * Counts since `since`: whole hours from the hourly rollups (folded off the insert path, see
+     * 0024_audit_rollups_folded) and the rows not folded yet, only the window's first partial hour from
+     * the log itself, so the cost follows the window, not the log. Ties in the top lists are broken by name.
      */
-    const stats = Effect.fn("AuditRepo.stats")((orgId: OrgId, since: number) => {
-      const window = { orgId, since, firstFullHour: Math.ceil(since / 3600) * 3600 }
-      return Effect.all({ hourly: hourly(window), topKeys: topKeys(window), blockReasons: blockReasons(window) }, { concurrency: 1 }).pipe(
-        Effect.map(({ hourly, topKeys, blockReasons }) => {
-          const sum = (field: "success" | "refused" | "error") => hourly.reduce((n, h) => n + h[field], 0)
-          const [success, refused, error] = [sum("success"), sum("refused"), sum("error")]
-          return { totals: { total: success + refused + error, success, refused, error }, hourly, topKeys, blockReasons }
-        }),
-        withOrg(orgId)
-      )
-    }, failures)
+    const stats = Effect.fn("AuditRepo.stats")((orgId: OrgId, since: number) =>
+      Effect.gen(function* () {
+        const [folded] = yield* horizon
+        const window = { orgId, since, firstFullHour: Math.ceil(since / 3600) * 3600, horizon: folded?.horizon ?? "0" }
+        const { hourly: hours, topKeys: keys, blockReasons: reasons } = yield* Effect.all(
+          { hourly: hourly(window), topKeys: topKeys(window), blockReasons: blockReasons(window) },
+          { concurrency: 1 }
+        )
+        const sum = (field: "success" | "refused" | "error") => hours.reduce((n, h) => n + h[field], 0)
+        const [success, refused, error] = [sum("success"), sum("refused"), sum("error")]
+        return { totals: { total: success + refused + error, success, refused, error }, hourly: hours, topKeys: keys, blockReasons: reasons }
+      }).pipe(withOrg(orgId)), failures)
+
+    /** Adds the rows of every finished transaction to the hourly rollups; how many it added. */
+    const fold = Effect.fn("AuditRepo.fold")(() =>
+      sql<{ added: string }>`select gateway_audit_fold()::text as added`.pipe(Effect.map(([row]) => Number(row?.added ?? 0))), failures)
 
     const pruneBatch = SqlSchema.single({
       Request: Schema.Struct({ before: Schema.Number, batch: Schema.Number }),
@@ -213,6 +223,6 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     /** Cloud retention: deletes up to `batch` rows older than `before`; returns how many went. */
     const pruneBefore = Effect.fn("AuditRepo.pruneBefore")((before: number, batch = 10_000) => pruneBatch({ before, batch }).pipe(Effect.map((row) => row.pruned)), failures)
 
-    return { byQueryId, insertStatement, insertBatch, complete, page, exportStream, stats, pruneBefore } as const
+    return { byQueryId, insertStatement, insertBatch, complete, page, exportStream, stats, fold, pruneBefore } as const
   })
 }) {}

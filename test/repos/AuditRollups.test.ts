@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Layer } from "effect"
+import pg from "pg"
 import { AppConfig } from "../../layers/AppConfig"
 import { StoreLive } from "../../layers/Store"
 import { OrgId } from "../../src/domain/Ids"
@@ -68,7 +69,10 @@ for (const store of stores) {
             await seedAuditRows(query, B, 3_000, NOW - 3 * 24 * HOUR, NOW, "b")
             await seedAuditRows(query, null, 500, NOW - 3 * 24 * HOUR, NOW, "none")
           })
-          yield* expectExact("seeded")
+          yield* expectExact("seeded, not folded yet")
+          expect(yield* repo.fold()).toBe(23_000)
+          expect(yield* repo.fold()).toBe(0)
+          yield* expectExact("seeded, folded")
 
           // The audit writer's batch path, a few rows straddling an hour boundary.
           const row = (timestamp: number, outcome: "success" | "refused" | "error", key: string | null, reason: string | null) => ({
@@ -93,6 +97,8 @@ for (const store of stores) {
           ).pipe(Effect.flip)
           expect(foreign._tag).toBe("SqlError")
           yield* expectExact("tenant insert")
+          yield* repo.fold()
+          yield* expectExact("tenant insert, folded")
 
           // A row completed after its request answered; rows moved across hours, keys, reasons and orgs.
           yield* sql`update gateway_audit_logs set status = 201, duration_ms = 3 where request_id = 'tenant-own'`
@@ -102,8 +108,17 @@ for (const store of stores) {
           yield* sql`update gateway_audit_logs set org_id = ${B}, block_reason = 'moved' where org_id = ${A} and id % 13 = 0`
           yield* sql`update gateway_audit_logs set org_id = null where org_id = ${B} and id % 7 = 0`
           yield* expectExact("updates")
+          yield* repo.fold()
+          yield* expectExact("updates, folded")
+          // Rows moved before they were folded, then folded.
+          yield* Effect.promise(() => seedAuditRows(query, A, 900, NOW - 6 * 24 * HOUR, NOW, "late"))
+          yield* sql`update gateway_audit_logs set org_id = ${B}, "timestamp" = "timestamp" - 7200 where request_id like 'late-%' and id % 3 = 0`
+          yield* expectExact("late rows moved")
+          yield* repo.fold()
+          yield* expectExact("late rows moved, folded")
 
-          // Retention deletes in batches, up to a time in the middle of an hour.
+          // Retention deletes in batches, up to a time in the middle of an hour; some of its rows are not folded yet.
+          yield* Effect.promise(() => seedAuditRows(query, A, 700, NOW - 9 * 24 * HOUR, NOW - 4 * 24 * HOUR, "unfolded-old"))
           const before = NOW - 5 * 24 * HOUR - 1_000
           while ((yield* repo.pruneBefore(before, 3_000)) > 0) {
             yield* expectExact("retention batch")
@@ -111,6 +126,8 @@ for (const store of stores) {
           const old = yield* sql<{ n: number }>`select count(*)::int as n from gateway_audit_hourly where hour < ${Math.floor(before / HOUR) * HOUR}`
           expect(old[0]!.n).toBe(0)
           yield* expectExact("retention")
+          yield* repo.fold()
+          yield* expectExact("retention, folded")
 
           yield* sql`delete from gateway_audit_logs where org_id = ${B}`
           yield* expectExact("org deleted")
@@ -120,6 +137,45 @@ for (const store of stores) {
           expect(Number(left[0]!.n)).toBe(0)
           yield* expectExact("truncated")
         })
+      )
+
+      it.effect.skipIf(store.name !== "postgresql")("a fold skips no row of a transaction still open, and a delete beside a fold counts each row once", () =>
+        Effect.gen(function* () {
+          const { sql, repo, query, expectExact } = yield* setup
+          const other = new pg.Client({ connectionString: database!.url })
+          yield* Effect.promise(() => other.connect())
+          yield* Effect.addFinalizer(() => Effect.promise(() => other.end()))
+          yield* Effect.promise(() => seedAuditRows(query, A, 2_000, NOW - 2 * 24 * HOUR, NOW, "open"))
+          yield* repo.fold()
+
+          // Its row has an older txid than rows committed and folded before it commits.
+          yield* Effect.promise(async () => {
+            await other.query("begin")
+            await other.query(`insert into gateway_audit_logs ("timestamp", org_id, key_id, principal, event_type, route, outcome, duration_ms, request_id)
+              values ($1, $2, 'key_late', 'key:sp_late', 'api', '/x', 'success', 1, 'late-commit')`, [NOW - 3 * HOUR, A])
+          })
+          yield* Effect.promise(() => seedAuditRows(query, A, 300, NOW - 2 * 24 * HOUR, NOW, "after"))
+          yield* repo.fold()
+          yield* Effect.promise(() => other.query("commit"))
+          yield* expectExact("a late commit, not folded")
+          yield* repo.fold()
+          yield* expectExact("a late commit, folded")
+          const late = yield* sql<{ n: number }>`select requests::int as n from gateway_audit_hourly_keys where key_id = 'key_late'`
+          expect(late.map((r) => r.n)).toEqual([1])
+
+          // A delete of folded and new rows holds its transaction open while a fold of the new rows runs.
+          yield* Effect.promise(() => seedAuditRows(query, A, 400, NOW - 2 * 24 * HOUR, NOW, "beside"))
+          yield* Effect.promise(async () => {
+            await other.query("begin")
+            await other.query(`delete from gateway_audit_logs where (request_id like 'open-%' or request_id like 'beside-%') and id % 4 = 0`)
+          })
+          const kept = (yield* sql<{ n: number }>`select count(*)::int as n from gateway_audit_logs where request_id like 'beside-%' and id % 4 <> 0`)[0]!.n
+          const folding = yield* Effect.fork(repo.fold())
+          yield* Effect.sleep("200 millis")
+          yield* Effect.promise(() => other.query("commit"))
+          expect(yield* Effect.fromFiber(folding)).toBe(kept)
+          yield* expectExact("a delete beside a fold")
+        }).pipe(Effect.scoped)
       )
     })
   })

@@ -69,6 +69,8 @@ const seed = Effect.gen(function* () {
       details: null
     }))
   )
+  // Into the rollups, as the fold loop does.
+  yield* audit.fold()
 })
 
 const TENANT_TABLES = [
