@@ -117,5 +117,6 @@ begin
   update gateway_audit_fold set horizon = upto;
   return added;
 end $$;
+revoke execute on function gateway_audit_fold() from public;
 `)
 )
