@@ -1,4 +1,6 @@
 const NUL = /\u0000/g
+// One scan finds the rare string that needs either replacement.
+const NUL_OR_SURROGATE = /[\u0000\uD800-\uDFFF]/
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 const TRUNCATED = "…[truncated]"
 
@@ -10,7 +12,7 @@ const TRUNCATED = "…[truncated]"
 export const storable = (value: unknown, maxChars: number): unknown => {
   if (typeof value === "string") {
     const cut = value.length > maxChars ? `${value.slice(0, Math.max(0, maxChars - TRUNCATED.length))}${TRUNCATED}` : value
-    return cut.replace(NUL, "\uFFFD").replace(LONE_SURROGATE, "\uFFFD")
+    return NUL_OR_SURROGATE.test(cut) ? cut.replace(NUL, "\uFFFD").replace(LONE_SURROGATE, "\uFFFD") : cut
   }
   if (typeof value === "number") return Number.isFinite(value) ? value : null
   if (typeof value === "bigint") return value.toString()
