@@ -33,8 +33,8 @@ export class AuditWriter extends Effect.Service<AuditWriter>()("sluice/AuditWrit
     // One INSERT on the store's pool itself, in plain code: the SqlClient's per-statement work cost as much as the rest of a commit (bench/README.md).
     const insert = (batch: ReadonlyArray<Pending>, done: (exit: Exit.Exit<void, WriteFailure>) => void) => {
       try {
-        const { text, values } = repo.insertStatement(batch.map((pending) => pending.row))
-        pool.query(text, values as Array<unknown>, (error: Error | undefined) => {
+        const { name, text, values } = repo.insertStatement(batch.map((pending) => pending.row))
+        pool.query({ ...(name === undefined ? {} : { name }), text, values: values as Array<unknown> }, (error: Error | undefined) => {
           if (error === undefined || error === null) return done(Exit.void)
           const { failure, error: logged } = storeFailureOf("audit log", error)
           if (failure._tag === "Unavailable") log(Effect.logWarning("audit log: store error", logged))

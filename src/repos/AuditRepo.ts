@@ -53,19 +53,24 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     // Made once per batch size: building the statement through the sql helpers cost a fifth of an insert's CPU (bench/README.md).
     // Kept for the sizes that recur (small groups, and the writer's full batch); the texts of every size up to 500 would hold megabytes.
     const insertTexts = new Map<number, string>()
+    const keptSize = (rows: number) => rows <= 32 || rows === MAX_INSERT_ROWS
     const insertText = (rows: number) => {
       let text = insertTexts.get(rows)
       if (text === undefined) {
         const values = Array.from({ length: rows }, (_, r) => `(${INSERT_COLUMNS.map((_, c) => `$${r * INSERT_COLUMNS.length + c + 1}`).join(", ")})`)
         text = `insert into gateway_audit_logs (${INSERT_COLUMNS.map((c) => `"${c}"`).join(", ")}) values ${values.join(", ")}`
-        if (rows <= 32 || rows === MAX_INSERT_ROWS) insertTexts.set(rows, text)
+        if (keptSize(rows)) insertTexts.set(rows, text)
       }
       return text
     }
     const refusedBatch = storeErrorsWithRefusals("audit log")
 
-    /** One INSERT for a whole group-commit batch, as its text and values: what the audit writer sends on the store's pool itself. */
+    /**
+     * One INSERT for a whole group-commit batch, as its text and values: what the audit writer sends on
+     * the store's pool itself. A batch size whose text is kept is named, so each session parses it once.
+     */
     const insertStatement = (rows: ReadonlyArray<AuditInsert>) => ({
+      name: keptSize(rows.length) ? `sluice_audit_insert_${rows.length}` : undefined,
       text: insertText(rows.length),
       values: rows.flatMap((row) => INSERT_COLUMNS.map((column) => (column === "details" ? (row.details === null ? null : JSON.stringify(row.details)) : row[column])))
     })
