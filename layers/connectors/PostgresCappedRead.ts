@@ -1,20 +1,32 @@
 import type pg from "pg"
+import { serialize } from "pg-protocol"
 import type { ByteMeter } from "./Connector"
 
 interface Wire {
   readonly stream: {
-    cork?: () => void
-    uncork?: () => void
+    write(bytes: Buffer): boolean
     on(event: "data", listener: (chunk: Buffer) => void): void
     off(event: "data", listener: (chunk: Buffer) => void): void
     destroy(): void
   }
-  parse(query: { text: string }): void
-  bind(config: { values: Array<never> }): void
-  describe(message: { type: "P"; name: string }): void
-  execute(config: { portal: string; rows: number }): void
-  sync(): void
   sendCopyFail(message: string): void
+}
+
+const NO_VALUES = serialize.bind({ values: [] })
+const DESCRIBE_PORTAL = serialize.describe({ type: "P", name: "" })
+const SYNC = serialize.sync()
+// Parse, Bind, Execute of each step, by the steps' text: a connector's few preambles (they differ by timeout) and its epilogue.
+const STEP_BYTES_KEPT = 256
+const stepBytes = new Map<string, Buffer>()
+const stepsBytes = (steps: ReadonlyArray<string>): Buffer => {
+  const key = steps.join("\u0000")
+  let bytes = stepBytes.get(key)
+  if (bytes === undefined) {
+    bytes = Buffer.concat(steps.flatMap((text) => [serialize.parse({ text }), NO_VALUES, serialize.execute({ portal: "", rows: 0 })]))
+    if (stepBytes.size >= STEP_BYTES_KEPT) stepBytes.clear()
+    stepBytes.set(key, bytes)
+  }
+  return bytes
 }
 
 /**
@@ -68,23 +80,18 @@ export class PostgresCappedRead implements pg.Submittable {
       this.wire = wire
       wire.stream.on("data", this.meter)
     }
-    wire.stream.cork?.()
-    for (const step of this.preamble) {
-      wire.parse({ text: step })
-      wire.bind({ values: [] })
-      wire.execute({ portal: "", rows: 0 })
-    }
-    wire.parse({ text: this.text })
-    wire.bind({ values: [] })
-    wire.describe({ type: "P", name: "" })
-    wire.execute({ portal: "", rows: this.limit })
-    for (const step of this.epilogue) {
-      wire.parse({ text: step })
-      wire.bind({ values: [] })
-      wire.execute({ portal: "", rows: 0 })
-    }
-    wire.sync()
-    wire.stream.uncork?.()
+    // One buffer, one write: the steps around the statement are the same call after call, so their bytes are made once.
+    wire.stream.write(
+      Buffer.concat([
+        stepsBytes(this.preamble),
+        serialize.parse({ text: this.text }),
+        NO_VALUES,
+        DESCRIBE_PORTAL,
+        serialize.execute({ portal: "", rows: this.limit }),
+        stepsBytes(this.epilogue),
+        SYNC
+      ])
+    )
   }
 
   handleRowDescription(message: { fields: ReadonlyArray<pg.FieldDef> }) {
