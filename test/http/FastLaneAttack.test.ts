@@ -1,0 +1,70 @@
+import * as net from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Lane, newestRows, startLanesSideBySide } from "../support/FastLane"
+import { request } from "../support/Http"
+import { postgresAvailable } from "../support/Servers"
+
+/** Attack review of the fast lane's client-leaves-mid-body path: pipelined requests on one keep-alive socket. */
+const skip = !(await postgresAvailable())
+const SETTINGS = { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" }
+
+describe("a pipelined request whose client leaves mid-body, behind a slow one (fast lane vs the Effect app)", () => {
+  let lanes: Awaited<ReturnType<typeof startLanesSideBySide>> | undefined
+  beforeAll(async () => {
+    if (!skip) lanes = await startLanesSideBySide(SETTINGS)
+  }, 60_000)
+  afterAll(async () => {
+    // Stopped by the test; a failed test leaves them to this.
+    await lanes?.stop().catch(() => undefined)
+  })
+
+  /**
+   * On one socket: a slow query (its answer still pending), then the head of a second query and half
+   * its body, then the client hangs up. Node queues the second response behind the first: it never
+   * gets the socket, so it never emits "close".
+   */
+  const pipelineAndLeave = (lane: Lane, key: string) =>
+    new Promise<void>((resolve) => {
+      const port = Number(new URL(lane.url).port)
+      const slow = JSON.stringify({ connection_name: "pg", sql: "select count(*) from generate_series(1, 1000000000)", timeout_seconds: 1 })
+      const second = JSON.stringify({ connection_name: "pg", sql: "select 2 as pipelined_left_mid_body" })
+      const head = (length: number) =>
+        `POST /api/query HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nX-Api-Key: ${key}\r\nContent-Length: ${length}\r\n\r\n`
+      const socket = net.connect(port, "127.0.0.1")
+      socket.on("error", () => resolve())
+      socket.on("data", () => {})
+      socket.on("connect", () => {
+        socket.write(`${head(Buffer.byteLength(slow))}${slow}${head(Buffer.byteLength(second))}${second.slice(0, 20)}`)
+        setTimeout(() => {
+          socket.destroy()
+          resolve()
+        }, 300)
+      })
+    })
+
+  it.skipIf(skip)("leaves nothing in flight: the gateway stops as soon as it did before", async () => {
+    const { fast, effectOnly, keys, database } = lanes!
+    const out: Record<string, { rows: unknown; stopMs: number }> = {}
+    for (const [name, lane] of [["effect", effectOnly], ["fast", fast]] as const) {
+      const k = keys.get(lane)!
+      // The key verified on this replica, so the fast lane takes the requests.
+      await request(lane.url, "/api/query", { key: k.querier, body: { connection_name: "pg", sql: "select 1" } })
+      const taken = fast.taken.length
+      await pipelineAndLeave(lane, k.querier)
+      if (lane === fast) expect(fast.taken.length).toBe(taken + 2)
+      await new Promise((resolve) => setTimeout(resolve, 2_500))
+      const rows = await newestRows(lane, k.admin, 3)
+      const started = Date.now()
+      await lane.stop()
+      out[name] = { rows, stopMs: Date.now() - started }
+    }
+    await database.drop()
+    lanes = undefined
+    console.log(JSON.stringify(out))
+    // (The rows differ only in the pipelined request's status: the Effect app records 400, its body read failing; the fast lane 499.)
+    // Fails: the fast lane writes nothing for a client that left mid-body, and the queued response never emits "close", so
+    // DrainingServer's in-flight entry for it is never removed: every such request stays in memory, and the stop waits out
+    // its whole drain (3 s here, SP_SHUTDOWN_TIMEOUT_SECONDS less the reserve in production) and logs it as cut.
+    expect(out["fast"]!.stopMs).toBeLessThan(Math.max(1_500, out["effect"]!.stopMs + 1_000))
+  }, 60_000)
+})
