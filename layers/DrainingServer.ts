@@ -106,7 +106,15 @@ export const drainingServer = (
               if (response.writableFinished) return
               const entry: InFlight = { method: request.method ?? "", path: (request.url ?? "").split("?")[0]!, since: Date.now(), response, eventStream: false }
               inFlight.add(entry)
-              response.once("close", () => inFlight.delete(entry))
+              // A response queued behind another on a keep-alive socket never closes when that socket does: the socket's end ends it too.
+              const socket = request.socket
+              const ended = () => {
+                inFlight.delete(entry)
+                response.off("close", ended)
+                socket.off("close", ended)
+              }
+              response.once("close", ended)
+              socket.once("close", ended)
             }
       node.on("request", listener)
       // Registered before the drain below, so it runs after it: the handler is taken off a server that has drained.

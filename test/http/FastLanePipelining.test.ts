@@ -4,7 +4,7 @@ import { type Lane, newestRows, startLanesSideBySide } from "../support/FastLane
 import { request } from "../support/Http"
 import { postgresAvailable } from "../support/Servers"
 
-/** Attack review of the fast lane's client-leaves-mid-body path: pipelined requests on one keep-alive socket. */
+/** From the attack review of the fast lane: pipelined requests on one keep-alive socket whose client leaves. */
 const skip = !(await postgresAvailable())
 const SETTINGS = { SP_RATE_LIMIT_EXPENSIVE_RPM: "10000", SP_PER_KEY_RPM: "10000" }
 
@@ -62,10 +62,9 @@ for (const sent of ["half its body", "its whole body"] as const) describe(`a pip
     lanes = undefined
     console.log(JSON.stringify(out))
     // (The rows differ only in the pipelined request's status: the Effect app records 400, its body read failing; the fast lane 499.)
-    // Fails: the queued response never emits "close" (the fast lane writes nothing for a client that left mid-body, and a
-    // whole one's answer is buffered for a socket it never gets), so
-    // DrainingServer's in-flight entry for it is never removed: every such request stays in memory, and the stop waits out
-    // its whole drain (3 s here, SP_SHUTDOWN_TIMEOUT_SECONDS less the reserve in production) and logs it as cut.
+    // The queued response never emits "close" (the fast lane writes nothing for a client that left mid-body, and a whole
+    // one's answer is buffered for a socket it never gets): its in-flight entry must end with its socket, or every such
+    // request stays in memory and the stop waits out its whole drain and logs it as cut.
     expect(out["fast"]!.stopMs).toBeLessThan(Math.max(1_500, out["effect"]!.stopMs + 1_000))
   }, 60_000)
 })
