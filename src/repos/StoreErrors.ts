@@ -8,8 +8,10 @@ type StoreFault = SqlError | ParseResult.ParseError | Cause.NoSuchElementExcepti
 const isStoreFault = (error: unknown): error is StoreFault =>
   error instanceof SqlError || ParseResult.isParseError(error) || Cause.isNoSuchElementException(error)
 
-// SQLSTATE classes of a store that cannot serve a statement now (connection, resources, shutdown or cancel, system, a transaction to retry).
-const PASSING = new Set(["08", "40", "53", "57", "58"])
+// SQLSTATE classes about the statement or its values (unsupported feature, cardinality, data, constraints, triggers and
+// functions, names and syntax, limits, a raise, an internal error). Any other class is the store's state (read-only,
+// locks, resources, shutdown, connection…): it passes, and the statement may succeed later.
+const REFUSING = new Set(["0A", "21", "22", "23", "27", "2F", "38", "39", "3F", "42", "44", "54", "P0", "XX"])
 
 /**
  * The store refused the statement itself (a value it cannot take, a constraint, a mistake of ours):
@@ -20,7 +22,7 @@ const refusedStatement = ({ cause }: SqlError) =>
   Predicate.hasProperty(cause, "severity") &&
   Predicate.isString(cause.code) &&
   Predicate.isString(cause.severity) &&
-  !PASSING.has(cause.code.slice(0, 2))
+  REFUSING.has(cause.code.slice(0, 2))
 
 /** A store that could not answer now (an outage, a pool that timed out), raw or mapped: trying again later can help. */
 export const isStoreOutage = (error: unknown): boolean =>

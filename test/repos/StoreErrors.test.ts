@@ -40,6 +40,13 @@ describe("store errors: an outage is unavailable, a refused statement is not", (
     expect(await outcome(TEST_PG_URL, "select pg_terminate_backend(pg_backend_pid())")).toBe("unavailable")
   })
 
+  it.skipIf(skip)("a store that cannot take writes now (25006 read-only, 55P03 a lock not available) is unavailable, not a refused statement", async () => {
+    expect(await outcome(TEST_PG_URL, "begin read only; create table store_errors_never_made (n int); commit")).toBe("unavailable")
+    expect(await outcome(TEST_PG_URL, "do $$ begin raise exception using errcode = '55P03'; end $$")).toBe("unavailable")
+    // A raise of our own (P0001) is about the statement.
+    expect(await outcome(TEST_PG_URL, "do $$ begin raise exception 'no'; end $$")).toBe("defect")
+  })
+
   it.skipIf(skip)("a row that does not decode is a defect naming the field, never its value", async () => {
     const exit = await exitOf(TEST_PG_URL, (sql) =>
       SqlSchema.findAll({ Request: Schema.Void, Result: Schema.Struct({ amount: Schema.Number }), execute: () => sql`select 'secret-value' as amount` })(undefined).pipe(

@@ -7,7 +7,7 @@ import { StorePool } from "../../layers/StorePool"
 import type { AuditInsert } from "../../src/repos/AuditInsert"
 import { createTestDatabase, postgresAvailable, withAdminClient } from "../support/Servers"
 
-/** Attack review of the audit writer's plain insert (storeFailureOf): a store that cannot take writes for now is not the rows' fault. */
+/** From the attack review of the audit writer's plain insert (storeFailureOf): a store that cannot take writes for now is not the rows' fault. */
 const hasPostgres = await postgresAvailable()
 const database = hasPostgres ? await createTestDatabase() : undefined
 afterAll(() => database?.drop())
@@ -47,8 +47,8 @@ describe.skipIf(!hasPostgres)("AuditWriter when the store turns read-only (a fai
         // Three requests answered in the same turn: one batch.
         const exits = yield* Effect.all([1, 2, 3].map((i) => Effect.exit(writer.write([row(`read-only-${i}`)]))), { concurrency: "unbounded" })
         const tags = exits.map((exit) => (Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause))?._tag : "committed"))
-        // Fails: 25006 is not in storeFailureOf's PASSING classes, so the batch counts as refused rows: it is sent again row by row
-        // (4 statements for 3 rows, up to 501 for a full batch) and every caller is told StatementRefused, which Audit makes a defect (500).
+        // Taken as refused rows, the batch would be sent again row by row (4 statements for 3 rows, up to 501 for a full batch)
+        // and every caller told StatementRefused, which Audit makes a defect (500).
         expect({ tags, statements }).toEqual({ tags: ["Unavailable", "Unavailable", "Unavailable"], statements: 1 })
       })
     )
