@@ -4,25 +4,30 @@ import { TENANT_ROLE } from "./TenantIsolation"
 
 /**
  * The hourly rollups leave the insert path (issue 28): an audit row no longer costs its batch three
- * upserts in the inserting transaction. Each row records the transaction that wrote it (`txid`);
- * `gateway_audit_fold()` adds to the rollups every row of a transaction older than every running one
- * (the snapshot's xmin), so no row that commits late is skipped, and moves the horizon past them.
- * Stats read the rollups plus the rows at or past the horizon. Deletes and count-moving updates still
- * adjust the rollups in their own transaction, for folded rows only; the horizon's row lock orders
- * them with a fold. Rows written before this migration have no txid and were counted by the trigger.
+ * upserts in the inserting transaction. Each row records the transaction that wrote it (`txid`), and
+ * `gateway_audit_fold()` adds to the rollups the rows of every transaction that has ended since the
+ * last fold, by snapshot: a row is folded when its transaction is visible in the stored snapshot (or
+ * its id is at most `through_id`: rows from before this migration, counted by the old trigger, or
+ * from before a rebuild). A transaction still running at a fold, in any database of the cluster,
+ * holds back only its own rows. Stats read the rollups plus the rows not folded. Deletes and
+ * count-moving updates still adjust the rollups in their own transaction, for folded rows only; the
+ * fold row's lock orders them with a fold. A store restored onto a cluster whose transaction ids are
+ * behind the stored snapshot (a pg_dump loaded elsewhere) has its rollups rebuilt from the rows once.
  */
 export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.unsafe(`
-alter table gateway_audit_logs add column txid bigint;
-alter table gateway_audit_logs alter column txid set default pg_current_xact_id()::text::bigint;
--- Appended at its right edge (txids grow), it finds the unfolded tail without reading the window.
+alter table gateway_audit_logs add column txid xid8;
+alter table gateway_audit_logs alter column txid set default pg_current_xact_id();
+-- Appended at its right edge (txids grow), it finds the rows not folded without reading the window.
 create index gateway_audit_logs_txid_idx on gateway_audit_logs (txid);
 
 create table gateway_audit_fold (
   singleton boolean primary key default true check (singleton),
-  horizon bigint not null
+  folded pg_snapshot not null,
+  through_id bigint not null
 );
-insert into gateway_audit_fold (horizon) values (pg_snapshot_xmin(pg_current_snapshot())::text::bigint);
+-- The ALTER TABLE above holds every writer off until this commits: each row so far was counted by the trigger dropped below.
+insert into gateway_audit_fold (folded, through_id) select pg_current_snapshot(), coalesce(max(id), 0) from gateway_audit_logs;
 grant select on gateway_audit_fold to ${TENANT_ROLE};
 
 drop trigger gateway_audit_rollup_inserted on gateway_audit_logs;
@@ -31,7 +36,7 @@ create or replace function gateway_audit_rollup() returns trigger
 language plpgsql security definer set search_path from current as $$
 declare
   direction constant bigint := TG_ARGV[0]::bigint;
-  folded_before bigint;
+  fold gateway_audit_fold;
 begin
   if TG_OP = 'UPDATE' then
     if not exists (
@@ -43,27 +48,27 @@ begin
     end if;
   end if;
   -- Shared: a fold waits for this transaction, or this waits for the fold and sees where it ended.
-  select horizon into folded_before from gateway_audit_fold for share;
+  select * into fold from gateway_audit_fold for share;
 
   insert into gateway_audit_hourly as t (org_id, hour, success, refused, error)
     select org_id, "timestamp" / 3600 * 3600,
       direction * count(*) filter (where outcome = 'success'),
       direction * count(*) filter (where outcome = 'refused'),
       direction * count(*) filter (where outcome = 'error')
-    from changed where org_id is not null and (txid is null or txid < folded_before)
+    from changed where org_id is not null and (id <= fold.through_id or pg_visible_in_snapshot(txid, fold.folded))
     group by 1, 2 order by 1, 2
   on conflict (org_id, hour) do update
     set success = t.success + excluded.success, refused = t.refused + excluded.refused, error = t.error + excluded.error;
 
   insert into gateway_audit_hourly_keys as t (org_id, hour, key_id, principal, requests)
     select org_id, "timestamp" / 3600 * 3600, key_id, principal, direction * count(*)
-    from changed where org_id is not null and key_id is not null and (txid is null or txid < folded_before)
+    from changed where org_id is not null and key_id is not null and (id <= fold.through_id or pg_visible_in_snapshot(txid, fold.folded))
     group by 1, 2, 3, 4 order by 1, 2, 3, 4
   on conflict (org_id, hour, key_id, principal) do update set requests = t.requests + excluded.requests;
 
   insert into gateway_audit_hourly_block_reasons as t (org_id, hour, block_reason, count)
     select org_id, "timestamp" / 3600 * 3600, block_reason, direction * count(*)
-    from changed where org_id is not null and block_reason is not null and (txid is null or txid < folded_before)
+    from changed where org_id is not null and block_reason is not null and (id <= fold.through_id or pg_visible_in_snapshot(txid, fold.folded))
     group by 1, 2, 3 order by 1, 2, 3
   on conflict (org_id, hour, block_reason) do update set count = t.count + excluded.count;
 
@@ -78,23 +83,48 @@ begin
   return null;
 end $$;
 
--- Folds the rows of every finished transaction not folded yet; returns how many rows it added.
+-- Adds the rows of every transaction that ended since the last fold to the rollups; returns how many rows it added.
+-- Planned for the stored snapshot each time (a generic plan would not know how few rows that is).
 create function gateway_audit_fold() returns bigint
-language plpgsql security definer set search_path from current as $$
+language plpgsql security definer set search_path from current set plan_cache_mode = force_custom_plan as $$
 declare
-  was bigint;
-  upto bigint;
+  was gateway_audit_fold;
+  seen pg_snapshot;
   added bigint;
 begin
-  select horizon into was from gateway_audit_fold for update;
-  -- Every transaction below the snapshot's xmin has ended: its rows are all visible from here on.
-  upto := pg_snapshot_xmin(pg_current_snapshot())::text::bigint;
-  if upto <= was then
-    return 0;
+  select * into was from gateway_audit_fold;
+  if pg_snapshot_xmax(was.folded) > pg_snapshot_xmax(pg_current_snapshot()) then
+    -- Transaction ids behind the stored snapshot: the rows came from another cluster (a restore). Rebuilt from the rows,
+    -- with writers held off (readers go on) so that every row up to the highest id is committed.
+    lock table gateway_audit_logs in share row exclusive mode;
+    select * into was from gateway_audit_fold for update;
+    if pg_snapshot_xmax(was.folded) > pg_snapshot_xmax(pg_current_snapshot()) then
+      delete from gateway_audit_hourly;
+      delete from gateway_audit_hourly_keys;
+      delete from gateway_audit_hourly_block_reasons;
+      insert into gateway_audit_hourly (org_id, hour, success, refused, error)
+        select org_id, "timestamp" / 3600 * 3600,
+          count(*) filter (where outcome = 'success'), count(*) filter (where outcome = 'refused'), count(*) filter (where outcome = 'error')
+        from gateway_audit_logs where org_id is not null group by 1, 2;
+      insert into gateway_audit_hourly_keys (org_id, hour, key_id, principal, requests)
+        select org_id, "timestamp" / 3600 * 3600, key_id, principal, count(*)
+        from gateway_audit_logs where org_id is not null and key_id is not null group by 1, 2, 3, 4;
+      insert into gateway_audit_hourly_block_reasons (org_id, hour, block_reason, count)
+        select org_id, "timestamp" / 3600 * 3600, block_reason, count(*)
+        from gateway_audit_logs where org_id is not null and block_reason is not null group by 1, 2, 3;
+      update gateway_audit_fold set folded = pg_current_snapshot(), through_id = (select coalesce(max(id), 0) from gateway_audit_logs);
+      return (select count(*) from gateway_audit_logs where org_id is not null);
+    end if;
+  else
+    select * into was from gateway_audit_fold for update;
   end if;
+  seen := pg_current_snapshot();
   with fresh as materialized (
     select org_id, "timestamp" / 3600 * 3600 as hour, outcome, key_id, principal, block_reason
-    from gateway_audit_logs where txid >= was and txid < upto and org_id is not null
+    from gateway_audit_logs
+    -- Not added yet (written after the last fold, or by a transaction it saw running), and ended by now.
+    where id > was.through_id and (txid >= pg_snapshot_xmax(was.folded) or txid = any(array(select pg_snapshot_xip(was.folded))))
+      and not pg_visible_in_snapshot(txid, was.folded) and pg_visible_in_snapshot(txid, seen) and org_id is not null
   ), hourly as (
     insert into gateway_audit_hourly as t (org_id, hour, success, refused, error)
       select org_id, hour, count(*) filter (where outcome = 'success'), count(*) filter (where outcome = 'refused'),
@@ -114,7 +144,7 @@ begin
     on conflict (org_id, hour, block_reason) do update set count = t.count + excluded.count
   )
   select count(*) into added from fresh;
-  update gateway_audit_fold set horizon = upto;
+  update gateway_audit_fold set folded = seen;
   return added;
 end $$;
 revoke execute on function gateway_audit_fold() from public;

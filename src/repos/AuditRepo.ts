@@ -36,7 +36,12 @@ export type AuditFilter = typeof AuditFilter.Type
 const HourCounts = Schema.Struct({ hour: Schema.Number, success: Schema.Number, refused: Schema.Number, error: Schema.Number })
 const KeyRequests = Schema.Struct({ key_id: Schema.String, principal: Schema.NullOr(Schema.String), requests: Schema.Number })
 const BlockReasonCount = Schema.Struct({ block_reason: Schema.String, count: Schema.Number })
-const StatsWindow = Schema.Struct({ orgId: OrgId, since: Schema.Number, firstFullHour: Schema.Number, horizon: Schema.String })
+const StatsWindow = Schema.Struct({
+  orgId: OrgId,
+  since: Schema.Number,
+  firstFullHour: Schema.Number,
+  fold: Schema.Struct({ throughId: Schema.String, xmax: Schema.String, xip: Schema.String })
+})
 
 const COLUMNS = `gateway_audit_logs.id::text as id, "timestamp"::float8 as "timestamp", gateway_audit_logs.org_id, principal, key_id,
   api_keys.name as key_name, gateway_audit_logs.user_id, event_type, method, route, status, connection, sql, outcome, block_reason, rows,
@@ -155,10 +160,12 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     const partialHour = ({ orgId, since, firstFullHour }: typeof StatsWindow.Encoded) =>
       sql`org_id = ${orgId} and "timestamp" >= ${since} and "timestamp" < ${firstFullHour}`
     const fullHours = ({ orgId, firstFullHour }: typeof StatsWindow.Encoded) => sql`org_id = ${orgId} and hour >= ${firstFullHour}`
-    // The full hours' rows not folded into the rollups yet: the horizon read in the statement keeps both parts
-    // of one snapshot; the one read before it (never later) lets the planner see how few rows that is.
-    const unfolded = ({ orgId, firstFullHour, horizon }: typeof StatsWindow.Encoded) =>
-      sql`org_id = ${orgId} and "timestamp" >= ${firstFullHour} and txid >= ${horizon} and txid >= (select horizon from gateway_audit_fold)`
+    // The full hours' rows not folded into the rollups yet, by the fold row read in the statement (one snapshot with the
+    // rollups); the same read just before (a fold since only adds rows) gives the planner literals for the index.
+    const unfolded = ({ orgId, firstFullHour, fold }: typeof StatsWindow.Encoded) =>
+      sql`org_id = ${orgId} and "timestamp" >= ${firstFullHour} and id > ${fold.throughId}::bigint
+        and (txid >= ${fold.xmax}::xid8 or txid = any(${fold.xip}::xid8[]))
+        and id > (select through_id from gateway_audit_fold) and not pg_visible_in_snapshot(txid, (select folded from gateway_audit_fold))`
     const hourly = SqlSchema.findAll({
       Request: StatsWindow,
       Result: HourCounts,
@@ -194,7 +201,8 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
             select block_reason, 1 from gateway_audit_logs where ((${partialHour(window)}) or (${unfolded(window)})) and block_reason is not null
           ) reasons group by block_reason order by count desc, block_reason limit 20`
     })
-    const horizon = sql<{ horizon: string }>`select horizon::text as horizon from gateway_audit_fold`
+    const foldRead = sql<{ throughId: string; xmax: string; xip: string }>`select through_id::text as "throughId",
+        pg_snapshot_xmax(folded)::text as xmax, array(select pg_snapshot_xip(folded))::text as xip from gateway_audit_fold`
     /**
      * Counts since `since`: whole hours from the hourly rollups (folded off the insert path, see
      * 0024_audit_rollups_folded) and the rows not folded yet, only the window's first partial hour from
@@ -202,8 +210,8 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
      */
     const stats = Effect.fn("AuditRepo.stats")((orgId: OrgId, since: number) =>
       Effect.gen(function* () {
-        const [folded] = yield* horizon
-        const window = { orgId, since, firstFullHour: Math.ceil(since / 3600) * 3600, horizon: folded?.horizon ?? "0" }
+        const [fold] = yield* foldRead
+        const window = { orgId, since, firstFullHour: Math.ceil(since / 3600) * 3600, fold: fold ?? { throughId: "0", xmax: "0", xip: "{}" } }
         const { hourly: hours, topKeys: keys, blockReasons: reasons } = yield* Effect.all(
           { hourly: hourly(window), topKeys: topKeys(window), blockReasons: blockReasons(window) },
           { concurrency: 1 }

@@ -70,7 +70,7 @@ describe.skipIf(!hasPostgres)("audit stats on a 150k-row log (PostgreSQL store)"
     for (const hours of [24, 168]) {
       const since = now - hours * 3600 + 1234
       const firstFullHour = Math.ceil(since / 3600) * 3600
-      const { stats, horizon, reads } = await runtime.runPromise(
+      const { stats, fold, reads } = await runtime.runPromise(
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const repo = yield* AuditRepo
@@ -82,11 +82,11 @@ describe.skipIf(!hasPostgres)("audit stats on a 150k-row log (PostgreSQL store)"
                 from pg_stat_xact_user_tables where relname like 'gateway_audit%'`.pipe(
                 Effect.map((rows) => new Map(rows.map((r) => [r.relname, r.tuples])))
               )
-              const horizon = (yield* sql<{ horizon: string }>`select horizon::text as horizon from gateway_audit_fold`)[0]!.horizon
+              const fold = (yield* sql<{ folded: string; through: string }>`select folded::text as folded, through_id::text as through from gateway_audit_fold`)[0]!
               const before = yield* tuplesRead
               const stats = yield* repo.stats(OrgId.make(org), since)
               const after = yield* tuplesRead
-              return { stats, horizon, reads: Object.fromEntries([...after].map(([name, n]) => [name, n - (before.get(name) ?? 0)])) }
+              return { stats, fold, reads: Object.fromEntries([...after].map(([name, n]) => [name, n - (before.get(name) ?? 0)])) }
             })
           )
         })
@@ -98,15 +98,19 @@ describe.skipIf(!hasPostgres)("audit stats on a 150k-row log (PostgreSQL store)"
           firstFullHour
         ]))[0].n
       )
-      // The gateway's own rows since the seeded ones were folded (a fold meanwhile only makes them fewer).
+      // The gateway's own rows since the seeded ones were folded, every org's, as the index finds them (a fold meanwhile only makes them fewer).
       const unfoldedRows = Number(
-        (await database.query(`select count(*) as n from gateway_audit_logs where org_id = $1 and "timestamp" >= $2 and txid >= $3`, [org, firstFullHour, horizon]))[0].n
+        (await database.query(
+          `select count(*) as n from gateway_audit_logs where id > $1 and not pg_visible_in_snapshot(txid, $2::pg_snapshot)`,
+          [fold.through, fold.folded]
+        ))[0].n
       )
       const windowRows = Number((await database.query(`select count(*) as n from gateway_audit_logs where org_id = $1 and "timestamp" >= $2`, [org, since]))[0].n)
       console.log(`${hours} h: ${windowRows} rows in the window, ${partialHourRows} in its first partial hour, ${unfoldedRows} not folded; tuples read`, reads)
       // Each of the hourly series, the keys and the block reasons may read the partial hour and the rows not folded yet once.
       expect(unfoldedRows).toBeLessThan(100)
-      expect(reads["gateway_audit_logs"] ?? 0).toBeLessThanOrEqual(3 * (partialHourRows + unfoldedRows))
+      // (One row of slack each: the running gateway may write a row between the reads and the count.)
+      expect(reads["gateway_audit_logs"] ?? 0).toBeLessThanOrEqual(3 * (partialHourRows + unfoldedRows + 1))
       const hoursRead = hours + 1
       const rollupRows = Object.entries(reads)
         .filter(([name]) => name !== "gateway_audit_logs")

@@ -12,8 +12,9 @@ import { tempDataDir } from "../support/Gateway"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 /**
- * Attack review of 0024_audit_rollups_folded: the horizon is a transaction id of the cluster the
- * store runs on, compared with `txid`s the rows carry. Two ways that goes wrong.
+ * From the attack review of 0024_audit_rollups_folded: the fold compares the transaction ids rows carry
+ * with a snapshot of the cluster the store runs on. A restore onto another cluster, and a transaction
+ * left open elsewhere on the same cluster.
  */
 const hasPostgres = await postgresAvailable()
 const HOUR = 3600
@@ -42,7 +43,7 @@ afterAll(async () => {
   for (const database of databases) await database.drop()
 })
 
-describe.skipIf(!hasPostgres)("audit rollups folded by transaction id (attack review)", () => {
+describe.skipIf(!hasPostgres)("audit rollups folded by transaction snapshot", () => {
   it("a store restored from a pg_dump onto a younger cluster still counts the audit rows written after the restore", async () => {
     // The source: a PostgreSQL store that has been busy (its transaction ids are in the hundreds of thousands on the test server).
     const source = await createTestDatabase()
@@ -84,8 +85,8 @@ describe.skipIf(!hasPostgres)("audit rollups folded by transaction id (attack re
       })
     )
     expect(raw.total).toBe(2_001)
-    // Fails: the new row's txid is below the restored horizon, so the fold skips it (returns 0) and stats never see it.
-    expect({ total: stats.totals.total, folded }).toEqual({ total: 2_001, folded: 1 })
+    // The new row's txid is behind the restored snapshot's: the fold sees another cluster's rows and rebuilds the rollups from them all.
+    expect({ total: stats.totals.total, folded }).toEqual({ total: 2_001, folded: 2_001 })
   }, 120_000)
 
   it("a write transaction left open in another database of the same cluster neither stops the fold nor makes stats read the window's rows", async () => {
@@ -127,8 +128,8 @@ describe.skipIf(!hasPostgres)("audit rollups folded by transaction id (attack re
       const partialHour = Number(
         (await store.query(`select count(*) as n from gateway_audit_logs where org_id = $1 and "timestamp" >= $2 and "timestamp" < $3`, [ORG, since, Math.ceil(since / HOUR) * HOUR]))[0].n
       )
-      // Fails: the horizon is the cluster's oldest running xid, so the neighbour's transaction pins it: the fold adds nothing
-      // and every stats call reads the whole window from the log (three times), as before the rollups.
+      // A fold by the cluster's oldest running xid alone would be pinned by the neighbour's transaction: it would add nothing,
+      // and every stats call would read the whole window from the log (three times), as before the rollups.
       expect({ folded, readsAtMost3xPartialHour: reads <= 3 * partialHour + 100 }).toEqual({ folded: ROWS, readsAtMost3xPartialHour: true })
     } finally {
       await other.query("rollback").catch(() => undefined)
