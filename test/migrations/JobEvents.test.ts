@@ -58,7 +58,8 @@ for (const [name, skip] of [["embedded", false], ["postgresql", !hasPostgres]] a
             select run_id, org_id, seq, step, type, data, created_at from agent_run_events order by run_id, seq`
 
           const applied = yield* migrateWith(migrations)
-          expect(applied.map(([, name]) => name)).toEqual(["job_events"])
+          // The migrations after it (later issues) apply too.
+          expect(applied.map(([, name]) => name)[0]).toBe("job_events")
 
           const after = yield* sql<{ run_id: string; seq: number; step: string; type: string; data: unknown; created_at: Date }>`
             select job_id as run_id, org_id, seq, step, type, data, created_at from job_events where kind = 'agent_run' order by job_id, seq`
