@@ -24,7 +24,9 @@ create index gateway_audit_logs_txid_idx on gateway_audit_logs (txid);
 create table gateway_audit_fold (
   singleton boolean primary key default true check (singleton),
   folded pg_snapshot not null,
-  through_id bigint not null
+  through_id bigint not null,
+  -- The cluster whose transaction ids these are: a store restored onto another one is rebuilt, whatever its ids.
+  cluster text not null default (pg_control_system()).system_identifier::text
 );
 -- The ALTER TABLE above holds every writer off until this commits: each row so far was counted by the trigger dropped below.
 insert into gateway_audit_fold (folded, through_id) select pg_current_snapshot(), coalesce(max(id), 0) from gateway_audit_logs;
@@ -40,9 +42,9 @@ declare
 begin
   if TG_OP = 'UPDATE' then
     if not exists (
-      select org_id, "timestamp" / 3600 * 3600, outcome, key_id, principal, block_reason from changed
+      select id, txid, org_id, "timestamp" / 3600 * 3600, outcome, key_id, principal, block_reason from changed
       except all
-      select org_id, "timestamp" / 3600 * 3600, outcome, key_id, principal, block_reason from other
+      select id, txid, org_id, "timestamp" / 3600 * 3600, outcome, key_id, principal, block_reason from other
     ) then
       return null;
     end if;
@@ -85,20 +87,27 @@ end $$;
 
 -- Adds the rows of every transaction that ended since the last fold to the rollups; returns how many rows it added.
 -- Planned for the stored snapshot each time (a generic plan would not know how few rows that is).
+-- A lock held by a long transaction fails this fold (the next one tries again) instead of holding a connection.
 create function gateway_audit_fold() returns bigint
-language plpgsql security definer set search_path from current set plan_cache_mode = force_custom_plan as $$
+language plpgsql security definer set search_path from current set plan_cache_mode = force_custom_plan set lock_timeout = '2s' as $$
 declare
   was gateway_audit_fold;
   seen pg_snapshot;
+  running xid8[];
   added bigint;
+  here constant text := (pg_control_system()).system_identifier::text;
 begin
+  -- Its own transaction would be missing from the snapshot it stores, and its rows never added.
+  if pg_current_xact_id_if_assigned() is not null then
+    raise exception 'gateway_audit_fold() runs in a transaction of its own';
+  end if;
   select * into was from gateway_audit_fold;
-  if pg_snapshot_xmax(was.folded) > pg_snapshot_xmax(pg_current_snapshot()) then
+  if was.cluster <> here or pg_snapshot_xmax(was.folded) > pg_snapshot_xmax(pg_current_snapshot()) then
     -- Transaction ids behind the stored snapshot: the rows came from another cluster (a restore). Rebuilt from the rows,
     -- with writers held off (readers go on) so that every row up to the highest id is committed.
     lock table gateway_audit_logs in share row exclusive mode;
     select * into was from gateway_audit_fold for update;
-    if pg_snapshot_xmax(was.folded) > pg_snapshot_xmax(pg_current_snapshot()) then
+    if was.cluster <> here or pg_snapshot_xmax(was.folded) > pg_snapshot_xmax(pg_current_snapshot()) then
       delete from gateway_audit_hourly;
       delete from gateway_audit_hourly_keys;
       delete from gateway_audit_hourly_block_reasons;
@@ -112,18 +121,19 @@ begin
       insert into gateway_audit_hourly_block_reasons (org_id, hour, block_reason, count)
         select org_id, "timestamp" / 3600 * 3600, block_reason, count(*)
         from gateway_audit_logs where org_id is not null and block_reason is not null group by 1, 2, 3;
-      update gateway_audit_fold set folded = pg_current_snapshot(), through_id = (select coalesce(max(id), 0) from gateway_audit_logs);
+      update gateway_audit_fold set folded = pg_current_snapshot(), through_id = (select coalesce(max(id), 0) from gateway_audit_logs), cluster = here;
       return (select count(*) from gateway_audit_logs where org_id is not null);
     end if;
   else
     select * into was from gateway_audit_fold for update;
   end if;
   seen := pg_current_snapshot();
+  running := array(select pg_snapshot_xip(was.folded));
   with fresh as materialized (
     select org_id, "timestamp" / 3600 * 3600 as hour, outcome, key_id, principal, block_reason
     from gateway_audit_logs
     -- Not added yet (written after the last fold, or by a transaction it saw running), and ended by now.
-    where id > was.through_id and (txid >= pg_snapshot_xmax(was.folded) or txid = any(array(select pg_snapshot_xip(was.folded))))
+    where id > was.through_id and (txid >= pg_snapshot_xmax(was.folded) or txid = any(running))
       and not pg_visible_in_snapshot(txid, was.folded) and pg_visible_in_snapshot(txid, seen) and org_id is not null
   ), hourly as (
     insert into gateway_audit_hourly as t (org_id, hour, success, refused, error)
@@ -144,9 +154,21 @@ begin
     on conflict (org_id, hour, block_reason) do update set count = t.count + excluded.count
   )
   select count(*) into added from fresh;
-  update gateway_audit_fold set folded = seen;
+  -- Nothing added: the stored snapshot still says the same, and an unchanged row troubles no REPEATABLE READ writer.
+  if added > 0 then
+    update gateway_audit_fold set folded = seen;
+  end if;
   return added;
 end $$;
 revoke execute on function gateway_audit_fold() from public;
+
+-- A truncate may restart the ids: no row is counted by its id any more.
+create or replace function gateway_audit_rollup_clear() returns trigger
+language plpgsql security definer set search_path from current as $$
+begin
+  truncate gateway_audit_hourly, gateway_audit_hourly_keys, gateway_audit_hourly_block_reasons;
+  update gateway_audit_fold set through_id = 0;
+  return null;
+end $$;
 `)
 )

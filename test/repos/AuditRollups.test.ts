@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer } from "effect"
 import pg from "pg"
 import { AppConfig } from "../../layers/AppConfig"
 import { StoreLive } from "../../layers/Store"
@@ -176,6 +176,36 @@ for (const store of stores) {
           expect(yield* Effect.fromFiber(folding)).toBe(kept)
           yield* expectExact("a delete beside a fold")
         }).pipe(Effect.scoped)
+      )
+
+      it.effect.skipIf(store.name !== "postgresql")("an update that swaps folded and unfolded rows, a row's txid changed, a fold inside a transaction, ids restarted", () =>
+        Effect.gen(function* () {
+          const { sql, repo, query, expectExact } = yield* setup
+          yield* Effect.promise(() => seedAuditRows(query, A, 50, NOW - 3 * HOUR, NOW, "folded"))
+          yield* repo.fold()
+          yield* Effect.promise(() => seedAuditRows(query, A, 50, NOW - 3 * HOUR, NOW, "unfolded"))
+          // One statement swaps outcomes between a folded and an unfolded row.
+          yield* sql`update gateway_audit_logs set outcome = case request_id when 'folded-9' then 'error' else 'success' end
+                     where request_id in ('folded-9', 'unfolded-9')`
+          yield* expectExact("a swap across the fold")
+          yield* sql`update gateway_audit_logs set txid = default where request_id = 'folded-3'`
+          yield* expectExact("a folded row's txid changed")
+          yield* repo.fold()
+          yield* expectExact("both, folded")
+
+          // Refused (the store's raise is our mistake: a defect), its transaction rolled back.
+          const inside = yield* Effect.exit(sql.withTransaction(
+            Effect.zipRight(sql`insert into gateway_audit_logs ("timestamp", org_id, event_type, route, outcome, duration_ms, request_id)
+                values (${NOW}, ${A}, 'api', '/x', 'success', 1, 'in-transaction')`, repo.fold())
+          ))
+          expect(Exit.isFailure(inside) && Cause.isDie(inside.cause)).toBe(true)
+
+          yield* sql`truncate gateway_audit_logs restart identity`
+          yield* Effect.promise(() => seedAuditRows(query, A, 7, NOW - HOUR, NOW, "restarted"))
+          yield* expectExact("ids restarted")
+          expect(yield* repo.fold()).toBe(7)
+          yield* expectExact("ids restarted, folded")
+        })
       )
     })
   })
