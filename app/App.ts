@@ -8,6 +8,7 @@ import { ToolCallStep } from "../actors/jobs/agentRun/ToolCallStep"
 import { jobStarter } from "../actors/jobs/JobStarter"
 import { AuditFoldLoop } from "../actors/loops/AuditFoldLoop"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
+import { SandboxSnapshotExpiryLoop } from "../actors/loops/SandboxSnapshotExpiryLoop"
 import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
 import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
@@ -22,6 +23,7 @@ import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
 import { ChatRepo } from "../src/repos/ChatRepo"
 import { JobEventsRepo } from "../src/repos/JobEventsRepo"
+import { ActingPrincipals } from "../src/services/ActingPrincipals"
 import { AgentRuns } from "../src/services/AgentRuns"
 import { AnalysisTrails } from "../src/services/AnalysisTrails"
 import { ApiKeys } from "../src/services/ApiKeys"
@@ -43,6 +45,9 @@ import { Knowledge } from "../src/services/Knowledge"
 import { KnowledgeSearch } from "../src/services/KnowledgeSearch"
 import { KnowledgeRepo } from "../src/repos/KnowledgeRepo"
 import { ReportsRepo } from "../src/repos/ReportsRepo"
+import { SandboxesRepo } from "../src/repos/SandboxesRepo"
+import { Sandboxes } from "../src/services/Sandboxes"
+import { SandboxProcesses } from "../layers/SandboxProcesses"
 import { Reports } from "../src/services/Reports"
 import { SchemaChanges } from "../src/services/SchemaChanges"
 import { SchemaContext } from "../src/services/SchemaContext"
@@ -68,6 +73,7 @@ import { HttpServerLive } from "./HttpServer"
 
 /** Every service, each built once on the foundation: each lists what it is built on, so this is a plain merge. */
 export const ServicesLive = Layer.mergeAll(
+  ActingPrincipals.Default,
   AgentRuns.Default,
   AgentRunsRepo.Default,
   AnalysisTrails.Default,
@@ -108,6 +114,9 @@ export const ServicesLive = Layer.mergeAll(
   ResultCache.Default,
   RunEventsFeed.Default,
   RunLifecycle.Default,
+  Sandboxes.Default,
+  SandboxesRepo.Default,
+  SandboxProcesses.Default,
   SchemaChanges.Default,
   SchemaContext.Default,
   SchemaCuration.Default,
@@ -126,7 +135,7 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = Layer.merge(AgentRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter(AgentRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

@@ -18,6 +18,7 @@ import { AgentRunsHttp } from "../src/http/AgentRunsHttp"
 import { ChatHttp } from "../src/http/ChatHttp"
 import { KnowledgeHttp } from "../src/http/KnowledgeHttp"
 import { ReportsHttp } from "../src/http/ReportsHttp"
+import { SandboxesHttp } from "../src/http/SandboxesHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
 import { QueryHttp } from "../src/http/QueryHttp"
@@ -50,6 +51,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     ChatHttp,
     KnowledgeHttp,
     ReportsHttp,
+    SandboxesHttp,
     SecretsHttp,
     SystemHttp,
     PublicHttp,

@@ -91,6 +91,12 @@ const raw = Config.all({
   // How many agents' proposals, and how many MiB of them, an organization holds waiting for review.
   knowledgePendingMax: boundedInt("SP_KNOWLEDGE_PENDING_MAX", "must be between 1 and 100000", (n) => n >= 1 && n <= 100_000).pipe(Config.withDefault(200)),
   knowledgePendingMaxMb: boundedInt("SP_KNOWLEDGE_PENDING_MAX_MB", "must be between 1 and 1024", (n) => n >= 1 && n <= 1024).pipe(Config.withDefault(16)),
+  // The interpreter sandboxes and notebook sessions run, under bubblewrap.
+  sandboxPython: Config.string("SP_PYTHON").pipe(Config.withDefault("/usr/bin/python3")),
+  sandboxMemoryMb: boundedInt("SP_SANDBOX_MEMORY_MB", "must be between 64 and 65536 (MiB)", (n) => n >= 64 && n <= 65_536).pipe(Config.withDefault(1024)),
+  // A sandbox idle this long is snapshotted and its process ended; a snapshot this old is deleted.
+  sandboxIdleSnapshotSeconds: positiveInt("SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS", 900),
+  sandboxSnapshotExpirationSeconds: positiveInt("SP_NOTEBOOK_SNAPSHOT_EXPIRATION_SECONDS", 7 * 24 * 3600),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
   encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))

@@ -16,6 +16,7 @@ import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
 import { QueryApi, QueryStreamLine } from "./QueryApi"
 import { ReportsApi } from "./ReportsApi"
+import { SandboxesApi } from "./SandboxesApi"
 import { SchemaApi } from "./SchemaApi"
 import { SchemaCurationApi } from "./SchemaCurationApi"
 import { SchemaWatchesApi } from "./SchemaWatchesApi"
@@ -40,6 +41,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(ChatApi)
   .add(KnowledgeApi)
   .add(ReportsApi)
+  .add(SandboxesApi)
   .add(SecretsApi)
   .add(SystemApi)
   .add(McpApi)

@@ -81,6 +81,15 @@ export class RateLimited extends ApiError<RateLimited>()(
   { retry_after_seconds: Schema.Int }
 ) {}
 
+/** A resource that existed and is gone for good (an expired snapshot). */
+export class Gone extends ApiError<Gone>()("Gone", { code: "gone", status: 410 }) {}
+
+/** The gateway process runs as many of a kind of thing as it may (sandboxes): try again once one ends. */
+export class CapacityReached extends ApiError<CapacityReached>()("CapacityReached", { code: "capacity_reached", status: 429 }) {}
+
+/** A feature this deployment does not offer (sandboxes in cloud mode without a remote provider). */
+export class NotAvailableHere extends ApiError<NotAvailableHere>()("NotAvailableHere", { code: "not_available", status: 501 }) {}
+
 export class Unavailable extends ApiError<Unavailable>()("Unavailable", { code: "unavailable", status: 503 }) {}
 
 /** Failures the authentication middleware may produce on any /api route. */

@@ -31,3 +31,6 @@ export const isLocalKeyId = (id: string) => id.startsWith(LOCAL_KEY_ID)
 
 export const LOCAL_ORG = OrgId.make("local")
 export const LOCAL_USER = UserId.make("local")
+
+export const SandboxId = Schema.String.pipe(Schema.brand("SandboxId"))
+export type SandboxId = typeof SandboxId.Type

@@ -13,7 +13,7 @@ import { MAX_BODY_BYTES } from "../services/Posture"
 import { announcesBody, declaresJson } from "./BodyHeaders"
 import { resolveClientAddress } from "./ClientAddress"
 import { allowedHostGuard, envelopeHeaders } from "./Envelope"
-import { auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
+import { auditRow, childQueryRows, newAuditDraft } from "../services/AuditDraft"
 import { type RequestInfo, RequestState } from "./RequestState"
 
 const REFUSALS = new Set([401, 403, 429])

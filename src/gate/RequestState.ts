@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect } from "effect"
 import type { QueryFacts } from "../governance/GovernedExecutor"
-import type { AuditDraft } from "./AuditDraft"
+import type { AuditDraft } from "../services/AuditDraft"
 import type { ClientAddress } from "./ClientAddress"
 
 /** A request's audit draft, and what the gateway needs to know of the request itself to answer and audit it. */

@@ -76,6 +76,10 @@ export const runtimeCapOf = (dbType: DbType, usd: number): { readonly seconds?: 
       ? {}
       : { seconds: usd / (USD_PER_SCANNED_ROW[dbType] * SCANNED_ROWS_PER_SECOND) }
 
+/** What a statement that ran cost at the same list prices: BigQuery the bytes it billed, the other priced engines the time it read for. */
+export const usdOfRun = (dbType: DbType, run: { readonly execution_ms: number; readonly bytes_scanned: number | null }): number =>
+  dbType === "bigquery" ? (run.bytes_scanned ?? 0) * BIGQUERY_USD_PER_BYTE : USD_PER_SCANNED_ROW[dbType] * SCANNED_ROWS_PER_SECOND * (run.execution_ms / 1000)
+
 const priced = (dbType: DbType, summary: Omit<PlanSummary, "estimated_usd">): PlanSummary => ({
   ...summary,
   estimated_usd:

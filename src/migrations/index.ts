@@ -22,6 +22,7 @@ import m0021 from "./0021_queued_agent_runs"
 import m0022 from "./0022_job_steps"
 import m0023 from "./0023_job_events"
 import m0024 from "./0024_audit_rollups_folded"
+import m0025 from "./0025_sandboxes"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -47,5 +48,6 @@ export const migrations = {
   "0021_queued_agent_runs": m0021,
   "0022_job_steps": m0022,
   "0023_job_events": m0023,
-  "0024_audit_rollups_folded": m0024
+  "0024_audit_rollups_folded": m0024,
+  "0025_sandboxes": m0025
 }

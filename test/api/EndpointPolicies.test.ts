@@ -133,7 +133,12 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "GET /api/reports/:id": "read",
   "POST /api/reports": "admin",
   "PATCH /api/reports/:id": "admin",
-  "DELETE /api/reports/:id": "admin"
+  "DELETE /api/reports/:id": "admin",
+  "GET /api/sandboxes": "read",
+  "GET /api/sandboxes/:id": "read",
+  "POST /api/sandboxes": "execute",
+  "DELETE /api/sandboxes/:id": "execute",
+  "POST /api/sandboxes/:id/execute": "execute"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

@@ -10,9 +10,8 @@ import { mayReadRows, WITHHELD_FOR_ROWS } from "../../../src/domain/Visibility"
 import { RunStopped } from "../../../src/jobs/AgentRunWorkflow"
 import { JobSteps } from "../../../src/jobs/JobSteps"
 import { AgentRunsRepo, type StoredRun } from "../../../src/repos/AgentRunsRepo"
-import { OrgsRepo } from "../../../src/repos/OrgsRepo"
 import { isStoreOutage } from "../../../src/repos/StoreErrors"
-import { ApiKeys } from "../../../src/services/ApiKeys"
+import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 
 // A run reads, queries and proposes knowledge (write: workspace content, never a database), whatever else its credential may do.
@@ -47,8 +46,7 @@ export const firstSuccess = <A>() => {
 export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLifecycle", {
   effect: Effect.gen(function* () {
     const repo = yield* AgentRunsRepo
-    const keys = yield* ApiKeys
-    const orgs = yield* OrgsRepo
+    const acting = yield* ActingPrincipals
     const models = yield* LanguageModels
     const feed = yield* RunEventsFeed
     const jobSteps = yield* JobSteps
@@ -97,39 +95,10 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
       )
 
     /** Who the run acts as at this step: its credential checked again (a deleted key stops it), scopes capped to read and query. */
-    const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | Unavailable> => {
-      const { orgId, run } = stored
-      if (stored.cancelRequested) return stop(orgId, run.id, "cancelled", "cancelled", "The run was cancelled")
-      const revoked = (why: string) => stop(orgId, run.id, "failed", "credential_revoked", why)
-      if (stored.principalKind === "local") {
-        return Effect.succeed({ kind: "local", orgId, userId: stored.userId, keyId: null, keyPrefix: null, scopes: [...RUN_SCOPES], role: "admin" })
-      }
-      if (stored.principalKind === "jwt" || stored.keyId === null) {
-        // A session's token is not kept: the run goes on while its user is still a member of the org.
-        return orgs.roleOf(orgId, stored.userId).pipe(
-          Effect.flatMap((role) =>
-            role === null
-              ? revoked("The user who started the run is no longer a member of the organization")
-              : Effect.succeed<Principal>({ kind: "jwt", orgId, userId: stored.userId, keyId: null, keyPrefix: null, scopes: [...RUN_SCOPES], role })
-          )
-        )
-      }
-      return keys.current(stored.keyId).pipe(
-        Effect.map(
-          (key): Principal => ({
-            kind: "api_key",
-            orgId: key.org_id,
-            userId: key.user_id,
-            keyId: key.id,
-            keyPrefix: key.prefix,
-            scopes: key.scopes.filter((scope) => RUN_SCOPES.has(scope)),
-            role: key.role
-          })
-        ),
-        // A key store that cannot answer is not a revoked key: the step is done again once it can.
-        Effect.catchTag("InvalidApiKey", (e) => revoked(`The run's API key no longer opens anything: ${e.message}`))
-      )
-    }
+    const actingAs = (stored: StoredRun): Effect.Effect<Principal, RunStopped | Unavailable> =>
+      stored.cancelRequested
+        ? stop(stored.orgId, stored.run.id, "cancelled", "cancelled", "The run was cancelled")
+        : acting.actingAs(stored, RUN_SCOPES, "run").pipe(Effect.catchTag("CredentialGone", (gone) => stop(stored.orgId, stored.run.id, "failed", "credential_revoked", gone.message)))
 
     /** Marks the run running and returns what it was asked. */
     const begin = (orgId: OrgId, runId: string) =>
@@ -168,5 +137,5 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
 
     return { writeEvent, stop, guarded, load, actingAs, begin, complete, fail } as const
   }),
-  dependencies: [AgentRunsRepo.Default, ApiKeys.Default, OrgsRepo.Default, LanguageModels.Default, RunEventsFeed.Default, JobSteps.Default]
+  dependencies: [AgentRunsRepo.Default, ActingPrincipals.Default, LanguageModels.Default, RunEventsFeed.Default, JobSteps.Default]
 }) {}

@@ -1,0 +1,569 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { randomUUID } from "node:crypto"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { promisify } from "node:util"
+import { Data, Effect } from "effect"
+import { AppConfig } from "./AppConfig"
+import { PACKAGE_ROOT } from "./PackageRoot"
+
+/** What one sandbox process may use. */
+export interface SandboxLimits {
+  readonly memoryMb: number
+  /** CPU seconds the process and each of its children may use in their life. */
+  readonly cpuSeconds: number
+  readonly processes: number
+  readonly openFiles: number
+  /** The largest file it may write. */
+  readonly fileMb: number
+  /** Its /tmp, in memory. */
+  readonly tmpMb: number
+  /** Characters kept of each of stdout and stderr per execute. */
+  readonly outputChars: number
+}
+
+export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 1024, cpuSeconds: 900, processes: 64, openFiles: 256, fileMb: 256, tmpMb: 64, outputChars: 1024 * 1024 }
+
+export interface ExecuteResult {
+  readonly success: boolean
+  readonly stdout: string
+  readonly stderr: string
+  readonly error: string | null
+  readonly execution_ms: number
+  readonly truncated: boolean
+}
+
+/** The sandbox cannot run here: no bubblewrap, no Python, namespaces refused; `message` says what to install or change. */
+export class SandboxesUnavailable extends Data.TaggedError("SandboxesUnavailable")<{ readonly message: string }> {}
+/** The process ended or was ended while it was asked something; `reason` says why in the user's terms. */
+export class SandboxProcessEnded extends Data.TaggedError("SandboxProcessEnded")<{ readonly reason: string }> {}
+/** Every slot holds a running sandbox. */
+export class NoFreeSlot extends Data.TaggedError("NoFreeSlot")<{ readonly slots: number }> {}
+
+/** A governed request the sandbox's `sluice` module sent over its socket, answered with a JSON-able value. */
+export type DataRequestHandler = (request: unknown) => Promise<unknown>
+
+/** How its limits are enforced: per-sandbox cgroups where this process may make them, else rlimits only. */
+type LimitMechanism = { readonly kind: "cgroup-v1"; readonly memory: string; readonly pids: string } | { readonly kind: "cgroup-v2"; readonly root: string } | { readonly kind: "rlimits" }
+
+/** One running sandbox process: a Python interpreter under bubblewrap, asked one thing at a time. */
+export interface SandboxProcess {
+  readonly pid: number
+  readonly execute: (code: string, timeoutMs: number) => Effect.Effect<ExecuteResult, SandboxProcessEnded>
+  /** Saves its globals, name by name, and its work directory to `storageDir`, then ends the process; the names that could not be saved. */
+  readonly snapshot: (storageDir: string) => Effect.Effect<{ readonly unpicklable: ReadonlyArray<string>; readonly bytes: number }, SandboxProcessEnded>
+  /** Ends the process and removes its directories. */
+  readonly stop: Effect.Effect<void>
+  /** Whether the process is still there. */
+  readonly alive: () => boolean
+}
+
+const MAX_MESSAGE = 64 * 1024 * 1024
+const MAX_DATA_REQUEST = 1024 * 1024
+/** A sandbox's code that ignores its timeout is ended this long after it. */
+const HARD_DEADLINE_GRACE_MS = 2000
+const READY_TIMEOUT_MS = 10_000
+const SLOTS = 10
+const UID_BASE = 62_000
+const PYTHON_DIR = path.join(PACKAGE_ROOT, "layers", "sandbox", "python")
+
+const run = promisify(execFile)
+
+/** Length-prefixed JSON messages (4-byte big-endian length) read from a stream, one at a time in order. */
+const messageReader = (stream: NodeJS.ReadableStream, onMessage: (message: unknown) => void, onBad: () => void) => {
+  let buffered: Buffer = Buffer.alloc(0)
+  stream.on("data", (chunk: Buffer) => {
+    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
+    while (buffered.length >= 4) {
+      const length = buffered.readUInt32BE(0)
+      if (length > MAX_MESSAGE) return onBad()
+      if (buffered.length < 4 + length) return
+      const body = buffered.subarray(4, 4 + length)
+      buffered = buffered.subarray(4 + length)
+      let message: unknown
+      try {
+        message = JSON.parse(body.toString("utf8"))
+      } catch {
+        return onBad()
+      }
+      onMessage(message)
+    }
+  })
+}
+
+const framed = (message: unknown) => {
+  const body = Buffer.from(JSON.stringify(message), "utf8")
+  const header = Buffer.alloc(4)
+  header.writeUInt32BE(body.length, 0)
+  return Buffer.concat([header, body])
+}
+
+const writable = (file: string) => {
+  try {
+    fs.accessSync(file, fs.constants.W_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const probeMechanism = (): LimitMechanism => {
+  if (process.getuid?.() !== 0) return { kind: "rlimits" }
+  if (fs.existsSync("/sys/fs/cgroup/cgroup.controllers")) {
+    const controllers = fs.readFileSync("/sys/fs/cgroup/cgroup.controllers", "utf8")
+    if (controllers.includes("memory") && controllers.includes("pids") && writable("/sys/fs/cgroup")) {
+      const root = "/sys/fs/cgroup/sluice"
+      try {
+        fs.mkdirSync(root, { recursive: true })
+        fs.writeFileSync("/sys/fs/cgroup/cgroup.subtree_control", "+memory +pids")
+        return { kind: "cgroup-v2", root }
+      } catch {
+        return { kind: "rlimits" }
+      }
+    }
+    return { kind: "rlimits" }
+  }
+  const memory = "/sys/fs/cgroup/memory/sluice"
+  const pids = "/sys/fs/cgroup/pids/sluice"
+  try {
+    if (!writable("/sys/fs/cgroup/memory") || !writable("/sys/fs/cgroup/pids")) return { kind: "rlimits" }
+    fs.mkdirSync(memory, { recursive: true })
+    fs.mkdirSync(pids, { recursive: true })
+    return { kind: "cgroup-v1", memory, pids }
+  } catch {
+    return { kind: "rlimits" }
+  }
+}
+
+/** The cgroups of one sandbox process, made with its limits; and how to tell it was killed for memory, and remove them. */
+const cgroupsFor = (mechanism: LimitMechanism, name: string, limits: SandboxLimits) => {
+  const bytes = String(limits.memoryMb * 1024 * 1024)
+  if (mechanism.kind === "cgroup-v1") {
+    const memory = path.join(mechanism.memory, name)
+    const pids = path.join(mechanism.pids, name)
+    fs.mkdirSync(memory)
+    fs.mkdirSync(pids)
+    fs.writeFileSync(path.join(memory, "memory.limit_in_bytes"), bytes)
+    // Swap counts too where the kernel accounts it: the limit is the limit.
+    if (fs.existsSync(path.join(memory, "memory.memsw.limit_in_bytes"))) fs.writeFileSync(path.join(memory, "memory.memsw.limit_in_bytes"), bytes)
+    fs.writeFileSync(path.join(pids, "pids.max"), String(limits.processes))
+    return {
+      dirs: [memory, pids],
+      outOfMemory: () => /oom_kill [1-9]/.test(safeRead(path.join(memory, "memory.oom_control"))) || readNumber(path.join(memory, "memory.failcnt")) > 0,
+      remove: () => removeCgroups([memory, pids])
+    }
+  }
+  if (mechanism.kind === "cgroup-v2") {
+    const dir = path.join(mechanism.root, name)
+    fs.mkdirSync(dir)
+    fs.writeFileSync(path.join(dir, "memory.max"), bytes)
+    if (fs.existsSync(path.join(dir, "memory.swap.max"))) fs.writeFileSync(path.join(dir, "memory.swap.max"), "0")
+    fs.writeFileSync(path.join(dir, "pids.max"), String(limits.processes))
+    return {
+      dirs: [dir],
+      outOfMemory: () => /oom_kill [1-9]/.test(safeRead(path.join(dir, "memory.events"))),
+      remove: () => removeCgroups([dir])
+    }
+  }
+  return { dirs: [], outOfMemory: () => false, remove: () => {} }
+}
+
+const safeRead = (file: string) => {
+  try {
+    return fs.readFileSync(file, "utf8")
+  } catch {
+    return ""
+  }
+}
+const readNumber = (file: string) => Number(safeRead(file).trim() || "0")
+
+/** Kills what is left in the cgroups (a child that outlived the interpreter), then removes them. */
+const removeCgroups = (dirs: ReadonlyArray<string>) => {
+  for (const dir of dirs) {
+    for (const pid of safeRead(path.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
+      try {
+        process.kill(Number(pid), "SIGKILL")
+      } catch {}
+    }
+  }
+  for (const dir of dirs) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      try {
+        fs.rmdirSync(dir)
+        break
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") break
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+      }
+    }
+  }
+}
+
+const chownTree = (dir: string, uid: number) => {
+  fs.chownSync(dir, uid, uid)
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    fs.lchownSync(path.join(entry.parentPath, entry.name), uid, uid)
+  }
+}
+
+/**
+ * Sandbox processes on this host: Debian's Python (`SP_PYTHON`) under bubblewrap with its own
+ * user, PID, network, IPC, UTS and mount namespaces, a read-only system, a private work directory
+ * and `/tmp`, no environment, no capabilities, a uid of its own (as root), and limits on memory
+ * and processes (cgroups where this process may make them, else rlimits), CPU time, open files,
+ * file size and output. The one way out is a Unix socket to the gateway, answered by the
+ * handler its starter gives. At most ten run at once.
+ */
+export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice/SandboxProcesses", {
+  scoped: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const python = config.sandboxPython
+    const asRoot = process.getuid?.() === 0
+    const runtimeRoot = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-sandboxes-"))
+        // Slot uids pass through to their own directories; they cannot list this one.
+        fs.chmodSync(dir, 0o711)
+        return dir
+      }),
+      (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+    )
+    const identityFiles = path.join(runtimeRoot, "etc")
+    // Modes are set after each creation: the embedded store's umask (077) would take them away.
+    fs.mkdirSync(identityFiles)
+    fs.chmodSync(identityFiles, 0o755)
+    fs.writeFileSync(path.join(identityFiles, "passwd"), "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/work:/usr/sbin/nologin\n")
+    fs.writeFileSync(path.join(identityFiles, "group"), "root:x:0:\nsandbox:x:1000:\n")
+    for (const file of ["passwd", "group"]) fs.chmodSync(path.join(identityFiles, file), 0o644)
+    const free = new Set<number>(Array.from({ length: SLOTS }, (_, slot) => slot))
+    const live = new Set<SandboxProcess>()
+    let mechanism: LimitMechanism | undefined
+
+    yield* Effect.addFinalizer(() => Effect.forEach([...live], (sandbox) => sandbox.stop, { discard: true }))
+
+    /** Whether sandboxes can run here, asked once: bubblewrap and the interpreter answer a trivial run. */
+    const available = yield* Effect.cached(
+      Effect.tryPromise({
+        try: async () => {
+          const bwrap = "/usr/bin/bwrap"
+          if (!fs.existsSync(bwrap)) throw new Error("bubblewrap is not installed (apt-get install bubblewrap)")
+          if (!fs.existsSync(python)) throw new Error(`the sandbox interpreter ${python} does not exist (SP_PYTHON; apt-get install python3)`)
+          await run(bwrap, ["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", python, "-I", "-c", "pass"], { env: {}, timeout: 10_000 })
+          mechanism = probeMechanism()
+        },
+        catch: (error) =>
+          new SandboxesUnavailable({
+            message: `Sandboxes cannot run on this host: ${error instanceof Error && /bubblewrap|interpreter/.test(error.message) ? error.message : "bubblewrap could not start a sandbox (user namespaces may be disabled)"}`
+          })
+      })
+    )
+
+    /** The mechanism enforcing limits, once `available` has run. */
+    const limitMechanism = () => mechanism?.kind ?? "unknown"
+
+    /**
+     * Starts a sandbox process, its work directory a copy of `from`'s (a snapshot's storage) when
+     * given, its globals restored from there too; `onData` answers its governed requests.
+     */
+    const start = (options: { readonly limits: SandboxLimits; readonly token: string; readonly onData: DataRequestHandler; readonly from?: string }) =>
+      Effect.gen(function* () {
+        yield* available
+        const slot = free.values().next().value
+        if (slot === undefined) return yield* new NoFreeSlot({ slots: SLOTS })
+        free.delete(slot)
+        return yield* Effect.tryPromise({ try: () => launch(slot, options), catch: (error) => error }).pipe(
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              Effect.logWarning("a sandbox did not start", error instanceof SandboxStartFailure ? error.diagnostics : String(error)),
+              Effect.fail(new SandboxProcessEnded({ reason: error instanceof SandboxStartFailure ? error.message : "the sandbox process did not start" }))
+            )
+          ),
+          Effect.tapError(() => Effect.sync(() => free.add(slot)))
+        )
+      })
+
+    const launch = async (slot: number, options: { readonly limits: SandboxLimits; readonly token: string; readonly onData: DataRequestHandler; readonly from?: string }) => {
+      const { limits } = options
+      const uid = asRoot ? UID_BASE + slot : (process.getuid?.() ?? 0)
+      const launchId = randomUUID()
+      const home = path.join(runtimeRoot, launchId)
+      const work = path.join(home, "work")
+      const state = path.join(home, "state")
+      const runDir = path.join(home, "run")
+      fs.mkdirSync(home)
+      fs.chmodSync(home, 0o711)
+      if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) fs.cpSync(path.join(options.from, "work"), work, { recursive: true, preserveTimestamps: true })
+      else fs.mkdirSync(work)
+      fs.mkdirSync(state)
+      const restoring = options.from !== undefined && fs.existsSync(path.join(options.from, "globals.pickle"))
+      if (restoring) fs.copyFileSync(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
+      fs.mkdirSync(runDir)
+      fs.chmodSync(runDir, 0o750)
+      fs.writeFileSync(path.join(runDir, "token"), options.token)
+      fs.chmodSync(path.join(runDir, "token"), 0o640)
+      if (asRoot) {
+        chownTree(work, uid)
+        chownTree(state, uid)
+        fs.chmodSync(work, 0o700)
+        fs.chmodSync(state, 0o700)
+        fs.chownSync(runDir, 0, uid)
+        fs.chownSync(path.join(runDir, "token"), 0, uid)
+      }
+      const socketPath = path.join(runDir, "gateway.sock")
+      const dataServer = serveData(options.onData)
+      await new Promise<void>((resolve, reject) => {
+        dataServer.once("error", reject)
+        dataServer.listen(socketPath, () => resolve())
+      })
+      fs.chmodSync(socketPath, 0o660)
+      if (asRoot) fs.chownSync(socketPath, 0, uid)
+
+      const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
+      const rlimits = [
+        `--cpu=${limits.cpuSeconds}`,
+        `--nofile=${limits.openFiles}`,
+        `--fsize=${limits.fileMb * 1024 * 1024}`,
+        `--core=0`,
+        // Without a cgroup: the address space stands in for memory, processes per uid for the pids controller.
+        ...(cgroups.dirs.length === 0 ? [`--as=${limits.memoryMb * 1024 * 1024}`, `--nproc=${limits.processes}`] : [`--nproc=${limits.processes * 4}`])
+      ]
+      const bwrapArgs = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+        "--clearenv",
+        "--setenv", "HOME", "/work",
+        "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+        "--setenv", "LANG", "C.UTF-8",
+        "--setenv", "OPENBLAS_NUM_THREADS", "1",
+        "--setenv", "MPLBACKEND", "Agg",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/bin", "/bin",
+        "--symlink", "usr/sbin", "/sbin",
+        "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+        "--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+        "--ro-bind-try", "/etc/localtime", "/etc/localtime",
+        "--ro-bind-try", "/etc/python3", "/etc/python3",
+        "--ro-bind-try", "/etc/python3.11", "/etc/python3.11",
+        "--ro-bind", path.join(identityFiles, "passwd"), "/etc/passwd",
+        "--ro-bind", path.join(identityFiles, "group"), "/etc/group",
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--size", String(limits.tmpMb * 1024 * 1024),
+        "--tmpfs", "/tmp",
+        "--bind", work, "/work",
+        "--bind", state, "/state",
+        "--ro-bind", runDir, "/run/sluice",
+        "--ro-bind", PYTHON_DIR, "/opt/sluice",
+        "--remount-ro", "/",
+        "--chdir", "/work",
+        python, "-I", "/opt/sluice/runner.py"
+      ]
+      const command = [
+        ...(asRoot ? ["/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"] : []),
+        // bwrap's own environment is what /proc/1/environ shows inside: none.
+        "/usr/bin/env",
+        "-i",
+        "/usr/bin/prlimit",
+        ...rlimits,
+        "--",
+        "/usr/bin/bwrap",
+        ...bwrapArgs
+      ]
+      // The shell joins the cgroups before anything of the sandbox runs, then becomes it.
+      const script = `for dir in ${cgroups.dirs.map((_, i) => `"$${i + 1}"`).join(" ")}; do echo $$ > "$dir/cgroup.procs" || exit 97; done; shift ${cgroups.dirs.length}; exec "$@"`
+      const child = spawn("/bin/sh", ["-c", script, "sh", ...cgroups.dirs, ...command], {
+        env: {},
+        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+        cwd: "/",
+        detached: true
+      })
+      return connect(child, { home, work, cgroups, dataServer, slot, restoring, limits })
+    }
+
+    const connect = (
+      child: ChildProcess,
+      parts: {
+        readonly home: string
+        readonly work: string
+        readonly cgroups: ReturnType<typeof cgroupsFor>
+        readonly dataServer: net.Server
+        readonly slot: number
+        readonly restoring: boolean
+        readonly limits: SandboxLimits
+      }
+    ) =>
+      new Promise<SandboxProcess>((resolve, reject) => {
+        const requests = child.stdio[3] as net.Socket
+        const answers = child.stdio[4] as net.Socket
+        // What the process wrote outside its captured output (a C extension, a child process): drained, the last of it kept to explain a crash.
+        let diagnostics = ""
+        for (const stream of [child.stdout, child.stderr]) stream?.on("data", (chunk: Buffer) => (diagnostics = (diagnostics + chunk.toString("utf8")).slice(-2000)))
+        let waiting: { resolve: (message: any) => void; reject: (ended: SandboxProcessEnded) => void } | undefined
+        let endedBy: string | undefined
+        let exited = false
+        let released = false
+        const release = () => {
+          if (released) return
+          released = true
+          parts.dataServer.close()
+          parts.cgroups.remove()
+          fs.rmSync(parts.home, { recursive: true, force: true })
+          free.add(parts.slot)
+          live.delete(sandbox)
+        }
+        const kill = (reason: string) => {
+          endedBy ??= reason
+          if (child.pid !== undefined && !exited) {
+            try {
+              process.kill(-child.pid, "SIGKILL")
+            } catch {}
+          }
+        }
+        child.on("exit", (code, signal) => {
+          exited = true
+          const reason =
+            endedBy ??
+            (parts.cgroups.outOfMemory()
+              ? `the sandbox was killed: it went over its memory limit of ${parts.limits.memoryMb} MiB`
+              : signal === "SIGXCPU" || code === 128 + 24
+                ? `the sandbox was killed: it used its ${parts.limits.cpuSeconds} s of CPU time`
+                : signal === "SIGKILL" || code === 128 + 9
+                  ? "the sandbox was killed (SIGKILL)"
+                  : code === 97
+                    ? "the sandbox could not join its cgroups"
+                    : `the sandbox's interpreter ended (exit code ${code ?? signal})`)
+          endedBy = reason
+          waiting?.reject(new SandboxProcessEnded({ reason }))
+          waiting = undefined
+          release()
+        })
+        child.on("error", () => kill("the sandbox process could not be started"))
+        messageReader(
+          answers,
+          (message) => {
+            const current = waiting
+            waiting = undefined
+            current?.resolve(message)
+          },
+          () => kill("the sandbox's interpreter sent a malformed answer")
+        )
+        const ask = (message: unknown, deadlineMs: number) =>
+          new Promise<any>((resolveAnswer, rejectAnswer) => {
+            if (exited || endedBy !== undefined) return rejectAnswer(new SandboxProcessEnded({ reason: endedBy ?? "the sandbox process has ended" }))
+            waiting = { resolve: resolveAnswer, reject: rejectAnswer }
+            const timer = setTimeout(() => kill(`the sandbox was stopped: its code ran ${Math.round(deadlineMs / 1000)} s and did not stop at its timeout`), deadlineMs)
+            const clear = () => clearTimeout(timer)
+            waiting = {
+              resolve: (answer) => (clear(), resolveAnswer(answer)),
+              reject: (ended) => (clear(), rejectAnswer(ended))
+            }
+            requests.write(framed(message))
+          })
+        const asked = <A>(message: unknown, deadlineMs: number) =>
+          Effect.tryPromise({ try: () => ask(message, deadlineMs), catch: (error) => (error instanceof SandboxProcessEnded ? error : new SandboxProcessEnded({ reason: "the sandbox process failed" })) }).pipe(
+            Effect.flatMap((answer) =>
+              typeof answer?.failed === "string" ? Effect.fail(new SandboxProcessEnded({ reason: `the sandbox's interpreter failed: ${answer.failed.slice(0, 500)}` })) : Effect.succeed(answer as A)
+            )
+          )
+        const stop = Effect.async<void>((resume) => {
+          if (exited) {
+            release()
+            return resume(Effect.void)
+          }
+          child.once("exit", () => resume(Effect.void))
+          kill("the sandbox was stopped")
+        })
+        const sandbox: SandboxProcess = {
+          pid: child.pid ?? -1,
+          alive: () => !exited && endedBy === undefined,
+          execute: (code, timeoutMs) =>
+            asked<ExecuteResult>({ op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars }, timeoutMs + HARD_DEADLINE_GRACE_MS),
+          snapshot: (storageDir) =>
+            Effect.gen(function* () {
+              const saved = yield* asked<{ unpicklable: Array<string>; bytes: number }>({ op: "snapshot" }, 120_000)
+              const globals = path.join(parts.home, "state", "globals.pickle")
+              yield* Effect.sync(() => {
+                fs.rmSync(storageDir, { recursive: true, force: true })
+                fs.mkdirSync(storageDir, { recursive: true, mode: 0o700 })
+                fs.cpSync(parts.work, path.join(storageDir, "work"), { recursive: true, preserveTimestamps: true, verbatimSymlinks: true })
+                fs.copyFileSync(globals, path.join(storageDir, "globals.pickle"))
+              })
+              yield* stop
+              return { unpicklable: saved.unpicklable, bytes: saved.bytes }
+            }),
+          stop
+        }
+        live.add(sandbox)
+        const startTimer = setTimeout(() => kill("the sandbox did not start within 10 s"), READY_TIMEOUT_MS)
+        waiting = {
+          resolve: (ready) => {
+            clearTimeout(startTimer)
+            if (ready?.ready !== true) return reject(new SandboxStartFailure("the sandbox's interpreter did not start"))
+            if (!parts.restoring) return resolve(sandbox)
+            Effect.runPromise(asked<{ unpicklable: Array<string> }>({ op: "restore" }, 120_000)).then(
+              () => resolve(sandbox),
+              (error) => {
+                kill("the sandbox's state could not be restored")
+                reject(new SandboxStartFailure(error instanceof SandboxProcessEnded ? error.reason : "the sandbox's state could not be restored"))
+              }
+            )
+          },
+          reject: (ended) => {
+            clearTimeout(startTimer)
+            reject(new SandboxStartFailure(ended.reason, diagnostics))
+          }
+        }
+      })
+
+    return { available, start, limitMechanism, slots: SLOTS, runningCount: () => live.size } as const
+  }),
+  dependencies: [AppConfig.Default]
+}) {}
+
+class SandboxStartFailure extends Error {
+  constructor(
+    message: string,
+    /** What the process wrote before it ended: for the gateway's log, never the caller (it names host paths). */
+    readonly diagnostics = ""
+  ) {
+    super(message)
+  }
+}
+
+/** The gateway's end of a sandbox's socket: one length-prefixed JSON request per connection, answered by `handler`. */
+const serveData = (handler: DataRequestHandler) =>
+  net.createServer((socket) => {
+    let buffered: Buffer = Buffer.alloc(0)
+    let answered = false
+    socket.setTimeout(600_000, () => socket.destroy())
+    socket.on("error", () => socket.destroy())
+    socket.on("data", (chunk: Buffer) => {
+      if (answered) return
+      buffered = Buffer.concat([buffered, chunk])
+      if (buffered.length >= 4 && buffered.readUInt32BE(0) > MAX_DATA_REQUEST) {
+        answered = true
+        return socket.end(framed({ error: { code: "payload_too_large", message: `a request from the sandbox may be at most ${MAX_DATA_REQUEST} bytes` } }))
+      }
+      if (buffered.length < 4 || buffered.length < 4 + buffered.readUInt32BE(0)) return
+      answered = true
+      let request: unknown
+      try {
+        request = JSON.parse(buffered.subarray(4, 4 + buffered.readUInt32BE(0)).toString("utf8"))
+      } catch {
+        return socket.end(framed({ error: { code: "invalid_request", message: "the request is not JSON" } }))
+      }
+      handler(request).then(
+        (answer) => socket.end(framed(answer)),
+        () => socket.end(framed({ error: { code: "internal", message: "the gateway could not answer" } }))
+      )
+    })
+  })

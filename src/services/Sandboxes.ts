@@ -1,0 +1,387 @@
+import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Clock, Duration, Effect, Either, Fiber, Runtime, Schema } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
+import { DEFAULT_LIMITS, type SandboxProcess, SandboxProcesses } from "../../layers/SandboxProcesses"
+import { CapacityReached, Conflict, Gone, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
+import { type OrgId, SandboxId } from "../domain/Ids"
+import type { Principal } from "../domain/Principal"
+import { type CreateSandbox, type ExecuteCode, type ExecuteResult, MAX_RUNNING_SANDBOXES, type Sandbox } from "../domain/Sandbox"
+import type { Scope } from "../domain/Scope"
+import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
+import { type AuditDraft, auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
+import { usdOfRun } from "../governance/ExplainPlan"
+import type { QueryFacts } from "../governance/GovernedExecutor"
+import { type SandboxRow, SandboxesRepo } from "../repos/SandboxesRepo"
+import { ActingPrincipals } from "./ActingPrincipals"
+import { Audit } from "./Audit"
+import { Connections } from "./Connections"
+import { QueryCostCap, Queries } from "./Queries"
+
+// What a sandbox's code may do with data: read and query, whatever else its creator may do.
+const SANDBOX_SCOPES: ReadonlySet<Scope> = new Set(["read", "query"])
+const DEFAULT_TIMEOUT_SECONDS = 300
+
+/** A governed request from a sandbox's `sluice` module. */
+const DataRequest = Schema.Struct({
+  token: Schema.String,
+  sql: Schema.String,
+  connection: Schema.optional(Schema.String),
+  row_limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 100_000)))
+})
+
+/** A sandbox whose process runs in this gateway process. */
+interface Live {
+  readonly id: SandboxId
+  readonly orgId: OrgId
+  readonly process: SandboxProcess
+  readonly token: Buffer
+  /** One thing at a time: an execute, a snapshot, a stop. */
+  readonly lock: Effect.Semaphore
+  lastUsedMs: number
+  executing: boolean
+  /** The audit draft of the execute in progress, its queries' rows its children. */
+  draft: AuditDraft | undefined
+  idle: Fiber.RuntimeFiber<unknown> | undefined
+}
+
+const refusal = (code: string, message: string) => ({ error: { code, message } })
+
+const toIso = (date: Date | null) => (date === null ? null : date.toISOString())
+
+/**
+ * Sandboxes: a Python process next to the data for a user's code, its state carried between calls,
+ * snapshotted when idle and resumed on the next call, reaching data only through the gate as its
+ * creator with read and query at most. The record is in the store; the process is this gateway's.
+ */
+export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
+  scoped: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const repo = yield* SandboxesRepo
+    const processes = yield* SandboxProcesses
+    const queries = yield* Queries
+    const connections = yield* Connections
+    const acting = yield* ActingPrincipals
+    const audit = yield* Audit
+    const runtime = yield* Effect.runtime<never>()
+    // This gateway process's sandboxes, across its restarts: the host and its data dir.
+    const host = `${os.hostname()}:${config.dataDir}`.slice(0, 500)
+    const storageRoot = path.join(config.dataDir, "sandboxes")
+    const live = new Map<SandboxId, Live>()
+    const idleMs = config.sandboxIdleSnapshotSeconds * 1000
+    const limits = { ...DEFAULT_LIMITS, memoryMb: config.sandboxMemoryMb }
+
+    const storageOf = (row: Pick<SandboxRow, "org_id" | "id">) => path.join(storageRoot, row.org_id.replace(/[^A-Za-z0-9_-]/g, "_"), row.id)
+
+    const view = (row: SandboxRow): Sandbox => {
+      const running = live.get(row.id)
+      const status = running?.executing === true ? "running" : row.status
+      return {
+        id: row.id,
+        label: row.label,
+        status,
+        connection_name: row.connection_name,
+        row_limit: row.row_limit,
+        budget_usd: row.budget_usd,
+        spent_usd: row.spent_usd,
+        timeout_seconds: row.timeout_seconds,
+        created_by: row.created_by,
+        executions: row.executions,
+        queries: row.queries,
+        unpicklable: row.unpicklable,
+        snapshot_bytes: row.snapshot_bytes,
+        error: row.error,
+        created_at: row.created_at.toISOString(),
+        last_used_at: row.last_used_at.toISOString(),
+        snapshotted_at: toIso(row.snapshotted_at),
+        expires_at: row.status === "snapshotted" && row.snapshotted_at !== null ? new Date(row.snapshotted_at.getTime() + config.sandboxSnapshotExpirationSeconds * 1000).toISOString() : null
+      }
+    }
+
+    const notAvailable = new NotAvailableHere({
+      message: "Sandboxes run on the gateway's own host, which cloud mode does not offer until a remote sandbox provider is configured"
+    })
+
+    /** The caller's own sandbox: another user's, or another org's, is not found. */
+    const owned = (principal: Principal, id: string) =>
+      Effect.gen(function* () {
+        const row = yield* repo.find(principal.orgId, SandboxId.make(id))
+        if (row === null || row.user_id !== principal.userId) return yield* new NotFound({ message: `No sandbox ${id}` })
+        return row
+      })
+
+    /** Answers one governed request of a sandbox's code: a query as its creator, through the gate's executor, audited under the execute that runs it. */
+    const answerData = (sandbox: Live, raw: unknown) =>
+      Effect.gen(function* () {
+        const decoded = Schema.decodeUnknownEither(DataRequest)(raw)
+        if (Either.isLeft(decoded)) return refusal("invalid_request", "a query needs sql (a string), and may have connection and row_limit (1–100000)")
+        const request = decoded.right
+        const given = Buffer.from(request.token)
+        if (given.length !== sandbox.token.length || !timingSafeEqual(given, sandbox.token)) return refusal("unauthenticated", "this sandbox's token does not open it")
+        const row = yield* repo.find(sandbox.orgId, sandbox.id)
+        if (row === null || live.get(sandbox.id) !== sandbox) return refusal("not_found", "the sandbox is gone")
+        const principal = yield* acting.actingAs({ orgId: row.org_id, userId: row.user_id, principalKind: row.principal_kind, keyId: row.key_id }, new Set(row.scopes), "sandbox").pipe(Effect.either)
+        if (Either.isLeft(principal)) return refusal(principal.left._tag === "CredentialGone" ? "credential_revoked" : "unavailable", principal.left.message)
+        const who = principal.right
+        if (!who.scopes.includes("query")) return refusal("insufficient_scope", "this sandbox's creator may not run queries (the query scope)")
+        const connection = request.connection ?? row.connection_name
+        if (connection === null) return refusal("invalid_request", "name a connection: sluice.query(sql, connection=...), or create the sandbox with connection_name")
+        if (row.connection_name !== null && connection !== row.connection_name) {
+          return refusal("forbidden", `this sandbox queries only the connection ${row.connection_name}`)
+        }
+        let remainingUsd: number | undefined
+        if (row.budget_usd !== null) {
+          remainingUsd = row.budget_usd - row.spent_usd
+          if (remainingUsd <= 0) return refusal("budget_exhausted", `this sandbox's budget of $${row.budget_usd} is spent`)
+        }
+        const rowLimit = Math.min(request.row_limit ?? row.row_limit ?? 1000, row.row_limit ?? 100_000)
+        const draft = sandbox.draft ?? newAuditDraft(randomUUID(), "sandbox_query", who)
+        const report = (facts: QueryFacts) =>
+          Effect.sync(() => {
+            draft.childQueries.set(facts.query_id, { facts, sql: request.sql, parent: { event_type: "sandbox_execute", sandbox_id: sandbox.id } })
+          })
+        const target = yield* connections.target(who, connection).pipe(Effect.either)
+        const run = queries.run(who, { connection_name: connection, sql: request.sql, row_limit: rowLimit }, { surface: "rest", requestId: draft.requestId, report })
+        const ran = yield* (remainingUsd === undefined ? run : Effect.provideService(run, QueryCostCap, { usd: remainingUsd, stopped: Effect.void })).pipe(Effect.scoped, Effect.either)
+        const usd = Either.isRight(ran) && Either.isRight(target) ? usdOfRun(target.right.connection.db_type, ran.right) : 0
+        yield* repo.charge(row.org_id, row.id, usd)
+        // A query made while no execute runs (a thread left behind) is audited on its own.
+        if (sandbox.draft === undefined) {
+          const base = auditRow(draft, { route: `/api/sandboxes/${sandbox.id}`, durationMs: 0, outcome: "success" })
+          yield* audit.record(null, ...childQueryRows(draft, base))
+        }
+        if (Either.isLeft(ran)) {
+          const error = ran.left as { readonly code?: string; readonly message?: string }
+          return refusal(error.code ?? "query_failed", error.message ?? "the query failed")
+        }
+        const { query_id, columns, rows, row_count, truncated_at, pii_masked } = ran.right
+        return { query_id, columns, rows, row_count, truncated_at, pii_masked }
+      }).pipe(
+        Effect.catchAll((error) => Effect.succeed(refusal("unavailable", "message" in error ? String(error.message) : "the gateway could not answer"))),
+        Effect.catchAllDefect(() => Effect.succeed(refusal("internal", "the gateway could not answer")))
+      )
+
+    /** Starts the sandbox's process (from its snapshot when it has one) and holds it here. */
+    const startProcess = (row: SandboxRow, fromSnapshot: boolean) =>
+      Effect.gen(function* () {
+        const token = randomBytes(32).toString("hex")
+        let holder: Live | undefined
+        const started = yield* processes
+          .start({
+            limits,
+            token,
+            onData: (request) => Runtime.runPromise(runtime)(holder === undefined ? Effect.succeed(refusal("unavailable", "the sandbox is starting")) : answerData(holder, request)),
+            ...(fromSnapshot ? { from: storageOf(row) } : {})
+          })
+          .pipe(
+            Effect.catchTags({
+              NoFreeSlot: () => new CapacityReached({ message: `This gateway runs at most ${MAX_RUNNING_SANDBOXES} sandboxes at once; delete one or wait for one to go idle` }),
+              SandboxesUnavailable: (error) => new Unavailable({ message: error.message }),
+              SandboxProcessEnded: (error) => new Unavailable({ message: `The sandbox could not start: ${error.reason}` })
+            })
+          )
+        const now = yield* Clock.currentTimeMillis
+        holder = { id: row.id, orgId: row.org_id, process: started, token: Buffer.from(token), lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, draft: undefined, idle: undefined }
+        live.set(row.id, holder)
+        holder.idle = yield* Effect.forkDaemon(idleWatch(holder, row))
+        return holder
+      })
+
+    /** Snapshots the sandbox once it has been idle long enough. */
+    const idleWatch = (sandbox: Live, row: SandboxRow): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        while (live.get(sandbox.id) === sandbox) {
+          const now = yield* Clock.currentTimeMillis
+          const due = sandbox.lastUsedMs + idleMs
+          if (now < due || sandbox.executing) {
+            yield* Effect.sleep(Duration.millis(Math.max(due - now, 50)))
+            continue
+          }
+          yield* sandbox.lock.withPermits(1)(
+            Effect.suspend(() => (live.get(sandbox.id) === sandbox && !sandbox.executing ? snapshot(sandbox, row) : Effect.void))
+          ).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`snapshotting idle sandbox ${sandbox.id} failed`, cause)))
+          return
+        }
+      })
+
+    /** Saves the sandbox's globals and work directory and ends its process. */
+    const snapshot = (sandbox: Live, row: SandboxRow) =>
+      Effect.gen(function* () {
+        live.delete(sandbox.id)
+        const saved = yield* sandbox.process.snapshot(storageOf(row)).pipe(Effect.either)
+        if (Either.isLeft(saved)) {
+          yield* repo.change(row.org_id, row.id, { status: "error", error: `Its snapshot failed: ${saved.left.reason}`, host: null })
+          return
+        }
+        const current = yield* repo.find(row.org_id, row.id)
+        const unpicklable = [...new Set([...(current?.unpicklable ?? []), ...saved.right.unpicklable])].sort()
+        yield* repo.change(row.org_id, row.id, { status: "snapshotted", unpicklable, snapshotBytes: saved.right.bytes, snapshotted: true, host: null })
+      })
+
+    const create = Effect.fn("Sandboxes.create")(function* (principal: Principal, input: CreateSandbox, draft?: AuditDraft) {
+      if (!config.selfHosted) return yield* notAvailable
+      if (input.connection_name !== undefined) yield* connections.target(principal, input.connection_name)
+      if (live.size >= MAX_RUNNING_SANDBOXES) {
+        return yield* new CapacityReached({ message: `This gateway runs at most ${MAX_RUNNING_SANDBOXES} sandboxes at once; delete one or wait for one to go idle` })
+      }
+      const id = SandboxId.make(`sbx_${randomUUID().replace(/-/g, "")}`)
+      const row = yield* repo.insert(principal.orgId, {
+        id,
+        user_id: principal.userId,
+        principal_kind: principal.kind,
+        key_id: principal.keyId,
+        created_by: principal.keyPrefix === null ? `user:${principal.userId}` : `key:${principal.keyPrefix}`,
+        scopes: principal.scopes.filter((scope) => SANDBOX_SCOPES.has(scope)),
+        label: input.label ?? null,
+        connection_name: input.connection_name ?? null,
+        row_limit: input.row_limit ?? null,
+        budget_usd: input.budget_usd ?? null,
+        timeout_seconds: input.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
+        host
+      })
+      if (draft !== undefined) draft.details = { sandbox_id: id }
+      const started = yield* startProcess(row, false).pipe(
+        Effect.tapError((error) => repo.change(principal.orgId, id, { status: "error", error: error.message, host: null }))
+      )
+      const running = yield* repo.change(principal.orgId, id, { status: "idle" })
+      if (running === null) {
+        yield* started.process.stop
+        return yield* new NotFound({ message: `No sandbox ${id}` })
+      }
+      return view(running)
+    })
+
+    const get = Effect.fn("Sandboxes.get")(function* (principal: Principal, id: string) {
+      return view(yield* owned(principal, id))
+    })
+
+    const list = Effect.fn("Sandboxes.list")(function* (principal: Principal, params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }) {
+      const limit = params.limit ?? 50
+      const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
+      // Only the caller's own: a sandbox acts as its creator.
+      const rows = (yield* repo.page(principal.orgId, before, limit + 1)).filter((row) => row.user_id === principal.userId)
+      const page = pageOf(rows, limit, (last) => [last.created_at.toISOString(), last.id])
+      return { items: page.items.map(view), next_cursor: page.next_cursor }
+    })
+
+    /** The sandbox's process, started again from its snapshot when it was snapshotted. */
+    const running = (row: SandboxRow) =>
+      Effect.gen(function* () {
+        const here = live.get(row.id)
+        if (here !== undefined) return here
+        if (row.status === "snapshotted") {
+          if (live.size >= MAX_RUNNING_SANDBOXES) {
+            return yield* new CapacityReached({ message: `This gateway runs at most ${MAX_RUNNING_SANDBOXES} sandboxes at once; delete one or wait for one to go idle` })
+          }
+          const resumed = yield* startProcess(row, true)
+          yield* repo.change(row.org_id, row.id, { status: "idle", host, snapshotted: false })
+          return resumed
+        }
+        if (row.status === "stopped" && row.error !== null && row.error.startsWith("Its snapshot expired")) return yield* new Gone({ message: row.error })
+        return yield* new Conflict({ message: `The sandbox is ${row.status}${row.error === null ? "" : `: ${row.error}`}; create a new one` })
+      })
+
+    const execute = Effect.fn("Sandboxes.execute")(function* (principal: Principal, id: string, input: ExecuteCode, draft?: AuditDraft) {
+      if (!config.selfHosted) return yield* notAvailable
+      const row = yield* owned(principal, id)
+      if (draft !== undefined) draft.details = { sandbox_id: row.id }
+      // The same sandbox's calls take turns: state carries over between them in order.
+      const resumeLock = yield* lockFor(row.id)
+      const sandbox = yield* resumeLock.withPermits(1)(running(row))
+      return yield* sandbox.lock.withPermits(1)(
+        Effect.gen(function* () {
+          if (live.get(row.id) !== sandbox) return yield* new Conflict({ message: "The sandbox was snapshotted or stopped while the call waited; call again" })
+          sandbox.executing = true
+          sandbox.draft = draft
+          const timeoutMs = (input.timeout_seconds ?? row.timeout_seconds) * 1000
+          const outcome = yield* sandbox.process.execute(input.code, timeoutMs).pipe(
+            Effect.ensuring(
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.sync(() => {
+                  sandbox.executing = false
+                  sandbox.draft = undefined
+                  sandbox.lastUsedMs = now
+                })
+              )
+            ),
+            Effect.either
+          )
+          if (Either.isLeft(outcome)) {
+            live.delete(row.id)
+            yield* repo.change(row.org_id, row.id, { status: "error", error: outcome.left.reason, host: null, used: true, executed: true })
+            const result: ExecuteResult = { success: false, stdout: "", stderr: "", error: `${outcome.left.reason}; its state is lost`, execution_ms: 0, truncated: false }
+            return result
+          }
+          yield* repo.change(row.org_id, row.id, { used: true, executed: true })
+          if (draft !== undefined) draft.details = { sandbox_id: row.id, success: outcome.right.success, execution_ms: outcome.right.execution_ms, truncated: outcome.right.truncated }
+          return outcome.right
+        })
+      )
+    })
+
+    const resumeLocks = new Map<SandboxId, Effect.Semaphore>()
+    const lockFor = (id: SandboxId) =>
+      Effect.suspend(() => {
+        const known = resumeLocks.get(id)
+        if (known !== undefined) return Effect.succeed(known)
+        return Effect.tap(Effect.makeSemaphore(1), (made) => Effect.sync(() => resumeLocks.set(id, made)))
+      })
+
+    /** Ends the sandbox's process and deletes its snapshot; its record stays, stopped. */
+    const remove = Effect.fn("Sandboxes.remove")(function* (principal: Principal, id: string) {
+      const row = yield* owned(principal, id)
+      const here = live.get(row.id)
+      if (here !== undefined) {
+        live.delete(row.id)
+        if (here.idle !== undefined) yield* Fiber.interrupt(here.idle)
+        yield* here.process.stop
+      }
+      yield* Effect.sync(() => fs.rmSync(storageOf(row), { recursive: true, force: true }))
+      resumeLocks.delete(row.id)
+      const stopped = row.status === "stopped" || row.status === "error" ? row : yield* repo.change(row.org_id, row.id, { status: "stopped", host: null })
+      return { id: row.id, deleted: true, status: stopped?.status ?? "stopped" }
+    })
+
+    /** Deletes the snapshots older than the expiration; how many. */
+    const expireSnapshots = Effect.gen(function* () {
+      const expired = yield* repo.expired(config.sandboxSnapshotExpirationSeconds)
+      for (const row of expired) {
+        yield* Effect.sync(() => fs.rmSync(storageOf(row), { recursive: true, force: true }))
+        yield* repo.change(row.org_id, row.id, {
+          status: "stopped",
+          error: `Its snapshot expired after ${config.sandboxSnapshotExpirationSeconds} s unused and was deleted`,
+          snapshotted: false,
+          snapshotBytes: null
+        })
+      }
+      return expired.length
+    })
+
+    // Sandboxes this process held when it last stopped: their processes are gone; what a snapshot kept is resumed from it.
+    const settled = yield* repo.heldBy(host).pipe(Effect.orElseSucceed(() => []))
+    for (const row of settled) {
+      const kept = fs.existsSync(path.join(storageOf(row), "globals.pickle"))
+      yield* repo
+        .change(row.org_id, row.id, kept ? { status: "snapshotted", host: null, error: "The gateway restarted: it resumes from its last snapshot" } : { status: "stopped", host: null, error: "The gateway stopped while it ran; it had no snapshot" })
+        .pipe(Effect.ignore)
+    }
+
+    // A gateway that stops snapshots what it holds, so a restart resumes it.
+    yield* Effect.addFinalizer(() =>
+      Effect.forEach(
+        [...live.values()],
+        (sandbox) =>
+          Effect.flatMap(repo.find(sandbox.orgId, sandbox.id), (row) => (row === null ? sandbox.process.stop : snapshot(sandbox, row))).pipe(
+            Effect.timeout("5 seconds"),
+            Effect.catchAllCause(() => sandbox.process.stop)
+          ),
+        { concurrency: "unbounded", discard: true }
+      )
+    )
+
+    return { create, get, list, execute, remove, expireSnapshots, available: processes.available, mechanism: processes.limitMechanism, runningCount: () => live.size } as const
+  }),
+  dependencies: [SandboxesRepo.Default, SandboxProcesses.Default, Queries.Default, Connections.Default, ActingPrincipals.Default, Audit.Default]
+}) {}

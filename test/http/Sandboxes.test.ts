@@ -1,0 +1,221 @@
+import * as fs from "node:fs"
+import { Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { LOCAL_ORG, UserId } from "../../src/domain/Ids"
+import { OrgsRepo } from "../../src/repos/OrgsRepo"
+import { ApiKeys } from "../../src/services/ApiKeys"
+import { eventually } from "../support/Eventually"
+import { type Gateway, localKey } from "../support/Gateway"
+import { request, type RequestOptions } from "../support/Http"
+import { localOperator, startApp, startInProcess } from "../support/InProcess"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const inCi = process.env["CI"] === "true"
+const sandboxesHere = fs.existsSync("/usr/bin/bwrap") && fs.existsSync("/usr/bin/python3")
+if (!sandboxesHere && inCi) throw new Error("sandboxes need bubblewrap and python3: .ci/run installs them")
+const skip = !(await postgresAvailable()) || !sandboxesHere
+const STRANGER = UserId.make("someone-else")
+
+describe("sandboxes (issue 29)", () => {
+  let gateway: Awaited<ReturnType<typeof startInProcess>>
+  let database: TestDatabase
+  let owner: string
+  let reader: string
+  let stranger: string
+
+  beforeAll(async () => {
+    if (skip) return
+    database = await createTestDatabase()
+    await database.query(`create table customers (id int primary key, name text, email text);
+      insert into customers values (1, 'Ada', 'ada.lovelace@example.org'), (2, 'Bo', 'bo.derek@example.org')`)
+    gateway = await startInProcess({ SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS: "1", SP_PER_KEY_RPM: "100000", SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_ORG_RPM: "100000" })
+    const admin = await gateway.keyWith(["read", "query", "write", "execute", "admin"])
+    owner = await gateway.keyWith(["read", "query", "execute", "write"])
+    reader = await gateway.keyWith(["read", "query"])
+    // Another user of the same org, with every scope a sandbox needs.
+    stranger = await gateway.runtime.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* OrgsRepo).ensureMember({ orgId: LOCAL_ORG, orgName: "local", userId: STRANGER, role: "member" })
+        return (yield* (yield* ApiKeys).create({ ...localOperator, userId: STRANGER, role: "member" }, { name: "stranger", scopes: ["read", "query", "execute"] })).key
+      }).pipe(Effect.provide(OrgsRepo.Default))
+    )
+    const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    const rules = { rules: [{ table: "customers", column: "email", action: "redact" }] }
+    expect((await request(gateway.url, "/api/connections/pg/pii", { key: admin, method: "PUT", body: rules })).status).toBe(200)
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.stop()
+    await database?.drop()
+  })
+
+  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: owner, ...options })
+  const execute = async (id: string, code: string, key = owner) => {
+    const res = await api(`/api/sandboxes/${id}/execute`, { key, body: { code } })
+    expect(res.status, res.text).toBe(200)
+    return res.json
+  }
+
+  it.skipIf(skip)("create, run code whose state carries over, query through the gate (masked, audited, read-only), delete", async () => {
+    const created = await api("/api/sandboxes", { body: { label: "analysis", connection_name: "pg", row_limit: 100 } })
+    expect(created.status, created.text).toBe(201)
+    expect(created.json).toMatchObject({ label: "analysis", status: "idle", connection_name: "pg", row_limit: 100, timeout_seconds: 300, executions: 0 })
+    const id = created.json.id
+    expect(id).toMatch(/^sbx_[0-9a-f]{32}$/)
+
+    expect(await execute(id, "x = 40\nprint('hello')")).toEqual({ success: true, stdout: "hello\n", stderr: "", error: null, execution_ms: expect.any(Number), truncated: false })
+    expect((await execute(id, "x += 2\nprint(x)")).stdout).toBe("42\n")
+    const failed = await execute(id, "1/0")
+    expect(failed).toMatchObject({ success: false, stdout: "" })
+    expect(failed.error).toMatch(/ZeroDivisionError: division by zero$/)
+    expect(failed.error).not.toContain("runner.py")
+
+    const queried = await execute(id, "import sluice\nr = sluice.query('select id, name, email from customers order by id')\nprint(r.columns, r.rows, r.pii_masked)")
+    expect(queried.success, queried.error).toBe(true)
+    expect(queried.stdout).toContain("['id', 'name', 'email'] [[1, 'Ada', '[REDACTED]'], [2, 'Bo', '[REDACTED]']]")
+    expect(queried.stdout).not.toContain("lovelace")
+    const frame = await execute(id, "df = sluice.query_df('select name from customers order by id')\nprint(list(df['name']))")
+    expect(frame.stdout).toBe("['Ada', 'Bo']\n")
+
+    // Writes are refused by the gate, whatever the code tries; and the sandbox is bound to its connection.
+    const write = await execute(id, "try:\n  sluice.query(\"update customers set name = 'x'\")\nexcept sluice.QueryError as e:\n  print(e.code)")
+    expect(write.stdout).toBe("query_blocked\n")
+    const other = await execute(id, "try:\n  sluice.query('select 1', connection='elsewhere')\nexcept sluice.QueryError as e:\n  print(e.code)")
+    expect(other.stdout).toBe("forbidden\n")
+    const forged = await execute(id, "import json, socket, struct\ns = socket.socket(socket.AF_UNIX)\ns.connect('/run/sluice/gateway.sock')\nm = json.dumps({'token': 'x' * 64, 'sql': 'select 1'}).encode()\ns.sendall(struct.pack('>I', len(m)) + m)\nprint(s.recv(4096)[4:].decode())")
+    expect(JSON.parse(forged.stdout).error.code).toBe("unauthenticated")
+    expect((await database.query("select name from customers where id = 1"))[0].name).toBe("Ada")
+
+    const audit = (await api("/api/audit?limit=100")).json.items
+    const executeRow = audit.find((row: any) => row.event_type === "sandbox_execute" && row.sql === null && JSON.stringify(row.details ?? {}).includes("execution_ms") && audit.some((child: any) => child.event_type === "query" && child.request_id === row.request_id))
+    expect(executeRow).toBeDefined()
+    const children = audit.filter((row: any) => row.event_type === "query" && row.request_id === executeRow.request_id)
+    expect(children[0].details.parent).toMatchObject({ event_type: "sandbox_execute", sandbox_id: id })
+    expect(audit.some((row: any) => row.event_type === "query" && row.outcome === "refused" && row.details?.parent?.sandbox_id === id)).toBe(true)
+    expect(audit.some((row: any) => row.event_type === "sandbox_create" && row.details?.sandbox_id === id)).toBe(true)
+    expect(JSON.stringify(audit)).not.toContain("lovelace")
+
+    // A sandbox acts as its creator: no one else sees it, runs code in it or deletes it.
+    for (const [method, route, body] of [
+      ["GET", `/api/sandboxes/${id}`, undefined],
+      ["POST", `/api/sandboxes/${id}/execute`, { code: "print(x)" }],
+      ["DELETE", `/api/sandboxes/${id}`, undefined]
+    ] as const) {
+      const refused = await api(route, { key: stranger, method, ...(body === undefined ? {} : { body }) })
+      expect([method, refused.status, refused.json.code]).toEqual([method, 404, "not_found"])
+    }
+    expect((await api("/api/sandboxes", { key: stranger })).json.items).toEqual([])
+    expect((await api("/api/sandboxes", { key: reader })).json.items.map((s: any) => s.id)).toContain(id)
+    const noExecute = await api(`/api/sandboxes/${id}/execute`, { key: reader, body: { code: "print(1)" } })
+    expect([noExecute.status, noExecute.json.code]).toEqual([403, "insufficient_scope"])
+
+    expect((await api(`/api/sandboxes/${id}`, { method: "DELETE" })).json).toEqual({ id, deleted: true, status: "stopped" })
+    expect((await api(`/api/sandboxes/${id}`)).json).toMatchObject({ status: "stopped", executions: 8 })
+    const afterDelete = await api(`/api/sandboxes/${id}/execute`, { body: { code: "print(x)" } })
+    expect([afterDelete.status, afterDelete.json.code]).toEqual([409, "conflict"])
+    expect(audit.length).toBeGreaterThan(0)
+  }, 60_000)
+
+  it.skipIf(skip)("bad input is refused with a clear error and changes nothing", async () => {
+    for (const body of [{ row_limit: 0 }, { timeout_seconds: 99999 }, { label: "x".repeat(201) }, { unknown: 1 }]) {
+      const refused = await api("/api/sandboxes", { body })
+      expect([refused.status, refused.json.code]).toEqual([400, "invalid_request"])
+    }
+    const missing = await api("/api/sandboxes", { body: { connection_name: "nope" } })
+    expect(missing.status).toBe(404)
+    expect((await api("/api/sandboxes/sbx_missing/execute", { body: { code: "1" } })).status).toBe(404)
+    expect((await api("/api/sandboxes/bad$id")).status).toBe(400)
+  })
+
+  it.skipIf(skip)("escapes fail cleanly: the host's ports, its files and secrets, outside the work dir, another sandbox, resource bombs", async () => {
+    const a = (await api("/api/sandboxes", { body: { timeout_seconds: 5 } })).json.id
+    const b = (await api("/api/sandboxes", { body: {} })).json.id
+    const pidOfB = (await execute(b, "import os\nprint(os.getpid())")).stdout.trim()
+    const attempts = {
+      postgres: "import socket\ns = socket.socket()\ns.settimeout(2)\ns.connect(('127.0.0.1', 5432))",
+      gateway: `import socket\ns = socket.socket()\ns.settimeout(2)\ns.connect(('127.0.0.1', ${new URL(gateway.url).port}))`,
+      dataDir: "import os\nprint(os.listdir('/'))\nopen('/work/../.sluice/local.key').read()",
+      environ: "v = open('/proc/1/environ').read()\nassert v == '', v\nraise PermissionError('empty')",
+      shadow: "open('/etc/shadow').read()",
+      outside: "open('/usr/lib/evil', 'w').write('x')",
+      signal: `import os, signal\nos.kill(${pidOfB === "2" ? 99999 : Number(pidOfB)}, signal.SIGKILL)`
+    }
+    for (const [name, code] of Object.entries(attempts)) {
+      const result = await execute(a, code)
+      expect([name, result.success]).toEqual([name, false])
+      expect(result.error).toMatch(/Error/)
+    }
+    // Whatever pid it named, the other sandbox lives on.
+    expect((await execute(b, "print('alive')")).stdout).toBe("alive\n")
+
+    const forkBomb = await execute(a, "import os\nkids = 0\ntry:\n  while True:\n    if os.fork() == 0:\n      import time; time.sleep(30); os._exit(0)\n    kids += 1\nexcept OSError as e:\n  print('refused after', kids)")
+    expect(forkBomb.stdout).toMatch(/^refused after \d+\n$/)
+    const output = await execute(a, "print('x' * (100 * 1024 * 1024))")
+    expect(output.truncated).toBe(true)
+    expect(output.stdout.length).toBe(1024 * 1024)
+    const loop = await execute(a, "while True: pass")
+    expect(loop).toMatchObject({ success: false, error: expect.stringMatching(/timeout/) })
+    expect((await execute(a, "print('still here')")).stdout).toBe("still here\n")
+    const memory = await execute(a, "b = bytearray(4 * 1024 * 1024 * 1024)")
+    expect(memory.success).toBe(false)
+    expect(memory.error).toMatch(/memory/)
+    expect((await api(`/api/sandboxes/${a}`)).json).toMatchObject({ status: "error" })
+    expect((await execute(b, "print('alive')")).stdout).toBe("alive\n")
+    await api(`/api/sandboxes/${b}`, { method: "DELETE" })
+  }, 120_000)
+
+  it.skipIf(skip)("idle sandboxes are snapshotted and resume transparently, ten cycles in a row losing nothing", async () => {
+    const id = (await api("/api/sandboxes", { body: { timeout_seconds: 30 } })).json.id
+    await execute(id, "import threading, socket\nlog = []\nlock = threading.Lock()\nconn = socket.socket()\nimport numpy, pandas\narr = numpy.arange(5)\nframe = pandas.DataFrame({'a': [1, 2]})")
+    for (let cycle = 0; cycle < 10; cycle++) {
+      await eventually(() => api(`/api/sandboxes/${id}`), (res) => res.json.status === "snapshotted", `snapshot ${cycle}`, 10_000)
+      const resumed = await execute(id, `log.append(${cycle})\nopen('file-${cycle}', 'w').write('${cycle}')\narr = arr + 1\nprint(len(log))`)
+      expect([cycle, resumed.success, resumed.error]).toEqual([cycle, true, null])
+      expect(resumed.stdout).toBe(`${cycle + 1}\n`)
+    }
+    const kept = await execute(id, "import os\nprint(log, sorted(os.listdir('.')), list(arr), frame['a'].sum(), 'conn' in globals(), type(lock).__name__)")
+    expect(kept.stdout).toBe(`[0, 1, 2, 3, 4, 5, 6, 7, 8, 9] ${JSON.stringify(Array.from({ length: 10 }, (_, i) => `file-${i}`)).replace(/"/g, "'").replace(/,/g, ", ")} [10, 11, 12, 13, 14] 3 False lock\n`)
+    const record = (await api(`/api/sandboxes/${id}`)).json
+    expect(record).toMatchObject({ unpicklable: ["conn"], timeout_seconds: 30, executions: 12 })
+    await api(`/api/sandboxes/${id}`, { method: "DELETE" })
+  }, 120_000)
+
+  it.skipIf(skip)("at most ten run at once; the eleventh is refused clearly", async () => {
+    const made: Array<string> = []
+    for (let i = 0; i < 10; i++) {
+      const created = await api("/api/sandboxes", { body: { label: `n${i}` } })
+      expect(created.status, created.text).toBe(201)
+      made.push(created.json.id)
+    }
+    const eleventh = await api("/api/sandboxes", { body: {} })
+    expect([eleventh.status, eleventh.json.code]).toEqual([429, "capacity_reached"])
+    await Promise.all(made.map((id) => api(`/api/sandboxes/${id}`, { method: "DELETE" })))
+    expect((await api("/api/sandboxes", { body: {} })).status).toBe(201)
+  }, 60_000)
+})
+
+describe("sandbox snapshots expire (issue 29)", () => {
+  let gateway: Gateway
+
+  beforeAll(async () => {
+    if (skip) return
+    gateway = await startApp({ env: { SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS: "1", SP_NOTEBOOK_SNAPSHOT_EXPIRATION_SECONDS: "2" } })
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.stop()
+  })
+
+  it.skipIf(skip)("a snapshot unused past its expiration is deleted by the loop, and execute says it expired", async () => {
+    const key = await localKey(gateway)
+    const created = await request(gateway.url, "/api/sandboxes", { key, body: {} })
+    expect(created.status, created.text).toBe(201)
+    const id = created.json.id
+    await request(gateway.url, `/api/sandboxes/${id}/execute`, { key, body: { code: "x = 1" } })
+    const record = () => request(gateway.url, `/api/sandboxes/${id}`, { key })
+    await eventually(record, (res) => res.json.status === "snapshotted", "the snapshot", 10_000)
+    await eventually(record, (res) => res.json.status === "stopped", "the snapshot's expiry", 15_000)
+    const expired = await request(gateway.url, `/api/sandboxes/${id}/execute`, { key, body: { code: "print(x)" } })
+    expect([expired.status, expired.json.code]).toEqual([410, "gone"])
+    expect(expired.json.message).toMatch(/expired/)
+  }, 60_000)
+})
