@@ -94,6 +94,7 @@ const raw = Config.all({
   // The interpreter sandboxes and notebook sessions run, under bubblewrap.
   sandboxPython: Config.string("SP_PYTHON").pipe(Config.withDefault("/usr/bin/python3")),
   sandboxMemoryMb: boundedInt("SP_SANDBOX_MEMORY_MB", "must be between 64 and 65536 (MiB)", (n) => n >= 64 && n <= 65_536).pipe(Config.withDefault(1024)),
+  sandboxDiskMb: boundedInt("SP_SANDBOX_DISK_MB", "must be between 1 and 1048576 (MiB)", (n) => n >= 1 && n <= 1_048_576).pipe(Config.withDefault(1024)),
   // A sandbox idle this long is snapshotted and its process ended; a snapshot this old is deleted.
   sandboxIdleSnapshotSeconds: positiveInt("SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS", 900),
   sandboxSnapshotExpirationSeconds: positiveInt("SP_NOTEBOOK_SNAPSHOT_EXPIRATION_SECONDS", 7 * 24 * 3600),

@@ -22,9 +22,11 @@ export interface SandboxLimits {
   readonly tmpMb: number
   /** Characters kept of each of stdout and stderr per execute. */
   readonly outputChars: number
+  /** What its work directory may hold on disk, checked every second while its code runs. */
+  readonly diskMb: number
 }
 
-export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 1024, cpuSeconds: 900, processes: 64, openFiles: 256, fileMb: 256, tmpMb: 64, outputChars: 1024 * 1024 }
+export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 1024, cpuSeconds: 900, processes: 64, openFiles: 256, fileMb: 256, tmpMb: 64, outputChars: 1024 * 1024, diskMb: 1024 }
 
 export interface ExecuteResult {
   readonly success: boolean
@@ -65,6 +67,7 @@ const MAX_DATA_REQUEST = 1024 * 1024
 /** A sandbox's code that ignores its timeout is ended this long after it. */
 const HARD_DEADLINE_GRACE_MS = 2000
 const READY_TIMEOUT_MS = 10_000
+const DISK_CHECK_MS = 1000
 const SLOTS = 10
 const UID_BASE = 62_000
 const PYTHON_DIR = path.join(PACKAGE_ROOT, "layers", "sandbox", "python")
@@ -201,6 +204,46 @@ const removeCgroups = (dirs: ReadonlyArray<string>) => {
   }
 }
 
+/** A sandbox's files as they are: directories, regular files and links (copied as links, never followed); FIFOs, sockets and devices are left out. */
+const copyTree = (from: string, to: string) =>
+  fs.cpSync(from, to, {
+    recursive: true,
+    preserveTimestamps: true,
+    verbatimSymlinks: true,
+    filter: (source) => {
+      const stat = fs.lstatSync(source)
+      return stat.isDirectory() || stat.isFile() || stat.isSymbolicLink()
+    }
+  })
+
+/** Copies a file a sandbox wrote only if it is a regular file: the gateway never follows a link a sandbox made. */
+const copyRegularFile = (from: string, to: string) => {
+  const source = fs.openSync(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+  try {
+    if (!fs.fstatSync(source).isFile()) throw new Error("not a regular file")
+    fs.writeFileSync(to, fs.readFileSync(source), { mode: 0o600, flag: "wx" })
+  } finally {
+    fs.closeSync(source)
+  }
+}
+
+/** The disk a directory's tree takes (blocks, so a sparse file counts what it holds), never following a link. */
+const diskBytes = (dir: string): number => {
+  let total = 0
+  const pending = [dir]
+  while (pending.length > 0) {
+    const current = pending.pop()!
+    for (const entry of fs.readdirSync(current, { withFileTypes: true })) {
+      const full = path.join(current, entry.name)
+      const stat = fs.lstatSync(full, { throwIfNoEntry: false })
+      if (stat === undefined) continue
+      total += stat.blocks * 512
+      if (stat.isDirectory()) pending.push(full)
+    }
+  }
+  return total
+}
+
 const chownTree = (dir: string, uid: number) => {
   fs.chownSync(dir, uid, uid)
   for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
@@ -294,11 +337,11 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       const runDir = path.join(home, "run")
       fs.mkdirSync(home)
       fs.chmodSync(home, 0o711)
-      if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) fs.cpSync(path.join(options.from, "work"), work, { recursive: true, preserveTimestamps: true })
+      if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) copyTree(path.join(options.from, "work"), work)
       else fs.mkdirSync(work)
       fs.mkdirSync(state)
       const restoring = options.from !== undefined && fs.existsSync(path.join(options.from, "globals.pickle"))
-      if (restoring) fs.copyFileSync(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
+      if (restoring) copyRegularFile(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
       fs.mkdirSync(runDir)
       fs.chmodSync(runDir, 0o750)
       fs.writeFileSync(path.join(runDir, "token"), options.token)
@@ -411,6 +454,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         let endedBy: string | undefined
         let exited = false
         let released = false
+        let holdFiles = false
         const release = () => {
           if (released) return
           released = true
@@ -444,7 +488,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
           endedBy = reason
           waiting?.reject(new SandboxProcessEnded({ reason }))
           waiting = undefined
-          release()
+          if (!holdFiles) release()
         })
         child.on("error", () => kill("the sandbox process could not be started"))
         messageReader(
@@ -474,30 +518,55 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
               typeof answer?.failed === "string" ? Effect.fail(new SandboxProcessEnded({ reason: `the sandbox's interpreter failed: ${answer.failed.slice(0, 500)}` })) : Effect.succeed(answer as A)
             )
           )
-        const stop = Effect.async<void>((resume) => {
-          if (exited) {
-            release()
-            return resume(Effect.void)
-          }
-          child.once("exit", () => resume(Effect.void))
-          kill("the sandbox was stopped")
-        })
+        /** Ends the process and waits for its end; its files are removed then, unless `keepFiles` (the caller removes them). */
+        const end = (keepFiles: boolean) =>
+          Effect.async<void>((resume) => {
+            if (keepFiles) holdFiles = true
+            if (exited) {
+              if (!keepFiles) release()
+              return resume(Effect.void)
+            }
+            child.once("exit", () => resume(Effect.void))
+            kill("the sandbox was stopped")
+          })
+        const stop = end(false)
         const sandbox: SandboxProcess = {
           pid: child.pid ?? -1,
           alive: () => !exited && endedBy === undefined,
-          execute: (code, timeoutMs) =>
-            asked<ExecuteResult>({ op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars }, timeoutMs + HARD_DEADLINE_GRACE_MS),
+          execute: (code, timeoutMs) => {
+            const quota = parts.limits.diskMb * 1024 * 1024
+            const overQuota = () => {
+              try {
+                if (diskBytes(parts.work) > quota) kill(`the sandbox was stopped: its work directory went over its ${parts.limits.diskMb} MiB disk quota`)
+              } catch {}
+            }
+            return Effect.acquireUseRelease(
+              Effect.sync(() => setInterval(overQuota, DISK_CHECK_MS)),
+              () => asked<ExecuteResult>({ op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars }, timeoutMs + HARD_DEADLINE_GRACE_MS),
+              (timer) =>
+                Effect.sync(() => {
+                  clearInterval(timer)
+                  // Written faster than the checks: the process ends now, and its next call says why.
+                  overQuota()
+                })
+            )
+          },
           snapshot: (storageDir) =>
             Effect.gen(function* () {
               const saved = yield* asked<{ unpicklable: Array<string>; bytes: number }>({ op: "snapshot" }, 120_000)
-              const globals = path.join(parts.home, "state", "globals.pickle")
-              yield* Effect.sync(() => {
+              // Copied once the process is gone, so nothing it runs can swap a file for a link to a host file while the gateway reads.
+              yield* end(true)
+              const copied = yield* Effect.try(() => {
                 fs.rmSync(storageDir, { recursive: true, force: true })
-                fs.mkdirSync(storageDir, { recursive: true, mode: 0o700 })
-                fs.cpSync(parts.work, path.join(storageDir, "work"), { recursive: true, preserveTimestamps: true, verbatimSymlinks: true })
-                fs.copyFileSync(globals, path.join(storageDir, "globals.pickle"))
-              })
-              yield* stop
+                fs.mkdirSync(storageDir, { recursive: true })
+                fs.chmodSync(storageDir, 0o700)
+                copyTree(parts.work, path.join(storageDir, "work"))
+                copyRegularFile(path.join(parts.home, "state", "globals.pickle"), path.join(storageDir, "globals.pickle"))
+              }).pipe(Effect.either, Effect.ensuring(Effect.sync(release)))
+              if (copied._tag === "Left") {
+                yield* Effect.sync(() => fs.rmSync(storageDir, { recursive: true, force: true }))
+                return yield* new SandboxProcessEnded({ reason: "its files could not be saved" })
+              }
               return { unpicklable: saved.unpicklable, bytes: saved.bytes }
             }),
           stop

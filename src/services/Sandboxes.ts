@@ -71,7 +71,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     const storageRoot = path.join(config.dataDir, "sandboxes")
     const live = new Map<SandboxId, Live>()
     const idleMs = config.sandboxIdleSnapshotSeconds * 1000
-    const limits = { ...DEFAULT_LIMITS, memoryMb: config.sandboxMemoryMb }
+    const limits = { ...DEFAULT_LIMITS, memoryMb: config.sandboxMemoryMb, diskMb: config.sandboxDiskMb }
 
     const storageOf = (row: Pick<SandboxRow, "org_id" | "id">) => path.join(storageRoot, row.org_id.replace(/[^A-Za-z0-9_-]/g, "_"), row.id)
 

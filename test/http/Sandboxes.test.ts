@@ -1,4 +1,6 @@
 import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LOCAL_ORG, UserId } from "../../src/domain/Ids"
@@ -28,7 +30,7 @@ describe("sandboxes (issue 29)", () => {
     database = await createTestDatabase()
     await database.query(`create table customers (id int primary key, name text, email text);
       insert into customers values (1, 'Ada', 'ada.lovelace@example.org'), (2, 'Bo', 'bo.derek@example.org')`)
-    gateway = await startInProcess({ SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS: "1", SP_PER_KEY_RPM: "100000", SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_ORG_RPM: "100000" })
+    gateway = await startInProcess({ SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS: "1", SP_SANDBOX_DISK_MB: "64", SP_PER_KEY_RPM: "100000", SP_RATE_LIMIT_EXPENSIVE_RPM: "100000", SP_PER_ORG_RPM: "100000" })
     const admin = await gateway.keyWith(["read", "query", "write", "execute", "admin"])
     owner = await gateway.keyWith(["read", "query", "execute", "write"])
     reader = await gateway.keyWith(["read", "query"])
@@ -161,11 +163,18 @@ describe("sandboxes (issue 29)", () => {
     expect(memory.error).toMatch(/memory/)
     expect((await api(`/api/sandboxes/${a}`)).json).toMatchObject({ status: "error" })
     expect((await execute(b, "print('alive')")).stdout).toBe("alive\n")
-    await api(`/api/sandboxes/${b}`, { method: "DELETE" })
+    // Each file under the size limit, together over the work directory's disk quota: the sandbox is ended.
+    const disk = await api(`/api/sandboxes/${b}/execute`, { body: { code: "import time\nfor i in range(8):\n  open(f'f{i}', 'wb').write(b'x' * 30 * 1024 * 1024)\n  time.sleep(0.4)" } })
+    const after = disk.json.success ? await execute(b, "print(1)") : disk.json
+    expect(after).toMatchObject({ success: false, error: expect.stringMatching(/its 64 MiB disk quota/) })
   }, 120_000)
 
   it.skipIf(skip)("idle sandboxes are snapshotted and resume transparently, ten cycles in a row losing nothing", async () => {
     const id = (await api("/api/sandboxes", { body: { timeout_seconds: 30 } })).json.id
+    // A link to a host file, left in the work dir: the gateway copies it as a link and never reads through it.
+    const hostFile = path.join(os.tmpdir(), `sluice-host-secret-${process.pid}`)
+    fs.writeFileSync(hostFile, "host secret")
+    await execute(id, `import os\nos.symlink(${JSON.stringify(hostFile)}, 'host-link')`)
     await execute(id, "import threading, socket\nlog = []\nlock = threading.Lock()\nconn = socket.socket()\nimport numpy, pandas\narr = numpy.arange(5)\nframe = pandas.DataFrame({'a': [1, 2]})")
     for (let cycle = 0; cycle < 10; cycle++) {
       await eventually(() => api(`/api/sandboxes/${id}`), (res) => res.json.status === "snapshotted", `snapshot ${cycle}`, 10_000)
@@ -174,9 +183,12 @@ describe("sandboxes (issue 29)", () => {
       expect(resumed.stdout).toBe(`${cycle + 1}\n`)
     }
     const kept = await execute(id, "import os\nprint(log, sorted(os.listdir('.')), list(arr), frame['a'].sum(), 'conn' in globals(), type(lock).__name__)")
-    expect(kept.stdout).toBe(`[0, 1, 2, 3, 4, 5, 6, 7, 8, 9] ${JSON.stringify(Array.from({ length: 10 }, (_, i) => `file-${i}`)).replace(/"/g, "'").replace(/,/g, ", ")} [10, 11, 12, 13, 14] 3 False lock\n`)
+    expect(kept.stdout).toBe(`[0, 1, 2, 3, 4, 5, 6, 7, 8, 9] ${JSON.stringify([...Array.from({ length: 10 }, (_, i) => `file-${i}`), "host-link"]).replace(/"/g, "'").replace(/,/g, ", ")} [10, 11, 12, 13, 14] 3 False lock\n`)
+    const link = await execute(id, "print(os.readlink('host-link'))\nopen('host-link').read()")
+    expect(link).toMatchObject({ success: false, stdout: `${hostFile}\n`, error: expect.stringMatching(/FileNotFoundError/) })
+    fs.rmSync(hostFile)
     const record = (await api(`/api/sandboxes/${id}`)).json
-    expect(record).toMatchObject({ unpicklable: ["conn"], timeout_seconds: 30, executions: 12 })
+    expect(record).toMatchObject({ unpicklable: ["conn"], timeout_seconds: 30, executions: 14 })
     await api(`/api/sandboxes/${id}`, { method: "DELETE" })
   }, 120_000)
 
