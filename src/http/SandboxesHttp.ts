@@ -3,10 +3,18 @@ import { Effect, Option } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { RequestState } from "../gate/RequestState"
-import { Sandboxes } from "../services/Sandboxes"
+import { type ChildReport, Sandboxes } from "../services/Sandboxes"
 
-/** The request's audit draft, for the sandbox's record and its queries' rows. */
-const draft = Effect.map(Effect.serviceOption(RequestState), Option.getOrUndefined)
+/** The request's audit draft named `eventType` for the sandbox `sandboxId`: what its row says. */
+const audited = (eventType: string, sandboxId?: string) =>
+  Effect.map(Effect.serviceOption(RequestState), (state) => {
+    const info = Option.getOrUndefined(state)
+    if (info !== undefined) {
+      info.eventType = eventType
+      if (sandboxId !== undefined) info.details = { sandbox_id: sandboxId }
+    }
+    return info
+  })
 
 export const SandboxesHttp = HttpApiBuilder.group(SluiceApi, "sandboxes", (handlers) =>
   Effect.gen(function* () {
@@ -16,27 +24,23 @@ export const SandboxesHttp = HttpApiBuilder.group(SluiceApi, "sandboxes", (handl
       .handle("get", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => sandboxes.get(p, path.id)))
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
-          const info = yield* draft
-          if (info !== undefined) info.eventType = "sandbox_create"
-          return yield* sandboxes.create(yield* CurrentPrincipal, payload, info)
+          const info = yield* audited("sandbox_create")
+          const created = yield* sandboxes.create(yield* CurrentPrincipal, payload)
+          if (info !== undefined) info.details = { sandbox_id: created.id }
+          return created
         })
       )
       .handle("execute", ({ path, payload }) =>
         Effect.gen(function* () {
-          const info = yield* draft
-          if (info !== undefined) info.eventType = "sandbox_execute"
-          return yield* sandboxes.execute(yield* CurrentPrincipal, path.id, payload, info)
+          const info = yield* audited("sandbox_execute", path.id)
+          // Each governed query the code runs is a child row of this request's.
+          const report: ChildReport = (facts, sql) =>
+            Effect.sync(() => info?.childQueries.set(facts.query_id, { facts, sql, parent: { event_type: "sandbox_execute", sandbox_id: path.id, request_id: info.requestId } }))
+          const result = yield* sandboxes.execute(yield* CurrentPrincipal, path.id, payload, report)
+          if (info !== undefined) info.details = { sandbox_id: path.id, success: result.success, execution_ms: result.execution_ms, truncated: result.truncated }
+          return result
         })
       )
-      .handle("remove", ({ path }) =>
-        Effect.gen(function* () {
-          const info = yield* draft
-          if (info !== undefined) {
-            info.eventType = "sandbox_delete"
-            info.details = { sandbox_id: path.id }
-          }
-          return yield* sandboxes.remove(yield* CurrentPrincipal, path.id)
-        })
-      )
+      .handle("remove", ({ path }) => Effect.zipRight(audited("sandbox_delete", path.id), Effect.flatMap(CurrentPrincipal, (p) => sandboxes.remove(p, path.id))))
   })
 )

@@ -11,7 +11,7 @@ import type { Principal } from "../domain/Principal"
 import { type CreateSandbox, type ExecuteCode, type ExecuteResult, MAX_RUNNING_SANDBOXES, type Sandbox } from "../domain/Sandbox"
 import type { Scope } from "../domain/Scope"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
-import { type AuditDraft, auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
+import { auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
 import { usdOfRun } from "../governance/ExplainPlan"
 import type { QueryFacts } from "../governance/GovernedExecutor"
 import { type SandboxRow, SandboxesRepo } from "../repos/SandboxesRepo"
@@ -42,10 +42,13 @@ interface Live {
   readonly lock: Effect.Semaphore
   lastUsedMs: number
   executing: boolean
-  /** The audit draft of the execute in progress, its queries' rows its children. */
-  draft: AuditDraft | undefined
+  /** Where the execute in progress reports its queries' audit facts (its request's or tool call's children). */
+  report: ChildReport | undefined
   idle: Fiber.RuntimeFiber<unknown> | undefined
 }
+
+/** Where a sandbox's governed query reports its audit facts, with its SQL. */
+export type ChildReport = (facts: QueryFacts, sql: string) => Effect.Effect<void>
 
 const refusal = (code: string, message: string) => ({ error: { code, message } })
 
@@ -137,21 +140,17 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
           if (remainingUsd <= 0) return refusal("budget_exhausted", `this sandbox's budget of $${row.budget_usd} is spent`)
         }
         const rowLimit = Math.min(request.row_limit ?? row.row_limit ?? 1000, row.row_limit ?? 100_000)
-        const draft = sandbox.draft ?? newAuditDraft(randomUUID(), "sandbox_query", who)
-        const report = (facts: QueryFacts) =>
-          Effect.sync(() => {
-            draft.childQueries.set(facts.query_id, { facts, sql: request.sql, parent: { event_type: "sandbox_execute", sandbox_id: sandbox.id } })
-          })
+        // A query made while no execute runs (a thread left behind) is audited on its own.
+        const alone = sandbox.report === undefined ? newAuditDraft(randomUUID(), "sandbox_query", who) : undefined
+        const sink: ChildReport =
+          sandbox.report ?? ((facts, sql) => Effect.sync(() => alone!.childQueries.set(facts.query_id, { facts, sql, parent: { event_type: "sandbox_query", sandbox_id: sandbox.id } })))
+        const report = (facts: QueryFacts) => sink(facts, request.sql)
         const target = yield* connections.target(who, connection).pipe(Effect.either)
-        const run = queries.run(who, { connection_name: connection, sql: request.sql, row_limit: rowLimit }, { surface: "rest", requestId: draft.requestId, report })
+        const run = queries.run(who, { connection_name: connection, sql: request.sql, row_limit: rowLimit }, { surface: "rest", requestId: alone?.requestId ?? randomUUID(), report })
         const ran = yield* (remainingUsd === undefined ? run : Effect.provideService(run, QueryCostCap, { usd: remainingUsd, stopped: Effect.void })).pipe(Effect.scoped, Effect.either)
         const usd = Either.isRight(ran) && Either.isRight(target) ? usdOfRun(target.right.connection.db_type, ran.right) : 0
         yield* repo.charge(row.org_id, row.id, usd)
-        // A query made while no execute runs (a thread left behind) is audited on its own.
-        if (sandbox.draft === undefined) {
-          const base = auditRow(draft, { route: `/api/sandboxes/${sandbox.id}`, durationMs: 0, outcome: "success" })
-          yield* audit.record(null, ...childQueryRows(draft, base))
-        }
+        if (alone !== undefined) yield* audit.record(null, ...childQueryRows(alone, auditRow(alone, { route: `/api/sandboxes/${sandbox.id}`, durationMs: 0, outcome: "success" })))
         if (Either.isLeft(ran)) {
           const error = ran.left as { readonly code?: string; readonly message?: string }
           return refusal(error.code ?? "query_failed", error.message ?? "the query failed")
@@ -183,7 +182,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
             })
           )
         const now = yield* Clock.currentTimeMillis
-        holder = { id: row.id, orgId: row.org_id, process: started, token: Buffer.from(token), lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, draft: undefined, idle: undefined }
+        holder = { id: row.id, orgId: row.org_id, process: started, token: Buffer.from(token), lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, idle: undefined }
         live.set(row.id, holder)
         holder.idle = yield* Effect.forkDaemon(idleWatch(holder, row))
         return holder
@@ -220,7 +219,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         yield* repo.change(row.org_id, row.id, { status: "snapshotted", unpicklable, snapshotBytes: saved.right.bytes, snapshotted: true, host: null })
       })
 
-    const create = Effect.fn("Sandboxes.create")(function* (principal: Principal, input: CreateSandbox, draft?: AuditDraft) {
+    const create = Effect.fn("Sandboxes.create")(function* (principal: Principal, input: CreateSandbox) {
       if (!config.selfHosted) return yield* notAvailable
       if (input.connection_name !== undefined) yield* connections.target(principal, input.connection_name)
       if (live.size >= MAX_RUNNING_SANDBOXES) {
@@ -241,7 +240,6 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         timeout_seconds: input.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
         host
       })
-      if (draft !== undefined) draft.details = { sandbox_id: id }
       const started = yield* startProcess(row, false).pipe(
         Effect.tapError((error) => repo.change(principal.orgId, id, { status: "error", error: error.message, host: null }))
       )
@@ -283,10 +281,10 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         return yield* new Conflict({ message: `The sandbox is ${row.status}${row.error === null ? "" : `: ${row.error}`}; create a new one` })
       })
 
-    const execute = Effect.fn("Sandboxes.execute")(function* (principal: Principal, id: string, input: ExecuteCode, draft?: AuditDraft) {
+    /** Runs code in the caller's sandbox; its governed queries report their audit facts to `report`. */
+    const execute = Effect.fn("Sandboxes.execute")(function* (principal: Principal, id: string, input: ExecuteCode, report?: ChildReport) {
       if (!config.selfHosted) return yield* notAvailable
       const row = yield* owned(principal, id)
-      if (draft !== undefined) draft.details = { sandbox_id: row.id }
       // The same sandbox's calls take turns: state carries over between them in order.
       const resumeLock = yield* lockFor(row.id)
       const sandbox = yield* resumeLock.withPermits(1)(running(row))
@@ -294,14 +292,14 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         Effect.gen(function* () {
           if (live.get(row.id) !== sandbox) return yield* new Conflict({ message: "The sandbox was snapshotted or stopped while the call waited; call again" })
           sandbox.executing = true
-          sandbox.draft = draft
+          sandbox.report = report
           const timeoutMs = (input.timeout_seconds ?? row.timeout_seconds) * 1000
           const outcome = yield* sandbox.process.execute(input.code, timeoutMs).pipe(
             Effect.ensuring(
               Effect.flatMap(Clock.currentTimeMillis, (now) =>
                 Effect.sync(() => {
                   sandbox.executing = false
-                  sandbox.draft = undefined
+                  sandbox.report = undefined
                   sandbox.lastUsedMs = now
                 })
               )
@@ -315,7 +313,6 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
             return result
           }
           yield* repo.change(row.org_id, row.id, { used: true, executed: true })
-          if (draft !== undefined) draft.details = { sandbox_id: row.id, success: outcome.right.success, execution_ms: outcome.right.execution_ms, truncated: outcome.right.truncated }
           return outcome.right
         })
       )

@@ -6,6 +6,7 @@ import { exploreTools } from "./ExploreTools"
 import { governanceTools } from "./GovernanceTools"
 import { knowledgeTools } from "./KnowledgeTools"
 import { reportTools } from "./ReportTools"
+import { sandboxTools } from "./SandboxTools"
 import { queryTools } from "./QueryTools"
 import { schemaTools } from "./SchemaTools"
 import { AgentRuns } from "../services/AgentRuns"
@@ -16,6 +17,7 @@ import { Connections } from "../services/Connections"
 import { Knowledge } from "../services/Knowledge"
 import { Queries } from "../services/Queries"
 import { Reports } from "../services/Reports"
+import { Sandboxes } from "../services/Sandboxes"
 import { SchemaChanges } from "../services/SchemaChanges"
 import { SchemaContext } from "../services/SchemaContext"
 import { SchemaExplorer } from "../services/SchemaExplorer"
@@ -39,9 +41,10 @@ export class ToolCatalogue extends Effect.Service<ToolCatalogue>()("sluice/ToolC
       ...(yield* governanceTools).tools,
       ...(yield* knowledgeTools),
       ...(yield* reportTools),
+      ...(yield* sandboxTools),
       ...(yield* agentTools)
     ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
   }),
-  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, Reports.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
+  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, Reports.Default, Sandboxes.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
 }) {}

@@ -1,6 +1,8 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LOCAL_ORG, UserId } from "../../src/domain/Ids"
@@ -191,6 +193,29 @@ describe("sandboxes (issue 29)", () => {
     expect(record).toMatchObject({ unpicklable: ["conn"], timeout_seconds: 30, executions: 14 })
     await api(`/api/sandboxes/${id}`, { method: "DELETE" })
   }, 120_000)
+
+  it.skipIf(skip)("MCP tools for keys with execute: create, run code that queries through the gate, delete", async () => {
+    const connect = async (key: string) => {
+      const client = new Client({ name: "sandbox-test", version: "1.0.0" })
+      await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), { requestInit: { headers: { "x-api-key": key } } }))
+      return client
+    }
+    const readers = await connect(reader)
+    expect((await readers.listTools()).tools.map((t) => t.name).filter((name) => name.startsWith("sandbox_"))).toEqual([])
+    await readers.close()
+    const owners = await connect(owner)
+    const created = await owners.callTool({ name: "sandbox_create", arguments: { connection_name: "pg" } })
+    const id = JSON.parse((created.content as Array<{ text: string }>)[0]!.text).id
+    const ran = await owners.callTool({ name: "sandbox_execute", arguments: { sandbox_id: id, code: "import sluice\nprint(sluice.query('select email from customers order by id').rows)" } })
+    expect(ran.structuredContent).toMatchObject({ success: true, stdout: "[['[REDACTED]'], ['[REDACTED]']]\n" })
+    const audit = (await api("/api/audit?limit=50")).json.items
+    const call = audit.find((row: any) => row.event_type === "mcp_tool_call" && row.details?.tool === "sandbox_execute")
+    expect(call, JSON.stringify(audit.slice(0, 5))).toBeDefined()
+    expect(audit.some((row: any) => row.event_type === "query" && row.request_id === call.request_id && row.sql === "select email from customers order by id")).toBe(true)
+    const removed = await owners.callTool({ name: "sandbox_delete", arguments: { sandbox_id: id } })
+    expect(JSON.parse((removed.content as Array<{ text: string }>)[0]!.text)).toMatchObject({ id, deleted: true })
+    await owners.close()
+  }, 60_000)
 
   it.skipIf(skip)("at most ten run at once; the eleventh is refused clearly", async () => {
     const made: Array<string> = []

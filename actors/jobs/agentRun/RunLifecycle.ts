@@ -14,8 +14,9 @@ import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 
-// A run reads, queries and proposes knowledge (write: workspace content, never a database), whatever else its credential may do.
-const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write"])
+// A run reads, queries, proposes knowledge (write: workspace content, never a database) and, where its credential may, runs code in
+// sandboxes (execute: their queries go through the gate as the run's do); whatever else its credential may do.
+const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write", "execute"])
 
 /** Which runner did a step, for operators following a run across a failover. */
 export const RUNNER = `${RUNNER_ADDRESS.host}:${RUNNER_ADDRESS.port}`
