@@ -51,7 +51,8 @@ export interface SandboxChange {
   readonly snapshotBytes?: number | null
   readonly snapshotted?: boolean
   readonly used?: boolean
-  readonly executed?: boolean
+  /** What it has done in all, as its holding process counted. */
+  readonly counters?: { readonly executions: number; readonly queries: number; readonly spentUsd: number }
 }
 
 /** Sandboxes' records, per org. */
@@ -92,7 +93,9 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("sluice/Sandb
           ...(change.unpicklable === undefined ? [] : [sql`unpicklable = array(select jsonb_array_elements_text(${JSON.stringify(change.unpicklable)}::jsonb))`]),
           ...(change.snapshotted === undefined ? [] : [change.snapshotted ? sql`snapshotted_at = date_trunc('milliseconds', now())` : sql`snapshotted_at = null`]),
           ...(change.used === true ? [sql`last_used_at = date_trunc('milliseconds', now())`] : []),
-          ...(change.executed === true ? [sql`executions = executions + 1`] : []),
+          ...(change.counters === undefined
+            ? []
+            : [sql`executions = ${change.counters.executions}`, sql`queries = ${change.counters.queries}`, sql`spent_usd = ${change.counters.spentUsd}`]),
           ...(change.status === "stopped" || change.status === "error" ? [sql`stopped_at = date_trunc('milliseconds', now())`] : [])
         ]
         return sql`update sandboxes set ${sql.csv(parts)} where org_id = ${orgId} and id = ${id} returning ${sql.unsafe(COLUMNS)}`
@@ -103,13 +106,6 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("sluice/Sandb
       (orgId: OrgId, id: SandboxId, change: SandboxChange) => changeSandbox({ orgId, id, change }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)),
       failures
     )
-
-    const chargeQuery = SqlSchema.void({
-      Request: Schema.Struct({ orgId: OrgId, id: SandboxId, usd: Schema.Number }),
-      execute: ({ orgId, id, usd }) => sql`update sandboxes set queries = queries + 1, spent_usd = spent_usd + ${usd} where org_id = ${orgId} and id = ${id}`
-    })
-    /** Counts a governed query of the sandbox's and what it spent. */
-    const charge = Effect.fn("SandboxesRepo.charge")((orgId: OrgId, id: SandboxId, usd: number) => chargeQuery({ orgId, id, usd }).pipe(withOrg(orgId)), failures)
 
     const pageOfSandboxes = SqlSchema.findAll({
       Request: Schema.Struct({ orgId: OrgId, before: Schema.NullOr(Schema.Tuple(Schema.String, Schema.String)), limit: Schema.Number }),
@@ -142,6 +138,6 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("sluice/Sandb
     /** Every org's sandboxes whose snapshot is older than `olderThanSeconds` (system work). */
     const expired = Effect.fn("SandboxesRepo.expired")((olderThanSeconds: number) => expiredSnapshots({ olderThanSeconds }), failures)
 
-    return { insert, find, change, charge, page, heldBy, expired } as const
+    return { insert, find, change, page, heldBy, expired } as const
   })
 }) {}

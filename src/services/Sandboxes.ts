@@ -36,7 +36,15 @@ const DataRequest = Schema.Struct({
 interface Live {
   readonly id: SandboxId
   readonly orgId: OrgId
+  /** Its record as it was when its process started: what it may do does not change while it runs. */
+  readonly row: SandboxRow
   readonly process: SandboxProcess
+  /** What it has done, kept here while it runs and written to its record after each call. */
+  executions: number
+  queries: number
+  spentUsd: number
+  /** Budgeted queries take turns, so together they never spend past the budget. */
+  readonly budgetLock: Effect.Semaphore
   readonly token: Buffer
   /** One thing at a time: an execute, a snapshot, a stop. */
   readonly lock: Effect.Semaphore
@@ -49,6 +57,8 @@ interface Live {
 
 /** Where a sandbox's governed query reports its audit facts, with its SQL. */
 export type ChildReport = (facts: QueryFacts, sql: string) => Effect.Effect<void>
+
+const countersOf = (sandbox: Live) => ({ executions: sandbox.executions, queries: sandbox.queries, spentUsd: sandbox.spentUsd })
 
 const refusal = (code: string, message: string) => ({ error: { code, message } })
 
@@ -81,6 +91,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     const view = (row: SandboxRow): Sandbox => {
       const running = live.get(row.id)
       const status = running?.executing === true ? "running" : row.status
+      const counters = running === undefined ? row : { executions: running.executions, queries: running.queries, spent_usd: running.spentUsd }
       return {
         id: row.id,
         label: row.label,
@@ -88,11 +99,11 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         connection_name: row.connection_name,
         row_limit: row.row_limit,
         budget_usd: row.budget_usd,
-        spent_usd: row.spent_usd,
+        spent_usd: counters.spent_usd,
         timeout_seconds: row.timeout_seconds,
         created_by: row.created_by,
-        executions: row.executions,
-        queries: row.queries,
+        executions: counters.executions,
+        queries: counters.queries,
         unpicklable: row.unpicklable,
         snapshot_bytes: row.snapshot_bytes,
         error: row.error,
@@ -107,11 +118,13 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       message: "Sandboxes run on the gateway's own host, which cloud mode does not offer until a remote sandbox provider is configured"
     })
 
+    const isOwner = (principal: Principal, row: Pick<SandboxRow, "org_id" | "user_id">) => row.org_id === principal.orgId && row.user_id === principal.userId
+
     /** The caller's own sandbox: another user's, or another org's, is not found. */
     const owned = (principal: Principal, id: string) =>
       Effect.gen(function* () {
         const row = yield* repo.find(principal.orgId, SandboxId.make(id))
-        if (row === null || row.user_id !== principal.userId) return yield* new NotFound({ message: `No sandbox ${id}` })
+        if (row === null || !isOwner(principal, row)) return yield* new NotFound({ message: `No sandbox ${id}` })
         return row
       })
 
@@ -123,8 +136,8 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         const request = decoded.right
         const given = Buffer.from(request.token)
         if (given.length !== sandbox.token.length || !timingSafeEqual(given, sandbox.token)) return refusal("unauthenticated", "this sandbox's token does not open it")
-        const row = yield* repo.find(sandbox.orgId, sandbox.id)
-        if (row === null || live.get(sandbox.id) !== sandbox) return refusal("not_found", "the sandbox is gone")
+        const row = sandbox.row
+        if (live.get(sandbox.id) !== sandbox) return refusal("not_found", "the sandbox is gone")
         const principal = yield* acting.actingAs({ orgId: row.org_id, userId: row.user_id, principalKind: row.principal_kind, keyId: row.key_id }, new Set(row.scopes), "sandbox").pipe(Effect.either)
         if (Either.isLeft(principal)) return refusal(principal.left._tag === "CredentialGone" ? "credential_revoked" : "unavailable", principal.left.message)
         const who = principal.right
@@ -134,22 +147,29 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         if (row.connection_name !== null && connection !== row.connection_name) {
           return refusal("forbidden", `this sandbox queries only the connection ${row.connection_name}`)
         }
-        let remainingUsd: number | undefined
-        if (row.budget_usd !== null) {
-          remainingUsd = row.budget_usd - row.spent_usd
-          if (remainingUsd <= 0) return refusal("budget_exhausted", `this sandbox's budget of $${row.budget_usd} is spent`)
-        }
         const rowLimit = Math.min(request.row_limit ?? row.row_limit ?? 1000, row.row_limit ?? 100_000)
         // A query made while no execute runs (a thread left behind) is audited on its own.
         const alone = sandbox.report === undefined ? newAuditDraft(randomUUID(), "sandbox_query", who) : undefined
         const sink: ChildReport =
           sandbox.report ?? ((facts, sql) => Effect.sync(() => alone!.childQueries.set(facts.query_id, { facts, sql, parent: { event_type: "sandbox_query", sandbox_id: sandbox.id } })))
         const report = (facts: QueryFacts) => sink(facts, request.sql)
-        const target = yield* connections.target(who, connection).pipe(Effect.either)
         const run = queries.run(who, { connection_name: connection, sql: request.sql, row_limit: rowLimit }, { surface: "rest", requestId: alone?.requestId ?? randomUUID(), report })
-        const ran = yield* (remainingUsd === undefined ? run : Effect.provideService(run, QueryCostCap, { usd: remainingUsd, stopped: Effect.void })).pipe(Effect.scoped, Effect.either)
-        const usd = Either.isRight(ran) && Either.isRight(target) ? usdOfRun(target.right.connection.db_type, ran.right) : 0
-        yield* repo.charge(row.org_id, row.id, usd)
+        const budget = row.budget_usd
+        const ran =
+          budget === null
+            ? yield* run.pipe(Effect.scoped, Effect.either)
+            : yield* sandbox.budgetLock.withPermits(1)(
+                Effect.gen(function* () {
+                  const remainingUsd = budget - sandbox.spentUsd
+                  if (remainingUsd <= 0) return Either.left({ code: "budget_exhausted", message: `this sandbox's budget of $${budget} is spent` })
+                  const dbType = (yield* connections.target(who, connection)).connection.db_type
+                  // No statement runs past what is left of the budget, at the engine's list price.
+                  const outcome = yield* Effect.provideService(run, QueryCostCap, { usd: remainingUsd, stopped: Effect.void }).pipe(Effect.scoped, Effect.either)
+                  if (Either.isRight(outcome)) sandbox.spentUsd += Math.min(remainingUsd, usdOfRun(dbType, outcome.right))
+                  return outcome
+                }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left(error))))
+              )
+        sandbox.queries += 1
         if (alone !== undefined) yield* audit.record(null, ...childQueryRows(alone, auditRow(alone, { route: `/api/sandboxes/${sandbox.id}`, durationMs: 0, outcome: "success" })))
         if (Either.isLeft(ran)) {
           const error = ran.left as { readonly code?: string; readonly message?: string }
@@ -182,7 +202,15 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
             })
           )
         const now = yield* Clock.currentTimeMillis
-        holder = { id: row.id, orgId: row.org_id, process: started, token: Buffer.from(token), lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, idle: undefined }
+        holder = {
+          id: row.id,
+          orgId: row.org_id,
+          row,
+          executions: row.executions,
+          queries: row.queries,
+          spentUsd: row.spent_usd,
+          budgetLock: yield* Effect.makeSemaphore(1),
+          process: started, token: Buffer.from(token), lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, idle: undefined }
         live.set(row.id, holder)
         holder.idle = yield* Effect.forkDaemon(idleWatch(holder, row))
         return holder
@@ -216,7 +244,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         }
         const current = yield* repo.find(row.org_id, row.id)
         const unpicklable = [...new Set([...(current?.unpicklable ?? []), ...saved.right.unpicklable])].sort()
-        yield* repo.change(row.org_id, row.id, { status: "snapshotted", unpicklable, snapshotBytes: saved.right.bytes, snapshotted: true, host: null })
+        yield* repo.change(row.org_id, row.id, { status: "snapshotted", unpicklable, snapshotBytes: saved.right.bytes, snapshotted: true, host: null, counters: countersOf(sandbox) })
       })
 
     const create = Effect.fn("Sandboxes.create")(function* (principal: Principal, input: CreateSandbox) {
@@ -284,7 +312,9 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     /** Runs code in the caller's sandbox; its governed queries report their audit facts to `report`. */
     const execute = Effect.fn("Sandboxes.execute")(function* (principal: Principal, id: string, input: ExecuteCode, report?: ChildReport) {
       if (!config.selfHosted) return yield* notAvailable
-      const row = yield* owned(principal, id)
+      // A sandbox running here answers from memory; its owner and org never change.
+      const here = live.get(SandboxId.make(id))
+      const row = here !== undefined && isOwner(principal, here.row) ? here.row : yield* owned(principal, id)
       // The same sandbox's calls take turns: state carries over between them in order.
       const resumeLock = yield* lockFor(row.id)
       const sandbox = yield* resumeLock.withPermits(1)(running(row))
@@ -306,13 +336,15 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
             ),
             Effect.either
           )
+          sandbox.executions += 1
           if (Either.isLeft(outcome)) {
             live.delete(row.id)
-            yield* repo.change(row.org_id, row.id, { status: "error", error: outcome.left.reason, host: null, used: true, executed: true })
+            yield* repo.change(row.org_id, row.id, { status: "error", error: outcome.left.reason, host: null, used: true, counters: countersOf(sandbox) })
             const result: ExecuteResult = { success: false, stdout: "", stderr: "", error: `${outcome.left.reason}; its state is lost`, execution_ms: 0, truncated: false }
             return result
           }
-          yield* repo.change(row.org_id, row.id, { used: true, executed: true })
+          // Written after the answer: the counters are this process's while it holds the sandbox.
+          yield* Effect.forkDaemon(repo.change(row.org_id, row.id, { used: true, counters: countersOf(sandbox) }).pipe(Effect.ignoreLogged))
           return outcome.right
         })
       )
