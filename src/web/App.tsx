@@ -6,6 +6,7 @@ import { useApi } from "./client/useApi"
 import { AgentRunsPage } from "./pages/AgentRuns"
 import { KnowledgePage } from "./pages/Knowledge"
 import { ReportsPage } from "./pages/Reports"
+import { SandboxesPage } from "./pages/Sandboxes"
 import { AuditPage } from "./pages/Audit"
 import { ChatPage } from "./pages/Chat"
 import { ConnectionsPage } from "./pages/Connections"
@@ -29,6 +30,7 @@ const PAGES = [
   { path: "/runs", title: "Agent runs", view: AgentRunsPage },
   { path: "/knowledge", title: "Knowledge", view: KnowledgePage },
   { path: "/reports", title: "Reports", view: ReportsPage },
+  { path: "/sandboxes", title: "Sandboxes", view: SandboxesPage },
   { path: "/audit", title: "Audit log", view: AuditPage },
   { path: "/governance", title: "Governance", view: GovernancePage },
   { path: "/keys", title: "API keys", view: KeysPage },
