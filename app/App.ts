@@ -24,6 +24,7 @@ import { AuditRepo } from "../src/repos/AuditRepo"
 import { ChatRepo } from "../src/repos/ChatRepo"
 import { JobEventsRepo } from "../src/repos/JobEventsRepo"
 import { ActingPrincipals } from "../src/services/ActingPrincipals"
+import { CodeQueries } from "../src/services/CodeQueries"
 import { AgentRuns } from "../src/services/AgentRuns"
 import { AnalysisTrails } from "../src/services/AnalysisTrails"
 import { ApiKeys } from "../src/services/ApiKeys"
@@ -84,6 +85,7 @@ export const ServicesLive = Layer.mergeAll(
   Budgets.Default,
   Chat.Default,
   ChatRepo.Default,
+  CodeQueries.Default,
   ConnectionChecks.Default,
   ConnectionHealth.Default,
   ConnectionTransfer.Default,

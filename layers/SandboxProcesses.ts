@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
+import * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -62,12 +63,23 @@ export interface SandboxProcess {
   readonly alive: () => boolean
 }
 
+/** A Jupyter server for one notebook session, under the same isolation as a sandbox, serving HTTP on a Unix socket. */
+export interface NotebookProcess {
+  /** Jupyter's socket, as this host sees it. */
+  readonly socketPath: string
+  readonly alive: () => boolean
+  readonly stop: Effect.Effect<void>
+  /** Resolves, with why, once the process has ended. */
+  readonly ended: Promise<string>
+}
+
 const MAX_MESSAGE = 64 * 1024 * 1024
 const MAX_DATA_REQUEST = 1024 * 1024
 /** A sandbox's code that ignores its timeout is ended this long after it. */
 const HARD_DEADLINE_GRACE_MS = 2000
 const READY_TIMEOUT_MS = 10_000
 const DISK_CHECK_MS = 1000
+const NOTEBOOK_READY_TIMEOUT_MS = 30_000
 const SLOTS = 10
 const UID_BASE = 62_000
 const PYTHON_DIR = path.join(PACKAGE_ROOT, "layers", "sandbox", "python")
@@ -281,10 +293,13 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
     fs.writeFileSync(path.join(identityFiles, "group"), "root:x:0:\nsandbox:x:1000:\n")
     for (const file of ["passwd", "group"]) fs.chmodSync(path.join(identityFiles, file), 0o644)
     const free = new Set<number>(Array.from({ length: SLOTS }, (_, slot) => slot))
+    // Notebook servers have slots (and uids) of their own, after the sandboxes'.
+    const freeNotebooks = new Set<number>(Array.from({ length: SLOTS }, (_, slot) => SLOTS + slot))
+    const notebooks = new Set<NotebookProcess>()
     const live = new Set<SandboxProcess>()
     let mechanism: LimitMechanism | undefined
 
-    yield* Effect.addFinalizer(() => Effect.forEach([...live], (sandbox) => sandbox.stop, { discard: true }))
+    yield* Effect.addFinalizer(() => Effect.forEach([...live, ...notebooks], (sandbox) => sandbox.stop, { discard: true }))
 
     /** Whether sandboxes can run here, asked once: bubblewrap and the interpreter answer a trivial run. */
     const available = yield* Effect.cached(
@@ -327,43 +342,55 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         )
       })
 
-    const launch = async (slot: number, options: { readonly limits: SandboxLimits; readonly token: string; readonly onData: DataRequestHandler; readonly from?: string }) => {
-      const { limits } = options
-      const uid = asRoot ? UID_BASE + slot : (process.getuid?.() ?? 0)
-      const launchId = randomUUID()
-      const home = path.join(runtimeRoot, launchId)
-      const work = path.join(home, "work")
-      const state = path.join(home, "state")
+    /** A sandbox's run directory and the gateway's socket in it, with the token its `sluice` module sends. */
+    const prepareRun = async (home: string, uid: number, token: string, onData: DataRequestHandler) => {
       const runDir = path.join(home, "run")
-      fs.mkdirSync(home)
-      fs.chmodSync(home, 0o711)
-      if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) copyTree(path.join(options.from, "work"), work)
-      else fs.mkdirSync(work)
-      fs.mkdirSync(state)
-      const restoring = options.from !== undefined && fs.existsSync(path.join(options.from, "globals.pickle"))
-      if (restoring) copyRegularFile(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
       fs.mkdirSync(runDir)
       fs.chmodSync(runDir, 0o750)
-      fs.writeFileSync(path.join(runDir, "token"), options.token)
+      fs.writeFileSync(path.join(runDir, "token"), token)
       fs.chmodSync(path.join(runDir, "token"), 0o640)
       if (asRoot) {
-        chownTree(work, uid)
-        chownTree(state, uid)
-        fs.chmodSync(work, 0o700)
-        fs.chmodSync(state, 0o700)
         fs.chownSync(runDir, 0, uid)
         fs.chownSync(path.join(runDir, "token"), 0, uid)
       }
       const socketPath = path.join(runDir, "gateway.sock")
-      const dataServer = serveData(options.onData)
+      const dataServer = serveData(onData)
       await new Promise<void>((resolve, reject) => {
         dataServer.once("error", reject)
         dataServer.listen(socketPath, () => resolve())
       })
       fs.chmodSync(socketPath, 0o660)
       if (asRoot) fs.chownSync(socketPath, 0, uid)
+      return { runDir, dataServer }
+    }
 
-      const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
+    /** A home of its own for one launch, in the runtime directory. */
+    const makeHome = () => {
+      const launchId = randomUUID()
+      const home = path.join(runtimeRoot, launchId)
+      fs.mkdirSync(home)
+      fs.chmodSync(home, 0o711)
+      return { launchId, home }
+    }
+
+    /** A directory of the sandbox's own, writable by its uid alone. */
+    const ownDirectory = (dir: string, uid: number) => {
+      if (!fs.existsSync(dir)) fs.mkdirSync(dir, { recursive: true })
+      if (asRoot) chownTree(dir, uid)
+      fs.chmodSync(dir, 0o700)
+    }
+
+    /**
+     * Spawns `program` under bubblewrap as the slot's uid, in the cgroups made for it: the isolation
+     * every sandbox shares, its own binds and environment added. Its fds from 3 on are `fds`.
+     */
+    const spawnIsolated = (
+      uid: number,
+      limits: SandboxLimits,
+      cgroups: ReturnType<typeof cgroupsFor>,
+      runDir: string,
+      program: { readonly argv: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>>; readonly binds: ReadonlyArray<string>; readonly fds: ReadonlyArray<number | "pipe"> }
+    ) => {
       const rlimits = [
         `--cpu=${limits.cpuSeconds}`,
         `--nofile=${limits.openFiles}`,
@@ -372,6 +399,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         // Without a cgroup: the address space stands in for memory, processes per uid for the pids controller.
         ...(cgroups.dirs.length === 0 ? [`--as=${limits.memoryMb * 1024 * 1024}`, `--nproc=${limits.processes}`] : [`--nproc=${limits.processes * 4}`])
       ]
+      const env = { HOME: "/work", PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", OPENBLAS_NUM_THREADS: "1", MPLBACKEND: "Agg", ...program.env }
       const bwrapArgs = [
         "--unshare-all",
         "--die-with-parent",
@@ -381,11 +409,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         "--hostname",
         "sandbox",
         "--clearenv",
-        "--setenv", "HOME", "/work",
-        "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-        "--setenv", "LANG", "C.UTF-8",
-        "--setenv", "OPENBLAS_NUM_THREADS", "1",
-        "--setenv", "MPLBACKEND", "Agg",
+        ...Object.entries(env).flatMap(([name, value]) => ["--setenv", name, value]),
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64",
@@ -402,13 +426,12 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         "--dev", "/dev",
         "--size", String(limits.tmpMb * 1024 * 1024),
         "--tmpfs", "/tmp",
-        "--bind", work, "/work",
-        "--bind", state, "/state",
+        ...program.binds,
         "--ro-bind", runDir, "/run/sluice",
         "--ro-bind", PYTHON_DIR, "/opt/sluice",
         "--remount-ro", "/",
         "--chdir", "/work",
-        python, "-I", "/opt/sluice/runner.py"
+        ...program.argv
       ]
       const command = [
         ...(asRoot ? ["/usr/bin/setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"] : []),
@@ -423,13 +446,151 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       ]
       // The shell joins the cgroups before anything of the sandbox runs, then becomes it.
       const script = `for dir in ${cgroups.dirs.map((_, i) => `"$${i + 1}"`).join(" ")}; do echo $$ > "$dir/cgroup.procs" || exit 97; done; shift ${cgroups.dirs.length}; exec "$@"`
-      const child = spawn("/bin/sh", ["-c", script, "sh", ...cgroups.dirs, ...command], {
+      return spawn("/bin/sh", ["-c", script, "sh", ...cgroups.dirs, ...command], {
         env: {},
-        stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"],
+        stdio: ["ignore", "pipe", "pipe", ...program.fds],
         cwd: "/",
         detached: true
       })
+    }
+
+    const launch = async (slot: number, options: { readonly limits: SandboxLimits; readonly token: string; readonly onData: DataRequestHandler; readonly from?: string }) => {
+      const { limits } = options
+      const uid = asRoot ? UID_BASE + slot : (process.getuid?.() ?? 0)
+      const { launchId, home } = makeHome()
+      const work = path.join(home, "work")
+      const state = path.join(home, "state")
+      if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) copyTree(path.join(options.from, "work"), work)
+      ownDirectory(work, uid)
+      fs.mkdirSync(state)
+      const restoring = options.from !== undefined && fs.existsSync(path.join(options.from, "globals.pickle"))
+      if (restoring) copyRegularFile(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
+      ownDirectory(state, uid)
+      const { runDir, dataServer } = await prepareRun(home, uid, options.token, options.onData)
+      const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
+      const child = spawnIsolated(uid, limits, cgroups, runDir, {
+        argv: [python, "-I", "/opt/sluice/runner.py"],
+        env: {},
+        binds: ["--bind", work, "/work", "--bind", state, "/state"],
+        fds: ["pipe", "pipe"]
+      })
       return connect(child, { home, work, cgroups, dataServer, slot, restoring, limits })
+    }
+
+    /**
+     * Starts a Jupyter server (Debian's jupyter_server with nbclassic and ipykernel) under the same
+     * isolation, in `workDir` (kept across sessions: bound by descriptor, so the sandbox's uid needs
+     * no way through the data dir), serving `baseUrl` on a Unix socket with `jupyterToken`; its
+     * kernels' `sluice` module reaches the gateway as a sandbox's does.
+     */
+    const startNotebook = (options: {
+      readonly limits: SandboxLimits
+      readonly token: string
+      readonly onData: DataRequestHandler
+      readonly workDir: string
+      readonly jupyterToken: string
+      readonly baseUrl: string
+    }) =>
+      Effect.gen(function* () {
+        yield* available
+        const slot = freeNotebooks.values().next().value
+        if (slot === undefined) return yield* new NoFreeSlot({ slots: SLOTS })
+        freeNotebooks.delete(slot)
+        return yield* Effect.tryPromise({ try: () => launchNotebook(slot, options), catch: (error) => error }).pipe(
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              Effect.logWarning("a notebook server did not start", error instanceof SandboxStartFailure ? error.diagnostics : String(error)),
+              Effect.fail(new SandboxProcessEnded({ reason: error instanceof SandboxStartFailure ? error.message : "the notebook server did not start" }))
+            )
+          ),
+          Effect.tapError(() => Effect.sync(() => freeNotebooks.add(slot)))
+        )
+      })
+
+    const launchNotebook = async (slot: number, options: Parameters<typeof startNotebook>[0]) => {
+      const { limits } = options
+      const uid = asRoot ? UID_BASE + slot : (process.getuid?.() ?? 0)
+      const { launchId, home } = makeHome()
+      ownDirectory(options.workDir, uid)
+      const jupyterDir = path.join(home, "jupyter")
+      ownDirectory(jupyterDir, uid)
+      const { runDir, dataServer } = await prepareRun(home, uid, options.token, options.onData)
+      const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
+      const workFd = fs.openSync(options.workDir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW)
+      let child: ChildProcess
+      try {
+        child = spawnIsolated(uid, limits, cgroups, runDir, {
+          argv: [
+            python,
+            "-m",
+            "jupyter_server",
+            "--sock=/run/jupyter/server.sock",
+            "--sock-mode=0600",
+            "--no-browser",
+            "--ServerApp.root_dir=/work",
+            `--ServerApp.base_url=${options.baseUrl}`,
+            "--ServerApp.open_browser=False"
+          ],
+          env: {
+            JUPYTER_TOKEN: options.jupyterToken,
+            PYTHONPATH: "/opt/sluice",
+            JUPYTER_RUNTIME_DIR: "/tmp/jupyter-runtime",
+            JUPYTER_DATA_DIR: "/tmp/jupyter-data",
+            JUPYTER_CONFIG_DIR: "/tmp/jupyter-config",
+            IPYTHONDIR: "/tmp/ipython"
+          },
+          binds: ["--bind-fd", "3", "/work", "--bind", jupyterDir, "/run/jupyter", "--ro-bind-try", "/etc/jupyter", "/etc/jupyter"],
+          fds: [workFd]
+        })
+      } finally {
+        fs.closeSync(workFd)
+      }
+      let diagnostics = ""
+      for (const stream of [child.stdout, child.stderr]) stream?.on("data", (chunk: Buffer) => (diagnostics = (diagnostics + chunk.toString("utf8")).slice(-4000)))
+      let exited = false
+      let endedBy: string | undefined
+      const socketPath = path.join(jupyterDir, "server.sock")
+      const kill = (reason: string) => {
+        endedBy ??= reason
+        if (child.pid !== undefined && !exited) {
+          try {
+            process.kill(-child.pid, "SIGKILL")
+          } catch {}
+        }
+      }
+      const ended = new Promise<string>((resolve) =>
+        child.on("exit", (code) => {
+          exited = true
+          dataServer.close()
+          const outOfMemory = cgroups.outOfMemory()
+          cgroups.remove()
+          fs.rmSync(home, { recursive: true, force: true })
+          freeNotebooks.add(slot)
+          notebooks.delete(notebook)
+          resolve(endedBy ?? (outOfMemory ? `the notebook server was killed: it went over its memory limit of ${limits.memoryMb} MiB` : `the notebook server ended (exit code ${code})`))
+        })
+      )
+      child.on("error", () => kill("the notebook server could not be started"))
+      const notebook: NotebookProcess = {
+        socketPath,
+        alive: () => !exited && endedBy === undefined,
+        ended,
+        stop: Effect.promise(() => {
+          kill("the notebook session was stopped")
+          return ended
+        }).pipe(Effect.asVoid)
+      }
+      notebooks.add(notebook)
+      const deadline = Date.now() + NOTEBOOK_READY_TIMEOUT_MS
+      while (!(await jupyterAnswers(socketPath, `${options.baseUrl}api/status`, options.jupyterToken))) {
+        if (exited || Date.now() > deadline) {
+          kill("the notebook server did not start within 30 s")
+          await ended
+          throw new SandboxStartFailure("the notebook server did not start", diagnostics)
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      return notebook
     }
 
     const connect = (
@@ -593,10 +754,22 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         }
       })
 
-    return { available, start, limitMechanism, slots: SLOTS, runningCount: () => live.size } as const
+    return { available, start, startNotebook, limitMechanism, slots: SLOTS } as const
   }),
   dependencies: [AppConfig.Default]
 }) {}
+
+/** Whether the Jupyter server on `socketPath` answers `route` with 200. */
+const jupyterAnswers = (socketPath: string, route: string, token: string) =>
+  new Promise<boolean>((resolve) => {
+    if (!fs.existsSync(socketPath)) return resolve(false)
+    const request = http.get({ socketPath, path: route, headers: { authorization: `token ${token}` }, timeout: 2000 }, (response) => {
+      response.resume()
+      resolve(response.statusCode === 200)
+    })
+    request.on("error", () => resolve(false))
+    request.on("timeout", () => request.destroy())
+  })
 
 class SandboxStartFailure extends Error {
   constructor(

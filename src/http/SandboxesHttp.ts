@@ -3,7 +3,8 @@ import { Effect, Option } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { RequestState } from "../gate/RequestState"
-import { type ChildReport, Sandboxes } from "../services/Sandboxes"
+import type { ChildReport } from "../services/CodeQueries"
+import { Sandboxes } from "../services/Sandboxes"
 
 /** The request's audit draft named `eventType` for the sandbox `sandboxId`: what its row says. */
 const audited = (eventType: string, sandboxId?: string) =>

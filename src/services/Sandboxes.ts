@@ -1,36 +1,23 @@
-import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
+import { randomBytes, randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Clock, Duration, Effect, Either, Fiber, Runtime, Schema } from "effect"
+import { Clock, Duration, Effect, Either, Fiber, Runtime } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { DEFAULT_LIMITS, type SandboxProcess, SandboxProcesses } from "../../layers/SandboxProcesses"
 import { CapacityReached, Conflict, Gone, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
 import { type OrgId, SandboxId } from "../domain/Ids"
+import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { type CreateSandbox, type ExecuteCode, type ExecuteResult, MAX_RUNNING_SANDBOXES, type Sandbox } from "../domain/Sandbox"
 import type { Scope } from "../domain/Scope"
-import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
-import { auditRow, childQueryRows, newAuditDraft } from "./AuditDraft"
-import { usdOfRun } from "../governance/ExplainPlan"
-import type { QueryFacts } from "../governance/GovernedExecutor"
 import { type SandboxRow, SandboxesRepo } from "../repos/SandboxesRepo"
-import { ActingPrincipals } from "./ActingPrincipals"
-import { Audit } from "./Audit"
+import { type ChildReport, type CodeSource, CodeQueries } from "./CodeQueries"
 import { Connections } from "./Connections"
-import { QueryCostCap, Queries } from "./Queries"
 
 // What a sandbox's code may do with data: read and query, whatever else its creator may do.
-const SANDBOX_SCOPES: ReadonlySet<Scope> = new Set(["read", "query"])
+export const CODE_SCOPES: ReadonlySet<Scope> = new Set(["read", "query"])
 const DEFAULT_TIMEOUT_SECONDS = 300
-
-/** A governed request from a sandbox's `sluice` module. */
-const DataRequest = Schema.Struct({
-  token: Schema.String,
-  sql: Schema.String,
-  connection: Schema.optional(Schema.String),
-  row_limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 100_000)))
-})
 
 /** A sandbox whose process runs in this gateway process. */
 interface Live {
@@ -39,13 +26,10 @@ interface Live {
   /** Its record as it was when its process started: what it may do does not change while it runs. */
   readonly row: SandboxRow
   readonly process: SandboxProcess
+  /** What its code's queries act as and within, with their counters. */
+  readonly source: CodeSource
   /** What it has done, kept here while it runs and written to its record after each call. */
   executions: number
-  queries: number
-  spentUsd: number
-  /** Budgeted queries take turns, so together they never spend past the budget. */
-  readonly budgetLock: Effect.Semaphore
-  readonly token: Buffer
   /** One thing at a time: an execute, a snapshot, a stop. */
   readonly lock: Effect.Semaphore
   lastUsedMs: number
@@ -55,12 +39,7 @@ interface Live {
   idle: Fiber.RuntimeFiber<unknown> | undefined
 }
 
-/** Where a sandbox's governed query reports its audit facts, with its SQL. */
-export type ChildReport = (facts: QueryFacts, sql: string) => Effect.Effect<void>
-
-const countersOf = (sandbox: Live) => ({ executions: sandbox.executions, queries: sandbox.queries, spentUsd: sandbox.spentUsd })
-
-const refusal = (code: string, message: string) => ({ error: { code, message } })
+const countersOf = (sandbox: Live) => ({ executions: sandbox.executions, ...sandbox.source.counters })
 
 const toIso = (date: Date | null) => (date === null ? null : date.toISOString())
 
@@ -74,10 +53,8 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     const config = yield* AppConfig
     const repo = yield* SandboxesRepo
     const processes = yield* SandboxProcesses
-    const queries = yield* Queries
     const connections = yield* Connections
-    const acting = yield* ActingPrincipals
-    const audit = yield* Audit
+    const codeQueries = yield* CodeQueries
     const runtime = yield* Effect.runtime<never>()
     // This gateway process's sandboxes, across its restarts: the host and its data dir.
     const host = `${os.hostname()}:${config.dataDir}`.slice(0, 500)
@@ -91,7 +68,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     const view = (row: SandboxRow): Sandbox => {
       const running = live.get(row.id)
       const status = running?.executing === true ? "running" : row.status
-      const counters = running === undefined ? row : { executions: running.executions, queries: running.queries, spent_usd: running.spentUsd }
+      const counters = running === undefined ? row : { executions: running.executions, queries: running.source.counters.queries, spent_usd: running.source.counters.spentUsd }
       return {
         id: row.id,
         label: row.label,
@@ -128,70 +105,30 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         return row
       })
 
-    /** Answers one governed request of a sandbox's code: a query as its creator, through the gate's executor, audited under the execute that runs it. */
-    const answerData = (sandbox: Live, raw: unknown) =>
-      Effect.gen(function* () {
-        const decoded = Schema.decodeUnknownEither(DataRequest)(raw)
-        if (Either.isLeft(decoded)) return refusal("invalid_request", "a query needs sql (a string), and may have connection and row_limit (1–100000)")
-        const request = decoded.right
-        const given = Buffer.from(request.token)
-        if (given.length !== sandbox.token.length || !timingSafeEqual(given, sandbox.token)) return refusal("unauthenticated", "this sandbox's token does not open it")
-        const row = sandbox.row
-        if (live.get(sandbox.id) !== sandbox) return refusal("not_found", "the sandbox is gone")
-        const principal = yield* acting.actingAs({ orgId: row.org_id, userId: row.user_id, principalKind: row.principal_kind, keyId: row.key_id }, new Set(row.scopes), "sandbox").pipe(Effect.either)
-        if (Either.isLeft(principal)) return refusal(principal.left._tag === "CredentialGone" ? "credential_revoked" : "unavailable", principal.left.message)
-        const who = principal.right
-        if (!who.scopes.includes("query")) return refusal("insufficient_scope", "this sandbox's creator may not run queries (the query scope)")
-        const connection = request.connection ?? row.connection_name
-        if (connection === null) return refusal("invalid_request", "name a connection: sluice.query(sql, connection=...), or create the sandbox with connection_name")
-        if (row.connection_name !== null && connection !== row.connection_name) {
-          return refusal("forbidden", `this sandbox queries only the connection ${row.connection_name}`)
-        }
-        const rowLimit = Math.min(request.row_limit ?? row.row_limit ?? 1000, row.row_limit ?? 100_000)
-        // A query made while no execute runs (a thread left behind) is audited on its own.
-        const alone = sandbox.report === undefined ? newAuditDraft(randomUUID(), "sandbox_query", who) : undefined
-        const sink: ChildReport =
-          sandbox.report ?? ((facts, sql) => Effect.sync(() => alone!.childQueries.set(facts.query_id, { facts, sql, parent: { event_type: "sandbox_query", sandbox_id: sandbox.id } })))
-        const report = (facts: QueryFacts) => sink(facts, request.sql)
-        const run = queries.run(who, { connection_name: connection, sql: request.sql, row_limit: rowLimit }, { surface: "rest", requestId: alone?.requestId ?? randomUUID(), report })
-        const budget = row.budget_usd
-        const ran =
-          budget === null
-            ? yield* run.pipe(Effect.scoped, Effect.either)
-            : yield* sandbox.budgetLock.withPermits(1)(
-                Effect.gen(function* () {
-                  const remainingUsd = budget - sandbox.spentUsd
-                  if (remainingUsd <= 0) return Either.left({ code: "budget_exhausted", message: `this sandbox's budget of $${budget} is spent` })
-                  const dbType = (yield* connections.target(who, connection)).connection.db_type
-                  // No statement runs past what is left of the budget, at the engine's list price.
-                  const outcome = yield* Effect.provideService(run, QueryCostCap, { usd: remainingUsd, stopped: Effect.void }).pipe(Effect.scoped, Effect.either)
-                  if (Either.isRight(outcome)) sandbox.spentUsd += Math.min(remainingUsd, usdOfRun(dbType, outcome.right))
-                  return outcome
-                }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left(error))))
-              )
-        sandbox.queries += 1
-        if (alone !== undefined) yield* audit.record(null, ...childQueryRows(alone, auditRow(alone, { route: `/api/sandboxes/${sandbox.id}`, durationMs: 0, outcome: "success" })))
-        if (Either.isLeft(ran)) {
-          const error = ran.left as { readonly code?: string; readonly message?: string }
-          return refusal(error.code ?? "query_failed", error.message ?? "the query failed")
-        }
-        const { query_id, columns, rows, row_count, truncated_at, pii_masked } = ran.right
-        return { query_id, columns, rows, row_count, truncated_at, pii_masked }
-      }).pipe(
-        Effect.catchAll((error) => Effect.succeed(refusal("unavailable", "message" in error ? String(error.message) : "the gateway could not answer"))),
-        Effect.catchAllDefect(() => Effect.succeed(refusal("internal", "the gateway could not answer")))
-      )
-
     /** Starts the sandbox's process (from its snapshot when it has one) and holds it here. */
     const startProcess = (row: SandboxRow, fromSnapshot: boolean) =>
       Effect.gen(function* () {
         const token = randomBytes(32).toString("hex")
         let holder: Live | undefined
+        const source: CodeSource = {
+          kind: "sandbox",
+          id: row.id,
+          credential: { orgId: row.org_id, userId: row.user_id, principalKind: row.principal_kind, keyId: row.key_id },
+          scopes: row.scopes,
+          connectionName: row.connection_name,
+          rowLimit: row.row_limit,
+          budgetUsd: row.budget_usd,
+          token: Buffer.from(token),
+          counters: { queries: row.queries, spentUsd: row.spent_usd },
+          budgetLock: yield* Effect.makeSemaphore(1),
+          running: () => holder !== undefined && live.get(row.id) === holder,
+          report: () => holder?.report
+        }
         const started = yield* processes
           .start({
             limits,
             token,
-            onData: (request) => Runtime.runPromise(runtime)(holder === undefined ? Effect.succeed(refusal("unavailable", "the sandbox is starting")) : answerData(holder, request)),
+            onData: (request) => Runtime.runPromise(runtime)(codeQueries.answer(source, request)),
             ...(fromSnapshot ? { from: storageOf(row) } : {})
           })
           .pipe(
@@ -206,11 +143,10 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
           id: row.id,
           orgId: row.org_id,
           row,
+          source,
           executions: row.executions,
-          queries: row.queries,
-          spentUsd: row.spent_usd,
-          budgetLock: yield* Effect.makeSemaphore(1),
-          process: started, token: Buffer.from(token), lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, idle: undefined }
+          process: started,
+          lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, idle: undefined }
         live.set(row.id, holder)
         holder.idle = yield* Effect.forkDaemon(idleWatch(holder, row))
         return holder
@@ -260,7 +196,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         principal_kind: principal.kind,
         key_id: principal.keyId,
         created_by: principal.keyPrefix === null ? `user:${principal.userId}` : `key:${principal.keyPrefix}`,
-        scopes: principal.scopes.filter((scope) => SANDBOX_SCOPES.has(scope)),
+        scopes: principal.scopes.filter((scope) => CODE_SCOPES.has(scope)),
         label: input.label ?? null,
         connection_name: input.connection_name ?? null,
         row_limit: input.row_limit ?? null,
@@ -412,5 +348,5 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
 
     return { create, get, list, execute, remove, expireSnapshots, available: processes.available, mechanism: processes.limitMechanism, runningCount: () => live.size } as const
   }),
-  dependencies: [SandboxesRepo.Default, SandboxProcesses.Default, Queries.Default, Connections.Default, ActingPrincipals.Default, Audit.Default]
+  dependencies: [SandboxesRepo.Default, SandboxProcesses.Default, Connections.Default, CodeQueries.Default]
 }) {}
