@@ -48,6 +48,8 @@ import { KnowledgeRepo } from "../src/repos/KnowledgeRepo"
 import { ReportsRepo } from "../src/repos/ReportsRepo"
 import { SandboxesRepo } from "../src/repos/SandboxesRepo"
 import { Sandboxes } from "../src/services/Sandboxes"
+import { NotebookSessions } from "../src/services/NotebookSessions"
+import { NotebookSessionsRepo } from "../src/repos/NotebookSessionsRepo"
 import { SandboxProcesses } from "../layers/SandboxProcesses"
 import { Reports } from "../src/services/Reports"
 import { SchemaChanges } from "../src/services/SchemaChanges"
@@ -117,6 +119,8 @@ export const ServicesLive = Layer.mergeAll(
   RunEventsFeed.Default,
   RunLifecycle.Default,
   Sandboxes.Default,
+  NotebookSessions.Default,
+  NotebookSessionsRepo.Default,
   SandboxesRepo.Default,
   SandboxProcesses.Default,
   SchemaChanges.Default,

@@ -18,6 +18,7 @@ import { AgentRunsHttp } from "../src/http/AgentRunsHttp"
 import { ChatHttp } from "../src/http/ChatHttp"
 import { KnowledgeHttp } from "../src/http/KnowledgeHttp"
 import { ReportsHttp } from "../src/http/ReportsHttp"
+import { NotebookSessionsHttp } from "../src/http/NotebookSessionsHttp"
 import { SandboxesHttp } from "../src/http/SandboxesHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
 import { PublicHttp } from "../src/http/PublicHttp"
@@ -28,6 +29,7 @@ import { makeFastMcp } from "../src/mcp/FastMcp"
 import { makeRequestPipeline, type RequestPipeline } from "../src/gate/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
 import { McpRouteLive } from "../src/mcp/McpRoute"
+import { makeNotebookUpgrade, NotebookProxyRouteLive } from "../src/http/NotebookProxy"
 import { AppConfig } from "../layers/AppConfig"
 import { drainingServer } from "../layers/DrainingServer"
 import { shutdownPlan } from "../layers/ShutdownDeadline"
@@ -52,11 +54,13 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     KnowledgeHttp,
     ReportsHttp,
     SandboxesHttp,
+    NotebookSessionsHttp,
     SecretsHttp,
     SystemHttp,
     PublicHttp,
     McpHttp,
-    McpRouteLive
+    McpRouteLive,
+    NotebookProxyRouteLive
   ]),
   Layer.provide(AuthenticationLive)
 )
@@ -82,17 +86,19 @@ export const HttpServerLive = servingApp((app, pipeline) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
+      const upgrade = yield* makeNotebookUpgrade
       const routes = config.fastLane ? [yield* makeFastQuery(pipeline), yield* makeFastMcp(pipeline)].filter((route) => route !== undefined) : []
       return Layer.merge(
         drainingServer(app, pipeline.wrap, {
           port: config.port,
           host: config.host,
           shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
+          upgrade,
           ...(config.fastLane ? { front: makeFastLane(config, routes) } : {})
         }).pipe(
           Layer.tap(() => Effect.logInfo(`Listening on http://${config.host}:${config.port}`))
         ),
-        webServer(app, pipeline.wrap)
+        webServer(app, pipeline.wrap, upgrade)
       )
     })
   )

@@ -97,6 +97,10 @@ const raw = Config.all({
   sandboxDiskMb: boundedInt("SP_SANDBOX_DISK_MB", "must be between 1 and 1048576 (MiB)", (n) => n >= 1 && n <= 1_048_576).pipe(Config.withDefault(1024)),
   // A sandbox idle this long is snapshotted and its process ended; a snapshot this old is deleted.
   sandboxIdleSnapshotSeconds: positiveInt("SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS", 900),
+  // A notebook session nothing has used this long is ended (its open connections told why).
+  // Users' notebook files, kept across sessions; a sandbox's uid must get through to its own folder, so not inside the private data dir.
+  notebookDir: Config.option(Config.string("SP_NOTEBOOK_DIR")),
+  notebookIdleTimeoutSeconds: positiveInt("SP_NOTEBOOK_IDLE_TIMEOUT", 7200),
   sandboxSnapshotExpirationSeconds: positiveInt("SP_NOTEBOOK_SNAPSHOT_EXPIRATION_SECONDS", 7 * 24 * 3600),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
@@ -173,6 +177,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
       resultMemoryBytes: Option.match(c.resultMemoryMb, { onNone: defaultResultMemoryBytes, onSome: (mb) => mb * MIB }),
       envConnections: yield* envConnections(selfHosted),
       dataDir,
+      notebookDir: path.resolve(Option.getOrElse(c.notebookDir, () => `${dataDir}-notebooks`)),
       selfHosted,
       localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)
     } as const

@@ -1,4 +1,5 @@
 import { createServer, IncomingMessage, type ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
 import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Clock, Deferred, Duration, Effect, Exit, Layer, Runtime } from "effect"
@@ -27,6 +28,9 @@ const describeCut = (requests: ReadonlyArray<InFlight>, now: number) => {
  */
 export type FrontLane = (request: IncomingMessage, response: ServerResponse, handOff: (request: IncomingMessage, body: Buffer) => void) => boolean
 
+/** Takes a WebSocket upgrade (the socket is its own from then on). */
+export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void
+
 /** The request again with the body a front lane read from it, for the app to read. */
 const replayed = (request: IncomingMessage, body: Buffer) => {
   const copy = new IncomingMessage(request.socket)
@@ -53,7 +57,7 @@ const replayed = (request: IncomingMessage, body: Buffer) => {
 export const drainingServer = (
   app: HttpApp.Default,
   middleware: (app: HttpApp.Default) => HttpApp.Default,
-  options: { readonly port: number; readonly host: string; readonly shutdown: ShutdownPlan; readonly front?: FrontLane }
+  options: { readonly port: number; readonly host: string; readonly shutdown: ShutdownPlan; readonly front?: FrontLane; readonly upgrade?: UpgradeHandler }
 ) =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
@@ -117,6 +121,12 @@ export const drainingServer = (
               socket.once("close", ended)
             }
       node.on("request", listener)
+      const upgrade = options.upgrade
+      if (upgrade !== undefined) {
+        const upgradeListener = (request: IncomingMessage, socket: Duplex, head: Buffer) => (draining ? socket.destroy() : upgrade(request, socket, head))
+        node.on("upgrade", upgradeListener)
+        yield* Effect.addFinalizer(() => Effect.sync(() => node.off("upgrade", upgradeListener)))
+      }
       // Registered before the drain below, so it runs after it: the handler is taken off a server that has drained.
       yield* Effect.addFinalizer(() => Effect.sync(() => node.off("request", listener)))
 

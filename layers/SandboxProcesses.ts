@@ -479,8 +479,8 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
 
     /**
      * Starts a Jupyter server (Debian's jupyter_server with nbclassic and ipykernel) under the same
-     * isolation, in `workDir` (kept across sessions: bound by descriptor, so the sandbox's uid needs
-     * no way through the data dir), serving `baseUrl` on a Unix socket with `jupyterToken`; its
+     * isolation, in `workDir` (kept across sessions; its parents must let the sandbox's uid through),
+     * serving `baseUrl` on a Unix socket with `jupyterToken`; its
      * kernels' `sluice` module reaches the gateway as a sandbox's does.
      */
     const startNotebook = (options: {
@@ -516,35 +516,29 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       ownDirectory(jupyterDir, uid)
       const { runDir, dataServer } = await prepareRun(home, uid, options.token, options.onData)
       const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
-      const workFd = fs.openSync(options.workDir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW)
-      let child: ChildProcess
-      try {
-        child = spawnIsolated(uid, limits, cgroups, runDir, {
-          argv: [
-            python,
-            "-m",
-            "jupyter_server",
-            "--sock=/run/jupyter/server.sock",
-            "--sock-mode=0600",
-            "--no-browser",
-            "--ServerApp.root_dir=/work",
-            `--ServerApp.base_url=${options.baseUrl}`,
-            "--ServerApp.open_browser=False"
-          ],
-          env: {
-            JUPYTER_TOKEN: options.jupyterToken,
-            PYTHONPATH: "/opt/sluice",
-            JUPYTER_RUNTIME_DIR: "/tmp/jupyter-runtime",
-            JUPYTER_DATA_DIR: "/tmp/jupyter-data",
-            JUPYTER_CONFIG_DIR: "/tmp/jupyter-config",
-            IPYTHONDIR: "/tmp/ipython"
-          },
-          binds: ["--bind-fd", "3", "/work", "--bind", jupyterDir, "/run/jupyter", "--ro-bind-try", "/etc/jupyter", "/etc/jupyter"],
-          fds: [workFd]
-        })
-      } finally {
-        fs.closeSync(workFd)
-      }
+      const child = spawnIsolated(uid, limits, cgroups, runDir, {
+        argv: [
+          python,
+          "-m",
+          "jupyter_server",
+          "--sock=/run/jupyter/server.sock",
+          "--sock-mode=0600",
+          "--no-browser",
+          "--ServerApp.root_dir=/work",
+          `--ServerApp.base_url=${options.baseUrl}`,
+          "--ServerApp.open_browser=False"
+        ],
+        env: {
+          JUPYTER_TOKEN: options.jupyterToken,
+          PYTHONPATH: "/opt/sluice",
+          JUPYTER_RUNTIME_DIR: "/tmp/jupyter-runtime",
+          JUPYTER_DATA_DIR: "/tmp/jupyter-data",
+          JUPYTER_CONFIG_DIR: "/tmp/jupyter-config",
+          IPYTHONDIR: "/tmp/ipython"
+        },
+        binds: ["--bind", options.workDir, "/work", "--bind", jupyterDir, "/run/jupyter", "--ro-bind-try", "/etc/jupyter", "/etc/jupyter"],
+        fds: []
+      })
       let diagnostics = ""
       for (const stream of [child.stdout, child.stderr]) stream?.on("data", (chunk: Buffer) => (diagnostics = (diagnostics + chunk.toString("utf8")).slice(-4000)))
       let exited = false

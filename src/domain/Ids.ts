@@ -34,3 +34,6 @@ export const LOCAL_USER = UserId.make("local")
 
 export const SandboxId = Schema.String.pipe(Schema.brand("SandboxId"))
 export type SandboxId = typeof SandboxId.Type
+
+export const NotebookSessionId = Schema.String.pipe(Schema.brand("NotebookSessionId"))
+export type NotebookSessionId = typeof NotebookSessionId.Type

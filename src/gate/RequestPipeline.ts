@@ -25,10 +25,13 @@ export interface RequestLine {
   readonly headers: Readonly<Record<string, string | undefined>>
 }
 
-// Reports' routes take their HTML documents (5 MiB, escaped as JSON); every other request 2 MiB.
+// Reports' routes take their HTML documents (5 MiB, escaped as JSON), and a notebook's server the notebooks it saves; every other request 2 MiB.
 const REPORT_WRITES = /^\/api\/reports(?:\/[^/?]*)?(?:\?|$)/
+const NOTEBOOK_WRITES = /^\/notebook\//
 export const bodyLimitOf = (request: RequestLine) =>
-  (request.method === "POST" || request.method === "PATCH") && REPORT_WRITES.test(request.url) ? REPORT_REQUEST_MAX_BYTES : MAX_BODY_BYTES
+  ((request.method === "POST" || request.method === "PATCH") && REPORT_WRITES.test(request.url)) || ((request.method === "PUT" || request.method === "POST") && NOTEBOOK_WRITES.test(request.url))
+    ? REPORT_REQUEST_MAX_BYTES
+    : MAX_BODY_BYTES
 
 const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> = {
   400: ["invalid_request", "The request is not valid"],
@@ -173,7 +176,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const concluded = (request: RequestLine, info: RequestInfo, started: number, raw: HttpServerResponse.HttpServerResponse) => {
     const headers = envelopeHeaders(info.requestId, request.url)
     // The MCP endpoint answers in JSON-RPC, whose error bodies its clients read as they are.
-    const answer = info.bodyTooLarge ? tooLarge(bodyLimitOf(request)) : request.url.startsWith("/mcp") ? raw : normalizeError(raw)
+    // MCP answers in JSON-RPC, whose error bodies its clients read as they are; a notebook's server answers its own client.
+    const answer = info.bodyTooLarge ? tooLarge(bodyLimitOf(request)) : request.url.startsWith("/mcp") || request.url.startsWith("/notebook/") ? raw : normalizeError(raw)
     const response = HttpServerResponse.setHeaders(answer, headers)
     const status = response.status
     const outcome = info.outcome ?? (status < 400 ? "success" : REFUSALS.has(status) || info.blockReason !== null ? "refused" : "error")

@@ -23,6 +23,7 @@ import m0022 from "./0022_job_steps"
 import m0023 from "./0023_job_events"
 import m0024 from "./0024_audit_rollups_folded"
 import m0025 from "./0025_sandboxes"
+import m0026 from "./0026_notebook_sessions"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -49,5 +50,6 @@ export const migrations = {
   "0022_job_steps": m0022,
   "0023_job_events": m0023,
   "0024_audit_rollups_folded": m0024,
-  "0025_sandboxes": m0025
+  "0025_sandboxes": m0025,
+  "0026_notebook_sessions": m0026
 }

@@ -138,7 +138,11 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "GET /api/sandboxes/:id": "read",
   "POST /api/sandboxes": "execute",
   "DELETE /api/sandboxes/:id": "execute",
-  "POST /api/sandboxes/:id/execute": "execute"
+  "POST /api/sandboxes/:id/execute": "execute",
+  "POST /api/notebook-sessions": "execute",
+  "GET /api/notebook-sessions/:id": "read",
+  "DELETE /api/notebook-sessions/:id": "write",
+  "POST /api/notebook-sessions/:id/ping": "read"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

@@ -59,6 +59,14 @@ describe.skipIf(skip)("the Sandboxes page in a real browser (issue 29)", () => {
       expect(await page.content()).not.toContain("lovelace")
     })
 
+    await step(page, "sandboxes notebook", async () => {
+      const [tab] = await Promise.all([page.waitForEvent("popup"), page.getByRole("button", { name: "Open notebook" }).click()])
+      await tab.waitForURL(/\/notebook\/nb_[0-9a-f]+\/tree/, { timeout: 30_000 })
+      await tab.locator("#notebook_list").waitFor({ timeout: 30_000 })
+      await tab.screenshot({ path: "test-results/sandboxes-notebook-tab.png" })
+      await tab.close()
+    })
+
     await step(page, "sandboxes delete", async () => {
       await page.getByRole("button", { name: "Delete" }).click()
       await page.getByRole("button", { name: "Yes, delete" }).click()

@@ -31,6 +31,7 @@ export const SandboxesPage = () => {
       <p className="muted">
         Python next to your data, isolated (no network, a private work directory, limits on memory, CPU and output). Code reads data only through the gateway,
         as you: <code>import sluice; sluice.query(sql)</code>, read-only, masked and audited like any query. Idle sandboxes are snapshotted and resume on their next run.
+        "Open notebook" opens your Jupyter notebook session (your files are kept between sessions) in a new tab.
       </p>
       <ErrorBanner error={act.error} />
       <form
@@ -48,6 +49,20 @@ export const SandboxesPage = () => {
         {connections.state === "ready" && connections.value.items.length > 0 && <ConnectionPicker items={connections.value.items} value={chosen} onChange={choose} />}
         <button type="submit" disabled={act.pending}>
           New sandbox
+        </button>{" "}
+        <button
+          type="button"
+          className="secondary"
+          disabled={act.pending}
+          onClick={async () => {
+            // Opened first, while the click still allows a new tab; pointed at the session once it runs.
+            const tab = window.open("about:blank", "_blank")
+            const session = await act.perform((client) => client.notebookSessions.start({ payload: chosen === "" ? {} : { connection_name: chosen } }))
+            if (session !== undefined && tab !== null) tab.location.href = session.url
+            else tab?.close()
+          }}
+        >
+          Open notebook
         </button>
       </form>
       <Loaded value={sandboxes} what="sandboxes" onRetry={reload}>

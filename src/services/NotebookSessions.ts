@@ -1,0 +1,245 @@
+import { randomBytes, randomUUID } from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Clock, Duration, Effect, Fiber, Runtime } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
+import { DEFAULT_LIMITS, type NotebookProcess, SandboxProcesses } from "../../layers/SandboxProcesses"
+import { CapacityReached, Conflict, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
+import { NotebookSessionId, type OrgId } from "../domain/Ids"
+import type { NotebookSession, StartNotebookSession } from "../domain/NotebookSession"
+import type { Principal } from "../domain/Principal"
+import { type NotebookSessionRow, NotebookSessionsRepo } from "../repos/NotebookSessionsRepo"
+import { type CodeSource, CodeQueries } from "./CodeQueries"
+import { Connections } from "./Connections"
+import { CODE_SCOPES } from "./Sandboxes"
+
+/** A session whose Jupyter server runs in this gateway process. */
+interface Live {
+  readonly row: NotebookSessionRow
+  readonly process: NotebookProcess
+  readonly jupyterToken: string
+  lastActivityMs: number
+  /** The WebSocket connections proxied to it, told why when it ends. */
+  readonly sockets: Set<{ readonly end: (reason: string) => void }>
+  reaper: Fiber.RuntimeFiber<unknown> | undefined
+}
+
+/** Where the proxy forwards a caller's request: the session's server and the token it expects. */
+export interface NotebookTarget {
+  readonly socketPath: string
+  readonly jupyterToken: string
+  /** Registers a proxied WebSocket, told why when the session ends; returns its removal. */
+  readonly holdSocket: (socket: { readonly end: (reason: string) => void }) => () => void
+}
+
+const KERNEL_PROCESSES = 256
+
+/**
+ * Notebook sessions: a Jupyter server (the classic notebook UI and Python kernels) per user, under
+ * a sandbox's isolation, in the user's own work directory, with the same governed `sluice` module;
+ * reached only through the gateway's proxy at /notebook/{id}/. One active session per user of an
+ * org. A session idle for SP_NOTEBOOK_IDLE_TIMEOUT is ended, and its open connections are told why.
+ */
+export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice/NotebookSessions", {
+  scoped: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const repo = yield* NotebookSessionsRepo
+    const processes = yield* SandboxProcesses
+    const connections = yield* Connections
+    const codeQueries = yield* CodeQueries
+    const runtime = yield* Effect.runtime<never>()
+    const host = `${os.hostname()}:${config.dataDir}`.slice(0, 500)
+    const live = new Map<NotebookSessionId, Live>()
+    const idleMs = config.notebookIdleTimeoutSeconds * 1000
+    const limits = { ...DEFAULT_LIMITS, memoryMb: config.sandboxMemoryMb, diskMb: config.sandboxDiskMb, processes: KERNEL_PROCESSES }
+
+    const urlOf = (id: string) => `/notebook/${id}/tree`
+    const safe = (part: string) => part.replace(/[^A-Za-z0-9_.-]/g, "_")
+    /** The user's notebooks and files, kept across sessions; the folders above it let sandbox uids through to it, and list nothing. */
+    const workDirOf = (row: NotebookSessionRow) => {
+      const orgDir = path.join(config.notebookDir, safe(row.org_id))
+      for (const dir of [config.notebookDir, orgDir]) {
+        fs.mkdirSync(dir, { recursive: true })
+        fs.chmodSync(dir, 0o711)
+      }
+      return path.join(orgDir, safe(row.user_id))
+    }
+
+    const view = (row: NotebookSessionRow, reused = false): NotebookSession => {
+      const running = live.get(row.id)
+      const lastActivity = running === undefined ? row.last_activity_at.getTime() : running.lastActivityMs
+      return {
+        id: row.id,
+        status: row.status,
+        url: urlOf(row.id),
+        connection_name: row.connection_name,
+        reused,
+        idle_timeout_seconds: config.notebookIdleTimeoutSeconds,
+        idle_deadline: row.status === "running" ? new Date(lastActivity + idleMs).toISOString() : null,
+        error: row.error,
+        created_at: row.created_at.toISOString(),
+        last_activity_at: new Date(lastActivity).toISOString()
+      }
+    }
+
+    const notAvailable = new NotAvailableHere({
+      message: "Notebook sessions run on the gateway's own host, which cloud mode does not offer until a remote sandbox provider is configured"
+    })
+
+    const owned = (principal: Principal, id: string) =>
+      Effect.gen(function* () {
+        const row = yield* repo.find(principal.orgId, NotebookSessionId.make(id))
+        if (row === null || row.user_id !== principal.userId) return yield* new NotFound({ message: `No notebook session ${id}` })
+        return row
+      })
+
+    /** Ends a live session for `reason`: its server stopped, its open connections told, its record saying why. */
+    const end = (session: Live, status: "stopped" | "error", reason: string | null) =>
+      Effect.gen(function* () {
+        if (live.get(session.row.id) !== session) return
+        live.delete(session.row.id)
+        for (const socket of session.sockets) socket.end(reason ?? "The notebook session was stopped")
+        session.sockets.clear()
+        if (session.reaper !== undefined) yield* Fiber.interrupt(session.reaper)
+        yield* session.process.stop
+        yield* repo.status(session.row.org_id, session.row.id, status, reason).pipe(Effect.ignoreLogged)
+      })
+
+    /** Ends the session once nothing has used it for the idle timeout. */
+    const reap = (session: Live): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        while (live.get(session.row.id) === session) {
+          const now = yield* Clock.currentTimeMillis
+          const due = session.lastActivityMs + idleMs
+          if (now < due) {
+            yield* Effect.sleep(Duration.millis(Math.max(due - now, 50)))
+            continue
+          }
+          yield* Effect.forkDaemon(end(session, "stopped", `The notebook session ended after ${config.notebookIdleTimeoutSeconds} s without use; start a new one (your files are kept)`))
+          return
+        }
+      })
+
+    const launch = (row: NotebookSessionRow) =>
+      Effect.gen(function* () {
+        const token = randomBytes(32).toString("hex")
+        const jupyterToken = randomBytes(32).toString("hex")
+        let session: Live | undefined
+        const source: CodeSource = {
+          kind: "notebook",
+          id: row.id,
+          credential: { orgId: row.org_id, userId: row.user_id, principalKind: row.principal_kind, keyId: row.key_id },
+          scopes: row.scopes,
+          connectionName: row.connection_name,
+          rowLimit: null,
+          budgetUsd: null,
+          token: Buffer.from(token),
+          counters: { queries: 0, spentUsd: 0 },
+          budgetLock: yield* Effect.makeSemaphore(1),
+          running: () => session !== undefined && live.get(row.id) === session,
+          report: () => undefined
+        }
+        const started = yield* processes
+          .startNotebook({
+            limits,
+            token,
+            onData: (request) => Runtime.runPromise(runtime)(codeQueries.answer(source, request)),
+            workDir: workDirOf(row),
+            jupyterToken,
+            baseUrl: `/notebook/${row.id}/`
+          })
+          .pipe(
+            Effect.catchTags({
+              NoFreeSlot: () => new CapacityReached({ message: "This gateway runs as many notebook sessions as it may; try again once one ends" }),
+              SandboxesUnavailable: (error) => new Unavailable({ message: error.message }),
+              SandboxProcessEnded: (error) => new Unavailable({ message: `The notebook session could not start: ${error.reason}` })
+            })
+          )
+        session = { row, process: started, jupyterToken, lastActivityMs: yield* Clock.currentTimeMillis, sockets: new Set(), reaper: undefined }
+        live.set(row.id, session)
+        const held = session
+        held.reaper = yield* Effect.forkDaemon(reap(held))
+        // A server that ends by itself (killed for memory, crashed) ends the session, saying why.
+        started.ended.then((reason) => Runtime.runFork(runtime)(end(held, "error", reason)))
+        return held
+      })
+
+    /** The caller's active session, started when there is none (one per user of an org). */
+    const start = Effect.fn("NotebookSessions.start")(function* (principal: Principal, input: StartNotebookSession) {
+      if (!config.selfHosted) return yield* notAvailable
+      if (input.connection_name !== undefined) yield* connections.target(principal, input.connection_name)
+      const existing = yield* repo.active(principal.orgId, principal.userId)
+      if (existing !== null) {
+        if (live.has(existing.id)) return view(existing, true)
+        // Held by this process before it restarted: its server is gone.
+        if (existing.host === host) yield* repo.status(existing.org_id, existing.id, "stopped", "The gateway restarted")
+        else return yield* new Conflict({ message: "You have an active notebook session on another gateway replica; delete it first" })
+      }
+      const row = yield* repo.insert(principal.orgId, {
+        id: NotebookSessionId.make(`nb_${randomUUID().replace(/-/g, "")}`),
+        user_id: principal.userId,
+        principal_kind: principal.kind,
+        key_id: principal.keyId,
+        created_by: principal.keyPrefix === null ? `user:${principal.userId}` : `key:${principal.keyPrefix}`,
+        scopes: principal.scopes.filter((scope) => CODE_SCOPES.has(scope)),
+        connection_name: input.connection_name ?? null,
+        host
+      })
+      yield* launch(row).pipe(Effect.tapError((error) => repo.status(row.org_id, row.id, "error", error.message)))
+      const running = yield* repo.status(row.org_id, row.id, "running")
+      if (running === null) return yield* new NotFound({ message: `No notebook session ${row.id}` })
+      return view(running)
+    })
+
+    const get = Effect.fn("NotebookSessions.get")(function* (principal: Principal, id: string) {
+      return view(yield* owned(principal, id))
+    })
+
+    /** Keeps the session alive: its idle timeout starts again. */
+    const ping = Effect.fn("NotebookSessions.ping")(function* (principal: Principal, id: string) {
+      const row = yield* owned(principal, id)
+      const session = live.get(row.id)
+      if (session === undefined) return yield* new Conflict({ message: `The notebook session is ${row.status}${row.error === null ? "" : `: ${row.error}`}` })
+      session.lastActivityMs = yield* Clock.currentTimeMillis
+      yield* repo.touch(row.org_id, row.id)
+      return view(row)
+    })
+
+    const remove = Effect.fn("NotebookSessions.remove")(function* (principal: Principal, id: string) {
+      const row = yield* owned(principal, id)
+      const session = live.get(row.id)
+      if (session !== undefined) yield* end(session, "stopped", null)
+      else if (row.status === "starting" || row.status === "running") yield* repo.status(row.org_id, row.id, "stopped", null)
+      return { id: row.id, deleted: true }
+    })
+
+    /** Where the proxy sends the caller's request for session `id`: another user's or org's is not found; one not running is a conflict. */
+    const target = Effect.fn("NotebookSessions.target")(function* (principal: Principal, id: string) {
+      const session = live.get(NotebookSessionId.make(id))
+      if (session === undefined || session.row.org_id !== principal.orgId || session.row.user_id !== principal.userId) {
+        const row = yield* owned(principal, id)
+        return yield* new Conflict({ message: `The notebook session is ${row.status === "starting" || row.status === "running" ? "not running on this gateway" : row.status}${row.error === null ? "" : `: ${row.error}`}` })
+      }
+      session.lastActivityMs = yield* Clock.currentTimeMillis
+      const found: NotebookTarget = {
+        socketPath: session.process.socketPath,
+        jupyterToken: session.jupyterToken,
+        holdSocket: (socket) => {
+          session.sockets.add(socket)
+          return () => session.sockets.delete(socket)
+        }
+      }
+      return found
+    })
+
+    /** Sessions this process held when it last stopped: their servers are gone. */
+    const settled = yield* repo.heldBy(host).pipe(Effect.orElseSucceed(() => []))
+    for (const row of settled) yield* repo.status(row.org_id as OrgId, row.id, "stopped", "The gateway stopped").pipe(Effect.ignore)
+
+    yield* Effect.addFinalizer(() => Effect.forEach([...live.values()], (session) => end(session, "stopped", "The gateway stopped"), { concurrency: "unbounded", discard: true }))
+
+    return { start, get, ping, remove, target } as const
+  }),
+  dependencies: [NotebookSessionsRepo.Default, SandboxProcesses.Default, Connections.Default, CodeQueries.Default]
+}) {}
