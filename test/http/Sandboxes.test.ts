@@ -9,7 +9,8 @@ import { LOCAL_ORG, UserId } from "../../src/domain/Ids"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { eventually } from "../support/Eventually"
-import { type Gateway, localKey } from "../support/Gateway"
+import { type Gateway, localKey, tempDataDir } from "../support/Gateway"
+import { startIdentityProvider } from "../support/IdentityProvider"
 import { request, type RequestOptions } from "../support/Http"
 import { localOperator, startApp, startInProcess } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
@@ -255,4 +256,46 @@ describe("sandbox snapshots expire (issue 29)", () => {
     expect([expired.status, expired.json.code]).toEqual([410, "gone"])
     expect(expired.json.message).toMatch(/expired/)
   }, 60_000)
+})
+
+describe("sandboxes across a gateway restart, and in cloud mode (issue 29)", () => {
+  it.skipIf(skip)("a gateway that stops snapshots its sandboxes; after a restart they resume with their state", async () => {
+    const dataDir = tempDataDir()
+    const first = await startApp({ dataDir })
+    const key = await localKey(first)
+    const id = (await request(first.url, "/api/sandboxes", { key, body: {} })).json.id
+    await request(first.url, `/api/sandboxes/${id}/execute`, { key, body: { code: "kept = [1, 2, 3]\nopen('note.txt', 'w').write('written before the restart')" } })
+    await first.stop()
+    const second = await startApp({ dataDir })
+    try {
+      const again = await localKey(second)
+      expect((await request(second.url, `/api/sandboxes/${id}`, { key: again })).json).toMatchObject({ status: "snapshotted" })
+      const resumed = await request(second.url, `/api/sandboxes/${id}/execute`, { key: again, body: { code: "print(kept, open('note.txt').read())" } })
+      expect(resumed.json).toMatchObject({ success: true, stdout: "[1, 2, 3] written before the restart\n" })
+    } finally {
+      await second.stop()
+    }
+  }, 90_000)
+
+  it.skipIf(skip)("in cloud mode the routes answer 501 until a remote sandbox provider is configured", async () => {
+    const idp = await startIdentityProvider()
+    const database = await createTestDatabase()
+    const gateway = await startApp({ databaseUrl: database.url, env: { SP_DEPLOYMENT_MODE: "cloud", SP_JWKS_URL: idp.jwksUrl, SP_RATE_LIMIT_AUTH_RPM: "10000" } })
+    try {
+      const headers = { authorization: `Bearer ${await idp.token({ sub: "user_ann", orgId: "org_sa" })}` }
+      for (const [route, body] of [
+        ["/api/sandboxes", {}],
+        ["/api/notebook-sessions", {}]
+      ] as const) {
+        const refused = await request(gateway.url, route, { headers, body })
+        expect([route, refused.status, refused.json.code]).toEqual([route, 501, "not_available"])
+        expect(refused.json.message).toMatch(/remote sandbox provider/)
+      }
+      expect((await request(gateway.url, "/api/sandboxes", { headers })).json.items).toEqual([])
+    } finally {
+      await gateway.stop()
+      await database.drop()
+      await idp.close()
+    }
+  }, 90_000)
 })
