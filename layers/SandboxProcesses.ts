@@ -1,12 +1,14 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { pipeline } from "node:stream/promises"
 import { promisify } from "node:util"
-import { Data, Effect } from "effect"
+import { Data, Effect, Option, Schema } from "effect"
 import { AppConfig } from "./AppConfig"
 import { PACKAGE_ROOT } from "./PackageRoot"
 
@@ -73,7 +75,18 @@ export interface NotebookProcess {
   readonly ended: Promise<string>
 }
 
-const MAX_MESSAGE = 64 * 1024 * 1024
+/** The most an answer of the runner other than an execute's takes (a snapshot's list of names). */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+const RunnerFailure = Schema.Struct({ failed: Schema.String })
+const Names = Schema.Array(Schema.String.pipe(Schema.maxLength(1000))).pipe(Schema.maxItems(100_000))
+const SnapshotAnswer = Schema.Struct({ saved: Names, unpicklable: Names, bytes: Schema.NonNegativeInt })
+const RestoreAnswer = Schema.Struct({ restored: Names, unpicklable: Names })
+/** An execute's answer, its output no longer than the runner keeps. */
+const executeAnswer = (outputChars: number) => {
+  const Output = Schema.String.pipe(Schema.maxLength(outputChars))
+  return Schema.Struct({ success: Schema.Boolean, stdout: Output, stderr: Output, error: Schema.NullOr(Schema.String.pipe(Schema.maxLength(outputChars))), execution_ms: Schema.NonNegative, truncated: Schema.Boolean })
+}
 const MAX_DATA_REQUEST = 1024 * 1024
 /** A sandbox's code that ignores its timeout is ended this long after it. */
 const HARD_DEADLINE_GRACE_MS = 2000
@@ -86,24 +99,48 @@ const PYTHON_DIR = path.join(PACKAGE_ROOT, "layers", "sandbox", "python")
 
 const run = promisify(execFile)
 
-/** Length-prefixed JSON messages (4-byte big-endian length) read from a stream, one at a time in order. */
-const messageReader = (stream: NodeJS.ReadableStream, onMessage: (message: unknown) => void, onBad: () => void) => {
-  let buffered: Buffer = Buffer.alloc(0)
+/**
+ * Length-prefixed JSON messages (4-byte big-endian length) read from a stream, one at a time in
+ * order; chunks are joined once a message is whole. The code in a sandbox can write on this pipe
+ * too: bytes while no answer is awaited, or an answer longer than `maxBytes`, are `onBad`.
+ */
+const messageReader = (stream: NodeJS.ReadableStream, maxBytes: number, awaited: () => boolean, onMessage: (message: unknown) => void, onBad: (why: string) => void) => {
+  let chunks: Array<Buffer> = []
+  let held = 0
+  let failed = false
   stream.on("data", (chunk: Buffer) => {
-    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
-    while (buffered.length >= 4) {
-      const length = buffered.readUInt32BE(0)
-      if (length > MAX_MESSAGE) return onBad()
-      if (buffered.length < 4 + length) return
-      const body = buffered.subarray(4, 4 + length)
-      buffered = buffered.subarray(4 + length)
+    if (failed) return
+    if (!awaited()) {
+      failed = true
+      return onBad("the sandbox's interpreter sent an unasked answer")
+    }
+    chunks.push(chunk)
+    held += chunk.length
+    while (held >= 4) {
+      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, held)
+      chunks = [whole]
+      const length = whole.readUInt32BE(0)
+      if (length > maxBytes) {
+        failed = true
+        return onBad("the sandbox's interpreter sent a malformed answer (too long)")
+      }
+      if (held < 4 + length) return
+      const body = whole.subarray(4, 4 + length)
+      const rest = whole.subarray(4 + length)
+      chunks = rest.length === 0 ? [] : [rest]
+      held = rest.length
       let message: unknown
       try {
         message = JSON.parse(body.toString("utf8"))
       } catch {
-        return onBad()
+        failed = true
+        return onBad("the sandbox's interpreter sent a malformed answer")
       }
       onMessage(message)
+      if (held > 0 && !awaited()) {
+        failed = true
+        return onBad("the sandbox's interpreter sent an unasked answer")
+      }
     }
   })
 }
@@ -167,6 +204,7 @@ const cgroupsFor = (mechanism: LimitMechanism, name: string, limits: SandboxLimi
     return {
       dirs: [memory, pids],
       outOfMemory: () => /oom_kill [1-9]/.test(safeRead(path.join(memory, "memory.oom_control"))) || readNumber(path.join(memory, "memory.failcnt")) > 0,
+      killAll: () => killCgroups([memory, pids]),
       remove: () => removeCgroups([memory, pids])
     }
   }
@@ -179,10 +217,11 @@ const cgroupsFor = (mechanism: LimitMechanism, name: string, limits: SandboxLimi
     return {
       dirs: [dir],
       outOfMemory: () => /oom_kill [1-9]/.test(safeRead(path.join(dir, "memory.events"))),
+      killAll: () => killCgroups([dir]),
       remove: () => removeCgroups([dir])
     }
   }
-  return { dirs: [], outOfMemory: () => false, remove: () => {} }
+  return { dirs: [], outOfMemory: () => false, killAll: async () => {}, remove: () => {} }
 }
 
 const safeRead = (file: string) => {
@@ -193,6 +232,23 @@ const safeRead = (file: string) => {
   }
 }
 const readNumber = (file: string) => Number(safeRead(file).trim() || "0")
+
+const pidsIn = (dirs: ReadonlyArray<string>) => dirs.flatMap((dir) => safeRead(path.join(dir, "cgroup.procs")).split("\n").filter(Boolean))
+
+/** Kills every process in the cgroups and waits (up to 2 s) until none is left: nothing of a sandbox runs while its files are copied. */
+const killCgroups = async (dirs: ReadonlyArray<string>) => {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const left = pidsIn(dirs)
+    if (left.length === 0) return
+    for (const pid of left) {
+      try {
+        process.kill(Number(pid), "SIGKILL")
+      } catch {}
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error("the sandbox's processes did not end")
+}
 
 /** Kills what is left in the cgroups (a child that outlived the interpreter), then removes them. */
 const removeCgroups = (dirs: ReadonlyArray<string>) => {
@@ -216,30 +272,38 @@ const removeCgroups = (dirs: ReadonlyArray<string>) => {
   }
 }
 
-/** A sandbox's files as they are: directories, regular files and links (copied as links, never followed); FIFOs, sockets and devices are left out. */
-const copyTree = (from: string, to: string) =>
-  fs.cpSync(from, to, {
-    recursive: true,
-    preserveTimestamps: true,
-    verbatimSymlinks: true,
-    filter: (source) => {
-      const stat = fs.lstatSync(source)
-      return stat.isDirectory() || stat.isFile() || stat.isSymbolicLink()
-    }
-  })
-
-/** Copies a file a sandbox wrote only if it is a regular file: the gateway never follows a link a sandbox made. */
-const copyRegularFile = (from: string, to: string) => {
-  const source = fs.openSync(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
-  try {
-    if (!fs.fstatSync(source).isFile()) throw new Error("not a regular file")
-    fs.writeFileSync(to, fs.readFileSync(source), { mode: 0o600, flag: "wx" })
-  } finally {
-    fs.closeSync(source)
+/**
+ * Copies a sandbox's files as they are, once nothing of it runs: directories, regular files (opened
+ * without following a link, their setuid and setgid bits dropped) and links (copied as links, never
+ * followed); FIFOs, sockets and devices are left out. Asynchronous, so a large copy holds up nothing else.
+ */
+const copyTree = async (from: string, to: string): Promise<void> => {
+  await fsp.mkdir(to)
+  for (const entry of await fsp.readdir(from)) {
+    const source = path.join(from, entry)
+    const target = path.join(to, entry)
+    const stat = await fsp.lstat(source)
+    if (stat.isDirectory()) await copyTree(source, target)
+    else if (stat.isSymbolicLink()) await fsp.symlink(await fsp.readlink(source), target)
+    else if (stat.isFile()) await copyRegularFile(source, target)
+    else continue
+    if (!stat.isSymbolicLink()) await fsp.utimes(target, stat.atime, stat.mtime)
   }
 }
 
-/** The disk a directory's tree takes (blocks, so a sparse file counts what it holds), never following a link. */
+/** Copies a file a sandbox wrote only if it is a regular file: the gateway never follows a link a sandbox made. */
+const copyRegularFile = async (from: string, to: string) => {
+  const source = await fsp.open(from, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+  try {
+    const stat = await source.stat()
+    if (!stat.isFile()) throw new Error("not a regular file")
+    await pipeline(source.createReadStream({ autoClose: false }), fs.createWriteStream(to, { flags: "wx", mode: (stat.mode & 0o755) | 0o600 }))
+  } finally {
+    await source.close()
+  }
+}
+
+/** The disk a directory's tree takes, never following a link: a file counts its size or its blocks, whichever is more (a sparse file takes its whole size once copied). */
 const diskBytes = (dir: string): number => {
   let total = 0
   const pending = [dir]
@@ -249,7 +313,7 @@ const diskBytes = (dir: string): number => {
       const full = path.join(current, entry.name)
       const stat = fs.lstatSync(full, { throwIfNoEntry: false })
       if (stat === undefined) continue
-      total += stat.blocks * 512
+      total += Math.max(stat.blocks * 512, stat.isFile() ? stat.size : 0)
       if (stat.isDirectory()) pending.push(full)
     }
   }
@@ -460,11 +524,11 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       const { launchId, home } = makeHome()
       const work = path.join(home, "work")
       const state = path.join(home, "state")
-      if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) copyTree(path.join(options.from, "work"), work)
+      if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) await copyTree(path.join(options.from, "work"), work)
       ownDirectory(work, uid)
       fs.mkdirSync(state)
       const restoring = options.from !== undefined && fs.existsSync(path.join(options.from, "globals.pickle"))
-      if (restoring) copyRegularFile(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
+      if (restoring) await copyRegularFile(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
       ownDirectory(state, uid)
       const { runDir, dataServer } = await prepareRun(home, uid, options.token, options.onData)
       const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
@@ -648,12 +712,14 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         child.on("error", () => kill("the sandbox process could not be started"))
         messageReader(
           answers,
+          Math.max(MAX_ANSWER_BYTES, parts.limits.outputChars * 12 + MAX_ANSWER_BYTES),
+          () => waiting !== undefined,
           (message) => {
             const current = waiting
             waiting = undefined
             current?.resolve(message)
           },
-          () => kill("the sandbox's interpreter sent a malformed answer")
+          kill
         )
         const ask = (message: unknown, deadlineMs: number) =>
           new Promise<any>((resolveAnswer, rejectAnswer) => {
@@ -667,11 +733,18 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
             }
             requests.write(framed(message))
           })
-        const asked = <A>(message: unknown, deadlineMs: number) =>
+        /** Asks the runner and checks its answer: the code can forge one (it shares the runner's interpreter), and a forged one ends the sandbox. */
+        const asked = <A, I>(message: unknown, deadlineMs: number, answer: Schema.Schema<A, I>) =>
           Effect.tryPromise({ try: () => ask(message, deadlineMs), catch: (error) => (error instanceof SandboxProcessEnded ? error : new SandboxProcessEnded({ reason: "the sandbox process failed" })) }).pipe(
-            Effect.flatMap((answer) =>
-              typeof answer?.failed === "string" ? Effect.fail(new SandboxProcessEnded({ reason: `the sandbox's interpreter failed: ${answer.failed.slice(0, 500)}` })) : Effect.succeed(answer as A)
-            )
+            Effect.flatMap((raw) => {
+              const failed = Schema.decodeUnknownOption(RunnerFailure)(raw)
+              if (Option.isSome(failed)) return Effect.fail(new SandboxProcessEnded({ reason: `the sandbox's interpreter failed: ${failed.value.failed.slice(0, 500)}` }))
+              const decoded = Schema.decodeUnknownOption(answer)(raw)
+              if (Option.isSome(decoded)) return Effect.succeed(decoded.value)
+              const reason = "the sandbox was stopped: its interpreter sent a malformed answer"
+              kill(reason)
+              return Effect.fail(new SandboxProcessEnded({ reason }))
+            })
           )
         /** Ends the process and waits for its end; its files are removed then, unless `keepFiles` (the caller removes them). */
         const end = (keepFiles: boolean) =>
@@ -697,7 +770,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
             }
             return Effect.acquireUseRelease(
               Effect.sync(() => setInterval(overQuota, DISK_CHECK_MS)),
-              () => asked<ExecuteResult>({ op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars }, timeoutMs + HARD_DEADLINE_GRACE_MS),
+              () => asked({ op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars }, timeoutMs + HARD_DEADLINE_GRACE_MS, executeAnswer(parts.limits.outputChars)),
               (timer) =>
                 Effect.sync(() => {
                   clearInterval(timer)
@@ -708,15 +781,16 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
           },
           snapshot: (storageDir) =>
             Effect.gen(function* () {
-              const saved = yield* asked<{ unpicklable: Array<string>; bytes: number }>({ op: "snapshot" }, 120_000)
+              const saved = yield* asked({ op: "snapshot" }, 120_000, SnapshotAnswer)
               // Copied once the process is gone, so nothing it runs can swap a file for a link to a host file while the gateway reads.
               yield* end(true)
-              const copied = yield* Effect.try(() => {
-                fs.rmSync(storageDir, { recursive: true, force: true })
-                fs.mkdirSync(storageDir, { recursive: true })
-                fs.chmodSync(storageDir, 0o700)
-                copyTree(parts.work, path.join(storageDir, "work"))
-                copyRegularFile(path.join(parts.home, "state", "globals.pickle"), path.join(storageDir, "globals.pickle"))
+              const copied = yield* Effect.tryPromise(async () => {
+                await parts.cgroups.killAll()
+                await fsp.rm(storageDir, { recursive: true, force: true })
+                await fsp.mkdir(storageDir, { recursive: true })
+                await fsp.chmod(storageDir, 0o700)
+                await copyTree(parts.work, path.join(storageDir, "work"))
+                await copyRegularFile(path.join(parts.home, "state", "globals.pickle"), path.join(storageDir, "globals.pickle"))
               }).pipe(Effect.either, Effect.ensuring(Effect.sync(release)))
               if (copied._tag === "Left") {
                 yield* Effect.sync(() => fs.rmSync(storageDir, { recursive: true, force: true }))
@@ -733,7 +807,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
             clearTimeout(startTimer)
             if (ready?.ready !== true) return reject(new SandboxStartFailure("the sandbox's interpreter did not start"))
             if (!parts.restoring) return resolve(sandbox)
-            Effect.runPromise(asked<{ unpicklable: Array<string> }>({ op: "restore" }, 120_000)).then(
+            Effect.runPromise(asked({ op: "restore" }, 120_000, RestoreAnswer)).then(
               () => resolve(sandbox),
               (error) => {
                 kill("the sandbox's state could not be restored")
@@ -775,31 +849,52 @@ class SandboxStartFailure extends Error {
   }
 }
 
-/** The gateway's end of a sandbox's socket: one length-prefixed JSON request per connection, answered by `handler`. */
-const serveData = (handler: DataRequestHandler) =>
-  net.createServer((socket) => {
-    let buffered: Buffer = Buffer.alloc(0)
+/** Connections a sandbox's code may hold open to the gateway at once, and how long one may take to send its request whole. */
+const DATA_CONNECTIONS = 4
+const DATA_REQUEST_DEADLINE_MS = 5_000
+
+/**
+ * The gateway's end of a sandbox's socket: one length-prefixed JSON request per connection,
+ * answered by `handler`; at most a few connections at once (the rest are closed), each sending its
+ * request whole within a few seconds, so no sandbox holds the gateway's memory.
+ */
+const serveData = (handler: DataRequestHandler) => {
+  const server = net.createServer((socket) => {
+    let chunks: Array<Buffer> = []
+    let held = 0
     let answered = false
-    socket.setTimeout(600_000, () => socket.destroy())
+    const deadline = setTimeout(() => socket.destroy(), DATA_REQUEST_DEADLINE_MS)
+    socket.on("close", () => clearTimeout(deadline))
     socket.on("error", () => socket.destroy())
+    const answer = (message: unknown) => {
+      answered = true
+      clearTimeout(deadline)
+      socket.end(framed(message))
+    }
     socket.on("data", (chunk: Buffer) => {
       if (answered) return
-      buffered = Buffer.concat([buffered, chunk])
-      if (buffered.length >= 4 && buffered.readUInt32BE(0) > MAX_DATA_REQUEST) {
-        answered = true
-        return socket.end(framed({ error: { code: "payload_too_large", message: `a request from the sandbox may be at most ${MAX_DATA_REQUEST} bytes` } }))
-      }
-      if (buffered.length < 4 || buffered.length < 4 + buffered.readUInt32BE(0)) return
+      chunks.push(chunk)
+      held += chunk.length
+      if (held < 4) return
+      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, held)
+      chunks = [whole]
+      const length = whole.readUInt32BE(0)
+      if (length > MAX_DATA_REQUEST) return answer({ error: { code: "payload_too_large", message: `a request from the sandbox may be at most ${MAX_DATA_REQUEST} bytes` } })
+      if (held < 4 + length) return
       answered = true
+      clearTimeout(deadline)
       let request: unknown
       try {
-        request = JSON.parse(buffered.subarray(4, 4 + buffered.readUInt32BE(0)).toString("utf8"))
+        request = JSON.parse(whole.subarray(4, 4 + length).toString("utf8"))
       } catch {
-        return socket.end(framed({ error: { code: "invalid_request", message: "the request is not JSON" } }))
+        return answer({ error: { code: "invalid_request", message: "the request is not JSON" } })
       }
       handler(request).then(
-        (answer) => socket.end(framed(answer)),
+        (reply) => socket.end(framed(reply)),
         () => socket.end(framed({ error: { code: "internal", message: "the gateway could not answer" } }))
       )
     })
   })
+  server.maxConnections = DATA_CONNECTIONS
+  return server
+}

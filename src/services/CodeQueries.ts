@@ -1,5 +1,6 @@
 import { randomUUID, timingSafeEqual } from "node:crypto"
 import { Effect, Either, Schema } from "effect"
+import type { Principal } from "../domain/Principal"
 import type { Scope } from "../domain/Scope"
 import { usdOfRun } from "../governance/ExplainPlan"
 import type { QueryFacts } from "../governance/GovernedExecutor"
@@ -33,6 +34,8 @@ export interface CodeSource {
   readonly running: () => boolean
   /** Where the call in progress wants its queries' facts (an execute's request, a tool call); none: each query is audited on its own. */
   readonly report: () => ChildReport | undefined
+  /** Who called the code now running, if anyone: its queries act as them (never beyond `scopes`), not as its starter. */
+  readonly caller: () => Principal | undefined
 }
 
 const DataRequest = Schema.Struct({
@@ -58,22 +61,48 @@ export class CodeQueries extends Effect.Service<CodeQueries>()("sluice/CodeQueri
     const acting = yield* ActingPrincipals
     const audit = yield* Audit
 
+    const routeOf = (source: CodeSource) => `/api/${source.kind === "sandbox" ? "sandboxes" : "notebook-sessions"}/${source.id}`
+
+    /** A request refused before any query ran, audited as refused (under whoever it acted as, once known), then answered. */
+    const refused = (source: CodeSource, who: Principal | null, sql: string | null, code: string, message: string) => {
+      const draft = newAuditDraft(randomUUID(), `${source.kind}_query`, who, source.credential.orgId)
+      draft.sql = sql
+      draft.details = { parent: { event_type: `${source.kind}_query`, [`${source.kind}_id`]: source.id }, code }
+      return audit.record(null, auditRow(draft, { route: routeOf(source), durationMs: 0, outcome: "refused", blockReason: code })).pipe(
+        Effect.catchAll((error) => Effect.logWarning("a refused query of running code could not be audited", error.message)),
+        Effect.as(refusal(code, message))
+      )
+    }
+
+    /** Who the code's query acts as: the caller of the code now running, or else its starter's credential checked again; never beyond `scopes`. */
+    const actingFor = (source: CodeSource) => {
+      const caller = source.caller()
+      return caller !== undefined
+        ? Effect.succeed(Either.right<Principal>({ ...caller, scopes: caller.scopes.filter((scope) => source.scopes.includes(scope)) }))
+        : acting.actingAs(source.credential, new Set(source.scopes), source.kind).pipe(Effect.either)
+    }
+
     const answer = (source: CodeSource, raw: unknown) =>
       Effect.gen(function* () {
         const decoded = Schema.decodeUnknownEither(DataRequest)(raw)
-        if (Either.isLeft(decoded)) return refusal("invalid_request", "a query needs sql (a string), and may have connection and row_limit (1–100000)")
+        if (Either.isLeft(decoded)) return yield* refused(source, null, null, "invalid_request", "a query needs sql (a string), and may have connection and row_limit (1–100000)")
         const request = decoded.right
         const given = Buffer.from(request.token)
-        if (given.length !== source.token.length || !timingSafeEqual(given, source.token)) return refusal("unauthenticated", `this ${source.kind}'s token does not open it`)
-        if (!source.running()) return refusal("not_found", `the ${source.kind} is gone`)
-        const principal = yield* acting.actingAs(source.credential, new Set(source.scopes), source.kind).pipe(Effect.either)
-        if (Either.isLeft(principal)) return refusal(principal.left._tag === "CredentialGone" ? "credential_revoked" : "unavailable", principal.left.message)
+        if (given.length !== source.token.length || !timingSafeEqual(given, source.token)) return yield* refused(source, null, null, "unauthenticated", `this ${source.kind}'s token does not open it`)
+        if (!source.running()) return yield* refused(source, null, request.sql, "not_found", `the ${source.kind} is gone`)
+        const principal = yield* actingFor(source)
+        if (Either.isLeft(principal)) {
+          const gone = principal.left._tag === "CredentialGone"
+          return yield* gone ? refused(source, null, request.sql, "credential_revoked", principal.left.message) : Effect.succeed(refusal("unavailable", principal.left.message))
+        }
         const who = principal.right
-        if (!who.scopes.includes("query")) return refusal("insufficient_scope", `this ${source.kind}'s creator may not run queries (the query scope)`)
+        if (!who.scopes.includes("query")) return yield* refused(source, who, request.sql, "insufficient_scope", `the key running this ${source.kind}'s code may not run queries (the query scope)`)
         const connection = request.connection ?? source.connectionName
-        if (connection === null) return refusal("invalid_request", `name a connection: sluice.query(sql, connection=...)${source.kind === "sandbox" ? ", or create the sandbox with connection_name" : ""}`)
+        if (connection === null) {
+          return yield* refused(source, who, request.sql, "invalid_request", `name a connection: sluice.query(sql, connection=...)${source.kind === "sandbox" ? ", or create the sandbox with connection_name" : ""}`)
+        }
         if (source.connectionName !== null && connection !== source.connectionName) {
-          return refusal("forbidden", `this ${source.kind} queries only the connection ${source.connectionName}`)
+          return yield* refused(source, who, request.sql, "forbidden", `this ${source.kind} queries only the connection ${source.connectionName}`)
         }
         const rowLimit = Math.min(request.row_limit ?? source.rowLimit ?? DEFAULT_ROW_LIMIT, source.rowLimit ?? 100_000)
         const within = source.report()
@@ -99,9 +128,11 @@ export class CodeQueries extends Effect.Service<CodeQueries>()("sluice/CodeQueri
                 }).pipe(Effect.catchAll((error) => Effect.succeed(Either.left(error))))
               )
         source.counters.queries += 1
-        if (alone !== undefined) yield* audit.record(null, ...childQueryRows(alone, auditRow(alone, { route: `/api/${source.kind === "sandbox" ? "sandboxes" : "notebook-sessions"}/${source.id}`, durationMs: 0, outcome: "success" })))
+        if (alone !== undefined) yield* audit.record(null, ...childQueryRows(alone, auditRow(alone, { route: routeOf(source), durationMs: 0, outcome: "success" })))
         if (Either.isLeft(ran)) {
           const error = ran.left as { readonly code?: string; readonly message?: string }
+          // Spent before it ran: no query of its own is audited, so the refusal is.
+          if (error.code === "budget_exhausted") return yield* refused(source, who, request.sql, error.code, error.message ?? "the budget is spent")
           return refusal(error.code ?? "query_failed", error.message ?? "the query failed")
         }
         const { query_id, columns, rows, row_count, truncated_at, pii_masked } = ran.right

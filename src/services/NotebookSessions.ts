@@ -138,7 +138,8 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
           counters: { queries: 0, spentUsd: 0 },
           budgetLock: yield* Effect.makeSemaphore(1),
           running: () => session !== undefined && live.get(row.id) === session,
-          report: () => undefined
+          report: () => undefined,
+          caller: () => undefined
         }
         const started = yield* processes
           .startNotebook({

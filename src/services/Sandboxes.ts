@@ -36,6 +36,8 @@ interface Live {
   executing: boolean
   /** Where the execute in progress reports its queries' audit facts (its request's or tool call's children). */
   report: ChildReport | undefined
+  /** Who calls the execute in progress: its code's queries may do no more than they may. */
+  caller: Principal | undefined
   idle: Fiber.RuntimeFiber<unknown> | undefined
 }
 
@@ -122,7 +124,8 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
           counters: { queries: row.queries, spentUsd: row.spent_usd },
           budgetLock: yield* Effect.makeSemaphore(1),
           running: () => holder !== undefined && live.get(row.id) === holder,
-          report: () => holder?.report
+          report: () => holder?.report,
+          caller: () => holder?.caller
         }
         const started = yield* processes
           .start({
@@ -146,11 +149,21 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
           source,
           executions: row.executions,
           process: started,
-          lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, idle: undefined }
+          lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, caller: undefined, idle: undefined }
         live.set(row.id, holder)
         holder.idle = yield* Effect.forkDaemon(idleWatch(holder, row))
         return holder
       })
+
+    // One change of a sandbox's life at a time: a resume, a snapshot, a delete.
+    const lifeLocks = new Map<SandboxId, Effect.Semaphore>()
+    const lockFor = (id: SandboxId) =>
+      Effect.suspend(() => {
+        const known = lifeLocks.get(id)
+        if (known !== undefined) return Effect.succeed(known)
+        return Effect.tap(Effect.makeSemaphore(1), (made) => Effect.sync(() => lifeLocks.set(id, made)))
+      })
+    const removeStorage = (row: Pick<SandboxRow, "org_id" | "id">) => Effect.promise(() => fs.promises.rm(storageOf(row), { recursive: true, force: true }))
 
     /** Snapshots the sandbox once it has been idle long enough. */
     const idleWatch = (sandbox: Live, row: SandboxRow): Effect.Effect<void> =>
@@ -162,9 +175,10 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
             yield* Effect.sleep(Duration.millis(Math.max(due - now, 50)))
             continue
           }
-          yield* sandbox.lock.withPermits(1)(
+          const life = yield* lockFor(sandbox.id)
+          yield* life.withPermits(1)(sandbox.lock.withPermits(1)(
             Effect.suspend(() => (live.get(sandbox.id) === sandbox && !sandbox.executing ? snapshot(sandbox, row) : Effect.void))
-          ).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`snapshotting idle sandbox ${sandbox.id} failed`, cause)))
+          )).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`snapshotting idle sandbox ${sandbox.id} failed`, cause)))
           return
         }
       })
@@ -175,6 +189,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         live.delete(sandbox.id)
         const saved = yield* sandbox.process.snapshot(storageOf(row)).pipe(Effect.either)
         if (Either.isLeft(saved)) {
+          yield* removeStorage(row)
           yield* repo.change(row.org_id, row.id, { status: "error", error: `Its snapshot failed: ${saved.left.reason}`, host: null })
           return
         }
@@ -251,14 +266,18 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       // A sandbox running here answers from memory; its owner and org never change.
       const here = live.get(SandboxId.make(id))
       const row = here !== undefined && isOwner(principal, here.row) ? here.row : yield* owned(principal, id)
-      // The same sandbox's calls take turns: state carries over between them in order.
-      const resumeLock = yield* lockFor(row.id)
-      const sandbox = yield* resumeLock.withPermits(1)(running(row))
+      // Resumed, if it must be, under its life's lock: its record read again there, as a delete or a snapshot left it.
+      const life = yield* lockFor(row.id)
+      const sandbox = yield* life.withPermits(1)(Effect.suspend(() => {
+        const held = live.get(row.id)
+        return held !== undefined ? Effect.succeed(held) : Effect.flatMap(owned(principal, id), running)
+      }))
       return yield* sandbox.lock.withPermits(1)(
         Effect.gen(function* () {
           if (live.get(row.id) !== sandbox) return yield* new Conflict({ message: "The sandbox was snapshotted or stopped while the call waited; call again" })
           sandbox.executing = true
           sandbox.report = report
+          sandbox.caller = principal
           const timeoutMs = (input.timeout_seconds ?? row.timeout_seconds) * 1000
           const outcome = yield* sandbox.process.execute(input.code, timeoutMs).pipe(
             Effect.ensuring(
@@ -266,6 +285,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
                 Effect.sync(() => {
                   sandbox.executing = false
                   sandbox.report = undefined
+                  sandbox.caller = undefined
                   sandbox.lastUsedMs = now
                 })
               )
@@ -273,9 +293,13 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
             Effect.either
           )
           sandbox.executions += 1
-          if (Either.isLeft(outcome)) {
+          // Ended by a delete meanwhile: its record says stopped, as the delete wrote.
+          if (Either.isLeft(outcome) && live.get(row.id) === sandbox) {
             live.delete(row.id)
+            yield* removeStorage(row)
             yield* repo.change(row.org_id, row.id, { status: "error", error: outcome.left.reason, host: null, used: true, counters: countersOf(sandbox) })
+          }
+          if (Either.isLeft(outcome)) {
             const result: ExecuteResult = { success: false, stdout: "", stderr: "", error: `${outcome.left.reason}; its state is lost`, execution_ms: 0, truncated: false }
             return result
           }
@@ -286,27 +310,25 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       )
     })
 
-    const resumeLocks = new Map<SandboxId, Effect.Semaphore>()
-    const lockFor = (id: SandboxId) =>
-      Effect.suspend(() => {
-        const known = resumeLocks.get(id)
-        if (known !== undefined) return Effect.succeed(known)
-        return Effect.tap(Effect.makeSemaphore(1), (made) => Effect.sync(() => resumeLocks.set(id, made)))
-      })
-
     /** Ends the sandbox's process and deletes its snapshot; its record stays, stopped. */
     const remove = Effect.fn("Sandboxes.remove")(function* (principal: Principal, id: string) {
-      const row = yield* owned(principal, id)
-      const here = live.get(row.id)
-      if (here !== undefined) {
-        live.delete(row.id)
-        if (here.idle !== undefined) yield* Fiber.interrupt(here.idle)
-        yield* here.process.stop
-      }
-      yield* Effect.sync(() => fs.rmSync(storageOf(row), { recursive: true, force: true }))
-      resumeLocks.delete(row.id)
-      const stopped = row.status === "stopped" || row.status === "error" ? row : yield* repo.change(row.org_id, row.id, { status: "stopped", host: null })
-      return { id: row.id, deleted: true, status: stopped?.status ?? "stopped" }
+      const found = yield* owned(principal, id)
+      // After a snapshot in progress, never beside it: the snapshot would bring it back.
+      const life = yield* lockFor(found.id)
+      return yield* life.withPermits(1)(
+        Effect.gen(function* () {
+          const row = (yield* repo.find(found.org_id, found.id)) ?? found
+          const here = live.get(row.id)
+          if (here !== undefined) {
+            live.delete(row.id)
+            if (here.idle !== undefined) yield* Fiber.interrupt(here.idle)
+            yield* here.process.stop
+          }
+          yield* removeStorage(row)
+          const stopped = row.status === "stopped" || row.status === "error" ? row : yield* repo.change(row.org_id, row.id, { status: "stopped", host: null })
+          return { id: row.id, deleted: true, status: stopped?.status ?? "stopped" }
+        })
+      )
     })
 
     /** Deletes the snapshots older than the expiration; how many. */
