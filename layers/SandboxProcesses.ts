@@ -6,7 +6,6 @@ import * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { pipeline } from "node:stream/promises"
 import { promisify } from "node:util"
 import { Data, Effect, Option, Schema } from "effect"
 import { AppConfig } from "./AppConfig"
@@ -297,7 +296,9 @@ const copyRegularFile = async (from: string, to: string) => {
   try {
     const stat = await source.stat()
     if (!stat.isFile()) throw new Error("not a regular file")
-    await pipeline(source.createReadStream({ autoClose: false }), fs.createWriteStream(to, { flags: "wx", mode: (stat.mode & 0o755) | 0o600 }))
+    // The opened file itself, by its descriptor: no path is resolved again, and the kernel copies it (copy_file_range).
+    await fsp.copyFile(`/proc/self/fd/${source.fd}`, to, fs.constants.COPYFILE_EXCL)
+    await fsp.chmod(to, (stat.mode & 0o755) | 0o600)
   } finally {
     await source.close()
   }
