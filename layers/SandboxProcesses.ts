@@ -823,7 +823,10 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         }
       })
 
-    return { available, start, startNotebook, limitMechanism, slots: SLOTS } as const
+    // Which gateway holds the processes, across its restarts: the host and its data dir (the records of what it held are settled at its next start).
+    const holder = `${os.hostname()}:${config.dataDir}`.slice(0, 500)
+
+    return { available, start, startNotebook, limitMechanism, holder } as const
   }),
   dependencies: [AppConfig.Default]
 }) {}

@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Clock, Duration, Effect, Fiber, Runtime } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
@@ -49,7 +48,7 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
     const connections = yield* Connections
     const codeQueries = yield* CodeQueries
     const runtime = yield* Effect.runtime<never>()
-    const host = `${os.hostname()}:${config.dataDir}`.slice(0, 500)
+    const host = processes.holder
     const live = new Map<NotebookSessionId, Live>()
     const idleMs = config.notebookIdleTimeoutSeconds * 1000
     const limits = { ...DEFAULT_LIMITS, memoryMb: config.sandboxMemoryMb, diskMb: config.sandboxDiskMb, processes: KERNEL_PROCESSES }

@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import { Clock, Duration, Effect, Either, Fiber, Runtime } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
@@ -47,8 +46,10 @@ const toIso = (date: Date | null) => (date === null ? null : date.toISOString())
 
 /**
  * Sandboxes: a Python process next to the data for a user's code, its state carried between calls,
- * snapshotted when idle and resumed on the next call, reaching data only through the gate as its
- * creator with read and query at most. The record is in the store; the process is this gateway's.
+ * snapshotted when idle and resumed on the next call, reaching data only through the gate with read
+ * and query at most: as the key that runs its code, or (code left running between calls) as its
+ * creator's key checked again. Only its creator's user sees it. The record is in the store; the
+ * process is this gateway's.
  */
 export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
   scoped: Effect.gen(function* () {
@@ -58,8 +59,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     const connections = yield* Connections
     const codeQueries = yield* CodeQueries
     const runtime = yield* Effect.runtime<never>()
-    // This gateway process's sandboxes, across its restarts: the host and its data dir.
-    const host = `${os.hostname()}:${config.dataDir}`.slice(0, 500)
+    const host = processes.holder
     const storageRoot = path.join(config.dataDir, "sandboxes")
     const live = new Map<SandboxId, Live>()
     const idleMs = config.sandboxIdleSnapshotSeconds * 1000
@@ -149,7 +149,13 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
           source,
           executions: row.executions,
           process: started,
-          lock: yield* Effect.makeSemaphore(1), lastUsedMs: now, executing: false, report: undefined, caller: undefined, idle: undefined }
+          lock: yield* Effect.makeSemaphore(1),
+          lastUsedMs: now,
+          executing: false,
+          report: undefined,
+          caller: undefined,
+          idle: undefined
+        }
         live.set(row.id, holder)
         holder.idle = yield* Effect.forkDaemon(idleWatch(holder, row))
         return holder
