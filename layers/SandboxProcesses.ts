@@ -357,6 +357,14 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
     fs.writeFileSync(path.join(identityFiles, "passwd"), "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/work:/usr/sbin/nologin\n")
     fs.writeFileSync(path.join(identityFiles, "group"), "root:x:0:\nsandbox:x:1000:\n")
     for (const file of ["passwd", "group"]) fs.chmodSync(path.join(identityFiles, file), 0o644)
+    // The runner and the `sluice` module, copied where a sandbox's uid can read them (the package may sit in a folder only root may enter).
+    const pythonDir = path.join(runtimeRoot, "python")
+    fs.mkdirSync(pythonDir)
+    fs.chmodSync(pythonDir, 0o755)
+    for (const file of fs.readdirSync(PYTHON_DIR).filter((name) => name.endsWith(".py"))) {
+      fs.copyFileSync(path.join(PYTHON_DIR, file), path.join(pythonDir, file))
+      fs.chmodSync(path.join(pythonDir, file), 0o644)
+    }
     const free = new Set<number>(Array.from({ length: SLOTS }, (_, slot) => slot))
     // Notebook servers have slots (and uids) of their own, after the sandboxes'.
     const freeNotebooks = new Set<number>(Array.from({ length: SLOTS }, (_, slot) => SLOTS + slot))
@@ -493,7 +501,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         "--tmpfs", "/tmp",
         ...program.binds,
         "--ro-bind", runDir, "/run/sluice",
-        "--ro-bind", PYTHON_DIR, "/opt/sluice",
+        "--ro-bind", pythonDir, "/opt/sluice",
         "--remount-ro", "/",
         "--chdir", "/work",
         ...program.argv

@@ -165,10 +165,31 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
         return held
       })
 
+    /** A folder above SP_NOTEBOOK_DIR that other users cannot enter: a session's uid could not reach its own work directory. */
+    const closedAncestor = () => {
+      if (process.getuid?.() !== 0) return undefined
+      for (let dir = path.dirname(config.notebookDir); ; dir = path.dirname(dir)) {
+        const stat = fs.statSync(dir, { throwIfNoEntry: false })
+        if (stat !== undefined && (stat.mode & 0o001) === 0) return dir
+        if (dir === path.dirname(dir)) return undefined
+      }
+    }
+    // The operator learns the folder from the log; the caller, that the gateway's setting is wrong.
+    const reachable = Effect.suspend(() => {
+      const closed = closedAncestor()
+      return closed === undefined
+        ? Effect.void
+        : Effect.zipRight(
+            Effect.logError(`notebook sessions cannot start: SP_NOTEBOOK_DIR (${config.notebookDir}) is inside ${closed}, which a session's uid cannot enter; set SP_NOTEBOOK_DIR to a folder such as /var/lib/sluice-notebooks`),
+            Effect.fail(new Unavailable({ message: "Notebook sessions cannot start on this gateway: its notebook folder (SP_NOTEBOOK_DIR) is out of a session's reach; the gateway's log says what to change" }))
+          )
+    })
+
     /** The caller's active session, started when there is none (one per user of an org). */
     const start = Effect.fn("NotebookSessions.start")(function* (principal: Principal, input: StartNotebookSession) {
       if (!config.selfHosted) return yield* notAvailable
       if (input.connection_name !== undefined) yield* connections.target(principal, input.connection_name)
+      yield* reachable
       const existing = yield* repo.active(principal.orgId, principal.userId)
       if (existing !== null) {
         if (live.has(existing.id)) return view(existing, true)

@@ -175,3 +175,20 @@ describe("notebook sessions: a Jupyter client's kernel exchange over the proxy's
     expect(await closed).toEqual({ code: 4000, reason: "The notebook session was stopped" })
   }, 90_000)
 })
+
+describe("notebook sessions with a notebook folder out of a session's reach (issue 29)", () => {
+  it.skipIf(skip || process.getuid?.() !== 0)("answer 503 saying the setting is wrong, without naming the folder", async () => {
+    const closed = fs.mkdtempSync("/tmp/sluice-closed-")
+    fs.chmodSync(closed, 0o700)
+    const gateway = await startInProcess({ SP_NOTEBOOK_DIR: `${closed}/notebooks` })
+    try {
+      const key = await gateway.keyWith(["read", "execute"])
+      const refused = await request(gateway.url, "/api/notebook-sessions", { key, body: {} })
+      expect([refused.status, refused.json.code]).toEqual([503, "unavailable"])
+      expect(refused.json.message).toMatch(/SP_NOTEBOOK_DIR/)
+      expect(refused.text).not.toContain(closed)
+    } finally {
+      await gateway.stop()
+    }
+  }, 60_000)
+})
