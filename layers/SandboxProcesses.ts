@@ -391,29 +391,30 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       })
     )
 
-    /** The mechanism enforcing limits, once `available` has run. */
-    const limitMechanism = () => mechanism?.kind ?? "unknown"
+    /** Runs `launch` in a free slot of `slots` (given back if it fails), its failure logged with what the process wrote and told as `what` did not start. */
+    const inSlot = <A>(slots: Set<number>, what: string, launch: (slot: number) => Promise<A>) =>
+      Effect.gen(function* () {
+        yield* available
+        const slot = slots.values().next().value
+        if (slot === undefined) return yield* new NoFreeSlot({ slots: SLOTS })
+        slots.delete(slot)
+        return yield* Effect.tryPromise({ try: () => launch(slot), catch: (error) => error }).pipe(
+          Effect.catchAll((error) =>
+            Effect.zipRight(
+              Effect.logWarning(`a ${what} did not start`, error instanceof SandboxStartFailure ? error.diagnostics : String(error)),
+              Effect.fail(new SandboxProcessEnded({ reason: error instanceof SandboxStartFailure ? error.message : `the ${what} did not start` }))
+            )
+          ),
+          Effect.tapError(() => Effect.sync(() => slots.add(slot)))
+        )
+      })
 
     /**
      * Starts a sandbox process, its work directory a copy of `from`'s (a snapshot's storage) when
      * given, its globals restored from there too; `onData` answers its governed requests.
      */
     const start = (options: { readonly limits: SandboxLimits; readonly token: string; readonly onData: DataRequestHandler; readonly from?: string }) =>
-      Effect.gen(function* () {
-        yield* available
-        const slot = free.values().next().value
-        if (slot === undefined) return yield* new NoFreeSlot({ slots: SLOTS })
-        free.delete(slot)
-        return yield* Effect.tryPromise({ try: () => launch(slot, options), catch: (error) => error }).pipe(
-          Effect.catchAll((error) =>
-            Effect.zipRight(
-              Effect.logWarning("a sandbox did not start", error instanceof SandboxStartFailure ? error.diagnostics : String(error)),
-              Effect.fail(new SandboxProcessEnded({ reason: error instanceof SandboxStartFailure ? error.message : "the sandbox process did not start" }))
-            )
-          ),
-          Effect.tapError(() => Effect.sync(() => free.add(slot)))
-        )
-      })
+      inSlot(free, "sandbox process", (slot) => launch(slot, options))
 
     /** A sandbox's run directory and the gateway's socket in it, with the token its `sluice` module sends. */
     const prepareRun = async (home: string, uid: number, token: string, onData: DataRequestHandler) => {
@@ -563,22 +564,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       readonly workDir: string
       readonly jupyterToken: string
       readonly baseUrl: string
-    }) =>
-      Effect.gen(function* () {
-        yield* available
-        const slot = freeNotebooks.values().next().value
-        if (slot === undefined) return yield* new NoFreeSlot({ slots: SLOTS })
-        freeNotebooks.delete(slot)
-        return yield* Effect.tryPromise({ try: () => launchNotebook(slot, options), catch: (error) => error }).pipe(
-          Effect.catchAll((error) =>
-            Effect.zipRight(
-              Effect.logWarning("a notebook server did not start", error instanceof SandboxStartFailure ? error.diagnostics : String(error)),
-              Effect.fail(new SandboxProcessEnded({ reason: error instanceof SandboxStartFailure ? error.message : "the notebook server did not start" }))
-            )
-          ),
-          Effect.tapError(() => Effect.sync(() => freeNotebooks.add(slot)))
-        )
-      })
+    }) => inSlot(freeNotebooks, "notebook server", (slot) => launchNotebook(slot, options))
 
     const launchNotebook = async (slot: number, options: Parameters<typeof startNotebook>[0]) => {
       const { limits } = options
@@ -834,7 +820,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
     // Which gateway holds the processes, across its restarts: the host and its data dir (the records of what it held are settled at its next start).
     const holder = `${os.hostname()}:${config.dataDir}`.slice(0, 500)
 
-    return { available, start, startNotebook, limitMechanism, holder } as const
+    return { available, start, startNotebook, holder } as const
   }),
   dependencies: [AppConfig.Default]
 }) {}

@@ -374,7 +374,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       )
     )
 
-    return { create, get, list, execute, remove, expireSnapshots, available: processes.available, mechanism: processes.limitMechanism, runningCount: () => live.size } as const
+    return { create, get, list, execute, remove, expireSnapshots } as const
   }),
   dependencies: [SandboxesRepo.Default, SandboxProcesses.Default, Connections.Default, CodeQueries.Default]
 }) {}
