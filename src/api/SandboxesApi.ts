@@ -16,7 +16,7 @@ export class SandboxesApi extends HttpApiGroup.make("sandboxes")
       .addSuccess(Page(Sandbox))
       .addError(InvalidRequest)
       .annotate(RequiredScope, "read")
-      .annotateContext(docs("List sandboxes", "The caller's own sandboxes, newest first (a sandbox acts as its creator, so no one else sees or uses it)."))
+      .annotateContext(docs("List sandboxes", "The caller's own sandboxes, newest first (a sandbox is its creating credential's — that key, or that user's sign-in — so no one else sees or uses it, not even another key of the same user)."))
   )
   .add(
     HttpApiEndpoint.get("get", "/sandboxes/:id")

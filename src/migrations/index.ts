@@ -24,6 +24,7 @@ import m0023 from "./0023_job_events"
 import m0024 from "./0024_audit_rollups_folded"
 import m0025 from "./0025_sandboxes"
 import m0026 from "./0026_notebook_sessions"
+import m0027 from "./0027_notebook_sessions_per_credential"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -51,5 +52,6 @@ export const migrations = {
   "0023_job_events": m0023,
   "0024_audit_rollups_folded": m0024,
   "0025_sandboxes": m0025,
-  "0026_notebook_sessions": m0026
+  "0026_notebook_sessions": m0026,
+  "0027_notebook_sessions_per_credential": m0027
 }

@@ -3,6 +3,7 @@ import { Effect, Option, Schema } from "effect"
 import { KeyId, NotebookSessionId, OrgId, UserId } from "../domain/Ids"
 import { NotebookSessionStatus } from "../domain/NotebookSession"
 import { Scope } from "../domain/Scope"
+import { Starter } from "../domain/Starter"
 import { conflictOnDuplicate, storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
@@ -45,7 +46,7 @@ export class NotebookSessionsRepo extends Effect.Service<NotebookSessionsRepo>()
     /** A new session, starting; a Conflict where the user has an active one already (on any replica). */
     const insert = Effect.fn("NotebookSessionsRepo.insert")(
       (orgId: OrgId, row: typeof NewSession.Type) =>
-        insertSession({ orgId, row }).pipe(conflictOnDuplicate("You have an active notebook session already; use it, or delete it first"), withOrg(orgId)),
+        insertSession({ orgId, row }).pipe(conflictOnDuplicate("This credential has an active notebook session already; use it, or delete it first"), withOrg(orgId)),
       failures
     )
 
@@ -57,12 +58,17 @@ export class NotebookSessionsRepo extends Effect.Service<NotebookSessionsRepo>()
     const find = Effect.fn("NotebookSessionsRepo.find")((orgId: OrgId, id: NotebookSessionId) => findSession({ orgId, id }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)), failures)
 
     const activeSession = SqlSchema.findOne({
-      Request: Schema.Struct({ orgId: OrgId, userId: UserId }),
+      Request: Schema.Struct({ orgId: OrgId, starter: Starter }),
       Result: NotebookSessionRow,
-      execute: ({ orgId, userId }) => sql`select ${sql.unsafe(COLUMNS)} from notebook_sessions where org_id = ${orgId} and user_id = ${userId} and status in ('starting', 'running')`
+      execute: ({ orgId, starter }) =>
+        sql`select ${sql.unsafe(COLUMNS)} from notebook_sessions where org_id = ${orgId} and user_id = ${starter.userId}
+          and principal_kind = ${starter.kind} and coalesce(key_id, '') = ${starter.keyId ?? ""} and status in ('starting', 'running')`
     })
-    /** The user's active session, if any. */
-    const active = Effect.fn("NotebookSessionsRepo.active")((orgId: OrgId, userId: UserId) => activeSession({ orgId, userId }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)), failures)
+    /** The active session a credential started, if any. */
+    const active = Effect.fn("NotebookSessionsRepo.active")(
+      (orgId: OrgId, starter: typeof Starter.Type) => activeSession({ orgId, starter }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)),
+      failures
+    )
 
     const setStatus = SqlSchema.findOne({
       Request: Schema.Struct({ orgId: OrgId, id: NotebookSessionId, status: NotebookSessionStatus, error: Schema.NullOr(Schema.String) }),

@@ -3,6 +3,7 @@ import { Effect, Option, Schema } from "effect"
 import { KeyId, OrgId, SandboxId, UserId } from "../domain/Ids"
 import { SandboxStatus } from "../domain/Sandbox"
 import { Scope } from "../domain/Scope"
+import { Starter } from "../domain/Starter"
 import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
@@ -108,16 +109,17 @@ export class SandboxesRepo extends Effect.Service<SandboxesRepo>()("sluice/Sandb
     )
 
     const pageOfSandboxes = SqlSchema.findAll({
-      Request: Schema.Struct({ orgId: OrgId, before: Schema.NullOr(Schema.Tuple(Schema.String, Schema.String)), limit: Schema.Number }),
+      Request: Schema.Struct({ orgId: OrgId, starter: Starter, before: Schema.NullOr(Schema.Tuple(Schema.String, Schema.String)), limit: Schema.Number }),
       Result: SandboxRow,
-      execute: ({ orgId, before, limit }) =>
+      execute: ({ orgId, starter, before, limit }) =>
         sql`select ${sql.unsafe(COLUMNS)} from sandboxes where org_id = ${orgId}
+          and user_id = ${starter.userId} and principal_kind = ${starter.kind} and key_id is not distinct from ${starter.keyId}
           ${before === null ? sql`` : sql`and (created_at, id) < (${before[0]}::timestamptz, ${before[1]})`}
           order by created_at desc, id desc limit ${limit}`
     })
-    /** A page of the org's sandboxes, newest first, after the (created_at, id) of the last one seen. */
+    /** A page of the sandboxes one credential started, newest first, after the (created_at, id) of the last one seen. */
     const page = Effect.fn("SandboxesRepo.page")(
-      (orgId: OrgId, before: readonly [string, string] | null, limit: number) => pageOfSandboxes({ orgId, before, limit }).pipe(withOrg(orgId)),
+      (orgId: OrgId, starter: typeof Starter.Type, before: readonly [string, string] | null, limit: number) => pageOfSandboxes({ orgId, starter, before, limit }).pipe(withOrg(orgId)),
       failures
     )
 

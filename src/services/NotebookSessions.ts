@@ -8,6 +8,7 @@ import { CapacityReached, Conflict, NotAvailableHere, NotFound, Unavailable } fr
 import { NotebookSessionId, type OrgId } from "../domain/Ids"
 import type { NotebookSession, StartNotebookSession } from "../domain/NotebookSession"
 import type { Principal } from "../domain/Principal"
+import { isStarter, starterOf } from "../domain/Starter"
 import { type NotebookSessionRow, NotebookSessionsRepo } from "../repos/NotebookSessionsRepo"
 import { type CodeSource, CodeQueries } from "./CodeQueries"
 import { Connections } from "./Connections"
@@ -35,10 +36,10 @@ export interface NotebookTarget {
 const KERNEL_PROCESSES = 256
 
 /**
- * Notebook sessions: a Jupyter server (the classic notebook UI and Python kernels) per user, under
- * a sandbox's isolation, in the user's own work directory, with the same governed `sluice` module;
- * reached only through the gateway's proxy at /notebook/{id}/. One active session per user of an
- * org. A session idle for SP_NOTEBOOK_IDLE_TIMEOUT is ended, and its open connections are told why.
+ * Notebook sessions: a Jupyter server (the classic notebook UI and Python kernels) per credential
+ * (an API key, or a user's sign-in), under a sandbox's isolation, in that credential's own work
+ * directory, with the same governed `sluice` module; reached only through the gateway's proxy at
+ * /notebook/{id}/. One active session per credential. A session idle for SP_NOTEBOOK_IDLE_TIMEOUT is ended, and its open connections are told why.
  */
 export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice/NotebookSessions", {
   scoped: Effect.gen(function* () {
@@ -55,14 +56,19 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
 
     const urlOf = (id: string) => `/notebook/${id}/tree`
     const safe = (part: string) => part.replace(/[^A-Za-z0-9_.-]/g, "_")
-    /** The user's notebooks and files, kept across sessions; the folders above it let sandbox uids through to it, and list nothing. */
+    /**
+     * The credential's notebooks and files, kept across its sessions (another key of the same user has
+     * its own: files one left must not run with the other's rights); the folders above it let sandbox
+     * uids through to it, and list nothing.
+     */
     const workDirOf = (row: NotebookSessionRow) => {
       const orgDir = path.join(config.notebookDir, safe(row.org_id))
-      for (const dir of [config.notebookDir, orgDir]) {
+      const userDir = path.join(orgDir, safe(row.user_id))
+      for (const dir of [config.notebookDir, orgDir, userDir]) {
         fs.mkdirSync(dir, { recursive: true })
         fs.chmodSync(dir, 0o711)
       }
-      return path.join(orgDir, safe(row.user_id))
+      return path.join(userDir, row.key_id === null ? row.principal_kind : `key-${safe(row.key_id)}`)
     }
 
     const view = (row: NotebookSessionRow, reused = false): NotebookSession => {
@@ -89,7 +95,7 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
     const owned = (principal: Principal, id: string) =>
       Effect.gen(function* () {
         const row = yield* repo.find(principal.orgId, NotebookSessionId.make(id))
-        if (row === null || row.user_id !== principal.userId) return yield* new NotFound({ message: `No notebook session ${id}` })
+        if (row === null || !isStarter(principal, row)) return yield* new NotFound({ message: `No notebook session ${id}` })
         return row
       })
 
@@ -185,17 +191,28 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
           )
     })
 
-    /** The caller's active session, started when there is none (one per user of an org). */
-    const start = Effect.fn("NotebookSessions.start")(function* (principal: Principal, input: StartNotebookSession) {
+    // One start or delete at a time per credential: concurrent starts find the one they began, and a start racing a delete sees it done.
+    const starterLocks = new Map<string, Effect.Semaphore>()
+    const serialized = <A, E, R>(principal: Principal, work: Effect.Effect<A, E, R>) =>
+      Effect.suspend(() => {
+        const key = `${principal.orgId}\n${principal.userId}\n${principal.kind}\n${principal.keyId ?? ""}`
+        let lock = starterLocks.get(key)
+        if (lock === undefined) starterLocks.set(key, (lock = Effect.unsafeMakeSemaphore(1)))
+        return lock.withPermits(1)(work)
+      })
+
+    /** The caller's active session, started when there is none (one per credential: a key, or a user's session or local access). */
+    const start = (principal: Principal, input: StartNotebookSession) => serialized(principal, startOnce(principal, input))
+    const startOnce = Effect.fn("NotebookSessions.start")(function* (principal: Principal, input: StartNotebookSession) {
       if (!config.selfHosted) return yield* notAvailable
       if (input.connection_name !== undefined) yield* connections.target(principal, input.connection_name)
       yield* reachable
-      const existing = yield* repo.active(principal.orgId, principal.userId)
+      const existing = yield* repo.active(principal.orgId, starterOf(principal))
       if (existing !== null) {
         if (live.has(existing.id)) return view(existing, true)
         // Held by this process before it restarted: its server is gone.
         if (existing.host === host) yield* repo.status(existing.org_id, existing.id, "stopped", "The gateway restarted")
-        else return yield* new Conflict({ message: "You have an active notebook session on another gateway replica; delete it first" })
+        else return yield* new Conflict({ message: "This credential has an active notebook session on another gateway replica; delete it first" })
       }
       const row = yield* repo.insert(principal.orgId, {
         id: NotebookSessionId.make(`nb_${randomUUID().replace(/-/g, "")}`),
@@ -227,7 +244,8 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
       return view(row)
     })
 
-    const remove = Effect.fn("NotebookSessions.remove")(function* (principal: Principal, id: string) {
+    const remove = (principal: Principal, id: string) => serialized(principal, removeOnce(principal, id))
+    const removeOnce = Effect.fn("NotebookSessions.remove")(function* (principal: Principal, id: string) {
       const row = yield* owned(principal, id)
       const session = live.get(row.id)
       if (session !== undefined) yield* end(session, "stopped", null)
@@ -238,7 +256,7 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
     /** Where the proxy sends the caller's request for session `id`: another user's or org's is not found; one not running is a conflict. */
     const target = Effect.fn("NotebookSessions.target")(function* (principal: Principal, id: string) {
       const session = live.get(NotebookSessionId.make(id))
-      if (session === undefined || session.row.org_id !== principal.orgId || session.row.user_id !== principal.userId) {
+      if (session === undefined || !isStarter(principal, session.row)) {
         const row = yield* owned(principal, id)
         return yield* new Conflict({ message: `The notebook session is ${row.status === "starting" || row.status === "running" ? "not running on this gateway" : row.status}${row.error === null ? "" : `: ${row.error}`}` })
       }

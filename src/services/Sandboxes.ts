@@ -8,6 +8,7 @@ import { CapacityReached, Conflict, Gone, NotAvailableHere, NotFound, Unavailabl
 import { type OrgId, SandboxId } from "../domain/Ids"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
+import { isStarter, starterOf } from "../domain/Starter"
 import { type CreateSandbox, type ExecuteCode, type ExecuteResult, MAX_RUNNING_SANDBOXES, type Sandbox } from "../domain/Sandbox"
 import type { Scope } from "../domain/Scope"
 import { type SandboxRow, SandboxesRepo } from "../repos/SandboxesRepo"
@@ -47,9 +48,9 @@ const toIso = (date: Date | null) => (date === null ? null : date.toISOString())
 /**
  * Sandboxes: a Python process next to the data for a user's code, its state carried between calls,
  * snapshotted when idle and resumed on the next call, reaching data only through the gate with read
- * and query at most: as the key that runs its code, or (code left running between calls) as its
- * creator's key checked again. Only its creator's user sees it. The record is in the store; the
- * process is this gateway's.
+ * and query at most, as the credential that created it (checked again for code left running between
+ * calls). Only that credential sees or uses it. The record is in the store; the process is this
+ * gateway's.
  */
 export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
   scoped: Effect.gen(function* () {
@@ -97,13 +98,11 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       message: "Sandboxes run on the gateway's own host, which cloud mode does not offer until a remote sandbox provider is configured"
     })
 
-    const isOwner = (principal: Principal, row: Pick<SandboxRow, "org_id" | "user_id">) => row.org_id === principal.orgId && row.user_id === principal.userId
-
-    /** The caller's own sandbox: another user's, or another org's, is not found. */
+    /** The caller's own sandbox: one another key (even the same user's), user or org started is not found. */
     const owned = (principal: Principal, id: string) =>
       Effect.gen(function* () {
         const row = yield* repo.find(principal.orgId, SandboxId.make(id))
-        if (row === null || !isOwner(principal, row)) return yield* new NotFound({ message: `No sandbox ${id}` })
+        if (row === null || !isStarter(principal, row)) return yield* new NotFound({ message: `No sandbox ${id}` })
         return row
       })
 
@@ -243,8 +242,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     const list = Effect.fn("Sandboxes.list")(function* (principal: Principal, params: { readonly limit?: number | undefined; readonly cursor?: string | undefined }) {
       const limit = params.limit ?? 50
       const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
-      // Only the caller's own: a sandbox acts as its creator.
-      const rows = (yield* repo.page(principal.orgId, before, limit + 1)).filter((row) => row.user_id === principal.userId)
+      const rows = yield* repo.page(principal.orgId, starterOf(principal), before, limit + 1)
       const page = pageOf(rows, limit, (last) => [last.created_at.toISOString(), last.id])
       return { items: page.items.map(view), next_cursor: page.next_cursor }
     })
@@ -271,7 +269,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       if (!config.selfHosted) return yield* notAvailable
       // A sandbox running here answers from memory; its owner and org never change.
       const here = live.get(SandboxId.make(id))
-      const row = here !== undefined && isOwner(principal, here.row) ? here.row : yield* owned(principal, id)
+      const row = here !== undefined && isStarter(principal, here.row) ? here.row : yield* owned(principal, id)
       // Resumed, if it must be, under its life's lock: its record read again there, as a delete or a snapshot left it.
       const life = yield* lockFor(row.id)
       const sandbox = yield* life.withPermits(1)(Effect.suspend(() => {

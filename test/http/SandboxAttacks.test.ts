@@ -14,6 +14,7 @@ describe("sandboxes under attack (issue 29)", () => {
   let database: TestDatabase
   let owner: string
   let executeOnly: string
+  let sibling: string
   let dataDir: string
 
   beforeAll(async () => {
@@ -33,6 +34,7 @@ describe("sandboxes under attack (issue 29)", () => {
     const admin = await gateway.keyWith(["read", "query", "write", "execute", "admin"])
     owner = await gateway.keyWith(["read", "query", "execute"])
     executeOnly = await gateway.keyWith(["execute"])
+    sibling = await gateway.keyWith(["read", "execute"])
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
   }, 60_000)
@@ -111,9 +113,19 @@ print(open_)`
     expect(again.status).toBe(409)
   }, 30_000)
 
-  it.skipIf(skip)("F5: code run by a key without the query scope cannot query, whoever made the sandbox", async () => {
+  it.skipIf(skip)("F5: a sandbox is its creating key's alone: another key of the same user cannot run code in it (or plant code for its next caller), and its own code cannot query without the query scope", async () => {
     const id = await create({ connection_name: "pg" })
-    const result = await execute(id, "import sluice\ntry:\n  sluice.query('select count(*) from t')\nexcept sluice.QueryError as e:\n  print(e.code)", executeOnly)
+    for (const [method, route, body] of [
+      ["POST", `/api/sandboxes/${id}/execute`, { code: "print(1)" }],
+      ["GET", `/api/sandboxes/${id}`, undefined],
+      ["DELETE", `/api/sandboxes/${id}`, undefined]
+    ] as const) {
+      const refused = await api(route, { key: sibling, method, ...(body === undefined ? {} : { body }) })
+      expect([route, method, refused.status, refused.json.code]).toEqual([route, method, 404, "not_found"])
+    }
+    expect((await api("/api/sandboxes", { key: sibling })).json.items.map((item: { id: string }) => item.id)).not.toContain(id)
+    const own = (await api("/api/sandboxes", { key: executeOnly, body: { connection_name: "pg" } })).json.id as string
+    const result = await execute(own, "import sluice\ntry:\n  sluice.query('select count(*) from t')\nexcept sluice.QueryError as e:\n  print(e.code)", executeOnly)
     expect(result.stdout).toBe("insufficient_scope\n")
   }, 30_000)
 
