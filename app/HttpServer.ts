@@ -29,10 +29,10 @@ import { makeFastMcp } from "../src/mcp/FastMcp"
 import { makeRequestPipeline, type RequestPipeline } from "../src/gate/RequestPipeline"
 import { SystemHttp } from "../src/http/SystemHttp"
 import { McpRouteLive } from "../src/mcp/McpRoute"
-import { makeNotebookUpgrade, NotebookProxyRouteLive } from "../src/http/NotebookProxy"
 import { AppConfig } from "../layers/AppConfig"
 import { drainingServer } from "../layers/DrainingServer"
 import { shutdownPlan } from "../layers/ShutdownDeadline"
+import { notebookServer } from "./NotebookServer"
 import { webServer } from "./WebServer"
 
 const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
@@ -59,8 +59,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     SystemHttp,
     PublicHttp,
     McpHttp,
-    McpRouteLive,
-    NotebookProxyRouteLive
+    McpRouteLive
   ]),
   Layer.provide(AuthenticationLive)
 )
@@ -81,24 +80,23 @@ export const servingApp = <E, R>(serve: (app: HttpApp.Default, pipeline: Request
     Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
   )
 
-/** The app on SP_PORT; the same app, behind the same pipeline, serves the web app's API calls on SP_WEB_PORT. */
+/** The app on SP_PORT; the same app, behind the same pipeline, serves the web app's API calls on SP_WEB_PORT; notebooks have an origin of their own. */
 export const HttpServerLive = servingApp((app, pipeline) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const upgrade = yield* makeNotebookUpgrade
       const routes = config.fastLane ? [yield* makeFastQuery(pipeline), yield* makeFastMcp(pipeline)].filter((route) => route !== undefined) : []
-      return Layer.merge(
+      return Layer.mergeAll(
         drainingServer(app, pipeline.wrap, {
           port: config.port,
           host: config.host,
           shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
-          upgrade,
           ...(config.fastLane ? { front: makeFastLane(config, routes) } : {})
         }).pipe(
           Layer.tap(() => Effect.logInfo(`Listening on http://${config.host}:${config.port}`))
         ),
-        webServer(app, pipeline.wrap, upgrade)
+        webServer(app, pipeline.wrap),
+        notebookServer(pipeline)
       )
     })
   )

@@ -1,7 +1,7 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../layers/AppConfig"
-import { drainingServer, type UpgradeHandler } from "../layers/DrainingServer"
+import { drainingServer } from "../layers/DrainingServer"
 import { shutdownPlan } from "../layers/ShutdownDeadline"
 import { loadWebAssets, type WebAsset } from "./WebAssets"
 
@@ -16,7 +16,7 @@ const PAGE_HEADERS = {
 }
 
 /** The gateway's own paths, answered on the web app's origin too (the MCP snippet the app shows names this origin). */
-const isGatewayPath = (url: string) => /^\/(api|mcp|local-api-key|health|notebook)(\/|\?|$)/.test(url)
+const isGatewayPath = (url: string) => /^\/(api|mcp|local-api-key|health)(\/|\?|$)/.test(url)
 
 const safeDecode = Option.liftThrowable(decodeURIComponent)
 
@@ -38,7 +38,7 @@ const assetResponse = (asset: WebAsset, acceptsGzip: boolean) =>
  * (client-side routes), and the gateway's own paths answered in this process by the same app and
  * pipeline as SP_PORT, so the browser needs no CORS and the gateway sees the browser's own address.
  */
-export const webServer = (gateway: HttpApp.Default, pipeline: (app: HttpApp.Default) => HttpApp.Default, upgrade: UpgradeHandler) =>
+export const webServer = (gateway: HttpApp.Default, pipeline: (app: HttpApp.Default) => HttpApp.Default) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const config = yield* AppConfig
@@ -61,7 +61,7 @@ export const webServer = (gateway: HttpApp.Default, pipeline: (app: HttpApp.Defa
       // As middleware, the pipeline wraps the server's own failure-to-response step, as it does on SP_PORT.
       const gatewayPipeline = (handled: HttpApp.Default) =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => (isGatewayPath(request.url) ? pipeline(handled) : handled))
-      return drainingServer(app, gatewayPipeline, { port: config.webPort, host: config.host, shutdown: shutdownPlan(config.shutdownTimeoutSeconds), upgrade }).pipe(
+      return drainingServer(app, gatewayPipeline, { port: config.webPort, host: config.host, shutdown: shutdownPlan(config.shutdownTimeoutSeconds) }).pipe(
         Layer.tap(() => Effect.logInfo(`Web app at http://${config.host}:${config.webPort}`))
       )
     })

@@ -101,6 +101,10 @@ const raw = Config.all({
   // Users' notebook files, kept across sessions; a sandbox's uid must get through to its own folder, so not inside the private data dir.
   notebookDir: Config.option(Config.string("SP_NOTEBOOK_DIR")),
   notebookIdleTimeoutSeconds: positiveInt("SP_NOTEBOOK_IDLE_TIMEOUT", 7200),
+  // Notebook sessions' own origin: a port of their own, so their pages (which run whatever a notebook writes) hold neither the API's nor the web app's authority; 0: none.
+  notebookPort: boundedInt("SP_NOTEBOOK_PORT", "must be a port (1-65535), or 0 for no notebook sessions", (n) => n >= 0 && n <= 65_535).pipe(Config.withDefault(3400)),
+  // That origin as browsers reach it, where a proxy fronts it (https://notebooks.example.com).
+  notebookOrigin: Config.option(Config.string("SP_NOTEBOOK_ORIGIN")),
   sandboxSnapshotExpirationSeconds: positiveInt("SP_NOTEBOOK_SNAPSHOT_EXPIRATION_SECONDS", 7 * 24 * 3600),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
@@ -170,6 +174,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
         return yield* Effect.fail(invalid(name, "is not a valid URL"))
       }
     }
+    if (c.notebookPort !== 0 && (c.notebookPort === c.port || c.notebookPort === c.webPort)) {
+      return yield* Effect.fail(invalid("SP_NOTEBOOK_PORT", "must differ from SP_PORT and SP_WEB_PORT: notebooks are served from an origin of their own"))
+    }
+    const notebookOrigin = Option.match(c.notebookOrigin, {
+      onNone: () => `http://${c.host === "0.0.0.0" || c.host === "::" ? "127.0.0.1" : c.host.includes(":") ? `[${c.host}]` : c.host}:${c.notebookPort}`,
+      onSome: (value) => Option.getOrNull(Option.liftThrowable(() => new URL(value))().pipe(Option.filter((url) => /^https?:$/.test(url.protocol)), Option.map((url) => url.origin)))
+    })
+    if (notebookOrigin === null) return yield* Effect.fail(invalid("SP_NOTEBOOK_ORIGIN", "must be an http(s) origin, such as https://notebooks.example.com"))
     const dataDir = path.resolve(c.dataDir)
     yield* privateDataDir(dataDir)
     return {
@@ -178,6 +190,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
       envConnections: yield* envConnections(selfHosted),
       dataDir,
       notebookDir: path.resolve(Option.getOrElse(c.notebookDir, () => `${dataDir}-notebooks`)),
+      notebookOrigin,
       selfHosted,
       localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)
     } as const

@@ -72,6 +72,10 @@ export interface NotebookProcess {
   readonly stop: Effect.Effect<void>
   /** Resolves, with why, once the process has ended. */
   readonly ended: Promise<string>
+  /** The disk its work folder takes (counted up to just past its quota). */
+  readonly workBytes: Effect.Effect<number>
+  /** Shuts down every kernel it runs (the server stays, to list and delete files). */
+  readonly stopKernels: Effect.Effect<void>
 }
 
 /** The most an answer of the runner other than an execute's takes (a snapshot's list of names). */
@@ -304,28 +308,45 @@ const copyRegularFile = async (from: string, to: string) => {
   }
 }
 
-/** The disk a directory's tree takes, never following a link: a file counts its size or its blocks, whichever is more (a sparse file takes its whole size once copied). */
-const diskBytes = (dir: string): number => {
+const STATS_AT_ONCE = 64
+
+/**
+ * The disk a directory's tree takes, never following a link: a file counts its size or its blocks,
+ * whichever is more (a sparse file takes its whole size once copied). Off the event loop (code can
+ * make many thousands of files), and it stops counting once past `stopAbove`.
+ */
+const diskBytes = async (dir: string, stopAbove = Number.POSITIVE_INFINITY): Promise<number> => {
   let total = 0
   const pending = [dir]
-  while (pending.length > 0) {
+  while (pending.length > 0 && total <= stopAbove) {
     const current = pending.pop()!
-    for (const entry of fs.readdirSync(current, { withFileTypes: true })) {
-      const full = path.join(current, entry.name)
-      const stat = fs.lstatSync(full, { throwIfNoEntry: false })
-      if (stat === undefined) continue
-      total += Math.max(stat.blocks * 512, stat.isFile() ? stat.size : 0)
-      if (stat.isDirectory()) pending.push(full)
+    const names = await fsp.readdir(current).catch(() => [] as Array<string>)
+    for (let i = 0; i < names.length && total <= stopAbove; i += STATS_AT_ONCE) {
+      const found = await Promise.all(names.slice(i, i + STATS_AT_ONCE).map((name) => fsp.lstat(path.join(current, name)).then((stat) => ({ name, stat }), () => undefined)))
+      for (const entry of found) {
+        if (entry === undefined) continue
+        total += Math.max(entry.stat.blocks * 512, entry.stat.isFile() ? entry.stat.size : 0)
+        if (entry.stat.isDirectory()) pending.push(path.join(current, entry.name))
+      }
     }
   }
   return total
 }
 
-const chownTree = (dir: string, uid: number) => {
-  fs.chownSync(dir, uid, uid)
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    fs.lchownSync(path.join(entry.parentPath, entry.name), uid, uid)
+const CHOWNS_AT_ONCE = 64
+
+/**
+ * Gives `dir` and everything in it to `uid`, off the event loop (a notebook folder can hold many
+ * thousands of files). A folder already its own was last used by the same uid, whose files all are.
+ */
+const chownTree = async (dir: string, uid: number) => {
+  if ((await fs.promises.lstat(dir)).uid === uid) return
+  const entries = await fs.promises.readdir(dir, { withFileTypes: true, recursive: true })
+  for (let i = 0; i < entries.length; i += CHOWNS_AT_ONCE) {
+    await Promise.all(entries.slice(i, i + CHOWNS_AT_ONCE).map((entry) => fs.promises.lchown(path.join(entry.parentPath, entry.name), uid, uid)))
   }
+  // The folder itself last: until every file in it is the uid's, it says it is not.
+  await fs.promises.chown(dir, uid, uid)
 }
 
 /**
@@ -448,10 +469,10 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
     }
 
     /** A directory of the sandbox's own, writable by its uid alone. */
-    const ownDirectory = (dir: string, uid: number) => {
-      if (!fs.existsSync(dir)) fs.mkdirSync(dir, { recursive: true })
-      if (asRoot) chownTree(dir, uid)
-      fs.chmodSync(dir, 0o700)
+    const ownDirectory = async (dir: string, uid: number) => {
+      await fs.promises.mkdir(dir, { recursive: true })
+      if (asRoot) await chownTree(dir, uid)
+      await fs.promises.chmod(dir, 0o700)
     }
 
     /**
@@ -535,11 +556,11 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       const work = path.join(home, "work")
       const state = path.join(home, "state")
       if (options.from !== undefined && fs.existsSync(path.join(options.from, "work"))) await copyTree(path.join(options.from, "work"), work)
-      ownDirectory(work, uid)
+      await ownDirectory(work, uid)
       fs.mkdirSync(state)
       const restoring = options.from !== undefined && fs.existsSync(path.join(options.from, "globals.pickle"))
       if (restoring) await copyRegularFile(path.join(options.from!, "globals.pickle"), path.join(state, "globals.pickle"))
-      ownDirectory(state, uid)
+      await ownDirectory(state, uid)
       const { runDir, dataServer } = await prepareRun(home, uid, options.token, options.onData)
       const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
       const child = spawnIsolated(uid, limits, cgroups, runDir, {
@@ -570,20 +591,24 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
       const { limits } = options
       const uid = asRoot ? UID_BASE + slot : (process.getuid?.() ?? 0)
       const { launchId, home } = makeHome()
-      ownDirectory(options.workDir, uid)
+      await ownDirectory(options.workDir, uid)
       const jupyterDir = path.join(home, "jupyter")
-      ownDirectory(jupyterDir, uid)
+      await ownDirectory(jupyterDir, uid)
       const { runDir, dataServer } = await prepareRun(home, uid, options.token, options.onData)
       const cgroups = cgroupsFor(mechanism ?? { kind: "rlimits" }, launchId, limits)
       const child = spawnIsolated(uid, limits, cgroups, runDir, {
+        // Isolated (-I): the server imports nothing from its work folder or PYTHON* settings (its kernels, the user's code, still do).
         argv: [
           python,
+          "-I",
           "-m",
           "jupyter_server",
           "--sock=/run/jupyter/server.sock",
           "--sock-mode=0600",
           "--no-browser",
           "--ServerApp.root_dir=/work",
+          // A deleted file goes, rather than to a trash folder inside the work folder (where it would still count against the disk quota).
+          "--FileContentsManager.delete_to_trash=False",
           `--ServerApp.base_url=${options.baseUrl}`,
           "--ServerApp.open_browser=False"
         ],
@@ -631,7 +656,17 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         stop: Effect.promise(() => {
           kill("the notebook session was stopped")
           return ended
-        }).pipe(Effect.asVoid)
+        }).pipe(Effect.asVoid),
+        workBytes: Effect.promise(() => diskBytes(options.workDir, limits.diskMb * 1024 * 1024)),
+        stopKernels: Effect.promise(async () => {
+          const listed = await jupyterCall(socketPath, "GET", `${options.baseUrl}api/kernels`, options.jupyterToken)
+          const kernels: unknown = Option.getOrNull(Option.liftThrowable(JSON.parse)(listed ?? "null"))
+          if (!Array.isArray(kernels)) return
+          for (const kernel of kernels) {
+            const id = (kernel as { id?: unknown }).id
+            if (typeof id === "string" && /^[0-9a-f-]{36}$/.test(id)) await jupyterCall(socketPath, "DELETE", `${options.baseUrl}api/kernels/${id}`, options.jupyterToken)
+          }
+        })
       }
       notebooks.add(notebook)
       const deadline = Date.now() + NOTEBOOK_READY_TIMEOUT_MS
@@ -758,19 +793,21 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
           alive: () => !exited && endedBy === undefined,
           execute: (code, timeoutMs) => {
             const quota = parts.limits.diskMb * 1024 * 1024
-            const overQuota = () => {
-              try {
-                if (diskBytes(parts.work) > quota) kill(`the sandbox was stopped: its work directory went over its ${parts.limits.diskMb} MiB disk quota`)
-              } catch {}
-            }
+            let checking: Promise<void> | undefined
+            const overQuota = () =>
+              (checking ??= diskBytes(parts.work, quota).then((bytes) => {
+                checking = undefined
+                if (bytes > quota) kill(`the sandbox was stopped: its work directory went over its ${parts.limits.diskMb} MiB disk quota`)
+              }))
             return Effect.acquireUseRelease(
               Effect.sync(() => setInterval(overQuota, DISK_CHECK_MS)),
               () => asked({ op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars }, timeoutMs + HARD_DEADLINE_GRACE_MS, executeAnswer(parts.limits.outputChars)),
               (timer) =>
-                Effect.sync(() => {
+                Effect.promise(async () => {
                   clearInterval(timer)
                   // Written faster than the checks: the process ends now, and its next call says why.
-                  overQuota()
+                  await checking
+                  await overQuota()
                 })
             )
           },
@@ -826,6 +863,29 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
 }) {}
 
 /** Whether the Jupyter server on `socketPath` answers `route` with 200. */
+const JUPYTER_ANSWER_BYTES = 1024 * 1024
+
+/** A call to a notebook server's REST API: its answer's body when it succeeds, else null. */
+const jupyterCall = (socketPath: string, method: string, route: string, token: string) =>
+  new Promise<string | null>((resolve) => {
+    const request = http.request({ socketPath, method, path: route, headers: { authorization: `token ${token}` }, timeout: 10_000 }, (response) => {
+      const chunks: Array<Buffer> = []
+      let size = 0
+      // The server runs as the session's uid, which its code could replace: its answer is bounded.
+      response.on("data", (chunk: Buffer) => {
+        size += chunk.length
+        if (size > JUPYTER_ANSWER_BYTES) return request.destroy()
+        chunks.push(chunk)
+      })
+      response.on("end", () => resolve((response.statusCode ?? 500) < 300 ? Buffer.concat(chunks).toString("utf8") : null))
+      response.on("error", () => resolve(null))
+    })
+    request.on("error", () => resolve(null))
+    request.on("close", () => resolve(null))
+    request.on("timeout", () => request.destroy())
+    request.end()
+  })
+
 const jupyterAnswers = (socketPath: string, route: string, token: string) =>
   new Promise<boolean>((resolve) => {
     if (!fs.existsSync(socketPath)) return resolve(false)

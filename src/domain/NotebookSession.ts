@@ -11,8 +11,10 @@ export const NotebookSessionStatus = Schema.Literal("starting", "running", "stop
 export const NotebookSession = Schema.Struct({
   id: Schema.String,
   status: NotebookSessionStatus,
-  /** Where the notebook UI is, through the gateway's proxy. */
+  /** Where the notebook UI is: the gateway's proxy, on the notebook origin. */
   url: Schema.String,
+  /** On a start's answer: `url` for a browser, by a one-time link (valid a minute) that signs the browser in to this session alone. */
+  open_url: Schema.optional(Schema.String),
   connection_name: Schema.NullOr(Schema.String),
   /** An active session was there already: it is the one returned. */
   reused: Schema.Boolean,

@@ -31,20 +31,24 @@ const HOST_VERDICTS = 256
 
 const originOf = (value: string) => Option.getOrNull(Option.liftThrowable(() => new URL(value).origin)())
 
-/** Whether a request's Host and Origin are the gateway's own (self-hosted, or where SP_ALLOWED_HOSTS names them). */
-export const allowedHostGuard = (config: AppConfig) => {
+/**
+ * Whether a request's Host and Origin are the gateway's own (self-hosted, or where SP_ALLOWED_HOSTS
+ * names them): for `site` "gateway", the API's and the web app's origins; for "notebooks", the
+ * notebook origin alone (a notebook's pages run what notebooks write, so neither site takes the
+ * other's pages as its own).
+ */
+export const allowedHostGuard = (config: AppConfig, site: "gateway" | "notebooks" = "gateway") => {
   const names = new Set(["localhost", "127.0.0.1", "[::1]", ...config.allowedHosts.map((h) => h.toLowerCase())])
   if (config.host !== "0.0.0.0" && config.host !== "::") names.add(config.host.toLowerCase())
   // An Origin is a scheme, host and port: a page on another local port is another site. An allowed
   // host may also sit behind a proxy on its default ports.
-  const ports = [config.port, ...(config.webPort === 0 ? [] : [config.webPort])]
+  const ports = site === "gateway" ? [config.port, ...(config.webPort === 0 ? [] : [config.webPort])] : [config.notebookPort]
+  const proxied = site === "gateway" ? config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`]) : [config.notebookOrigin]
+  if (site === "notebooks") names.add(new URL(config.notebookOrigin).hostname.toLowerCase())
   const origins = new Set(
-    [
-      ...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)),
-      ...config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`])
-    ].flatMap((origin) => Option.toArray(Option.fromNullable(originOf(origin))))
+    [...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)), ...proxied].flatMap((origin) => Option.toArray(Option.fromNullable(originOf(origin))))
   )
-  const enforce = config.selfHosted || config.allowedHosts.length > 0
+  const enforce = site === "notebooks" || config.selfHosted || config.allowedHosts.length > 0
   const hostname = (value: string) => {
     const url = Option.getOrNull(Option.liftThrowable(() => new URL(value.includes("://") ? value : `http://${value}`))())
     return url?.hostname.toLowerCase() ?? null

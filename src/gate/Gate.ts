@@ -37,21 +37,30 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
     const authenticator = yield* Authenticator
     const limits = yield* RateLimits
 
-    /** Who calls: the per-IP limit of the rate class, then the credential; a refused one's audit row goes to the org its key belongs to, when the store knows. */
-    const admit = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, rateClass: RateClass, surface?: "mcp") =>
+    /** Who calls, as `authenticate` decides (a credential the request carries in its own way), after the per-IP limit of the rate class. */
+    const admitWith = <E>(info: RequestInfo, rateClass: RateClass, authenticate: Effect.Effect<Principal, E>) =>
       Effect.gen(function* () {
         yield* limits.perIp(rateClass, info.client.ip ?? "unknown")
-        const token = yield* readToken(headers)
-        const principal = yield* authenticator.authenticate({ token, localPeer: info.client.local, ...(surface === undefined ? {} : { surface }) }).pipe(
-          Effect.tapError(() =>
-            Effect.map(authenticator.orgOfRefused(token), (org) => {
-              if (org !== null) info.attributedOrg = org
-            })
-          )
-        )
+        const principal = yield* authenticate
         info.principal = principal
         return principal
       })
+
+    /** Who calls: the per-IP limit of the rate class, then the credential; a refused one's audit row goes to the org its key belongs to, when the store knows. */
+    const admit = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, rateClass: RateClass, surface?: "mcp") =>
+      admitWith(
+        info,
+        rateClass,
+        Effect.flatMap(readToken(headers), (token) =>
+          authenticator.authenticate({ token, localPeer: info.client.local, ...(surface === undefined ? {} : { surface }) }).pipe(
+            Effect.tapError(() =>
+              Effect.map(authenticator.orgOfRefused(token), (org) => {
+                if (org !== null) info.attributedOrg = org
+              })
+            )
+          )
+        )
+      )
 
     const permits = (principal: Principal, scope: ScopeRequirement): ReadonlyArray<Scope> | undefined => {
       const anyOf: ReadonlyArray<Scope> = scope === "authenticated" ? [] : typeof scope === "string" ? [scope] : scope
@@ -100,7 +109,7 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
       return Effect.flatMap(readToken(request.headers), (token) => authenticator.authenticate({ token, localPeer }))
     })
 
-    return { admit, authorize, admitNow, recheck } as const
+    return { admit, admitWith, authorize, admitNow, recheck } as const
   }),
   dependencies: [Authenticator.Default, RateLimits.Default]
 }) {}

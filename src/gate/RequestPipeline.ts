@@ -128,7 +128,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const metrics = yield* Metrics
   const connections = yield* Connections
   const trustedProxies = new Set(config.trustedProxies)
-  const hostAllowed = allowedHostGuard(config)
+  const gatewayHosts = allowedHostGuard(config)
+  const notebookHosts = allowedHostGuard(config, "notebooks")
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
   /** A request's audit row: its draft, with where the request came from and how it ended. */
@@ -277,7 +278,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const changeRecordOf = (request: RequestLine, info: RequestInfo, started: number) =>
     STATE_CHANGING.has(request.method) ? changeRecord(() => requestRow(request, info, null, "success", null, performance.now() - started)) : null
 
-  const wrap = (app: HttpApp.Default): HttpApp.Default =>
+  const wrapFor = (hostAllowed: (headers: Readonly<Record<string, string | undefined>>) => boolean) => (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = performance.now()
@@ -305,7 +306,12 @@ export const makeRequestPipeline = Effect.gen(function* () {
       )
     })
 
-  return { wrap, draftOf, changeRecordOf, finish, finishNow } as const
+  /** The pipeline of the API's and the web app's origins. */
+  const wrap = wrapFor(gatewayHosts)
+  /** The same, on the notebook origin, whose Host and Origin are its own. */
+  const wrapNotebooks = wrapFor(notebookHosts)
+
+  return { wrap, wrapNotebooks, draftOf, changeRecordOf, finish, finishNow } as const
 })
 
 export type RequestPipeline = Effect.Effect.Success<typeof makeRequestPipeline>

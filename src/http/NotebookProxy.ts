@@ -2,27 +2,36 @@ import * as http from "node:http"
 import * as net from "node:net"
 import type { Duplex } from "node:stream"
 import { randomUUID } from "node:crypto"
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeStream } from "@effect/platform-node"
 import { Effect, Option, Runtime } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { resolveClientAddress } from "../gate/ClientAddress"
 import { allowedHostGuard } from "../gate/Envelope"
-import { Gate } from "../gate/Gate"
+import { credentialOf, Gate } from "../gate/Gate"
 import { errorResponse } from "../gate/RequestPipeline"
 import { type RequestInfo, RequestState } from "../gate/RequestState"
 import { Audit } from "../services/Audit"
 import { auditRow, newAuditDraft } from "../services/AuditDraft"
 import { NotebookSessions, type NotebookTarget } from "../services/NotebookSessions"
 
-// The most of one response the proxy holds (a notebook, a static asset).
-const MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-const SESSION_PATH = /^\/notebook\/([A-Za-z0-9_-]{1,100})(?:\/|$)/
+const SESSION_PATH = /^\/notebook\/([A-Za-z0-9_-]{1,100})(?:\/|\?|$)/
+const OPEN_PATH = /^\/notebook\/[A-Za-z0-9_-]{1,100}\/open\?ticket=([0-9a-f]{64})$/
+// The only upgrades a notebook needs: its kernels' channels. Anything else would be a raw tunnel past the gate.
+const KERNEL_CHANNELS = /^\/notebook\/[A-Za-z0-9_-]{1,100}\/api\/kernels\/[0-9a-f-]{36}\/channels(?:\?[^#]*)?$/
+// What a session over its disk quota refuses: anything that writes files or runs a kernel.
+const WRITES = /^\/notebook\/[A-Za-z0-9_-]{1,100}\/api\/(?:contents|kernels|sessions)(?:\/|\?|$)/
+const COOKIE = "sluice_notebook"
+const COOKIE_VALUE = new RegExp(`(?:^|;\\s*)${COOKIE}=([0-9a-f]{64})(?:;|$)`)
+// A session's server that says nothing for this long (no headers, no bytes of a body) is given up on.
+const UPSTREAM_IDLE_MS = 60_000
+const UPGRADE_HEAD_BYTES = 16 * 1024
 
 // Hop-by-hop headers, and what is the gateway's own (the caller's credential, its origin) or Jupyter's (its cookies): never forwarded.
 const NOT_FORWARDED = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "x-api-key", "authorization", "cookie", "origin", "referer", "content-length"])
-const NOT_RETURNED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "set-cookie", "content-security-policy", "x-frame-options"])
+const NOT_RETURNED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "content-type", "set-cookie", "content-security-policy", "x-frame-options"])
 
 /** The request's headers as the session's server gets them: its own token instead of the caller's credential. */
 const forwardedHeaders = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>, target: NotebookTarget) => {
@@ -40,62 +49,203 @@ const sessionIdOf = (url: string) => SESSION_PATH.exec(url)?.[1] ?? null
 const statusOf = (tag: string) =>
   ({ NotFound: 404, Conflict: 409, InsufficientScope: 403, Forbidden: 403, RateLimited: 429, Unavailable: 503, InvalidRequest: 400 })[tag] ?? 401
 
-/** Who calls and where their session is: the gate (credential, limits, the execute scope: a notebook runs code), then the caller's own running session. */
-const admitted = (gate: Gate, sessions: NotebookSessions, info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, id: string) =>
-  Effect.gen(function* () {
-    const principal: Principal = yield* gate.admit(info, headers, "general")
-    yield* gate.authorize(principal, "execute", "A notebook session", false)
-    return yield* sessions.target(principal, id)
-  })
-
 /**
- * `/notebook/{session_id}/…` over HTTP: authenticated like the REST API (a key, a session token or
- * local access), then forwarded to the caller's own session's Jupyter server on its Unix socket with
- * that server's token; another user's or org's session is not found, one not running a conflict.
+ * The notebook origin: `/notebook/{session_id}/…` over HTTP and (kernel channels only) WebSocket,
+ * on SP_NOTEBOOK_PORT, an origin of its own — a notebook's pages run whatever notebooks write, so
+ * they must hold neither the API's nor the web app's authority. A caller is its session's starter:
+ * by the same key (or session token, or local access) at the gate, or, for a browser, by the cookie
+ * a one-time link (`/notebook/{id}/open?ticket=…`, from starting the session) set for that session's
+ * path alone. The request goes to the session's Jupyter server on its Unix socket with that server's
+ * own token; its answer streams back. Another credential's session is not found, one not running a
+ * conflict. Each request (and each WebSocket) is an audit row.
  */
-export const NotebookProxyRouteLive = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function* () {
-    const gate = yield* Gate
-    const sessions = yield* NotebookSessions
+export const makeNotebookProxy = Effect.gen(function* () {
+  const gate = yield* Gate
+  const sessions = yield* NotebookSessions
+  const audit = yield* Audit
+  const config = yield* AppConfig
+  const hostAllowed = allowedHostGuard(config, "notebooks")
+  const trustedProxies = new Set(config.trustedProxies)
+  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+  const secure = config.notebookOrigin.startsWith("https:")
 
-    const handle = Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const state = yield* Effect.serviceOption(RequestState)
-      if (Option.isNone(state)) return errorResponse(500, "internal_error", "Internal error")
-      const info = state.value
-      info.eventType = "notebook_proxy"
-      const id = sessionIdOf(request.url)
-      if (id === null) return errorResponse(404, "not_found", "No notebook session here: the path is /notebook/{session_id}/…")
-      const target = yield* Effect.either(admitted(gate, sessions, info, request.headers, id))
-      if (target._tag === "Left") return errorResponse(statusOf(target.left._tag), target.left.code, target.left.message)
-      const body = request.method === "GET" || request.method === "HEAD" ? undefined : new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
-      const upstream = yield* Effect.async<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer } | null>((resume) => {
-        const forwarded = http.request({ socketPath: target.right.socketPath, method: request.method, path: request.url, headers: forwardedHeaders(request.headers, target.right) }, (response) => {
-          const chunks: Array<Buffer> = []
-          let size = 0
-          response.on("data", (chunk: Buffer) => {
-            size += chunk.length
-            if (size > MAX_RESPONSE_BYTES) return response.destroy()
-            chunks.push(chunk)
-          })
-          response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 502, headers: response.headers, body: Buffer.concat(chunks) })))
-          response.on("error", () => resume(Effect.succeed(null)))
-        })
-        forwarded.on("error", () => resume(Effect.succeed(null)))
-        forwarded.end(body)
-        return Effect.sync(() => forwarded.destroy())
-      })
-      if (upstream === null) return errorResponse(502, "bad_gateway", "The notebook session's server did not answer")
-      const headers: Record<string, string> = {}
-      for (const [name, value] of Object.entries(upstream.headers)) {
-        if (value === undefined || NOT_RETURNED.has(name) || name === "content-type") continue
-        headers[name] = Array.isArray(value) ? value.join(", ") : value
-      }
-      return HttpServerResponse.uint8Array(upstream.body, { status: upstream.status, headers, contentType: upstream.headers["content-type"] ?? "application/octet-stream" })
+  /** Who calls, and where their session is: a key (or token, or local access) at the gate, else the browser's cookie for this session; the execute scope (a notebook runs code); then the caller's own running session. */
+  const admitted = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, id: string) =>
+    Effect.gen(function* () {
+      const cookie = credentialOf(headers) === null ? COOKIE_VALUE.exec(headers["cookie"] ?? "")?.[1] : undefined
+      const principal: Principal = cookie === undefined ? yield* gate.admit(info, headers, "general") : yield* gate.admitWith(info, "general", sessions.cookiePrincipal(id, cookie))
+      yield* gate.authorize(principal, "execute", "A notebook session", false)
+      return yield* sessions.target(principal, id)
     })
-    yield* router.all("/notebook/*", handle)
+
+  /** A one-time link: its ticket becomes a cookie for this session's path, and the browser goes on to the notebook UI. */
+  const open = (info: RequestInfo, id: string, ticket: string) =>
+    Effect.gen(function* () {
+      let cookie = ""
+      const principal = yield* gate.admitWith(
+        info,
+        "general",
+        Effect.map(sessions.exchangeTicket(id, ticket), (opened) => {
+          cookie = opened.cookie
+          return opened.principal
+        })
+      )
+      yield* gate.authorize(principal, "execute", "A notebook session", false)
+      const path = `/notebook/${id}/`
+      return HttpServerResponse.empty({
+        status: 303,
+        headers: { location: `${path}tree`, "set-cookie": `${COOKIE}=${cookie}; Path=${path}; HttpOnly; SameSite=Strict${secure ? "; Secure" : ""}` }
+      })
+    })
+
+  /** The session's server's answer to the request, its body streamed as it comes; null where the server did not answer in time. */
+  const forward = (request: HttpServerRequest.HttpServerRequest, target: NotebookTarget, body: Uint8Array | undefined) =>
+    Effect.async<http.IncomingMessage | null>((resume) => {
+      const forwarded = http.request({ socketPath: target.socketPath, method: request.method, path: request.url, headers: forwardedHeaders(request.headers, target) })
+      forwarded.setTimeout(UPSTREAM_IDLE_MS, () => forwarded.destroy())
+      forwarded.on("response", (response) => resume(Effect.succeed(response)))
+      forwarded.on("error", () => resume(Effect.succeed(null)))
+      forwarded.end(body)
+      return Effect.sync(() => forwarded.destroy())
+    })
+
+  const app: HttpApp.Default = Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const state = yield* Effect.serviceOption(RequestState)
+    if (Option.isNone(state)) return errorResponse(500, "internal_error", "Internal error")
+    const info = state.value
+    info.eventType = "notebook_proxy"
+    const id = sessionIdOf(request.url)
+    if (id === null) return errorResponse(404, "not_found", "This is the notebook origin: its paths are /notebook/{session_id}/…")
+    const ticket = request.method === "GET" ? OPEN_PATH.exec(request.url)?.[1] : undefined
+    if (ticket !== undefined) {
+      const opened = yield* Effect.either(open(info, id, ticket))
+      return opened._tag === "Right" ? opened.right : errorResponse(statusOf(opened.left._tag), opened.left.code, opened.left.message)
+    }
+    const target = yield* Effect.either(admitted(info, request.headers, id))
+    if (target._tag === "Left") return errorResponse(statusOf(target.left._tag), target.left.code, target.left.message)
+    const full = target.right.refusingWrites()
+    if (full !== null && (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") && WRITES.test(request.url)) {
+      return errorResponse(507, "insufficient_storage", full)
+    }
+    const body = request.method === "GET" || request.method === "HEAD" ? undefined : new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
+    const upstream = yield* forward(request, target.right, body)
+    if (upstream === null) return errorResponse(502, "bad_gateway", "The notebook session's server did not answer")
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(upstream.headers)) {
+      if (value === undefined || NOT_RETURNED.has(name)) continue
+      headers[name] = Array.isArray(value) ? value.join(", ") : value
+    }
+    const contentType = upstream.headers["content-type"] ?? "application/octet-stream"
+    return HttpServerResponse.stream(NodeStream.fromReadable(() => upstream, () => "the notebook session's server stopped mid-answer"), { status: upstream.statusCode ?? 502, headers, contentType })
   })
-)
+
+  const refuse = (socket: Duplex, status: number, code: string, message: string) => {
+    const body = JSON.stringify({ code, message })
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
+  }
+
+  /**
+   * A kernel's channels over WebSocket: the credential checked at the gate as for HTTP (never a token
+   * in the URL, which lands in logs); the upgrade sent to the session's server, and the two sockets
+   * joined only once it answers 101 (any other answer is relayed and the connection closed, so no
+   * later request can ride it past the gate); when the session ends (idle, stopped, killed), a close
+   * frame saying why. Each connection is an audit row.
+   */
+  const upgrade = (request: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+    Effect.gen(function* () {
+      const started = performance.now()
+      const headers = request.headers as Readonly<Record<string, string | undefined>>
+      const info: RequestInfo = {
+        ...newAuditDraft(randomUUID(), "notebook_websocket", null, config.selfHosted ? LOCAL_ORG : null),
+        client: resolveClientAddress(request.socket.remoteAddress ?? null, headers, trustedProxies),
+        streamedRows: false,
+        bodyTooLarge: false,
+        answered: false
+      }
+      const url = request.url ?? ""
+      const route = url.split("?")[0]!
+      const record = (status: number, outcome: "success" | "refused", reason: string | null) =>
+        audit
+          .record(null, {
+            ...auditRow(info, { route, durationMs: performance.now() - started, outcome, method: "GET", status, blockReason: reason, clientIp: info.client.ip, userAgent: headers["user-agent"] ?? null })
+          })
+          .pipe(Effect.catchAll((error) => Effect.logWarning("a notebook WebSocket's audit row could not be written", error.message)))
+      if (!hostAllowed(headers)) {
+        refuse(socket, 403, "forbidden", "The Host or Origin of this request is not allowed (set SP_NOTEBOOK_ORIGIN)")
+        return yield* record(403, "refused", "forbidden")
+      }
+      const id = sessionIdOf(url)
+      if (id === null || request.method !== "GET" || headers["upgrade"]?.toLowerCase() !== "websocket" || !KERNEL_CHANNELS.test(url)) {
+        return refuse(socket, 404, "not_found", "A notebook session takes WebSocket upgrades for its kernels' channels only")
+      }
+      const target = yield* Effect.either(admitted(info, headers, id))
+      if (target._tag === "Left") {
+        const status = statusOf(target.left._tag)
+        refuse(socket, status, target.left.code, target.left.message)
+        return yield* record(status, "refused", target.left.code)
+      }
+      const full = target.right.refusingWrites()
+      if (full !== null) {
+        refuse(socket, 507, "insufficient_storage", full)
+        return yield* record(507, "refused", "insufficient_storage")
+      }
+      join(request, socket, head, target.right)
+      yield* record(101, "success", null)
+    }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.sync(() => socket.destroy()), Effect.logError("a notebook WebSocket failed", cause))))
+
+  /** Sends the upgrade to the session's server; joins the sockets on its 101, relays any other answer and closes. */
+  const join = (request: http.IncomingMessage, socket: Duplex, head: Buffer, target: NotebookTarget) => {
+    const upstream = net.connect(target.socketPath)
+    let endedBecause: string | undefined
+    const release = target.holdSocket({
+      end: (reason) => {
+        endedBecause = reason
+        upstream.destroy()
+      }
+    })
+    const lines = [`GET ${request.url} HTTP/1.1`, ...Object.entries({ ...forwardedHeaders(request.headers, target), connection: "Upgrade", upgrade: "websocket" }).map(([name, value]) => `${name}: ${value}`)]
+    // Nothing the client sends (the bytes that came with the upgrade request included) goes on until the server agrees to the upgrade.
+    socket.pause()
+    let answer = Buffer.alloc(0)
+    const untilAnswered = (chunk: Buffer) => {
+      answer = Buffer.concat([answer, chunk])
+      const end = answer.indexOf("\r\n\r\n")
+      if (end === -1) {
+        if (answer.length > UPGRADE_HEAD_BYTES) upstream.destroy()
+        return
+      }
+      upstream.off("data", untilAnswered)
+      upstream.setTimeout(0)
+      socket.write(answer)
+      if (!/^HTTP\/1\.1 101 /.test(answer.subarray(0, end).toString("latin1"))) return upstream.destroy()
+      if (head.length > 0) upstream.write(head)
+      upstream.pipe(socket)
+      socket.pipe(upstream)
+      socket.resume()
+    }
+    upstream.setTimeout(UPSTREAM_IDLE_MS, () => upstream.destroy())
+    upstream.on("connect", () => {
+      upstream.write(`${lines.join("\r\n")}\r\n\r\n`)
+    })
+    upstream.on("data", untilAnswered)
+    upstream.on("close", () => {
+      release()
+      if (endedBecause !== undefined && socket.writable) socket.end(closeFrame(SESSION_ENDED, endedBecause))
+      else socket.end()
+    })
+    upstream.on("error", () => upstream.destroy())
+    socket.on("error", () => upstream.destroy())
+    socket.on("close", () => upstream.destroy())
+  }
+
+  return {
+    app,
+    upgrade: (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+      runFork(upgrade(request, socket, head))
+    }
+  } as const
+})
 
 /** A WebSocket close frame (code and reason) from the server side, unmasked. */
 const closeFrame = (code: number, reason: string) => {
@@ -108,85 +258,3 @@ const closeFrame = (code: number, reason: string) => {
 
 /** The WebSocket close code a session that ended tells its open connections. */
 export const SESSION_ENDED = 4000
-
-/**
- * The same proxy for WebSocket upgrades (a kernel's channels): the credential in a header (never a
- * token in the URL, which lands in logs), checked at the gate; the connection spliced to the
- * session's server; and, when the session ends (idle, stopped, killed), a close frame saying why.
- * Each connection is an audit row.
- */
-export const makeNotebookUpgrade = Effect.gen(function* () {
-  const gate = yield* Gate
-  const sessions = yield* NotebookSessions
-  const audit = yield* Audit
-  const config = yield* AppConfig
-  const hostAllowed = allowedHostGuard(config)
-  const trustedProxies = new Set(config.trustedProxies)
-  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-
-  const refuse = (socket: Duplex, status: number, code: string, message: string) => {
-    const body = JSON.stringify({ code, message })
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? "Error"}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
-  }
-
-  const upgrade = (request: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-    Effect.gen(function* () {
-      const started = performance.now()
-      const headers = request.headers as Readonly<Record<string, string | undefined>>
-      const info: RequestInfo = {
-        ...newAuditDraft(randomUUID(), "notebook_websocket", null, config.selfHosted ? LOCAL_ORG : null),
-        client: resolveClientAddress(request.socket.remoteAddress ?? null, headers, trustedProxies),
-        streamedRows: false,
-        bodyTooLarge: false,
-        answered: false
-      }
-      const route = (request.url ?? "").split("?")[0]!
-      const record = (status: number, outcome: "success" | "refused", reason: string | null) =>
-        audit
-          .record(null, {
-            ...auditRow(info, { route, durationMs: performance.now() - started, outcome, method: "GET", status, blockReason: reason, clientIp: info.client.ip, userAgent: headers["user-agent"] ?? null })
-          })
-          .pipe(Effect.catchAll((error) => Effect.logWarning("a notebook WebSocket's audit row could not be written", error.message)))
-      const id = sessionIdOf(request.url ?? "")
-      if (!hostAllowed(headers)) {
-        refuse(socket, 403, "forbidden", "The Host or Origin of this request is not allowed (set SP_ALLOWED_HOSTS)")
-        return yield* record(403, "refused", "forbidden")
-      }
-      if (id === null) return refuse(socket, 404, "not_found", "No notebook session here: the path is /notebook/{session_id}/…")
-      const target = yield* Effect.either(admitted(gate, sessions, info, headers, id))
-      if (target._tag === "Left") {
-        const status = statusOf(target.left._tag)
-        refuse(socket, status, target.left.code, target.left.message)
-        return yield* record(status, "refused", target.left.code)
-      }
-      const upstream = net.connect(target.right.socketPath)
-      let endedBecause: string | undefined
-      const release = target.right.holdSocket({
-        end: (reason) => {
-          endedBecause = reason
-          upstream.destroy()
-        }
-      })
-      const lines = [`GET ${request.url} HTTP/1.1`, ...Object.entries({ ...forwardedHeaders(request.headers, target.right), connection: "Upgrade", upgrade: "websocket" }).map(([name, value]) => `${name}: ${value}`)]
-      upstream.on("connect", () => {
-        upstream.write(`${lines.join("\r\n")}\r\n\r\n`)
-        if (head.length > 0) upstream.write(head)
-        upstream.pipe(socket)
-        socket.pipe(upstream)
-      })
-      upstream.on("close", () => {
-        release()
-        if (endedBecause !== undefined && socket.writable) socket.end(closeFrame(SESSION_ENDED, endedBecause))
-        else socket.destroy()
-      })
-      upstream.on("error", () => upstream.destroy())
-      socket.on("error", () => upstream.destroy())
-      socket.on("close", () => upstream.destroy())
-      yield* record(101, "success", null)
-    }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.sync(() => socket.destroy()), Effect.logError("a notebook WebSocket failed", cause))))
-
-  return (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!(request.url ?? "").startsWith("/notebook/")) return refuse(socket, 404, "not_found", "Not found")
-    runFork(upgrade(request, socket, head))
-  }
-})

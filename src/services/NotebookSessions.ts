@@ -1,15 +1,17 @@
-import { randomBytes, randomUUID } from "node:crypto"
+import { createHash, randomBytes, randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Clock, Duration, Effect, Fiber, Runtime } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { DEFAULT_LIMITS, type NotebookProcess, SandboxProcesses } from "../../layers/SandboxProcesses"
-import { CapacityReached, Conflict, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
+import { CapacityReached, Conflict, NotAvailableHere, NotFound, Unauthenticated, Unavailable } from "../domain/Errors"
 import { NotebookSessionId, type OrgId } from "../domain/Ids"
 import type { NotebookSession, StartNotebookSession } from "../domain/NotebookSession"
 import type { Principal } from "../domain/Principal"
+import { ALL_SCOPES } from "../domain/Scope"
 import { isStarter, starterOf } from "../domain/Starter"
 import { type NotebookSessionRow, NotebookSessionsRepo } from "../repos/NotebookSessionsRepo"
+import { ActingPrincipals } from "./ActingPrincipals"
 import { type CodeSource, CodeQueries } from "./CodeQueries"
 import { Connections } from "./Connections"
 import { CODE_SCOPES } from "./Sandboxes"
@@ -23,6 +25,11 @@ interface Live {
   /** The WebSocket connections proxied to it, told why when it ends. */
   readonly sockets: Set<{ readonly end: (reason: string) => void }>
   reaper: Fiber.RuntimeFiber<unknown> | undefined
+  /** One-time links' tickets not yet used (SHA-256 → when each expires) and the browser cookies they became (SHA-256). */
+  readonly tickets: Map<string, number>
+  readonly cookies: Set<string>
+  /** Its work folder went over the disk quota: kernels stopped, writes refused until files are deleted. */
+  overQuota: boolean
 }
 
 /** Where the proxy forwards a caller's request: the session's server and the token it expects. */
@@ -31,9 +38,17 @@ export interface NotebookTarget {
   readonly jupyterToken: string
   /** Registers a proxied WebSocket, told why when the session ends; returns its removal. */
   readonly holdSocket: (socket: { readonly end: (reason: string) => void }) => () => void
+  /** Why the session takes no writes or kernels now (its work folder is over the disk quota); null when it does. */
+  readonly refusingWrites: () => string | null
 }
 
 const KERNEL_PROCESSES = 256
+const DISK_CHECK = Duration.seconds(2)
+const TICKET_MS = 60_000
+const EVERY_SCOPE = new Set(ALL_SCOPES)
+const TICKETS_HELD = 32
+
+const sha256 = (value: string) => createHash("sha256").update(value).digest("hex")
 
 /**
  * Notebook sessions: a Jupyter server (the classic notebook UI and Python kernels) per credential
@@ -48,13 +63,14 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
     const processes = yield* SandboxProcesses
     const connections = yield* Connections
     const codeQueries = yield* CodeQueries
+    const acting = yield* ActingPrincipals
     const runtime = yield* Effect.runtime<never>()
     const host = processes.holder
     const live = new Map<NotebookSessionId, Live>()
     const idleMs = config.notebookIdleTimeoutSeconds * 1000
     const limits = { ...DEFAULT_LIMITS, memoryMb: config.sandboxMemoryMb, diskMb: config.sandboxDiskMb, processes: KERNEL_PROCESSES }
 
-    const urlOf = (id: string) => `/notebook/${id}/tree`
+    const urlOf = (id: string) => `${config.notebookOrigin}/notebook/${id}/tree`
     const safe = (part: string) => part.replace(/[^A-Za-z0-9_.-]/g, "_")
     /**
      * The credential's notebooks and files, kept across its sessions (another key of the same user has
@@ -126,6 +142,20 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
         }
       })
 
+    /** Every few seconds, the work folder against the disk quota: over it, the kernels stop and writes are refused until files are deleted. */
+    const quotaWatch = (session: Live): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        while (live.get(session.row.id) === session) {
+          yield* Effect.sleep(DISK_CHECK)
+          const over = (yield* session.process.workBytes) > config.sandboxDiskMb * 1024 * 1024
+          if (over && !session.overQuota) {
+            yield* Effect.logWarning(`notebook session ${session.row.id} went over its ${config.sandboxDiskMb} MiB disk quota: its kernels are stopped`)
+            yield* session.process.stopKernels
+          }
+          session.overQuota = over
+        }
+      })
+
     const launch = (row: NotebookSessionRow) =>
       Effect.gen(function* () {
         const token = randomBytes(32).toString("hex")
@@ -162,10 +192,10 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
               SandboxProcessEnded: (error) => new Unavailable({ message: `The notebook session could not start: ${error.reason}` })
             })
           )
-        session = { row, process: started, jupyterToken, lastActivityMs: yield* Clock.currentTimeMillis, sockets: new Set(), reaper: undefined }
+        session = { row, process: started, jupyterToken, lastActivityMs: yield* Clock.currentTimeMillis, sockets: new Set(), reaper: undefined, tickets: new Map(), cookies: new Set(), overQuota: false }
         live.set(row.id, session)
         const held = session
-        held.reaper = yield* Effect.forkDaemon(reap(held))
+        held.reaper = yield* Effect.forkDaemon(Effect.zip(reap(held), quotaWatch(held), { concurrent: true }))
         // A server that ends by itself (killed for memory, crashed) ends the session, saying why.
         started.ended.then((reason) => Runtime.runFork(runtime)(end(held, "error", reason)))
         return held
@@ -201,10 +231,28 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
         return lock.withPermits(1)(work)
       })
 
-    /** The caller's active session, started when there is none (one per credential: a key, or a user's session or local access). */
-    const start = (principal: Principal, input: StartNotebookSession) => serialized(principal, startOnce(principal, input))
+    /** A one-time link to the session's UI for a browser, which cannot send a key with a page it opens. */
+    const openUrl = (session: Live, now: number) => {
+      for (const [ticket, expires] of session.tickets) if (expires <= now || session.tickets.size >= TICKETS_HELD) session.tickets.delete(ticket)
+      const ticket = randomBytes(32).toString("hex")
+      session.tickets.set(sha256(ticket), now + TICKET_MS)
+      return `${config.notebookOrigin}/notebook/${session.row.id}/open?ticket=${ticket}`
+    }
+
+    /** The caller's active session, started when there is none (one per credential: a key, or a user's session or local access), with a one-time link to open it. */
+    const start = (principal: Principal, input: StartNotebookSession) =>
+      serialized(
+        principal,
+        Effect.flatMap(startOnce(principal, input), (started) =>
+          Effect.map(Clock.currentTimeMillis, (now) => {
+            const session = live.get(NotebookSessionId.make(started.id))
+            return session === undefined ? started : { ...started, open_url: openUrl(session, now) }
+          })
+        )
+      )
     const startOnce = Effect.fn("NotebookSessions.start")(function* (principal: Principal, input: StartNotebookSession) {
       if (!config.selfHosted) return yield* notAvailable
+      if (config.notebookPort === 0) return yield* new Unavailable({ message: "Notebook sessions are off on this gateway (SP_NOTEBOOK_PORT=0)" })
       if (input.connection_name !== undefined) yield* connections.target(principal, input.connection_name)
       yield* reachable
       const existing = yield* repo.active(principal.orgId, starterOf(principal))
@@ -253,6 +301,38 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
       return { id: row.id, deleted: true }
     })
 
+    const linkRefused = new Unauthenticated({ message: "This notebook link has expired or was used already; open the notebook again (the web app's Open notebook, or POST /api/notebook-sessions)" })
+    const signedOut = new Unauthenticated({ message: "This browser is not signed in to this notebook session; open the notebook again (the web app's Open notebook, or POST /api/notebook-sessions)" })
+
+    /** Who a browser signed in to a session acts as: the session's starter, its credential checked again (a deleted key signs it out). */
+    const starterNow = (session: Live) =>
+      acting.actingAs(
+        { orgId: session.row.org_id, userId: session.row.user_id, principalKind: session.row.principal_kind, keyId: session.row.key_id },
+        EVERY_SCOPE,
+        "notebook session"
+      ).pipe(Effect.catchTag("CredentialGone", (gone) => new Unauthenticated({ message: gone.message })))
+
+    /** A one-time link's ticket exchanged for a browser cookie signed in to this session alone; the link is spent. */
+    const exchangeTicket = Effect.fn("NotebookSessions.exchangeTicket")(function* (id: string, ticket: string) {
+      const session = live.get(NotebookSessionId.make(id))
+      const hash = sha256(ticket)
+      const expires = session?.tickets.get(hash)
+      if (session === undefined || expires === undefined) return yield* linkRefused
+      session.tickets.delete(hash)
+      if (expires <= (yield* Clock.currentTimeMillis)) return yield* linkRefused
+      const principal = yield* starterNow(session)
+      const cookie = randomBytes(32).toString("hex")
+      session.cookies.add(sha256(cookie))
+      return { principal, cookie }
+    })
+
+    /** Who a browser's session cookie acts as: the starter of the session it was issued for, and only there. */
+    const cookiePrincipal = Effect.fn("NotebookSessions.cookiePrincipal")(function* (id: string, cookie: string) {
+      const session = live.get(NotebookSessionId.make(id))
+      if (session === undefined || !session.cookies.has(sha256(cookie))) return yield* signedOut
+      return yield* starterNow(session)
+    })
+
     /** Where the proxy sends the caller's request for session `id`: another user's or org's is not found; one not running is a conflict. */
     const target = Effect.fn("NotebookSessions.target")(function* (principal: Principal, id: string) {
       const session = live.get(NotebookSessionId.make(id))
@@ -267,7 +347,11 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
         holdSocket: (socket) => {
           session.sockets.add(socket)
           return () => session.sockets.delete(socket)
-        }
+        },
+        refusingWrites: () =>
+          session.overQuota
+            ? `The notebook's work folder is over its ${config.sandboxDiskMb} MiB disk quota, so its kernels were stopped: delete files to go on`
+            : null
       }
       return found
     })
@@ -278,7 +362,7 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
 
     yield* Effect.addFinalizer(() => Effect.forEach([...live.values()], (session) => end(session, "stopped", "The gateway stopped"), { concurrency: "unbounded", discard: true }))
 
-    return { start, get, ping, remove, target } as const
+    return { start, get, ping, remove, target, exchangeTicket, cookiePrincipal } as const
   }),
-  dependencies: [NotebookSessionsRepo.Default, SandboxProcesses.Default, Connections.Default, CodeQueries.Default]
+  dependencies: [NotebookSessionsRepo.Default, SandboxProcesses.Default, Connections.Default, CodeQueries.Default, ActingPrincipals.Default]
 }) {}

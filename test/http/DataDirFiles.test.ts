@@ -24,7 +24,7 @@ const refusedStart = async (env: Record<string, string>) => {
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL"))
     const child = spawn(process.execPath, [GATEWAY_ENTRY], {
       cwd: REPO_ROOT,
-      env: { ...inherited, SP_PORT: String(port), SP_WEB_PORT: "0", ...env },
+      env: { ...inherited, SP_PORT: String(port), SP_WEB_PORT: "0", SP_NOTEBOOK_PORT: "0", ...env },
       stdio: ["ignore", "ignore", "pipe"]
     })
     let stderr = ""

@@ -1,5 +1,10 @@
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
+import * as net from "node:net"
+import * as path from "node:path"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually } from "../support/Eventually"
 import { request, type RequestOptions } from "../support/Http"
 import { startInProcess } from "../support/InProcess"
 import { postgresAvailable } from "../support/Servers"
@@ -12,18 +17,39 @@ describe("notebook sessions under attack (issue 29)", () => {
   let gateway: Awaited<ReturnType<typeof startInProcess>>
   let owner: string
   let sibling: string
+  let notebookDir: string
 
   beforeAll(async () => {
     if (skip) return
-    gateway = await startInProcess({ SP_PER_KEY_RPM: "100000", SP_RATE_LIMIT_GENERAL_RPM: "100000" })
+    notebookDir = fs.mkdtempSync("/tmp/sluice-notebooks-")
+    fs.chmodSync(notebookDir, 0o711)
+    gateway = await startInProcess({ SP_PER_KEY_RPM: "100000", SP_RATE_LIMIT_GENERAL_RPM: "100000", SP_NOTEBOOK_DIR: notebookDir, SP_SANDBOX_DISK_MB: "100" }, { notebooks: true })
     owner = await gateway.keyWith(["read", "query", "write", "execute"])
     sibling = await gateway.keyWith(["read", "write", "execute"])
   }, 60_000)
   afterAll(async () => {
     await gateway?.stop()
+    if (notebookDir !== undefined) fs.rmSync(notebookDir, { recursive: true, force: true })
   })
 
-  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: owner, ...options })
+  const api = (route: string, options: RequestOptions = {}) => request(route.startsWith("/notebook/") ? gateway.notebookUrl! : gateway.url, route, { key: owner, ...options })
+
+  /** What the notebook origin answers to `text` written on one connection, and whether it closed the connection within a few seconds. */
+  const raw = (text: string) =>
+    new Promise<{ answer: string; closed: boolean }>((resolve) => {
+      const socket = net.connect(Number(new URL(gateway.notebookUrl!).port), "127.0.0.1", () => socket.write(text))
+      let answer = ""
+      const timer = setTimeout(() => {
+        socket.destroy()
+        resolve({ answer, closed: false })
+      }, 4_000)
+      socket.on("data", (chunk) => (answer += chunk.toString("latin1")))
+      socket.on("close", () => {
+        clearTimeout(timer)
+        resolve({ answer, closed: true })
+      })
+      socket.on("error", () => undefined)
+    })
 
   it.skipIf(skip)("F1: a session is its starting key's alone: another key of the same user neither reaches it nor shares its files", async () => {
     const started = await api("/api/notebook-sessions", { body: {} })
@@ -60,4 +86,144 @@ describe("notebook sessions under attack (issue 29)", () => {
     else expect((await api(`/api/notebook-sessions/${restarted.json.id}`)).json.status).toBe("running")
     await api(`/api/notebook-sessions/${restarted.json.id}`, { method: "DELETE" })
   }, 60_000)
+
+  it.skipIf(skip)("F2: notebooks are served from an origin of their own, which takes no page of the API's and whose pages the API refuses; a browser signs in to one session by a one-time link", async () => {
+    const started = await api("/api/notebook-sessions", { body: {} })
+    const id = started.json.id as string
+    expect(started.json.url).toBe(`${gateway.notebookUrl}/notebook/${id}/tree`)
+    // The API's origin serves no notebook (a notebook's page there would hold the API's authority).
+    expect((await request(gateway.url, `/notebook/${id}/api/status`, { key: owner })).status).toBe(404)
+    // A page on the notebook origin cannot call the API, and a page of the API's origin cannot call the notebook origin.
+    const fromNotebook = await request(gateway.url, "/api/notebook-sessions", { key: owner, body: {}, headers: { origin: gateway.notebookUrl! } })
+    expect([fromNotebook.status, fromNotebook.json.code]).toEqual([403, "forbidden"])
+    expect((await request(gateway.url, "/local-api-key", { headers: { origin: gateway.notebookUrl! } })).status).toBe(403)
+    expect((await api(`/notebook/${id}/api/status`, { headers: { origin: gateway.url } })).status).toBe(403)
+
+    const link = new URL(started.json.open_url)
+    expect(link.origin).toBe(gateway.notebookUrl)
+    const opened = await request(gateway.notebookUrl!, link.pathname + link.search)
+    expect([opened.status, opened.headers.location]).toEqual([303, `/notebook/${id}/tree`])
+    const setCookie = opened.headers["set-cookie"]![0]!
+    expect(setCookie).toMatch(new RegExp(`^sluice_notebook=[0-9a-f]{64}; Path=/notebook/${id}/; HttpOnly; SameSite=Strict$`))
+    const cookie = setCookie.split(";")[0]!
+    const tree = await request(gateway.notebookUrl!, `/notebook/${id}/tree`, { headers: { cookie } })
+    expect(tree.status).toBe(200)
+    expect(tree.headers["content-security-policy"]).toBe("frame-ancestors 'none'")
+    expect((await request(gateway.notebookUrl!, `/notebook/${id}/api/contents`, { headers: { cookie } })).status).toBe(200)
+    // The notebook UI's kernel channels: the browser's cookie and the notebook origin's own pages only.
+    const kernel = await request(gateway.notebookUrl!, `/notebook/${id}/api/kernels`, { headers: { cookie }, body: { name: "python3" } })
+    expect(kernel.status, kernel.text).toBe(201)
+    const host = new URL(gateway.notebookUrl!).host
+    const channels = (origin: string) =>
+      raw(`GET /notebook/${id}/api/kernels/${kernel.json.id}/channels HTTP/1.1\r\nHost: ${host}\r\nCookie: ${cookie}\r\nOrigin: ${origin}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`)
+    expect((await channels(gateway.notebookUrl!)).answer).toMatch(/^HTTP\/1\.1 101 /)
+    expect((await channels(gateway.url)).answer).toMatch(/^HTTP\/1\.1 403 /)
+    // The link is spent; a forged cookie, or this one on another session, opens nothing.
+    const spent = await request(gateway.notebookUrl!, link.pathname + link.search)
+    expect([spent.status, spent.json.code]).toEqual([401, "unauthenticated"])
+    expect((await request(gateway.notebookUrl!, `/notebook/${id}/api/status`, { headers: { cookie: `sluice_notebook=${"0".repeat(64)}` } })).status).toBe(401)
+    const other = (await api("/api/notebook-sessions", { key: sibling, body: {} })).json.id as string
+    expect((await request(gateway.notebookUrl!, `/notebook/${other}/api/status`, { headers: { cookie } })).status).toBe(401)
+    expect((await request(gateway.notebookUrl!, `/notebook/${id}/api/status`)).status).toBe(401)
+    // Once the session ends, its cookie opens nothing.
+    await api(`/api/notebook-sessions/${id}`, { method: "DELETE" })
+    await api(`/api/notebook-sessions/${other}`, { key: sibling, method: "DELETE" })
+    expect((await request(gateway.notebookUrl!, `/notebook/${id}/api/status`, { headers: { cookie } })).status).toBe(401)
+  }, 60_000)
+
+  it.skipIf(skip)("F3: only a kernel's channels upgrade, and only a 101 joins the sockets: any other answer is relayed and the connection closed", async () => {
+    const id = (await api("/api/notebook-sessions", { body: {} })).json.id as string
+    const host = new URL(gateway.notebookUrl!).host
+    const upgradeTo = (route: string) => `GET ${route} HTTP/1.1\r\nHost: ${host}\r\nx-api-key: ${owner}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`
+    const smuggled = `GET /notebook/${id}/api/contents HTTP/1.1\r\nHost: ${host}\r\n\r\n`
+    const other = await raw(upgradeTo(`/notebook/${id}/api/status`) + smuggled)
+    expect(other.answer).toMatch(/^HTTP\/1\.1 404 /)
+    expect(other.closed).toBe(true)
+    const noKernel = await raw(upgradeTo(`/notebook/${id}/api/kernels/00000000-0000-0000-0000-000000000000/channels`) + smuggled)
+    expect(noKernel.answer).toMatch(/^HTTP\/1\.1 404 /)
+    expect(noKernel.answer.match(/HTTP\/1\.1 /g)).toHaveLength(1)
+    expect(noKernel.closed).toBe(true)
+    await api(`/api/notebook-sessions/${id}`, { method: "DELETE" })
+  }, 60_000)
+
+  it.skipIf(skip)("F4: an answer larger than any buffer streams through", async () => {
+    const id = (await api("/api/notebook-sessions", { body: {} })).json.id as string
+    expect((await api(`/notebook/${id}/api/contents/marker.txt`, { method: "PUT", body: { type: "file", format: "text", content: "x" } })).status).toBe(201)
+    const marker = fs.readdirSync(notebookDir, { recursive: true }).map(String).find((entry) => entry.endsWith("marker.txt"))!
+    const big = path.join(notebookDir, path.dirname(marker), "big.bin")
+    fs.writeFileSync(big, Buffer.alloc(80 * 1024 * 1024, 7))
+    fs.chmodSync(big, 0o644)
+    const served = await api(`/notebook/${id}/files/big.bin`)
+    expect(served.status).toBe(200)
+    expect(Buffer.byteLength(served.text, "utf8")).toBe(80 * 1024 * 1024)
+    fs.rmSync(big)
+    await api(`/api/notebook-sessions/${id}`, { method: "DELETE" })
+  }, 60_000)
+
+  it.skipIf(skip)("F5: a work folder over the disk quota stops its kernels and takes no writes until files are deleted", async () => {
+    const id = (await api("/api/notebook-sessions", { body: {} })).json.id as string
+    expect((await api(`/notebook/${id}/api/contents/quota-marker.txt`, { method: "PUT", body: { type: "file", format: "text", content: "x" } })).status).toBe(201)
+    expect((await api(`/notebook/${id}/api/kernels`, { body: { name: "python3" } })).status).toBe(201)
+    const markers = fs.readdirSync(notebookDir, { recursive: true }).map(String).filter((entry) => entry.endsWith("marker.txt")).map((entry) => path.join(notebookDir, entry))
+    const work = path.dirname(markers.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0]!)
+    // What a kernel's code could write between two checks.
+    fs.writeFileSync(path.join(work, "filler.bin"), Buffer.alloc(110 * 1024 * 1024, 1))
+    fs.chownSync(path.join(work, "filler.bin"), fs.statSync(work).uid, fs.statSync(work).gid)
+    const refused = await eventually(
+      () => api(`/notebook/${id}/api/contents/more.txt`, { method: "PUT", body: { type: "file", format: "text", content: "x" } }),
+      (res) => res.status === 507,
+      "the quota's refusal",
+      10_000
+    )
+    expect(refused.json).toMatchObject({ code: "insufficient_storage", message: expect.stringMatching(/over its 100 MiB disk quota/) })
+    expect((await api(`/notebook/${id}/api/kernels`)).json).toEqual([])
+    expect((await api(`/notebook/${id}/api/kernels`, { body: { name: "python3" } })).status).toBe(507)
+    expect((await api(`/notebook/${id}/api/contents/filler.bin`, { method: "DELETE" })).status).toBe(204)
+    await eventually(
+      () => api(`/notebook/${id}/api/contents/more.txt`, { method: "PUT", body: { type: "file", format: "text", content: "x" } }),
+      (res) => res.status < 300,
+      "writes once under the quota",
+      10_000
+    )
+    await api(`/api/notebook-sessions/${id}`, { method: "DELETE" })
+  }, 60_000)
+
+  it.skipIf(skip)("F6: a package planted in the work folder under the server's name does not run as the server", async () => {
+    const id = (await api("/api/notebook-sessions", { body: {} })).json.id as string
+    expect((await api(`/notebook/${id}/api/contents/jupyter_server`, { method: "PUT", body: { type: "directory" } })).status).toBe(201)
+    const planted = "open('/work/planted-ran', 'w').write('yes')\n"
+    for (const name of ["__init__.py", "__main__.py"]) {
+      expect((await api(`/notebook/${id}/api/contents/jupyter_server/${name}`, { method: "PUT", body: { type: "file", format: "text", content: planted } })).status).toBe(201)
+    }
+    await api(`/api/notebook-sessions/${id}`, { method: "DELETE" })
+    const next = await api("/api/notebook-sessions", { body: {} })
+    expect([next.status, next.json.status], next.text).toEqual([201, "running"])
+    expect((await api(`/notebook/${next.json.id}/api/contents/planted-ran`)).status).toBe(404)
+    await api(`/api/notebook-sessions/${next.json.id}`, { method: "DELETE" })
+  }, 60_000)
+
+  it.skipIf(skip || process.getuid?.() !== 0)("F7: a work folder of many files is handed to the session's uid without stalling the gateway", async () => {
+    const key = await gateway.keyWith(["read", "execute"])
+    const first = (await api("/api/notebook-sessions", { key, body: {} })).json.id as string
+    expect((await api(`/notebook/${first}/api/contents/marker.txt`, { key, method: "PUT", body: { type: "file", format: "text", content: "x" } })).status).toBe(201)
+    await api(`/api/notebook-sessions/${first}`, { key, method: "DELETE" })
+    const markers = fs.readdirSync(notebookDir, { recursive: true }).map(String).filter((entry) => entry.endsWith("marker.txt")).map((entry) => path.join(notebookDir, entry))
+    const work = path.dirname(markers.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0]!)
+    // As another uid left them: every one must be handed over again.
+    await promisify(execFile)("/bin/sh", ["-c", 'for d in $(seq 0 99); do mkdir "d$d" && (cd "d$d" && touch $(seq -f "f%g" 0 399)); done'], { cwd: work })
+    fs.chownSync(work, 0, 0)
+    let worstLagMs = 0
+    let last = performance.now()
+    const timer = setInterval(() => {
+      const now = performance.now()
+      worstLagMs = Math.max(worstLagMs, now - last - 5)
+      last = now
+    }, 5)
+    const next = await api("/api/notebook-sessions", { key, body: {} })
+    clearInterval(timer)
+    expect(next.json.status).toBe("running")
+    expect(fs.statSync(path.join(work, "d99", "f399")).uid).toBe(fs.statSync(work).uid)
+    expect(worstLagMs).toBeLessThan(150)
+    await api(`/api/notebook-sessions/${next.json.id}`, { key, method: "DELETE" })
+  }, 120_000)
 })

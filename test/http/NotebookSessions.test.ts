@@ -65,7 +65,7 @@ describe("notebook sessions over REST and the proxy's HTTP (issue 29)", () => {
 
   beforeAll(async () => {
     if (skip) return
-    gateway = await startInProcess({ SP_NOTEBOOK_IDLE_TIMEOUT: "4", SP_PER_KEY_RPM: "100000", SP_RATE_LIMIT_GENERAL_RPM: "100000" })
+    gateway = await startInProcess({ SP_NOTEBOOK_IDLE_TIMEOUT: "4", SP_PER_KEY_RPM: "100000", SP_RATE_LIMIT_GENERAL_RPM: "100000" }, { notebooks: true })
     owner = await gateway.keyWith(["read", "query", "write", "execute"])
     reader = await gateway.keyWith(["read", "query"])
     stranger = await gateway.runtime.runPromise(
@@ -79,13 +79,13 @@ describe("notebook sessions over REST and the proxy's HTTP (issue 29)", () => {
     await gateway?.stop()
   })
 
-  const api = (route: string, options: Parameters<typeof request>[2] = {}) => request(gateway.url, route, { key: owner, ...options })
+  const api = (route: string, options: Parameters<typeof request>[2] = {}) => request(route.startsWith("/notebook/") ? gateway.notebookUrl! : gateway.url, route, { key: owner, ...options })
 
   it.skipIf(skip)("one session per user, its Jupyter server reached only by its owner through the proxy, ended on request and when idle", async () => {
     const started = await api("/api/notebook-sessions", { body: {} })
     expect(started.status, started.text).toBe(201)
     const id = started.json.id
-    expect(started.json).toMatchObject({ status: "running", url: `/notebook/${id}/tree`, reused: false, idle_timeout_seconds: 4 })
+    expect(started.json).toMatchObject({ status: "running", url: `${gateway.notebookUrl}/notebook/${id}/tree`, reused: false, idle_timeout_seconds: 4 })
     expect((await api("/api/notebook-sessions", { body: {} })).json).toMatchObject({ id, reused: true })
 
     const status = await api(`/notebook/${id}/api/status`)
@@ -106,7 +106,7 @@ describe("notebook sessions over REST and the proxy's HTTP (issue 29)", () => {
       ["sp_" + "0".repeat(32), `/notebook/${id}/api/status`, [401, "invalid_api_key"]],
       [null, `/notebook/${id}/api/status`, [401, "unauthenticated"]]
     ] as const) {
-      const refused = await request(gateway.url, route, { key })
+      const refused = await request(route.startsWith("/notebook/") ? gateway.notebookUrl! : gateway.url, route, { key })
       expect([route, refused.status, refused.json?.code]).toEqual([route, ...expected])
     }
 
@@ -139,7 +139,7 @@ describe("notebook sessions: a Jupyter client's kernel exchange over the proxy's
     if (skip) return
     database = await createTestDatabase()
     await database.query("create table people (id int, email text); insert into people values (1, 'ada.lovelace@example.org')")
-    gateway = await startApp({})
+    gateway = await startApp({ notebooks: true })
     key = await localKey(gateway)
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key, body: connection })).status).toBe(201)
@@ -152,9 +152,9 @@ describe("notebook sessions: a Jupyter client's kernel exchange over the proxy's
 
   it.skipIf(skip)("a kernel runs code that queries through sluice (masked, audited); refusals at the upgrade; a stopped session tells its open sockets", async () => {
     const session = (await request(gateway.url, "/api/notebook-sessions", { key, body: { connection_name: "pg" } })).json
-    const kernel = await request(gateway.url, `/notebook/${session.id}/api/kernels`, { key, body: { name: "python3" } })
+    const kernel = await request(gateway.notebookUrl!, `/notebook/${session.id}/api/kernels`, { key, body: { name: "python3" } })
     expect(kernel.status, kernel.text).toBe(201)
-    const channels = `${gateway.url.replace("http", "ws")}/notebook/${session.id}/api/kernels/${kernel.json.id}/channels?session_id=${randomUUID()}`
+    const channels = `${gateway.notebookUrl!.replace("http", "ws")}/notebook/${session.id}/api/kernels/${kernel.json.id}/channels?session_id=${randomUUID()}`
 
     const ran = await runOnKernel(channels, { "x-api-key": key }, "import sluice\nprint(sluice.query('select id, email from people').rows)")
     expect(ran).toEqual({ stdout: "[[1, '[REDACTED]']]\n", status: "ok" })
@@ -180,7 +180,7 @@ describe("notebook sessions with a notebook folder out of a session's reach (iss
   it.skipIf(skip || process.getuid?.() !== 0)("answer 503 saying the setting is wrong, without naming the folder", async () => {
     const closed = fs.mkdtempSync("/tmp/sluice-closed-")
     fs.chmodSync(closed, 0o700)
-    const gateway = await startInProcess({ SP_NOTEBOOK_DIR: `${closed}/notebooks` })
+    const gateway = await startInProcess({ SP_NOTEBOOK_DIR: `${closed}/notebooks` }, { notebooks: true })
     try {
       const key = await gateway.keyWith(["read", "execute"])
       const refused = await request(gateway.url, "/api/notebook-sessions", { key, body: {} })

@@ -17,7 +17,7 @@ const startWith = async (env: Record<string, string>) => {
     )
     const child = spawn(process.execPath, [GATEWAY_ENTRY], {
       cwd: REPO_ROOT,
-      env: { ...inherited, SP_PORT: String(port), SP_WEB_PORT: "0", SP_DATA_DIR: dataDir, ...env },
+      env: { ...inherited, SP_PORT: String(port), SP_WEB_PORT: "0", SP_NOTEBOOK_PORT: "0", SP_DATA_DIR: dataDir, ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let stdout = ""

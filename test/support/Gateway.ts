@@ -16,6 +16,8 @@ export interface Gateway {
   readonly port: number
   /** The web app's origin, when started with `web: true` (otherwise SP_WEB_PORT=0: none). */
   readonly webUrl: string | null
+  /** The notebook origin, when started with `notebooks: true` (otherwise SP_NOTEBOOK_PORT=0: none). */
+  readonly notebookUrl: string | null
   readonly dataDir: string
   readonly logs: () => string
   /** Whether it is still up: nothing ended it (a crash, an exit, a failed layer). */
@@ -35,6 +37,7 @@ export interface GatewayOptions {
   readonly dataDir?: string
   readonly databaseUrl?: string
   readonly web?: boolean
+  readonly notebooks?: boolean
 }
 
 export const CLOUD_ENCRYPTION = { SP_ENCRYPTION_KEY: "test-encryption-key-for-cloud-gateways", SP_ENCRYPTION_SALT: "test-salt-0123456789" }
@@ -83,6 +86,7 @@ const exited = (child: ChildProcess) =>
 export const startGateway = async (options: GatewayOptions & { nodeArgs?: ReadonlyArray<string> } = {}): Promise<GatewayProcess> => {
   const port = await freePort()
   const webPort = options.web === true ? await freePort() : 0
+  const notebookPort = options.notebooks === true ? await freePort() : 0
   const dataDir = options.dataDir ?? tempDataDir()
   const inherited = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("SP_") && k !== "DATABASE_URL" && k !== "REDIS_URL")
@@ -93,6 +97,7 @@ export const startGateway = async (options: GatewayOptions & { nodeArgs?: Readon
       ...inherited,
       SP_PORT: String(port),
       SP_WEB_PORT: String(webPort),
+      SP_NOTEBOOK_PORT: String(notebookPort),
       SP_DATA_DIR: dataDir,
       ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
       // Cloud refuses to start without both; tests that check that refusal pass their own env.
@@ -121,6 +126,7 @@ export const startGateway = async (options: GatewayOptions & { nodeArgs?: Readon
     url,
     port,
     webUrl: webPort === 0 ? null : `http://127.0.0.1:${webPort}`,
+    notebookUrl: notebookPort === 0 ? null : `http://127.0.0.1:${notebookPort}`,
     dataDir,
     process: child,
     logs: () => output,

@@ -3,6 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, Option } from "effect"
 import { GatewayLive, ServicesLive } from "../../app/App"
 import { servingApp } from "../../app/HttpServer"
+import { notebookServer } from "../../app/NotebookServer"
 import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG, LOCAL_USER } from "../../src/domain/Ids"
 import type { Principal } from "../../src/domain/Principal"
@@ -17,11 +18,11 @@ import { request } from "./Http"
  * request pipeline, with no local access: no process start per test. `env` adds settings.
  */
 export const inProcessApp = (env: Record<string, string> = {}) =>
-  servingApp((app, pipeline) => HttpServer.serve(app, pipeline.wrap)).pipe(
+  servingApp((app, pipeline) => Layer.merge(HttpServer.serve(app, pipeline.wrap), notebookServer(pipeline))).pipe(
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provide(
-      Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SP_DATA_DIR", tempDataDir()], ["SP_LOCAL_ACCESS", "false"], ["SP_WEB_PORT", "0"], ...Object.entries(env)])))
+      Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["SP_DATA_DIR", tempDataDir()], ["SP_LOCAL_ACCESS", "false"], ["SP_WEB_PORT", "0"], ["SP_NOTEBOOK_PORT", "0"], ...Object.entries(env)])))
     )
   )
 
@@ -32,13 +33,15 @@ export const localOperator: Principal = { kind: "local", orgId: LOCAL_ORG, userI
  * The in-process gateway as a server on a loopback port, for tests that speak HTTP to it with plain
  * requests: its URL, a key with `scopes`, a way to run effects against its services, and `stop`.
  */
-export const startInProcess = async (env: Record<string, string> = {}) => {
-  const runtime = ManagedRuntime.make(inProcessApp(env))
+export const startInProcess = async (env: Record<string, string> = {}, options: { readonly notebooks?: boolean } = {}) => {
+  const notebookPort = options.notebooks === true ? await freePort() : 0
+  const runtime = ManagedRuntime.make(inProcessApp({ ...env, SP_NOTEBOOK_PORT: String(notebookPort) }))
   const address = await runtime.runPromise(HttpServer.addressWith((address) => Effect.succeed(address)))
   const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
   const keyWith = (scopes: ReadonlyArray<Scope>) =>
     runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${Math.random()}`, scopes: [...scopes] })).pipe(Effect.map((k) => k.key)))
-  return { url, runtime, keyWith, stop: () => runtime.dispose() }
+  const notebookUrl = notebookPort === 0 ? null : `http://127.0.0.1:${notebookPort}`
+  return { url, notebookUrl, runtime, keyWith, stop: () => runtime.dispose() }
 }
 
 /**
@@ -49,10 +52,12 @@ export const startInProcess = async (env: Record<string, string> = {}) => {
 export const startApp = async (options: GatewayOptions = {}): Promise<Gateway> => {
   const port = await freePort()
   const webPort = options.web === true ? await freePort() : 0
+  const notebookPort = options.notebooks === true ? await freePort() : 0
   const dataDir = options.dataDir ?? tempDataDir()
   const settings = new Map<string, string>([
     ["SP_PORT", String(port)],
     ["SP_WEB_PORT", String(webPort)],
+    ["SP_NOTEBOOK_PORT", String(notebookPort)],
     ["SP_DATA_DIR", dataDir],
     ...(options.databaseUrl ? [["DATABASE_URL", options.databaseUrl] as const] : []),
     ...(options.env?.["SP_DEPLOYMENT_MODE"] === "cloud" ? Object.entries(CLOUD_ENCRYPTION) : []),
@@ -91,6 +96,7 @@ export const startApp = async (options: GatewayOptions = {}): Promise<Gateway> =
     url,
     port,
     webUrl: webPort === 0 ? null : `http://127.0.0.1:${webPort}`,
+    notebookUrl: notebookPort === 0 ? null : `http://127.0.0.1:${notebookPort}`,
     dataDir,
     logs: () => output,
     running: () => fiber.unsafePoll() === null,

@@ -20,7 +20,7 @@ describe.skipIf(skip)("the Sandboxes page in a real browser (issue 29)", () => {
     buildWebApp()
     database = await createTestDatabase()
     await database.query("create table people (id int, email text); insert into people values (1, 'ada.lovelace@example.org')")
-    ;[gateway, browser] = await Promise.all([startApp({ web: true }), launchChromium()])
+    ;[gateway, browser] = await Promise.all([startApp({ web: true, notebooks: true }), launchChromium()])
     const admin = await localKey(gateway)
     const connection = { name: "pg", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
@@ -61,7 +61,8 @@ describe.skipIf(skip)("the Sandboxes page in a real browser (issue 29)", () => {
 
     await step(page, "sandboxes notebook", async () => {
       const [tab] = await Promise.all([page.waitForEvent("popup"), page.getByRole("button", { name: "Open notebook" }).click()])
-      await tab.waitForURL(/\/notebook\/nb_[0-9a-f]+\/tree/, { timeout: 30_000 })
+      await tab.waitForURL(/\/notebook\/nb_[0-9a-f]+\/tree$/, { timeout: 30_000 })
+      expect(new URL(tab.url()).origin).toBe(gateway.notebookUrl)
       await tab.locator("#notebook_list").waitFor({ timeout: 30_000 })
       await tab.screenshot({ path: "test-results/sandboxes-notebook-tab.png" })
       await tab.close()

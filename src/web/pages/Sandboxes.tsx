@@ -57,8 +57,11 @@ export const SandboxesPage = () => {
           onClick={async () => {
             // Opened first, while the click still allows a new tab; pointed at the session once it runs.
             const tab = window.open("about:blank", "_blank")
+            // The notebook's page (another origin, running what notebooks write) gets no handle on this one.
+            if (tab !== null) tab.opener = null
             const session = await act.perform((client) => client.notebookSessions.start({ payload: chosen === "" ? {} : { connection_name: chosen } }))
-            if (session !== undefined && tab !== null) tab.location.href = session.url
+            // Notebooks have an origin of their own; the one-time link signs this browser in to the session there.
+            if (session !== undefined && tab !== null) tab.location.href = session.open_url ?? session.url
             else tab?.close()
           }}
         >
