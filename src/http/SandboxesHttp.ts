@@ -35,8 +35,8 @@ export const SandboxesHttp = HttpApiBuilder.group(SluiceApi, "sandboxes", (handl
         Effect.gen(function* () {
           const info = yield* audited("sandbox_execute", path.id)
           // Each governed query the code runs is a child row of this request's.
-          const report: ChildReport = (facts, sql) =>
-            Effect.sync(() => info?.childQueries.set(facts.query_id, { facts, sql, parent: { event_type: "sandbox_execute", sandbox_id: path.id, request_id: info.requestId } }))
+          const report: ChildReport = (facts, sql, connection) =>
+            Effect.sync(() => info?.childQueries.set(facts.query_id, { facts, sql, connection, parent: { event_type: "sandbox_execute", sandbox_id: path.id, request_id: info.requestId } }))
           const result = yield* sandboxes.execute(yield* CurrentPrincipal, path.id, payload, report)
           if (info !== undefined) info.details = { sandbox_id: path.id, success: result.success, execution_ms: result.execution_ms, truncated: result.truncated }
           return result

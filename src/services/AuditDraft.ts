@@ -34,6 +34,8 @@ export interface ChildQuery {
   readonly sql: string | null
   /** What ran it, for the row's details (the tool, the route). */
   readonly parent: Record<string, unknown>
+  /** The connection it ran on, where not the one its parent names (code's queries, whose call names none). */
+  readonly connection?: string
 }
 
 export const newAuditDraft = (requestId: string, eventType: string, principal: Principal | null, attributedOrg: OrgId | null = principal?.orgId ?? null): AuditDraft => ({
@@ -91,8 +93,9 @@ export const auditRow = (draft: AuditDraft, context: RowContext): AuditInsert =>
  * (the row of what ran it), its parent named with `within` (an agent run's run and step).
  */
 export const childQueryRows = (draft: AuditDraft, base: AuditInsert, within: Record<string, unknown> = {}): ReadonlyArray<AuditInsert> =>
-  [...draft.childQueries.values()].map(({ facts, sql, parent }) => ({
+  [...draft.childQueries.values()].map(({ facts, sql, parent, connection }) => ({
     ...base,
+    connection: connection ?? base.connection,
     event_type: "query",
     sql,
     outcome: facts.reason !== undefined ? "refused" : facts.completeness !== undefined || facts.planned === true ? "success" : "error",

@@ -11,7 +11,7 @@ import { Connections } from "./Connections"
 import { QueryCostCap, Queries } from "./Queries"
 
 /** Where a governed query of running code reports its audit facts, with its SQL. */
-export type ChildReport = (facts: QueryFacts, sql: string) => Effect.Effect<void>
+export type ChildReport = (facts: QueryFacts, sql: string, connection: string) => Effect.Effect<void>
 
 /** Code that queries through the gateway from a sandbox or a notebook session: who it acts as and within what. */
 export interface CodeSource {
@@ -109,8 +109,9 @@ export class CodeQueries extends Effect.Service<CodeQueries>()("sluice/CodeQueri
         // A query made while no call runs (a notebook's, or a thread left behind) is audited on its own.
         const alone = within === undefined ? newAuditDraft(randomUUID(), `${source.kind}_query`, who) : undefined
         const sink: ChildReport =
-          within ?? ((facts, sql) => Effect.sync(() => alone!.childQueries.set(facts.query_id, { facts, sql, parent: { event_type: `${source.kind}_query`, [`${source.kind}_id`]: source.id } })))
-        const report = (facts: QueryFacts) => sink(facts, request.sql)
+          within ??
+          ((facts, sql, connection) => Effect.sync(() => alone!.childQueries.set(facts.query_id, { facts, sql, connection, parent: { event_type: `${source.kind}_query`, [`${source.kind}_id`]: source.id } })))
+        const report = (facts: QueryFacts) => sink(facts, request.sql, connection)
         const run = queries.run(who, { connection_name: connection, sql: request.sql, row_limit: rowLimit }, { surface: "rest", requestId: alone?.requestId ?? randomUUID(), report })
         const budget = source.budgetUsd
         const ran =

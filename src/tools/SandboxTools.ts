@@ -47,7 +47,7 @@ export const sandboxTools = Effect.gen(function* () {
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     run: (args, call) =>
       Effect.map(
-        sandboxes.execute(call.principal, args.sandbox_id, { code: args.code, ...(args.timeout_seconds === undefined ? {} : { timeout_seconds: args.timeout_seconds }) }, (facts, sql) => call.report(facts, sql)),
+        sandboxes.execute(call.principal, args.sandbox_id, { code: args.code, ...(args.timeout_seconds === undefined ? {} : { timeout_seconds: args.timeout_seconds }) }, (facts, sql, connection) => call.report(facts, sql, connection)),
         (result) => ({ text: JSON.stringify(result), structured: { ...result } })
       )
   })

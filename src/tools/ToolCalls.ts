@@ -79,8 +79,8 @@ export const callDecoded = (draft: AuditDraft, tool: ToolDefinition, decoded: un
 }
 
 /** The sink for the facts of a tool's governed queries (a tool may run several): the last each reported, each for its own audit row under the call. */
-export const childQueryReport = (draft: AuditDraft, tool: ToolDefinition) => (facts: QueryFacts, sql?: string | null) =>
-  void draft.childQueries.set(facts.query_id, { facts, sql: sql ?? draft.sql, parent: { tool: tool.name, request_id: draft.requestId } })
+export const childQueryReport = (draft: AuditDraft, tool: ToolDefinition) => (facts: QueryFacts, sql?: string | null, connection?: string) =>
+  void draft.childQueries.set(facts.query_id, { facts, sql: sql ?? draft.sql, ...(connection === undefined ? {} : { connection }), parent: { tool: tool.name, request_id: draft.requestId } })
 
 /** How a call ended, written into its audit row: its output, or its failure (a defect as internal_error, which `logDefect` gets). */
 export const callEnded = <E>(draft: AuditDraft, exit: Exit.Exit<ToolOutput, E>, logDefect: (cause: Cause.Cause<E>) => void): Either.Either<ToolOutput, ToolFailure> => {
@@ -103,7 +103,7 @@ export class ToolCalls extends Effect.Service<ToolCalls>()("sluice/ToolCalls", {
 
     /** The tool run on arguments already decoded (and written into `draft` by callDecoded), its scope and limits already checked. */
     const runDecoded = (draft: AuditDraft, principal: Principal, tool: ToolDefinition, decoded: unknown, caller: ToolCall["caller"] = "client") =>
-      tool.run(decoded, { principal, caller, requestId: draft.requestId, report: (facts, sql) => Effect.sync(() => childQueryReport(draft, tool)(facts, sql)) })
+      tool.run(decoded, { principal, caller, requestId: draft.requestId, report: (facts, sql, connection) => Effect.sync(() => childQueryReport(draft, tool)(facts, sql, connection)) })
 
     const call = (
       draft: AuditDraft,

@@ -33,7 +33,7 @@ export interface ToolCall {
   readonly caller: "client" | "agent_run"
   readonly requestId: string
   /** A governed query's audit facts, with its SQL when it is not the call's own `sql` argument. */
-  readonly report: (facts: QueryFacts, sql?: string) => Effect.Effect<void>
+  readonly report: (facts: QueryFacts, sql?: string, connection?: string) => Effect.Effect<void>
 }
 
 export interface ToolDefinition<I = any> {

@@ -1,3 +1,4 @@
+import * as fs from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
 import { freePort, type Gateway, localKey } from "../support/Gateway"
@@ -239,6 +240,42 @@ describe("agent runs: the built-in agent as a durable job, through the governed 
     const refused = await mcp(onlyAgent, "tools/call", { name: "query_database", arguments: { connection_name: "shop", sql: "select 1" } })
     expect(refused.json.result.content[0].text).toMatch(/^insufficient_scope: /)
   }, 30_000)
+
+  it.skipIf(skip || !fs.existsSync("/usr/bin/bwrap"))("runs code in a sandbox only when its key has execute: the code's queries go through the gate, masked, and the model never sees a masked value", async () => {
+    const idOf = (text: string) => /sbx_[0-9a-f]{32}/.exec(text)?.[0]
+    script = (req) => {
+      const results = req.toolResults
+      if (results.length === 0) return { toolCalls: [{ name: "sandbox_create", args: { connection_name: "shop" } }] }
+      if (results.length === 1) {
+        const code = "import sluice\nr = sluice.query('select name, email from customers order by id')\nprint(r.rows)"
+        return { toolCalls: [{ name: "sandbox_execute", args: { sandbox_id: idOf(results[0]!.text), code } }] }
+      }
+      if (results.length === 2) return { toolCalls: [{ name: "sandbox_delete", args: { sandbox_id: idOf(results[0]!.text) } }] }
+      return { text: "Done." }
+    }
+    const coder = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "coder", scopes: ["read", "query", "agent:run", "execute"] } })).json.key
+    const started = await start({ prompt: "List the customers with code", connection_name: "shop" }, coder)
+    const done = await until(started.json.id, (r) => ["completed", "failed", "cancelled"].includes(r.status), 60_000)
+    expect(done.status, JSON.stringify(done)).toBe("completed")
+    const ranCode = fake.received.at(-2)!.toolResults[1]!
+    expect(ranCode.isError).toBe(false)
+    expect(ranCode.text).toContain("Ada")
+    expect(ranCode.text).not.toContain("ada@example.com")
+    for (const req of fake.received.slice(-4)) {
+      expect(req.tools).toContain("sandbox_execute")
+      expect(req.raw).not.toContain("ada@example.com")
+    }
+    const audit = (await request(gateway.url, "/api/audit?limit=50", { key: admin })).json.items
+    // The code's query is a row of its own under the run's tool call, on the sandbox's connection.
+    const query = audit.find((row: any) => row.event_type === "query" && row.sql === "select name, email from customers order by id")
+    expect(query).toMatchObject({ connection: "shop", outcome: "success", rows: 2, details: { parent: { tool: "sandbox_execute", run_id: started.json.id }, pii_masked: [{ column: "email", rule: "mask" }] } })
+
+    // Without execute, the run is offered no sandbox tool.
+    script = () => ({ text: "No code." })
+    const plain = await ended((await start({ prompt: "Hi" })).json.id)
+    expect(plain.status).toBe("completed")
+    expect(fake.received.at(-1)!.tools.filter((name) => name.startsWith("sandbox_"))).toEqual([])
+  }, 90_000)
 
   it.skipIf(skip)("a write the model attempts is refused, the model sees the refusal, and nothing changes", async () => {
     script = (req) =>

@@ -95,7 +95,7 @@ describe("sandboxes (issue 29)", () => {
     const executeRow = audit.find((row: any) => row.event_type === "sandbox_execute" && row.sql === null && JSON.stringify(row.details ?? {}).includes("execution_ms") && audit.some((child: any) => child.event_type === "query" && child.request_id === row.request_id))
     expect(executeRow).toBeDefined()
     const children = audit.filter((row: any) => row.event_type === "query" && row.request_id === executeRow.request_id)
-    expect(children[0].details.parent).toMatchObject({ event_type: "sandbox_execute", sandbox_id: id })
+    expect(children[0]).toMatchObject({ connection: "pg", details: { parent: { event_type: "sandbox_execute", sandbox_id: id } } })
     expect(audit.some((row: any) => row.event_type === "query" && row.outcome === "refused" && row.details?.parent?.sandbox_id === id)).toBe(true)
     expect(audit.some((row: any) => row.event_type === "sandbox_create" && row.details?.sandbox_id === id)).toBe(true)
     expect(JSON.stringify(audit)).not.toContain("lovelace")
