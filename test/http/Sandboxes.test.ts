@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect } from "effect"
+import { Duration, Effect, TestClock } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LOCAL_ORG, UserId } from "../../src/domain/Ids"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
@@ -219,6 +219,46 @@ describe("sandboxes (issue 29)", () => {
     await owners.close()
   }, 60_000)
 
+})
+
+describe("sandboxes on the test clock (issue 29)", () => {
+  let gateway: Awaited<ReturnType<typeof startInProcess>>
+  let key: string
+
+  beforeAll(async () => {
+    if (skip) return
+    gateway = await startInProcess({ SP_NOTEBOOK_IDLE_SNAPSHOT_SECONDS: "30" }, { testClock: true })
+    key = await gateway.keyWith(["read", "query", "execute"])
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.stop()
+  })
+
+  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key, ...options })
+  const advance = (seconds: number) => gateway.runtime.runPromise(TestClock.adjust(Duration.seconds(seconds)))
+  const stillIdle = async (id: string) => {
+    // A snapshot that was due would have begun on its own fiber by now.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await api(`/api/sandboxes/${id}`)).json.status).toBe("idle")
+  }
+  const snapshotted = (id: string) => eventually(() => api(`/api/sandboxes/${id}`), (res) => res.json.status === "snapshotted", "the snapshot", 10_000)
+
+  it.skipIf(skip)("idle exactly as long as the setting, a sandbox is snapshotted; a call resumes it with its state and timeout, and its idle time starts again", async () => {
+    const id = (await api("/api/sandboxes", { body: { timeout_seconds: 45 } })).json.id
+    expect((await api(`/api/sandboxes/${id}/execute`, { body: { code: "x = 41" } })).json.success).toBe(true)
+    await advance(29)
+    await stillIdle(id)
+    await advance(2)
+    await snapshotted(id)
+    const resumed = (await api(`/api/sandboxes/${id}/execute`, { body: { code: "x += 1\nprint(x)" } })).json
+    expect(resumed).toMatchObject({ success: true, stdout: "42\n" })
+    expect((await api(`/api/sandboxes/${id}`)).json).toMatchObject({ status: "idle", timeout_seconds: 45 })
+    await advance(29)
+    await stillIdle(id)
+    await advance(2)
+    await snapshotted(id)
+    await api(`/api/sandboxes/${id}`, { method: "DELETE" })
+  }, 60_000)
 })
 
 describe("sandboxes at capacity (issue 29)", () => {

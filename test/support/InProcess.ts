@@ -1,6 +1,6 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, Option } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, Option, TestContext } from "effect"
 import { GatewayLive, ServicesLive } from "../../app/App"
 import { servingApp } from "../../app/HttpServer"
 import { notebookServer } from "../../app/NotebookServer"
@@ -33,9 +33,11 @@ export const localOperator: Principal = { kind: "local", orgId: LOCAL_ORG, userI
  * The in-process gateway as a server on a loopback port, for tests that speak HTTP to it with plain
  * requests: its URL, a key with `scopes`, a way to run effects against its services, and `stop`.
  */
-export const startInProcess = async (env: Record<string, string> = {}, options: { readonly notebooks?: boolean } = {}) => {
+export const startInProcess = async (env: Record<string, string> = {}, options: { readonly notebooks?: boolean; readonly testClock?: boolean } = {}) => {
   const notebookPort = options.notebooks === true ? await freePort() : 0
-  const runtime = ManagedRuntime.make(inProcessApp({ ...env, SP_NOTEBOOK_PORT: String(notebookPort) }))
+  const app = inProcessApp({ ...env, SP_NOTEBOOK_PORT: String(notebookPort) })
+  // On the test clock, the services' own timers (idle snapshots, reapers) move only when the test adjusts it.
+  const runtime = ManagedRuntime.make(options.testClock === true ? Layer.provideMerge(app, TestContext.TestContext) : app)
   const address = await runtime.runPromise(HttpServer.addressWith((address) => Effect.succeed(address)))
   const url = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
   const keyWith = (scopes: ReadonlyArray<Scope>) =>
