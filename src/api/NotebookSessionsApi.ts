@@ -23,7 +23,7 @@ export class NotebookSessionsApi extends HttpApiGroup.make("notebookSessions")
       .annotateContext(
         docs(
           "Start a notebook session",
-          "Your notebook session: a Jupyter server (classic notebook UI, Python kernels) under a sandbox's isolation, in your own work directory (kept across sessions), its kernels querying data through the gate with `import sluice`. One per credential (an API key, or a user's sign-in; a session and its files are that credential's alone): an active one is returned (`reused: true`) rather than a second started. Open `url` (through the gateway's proxy at /notebook/{id}/, authenticated like the API). Not available in cloud mode (501)."
+          "Your notebook session: a Jupyter server (classic notebook UI, Python kernels) under a sandbox's isolation, in your own work directory (kept across sessions), its kernels querying data through the gate with `import sluice`. One per credential (an API key, or a user's sign-in; a session and its files are that credential's alone): an active one is returned (`reused: true`) rather than a second started. `url` is the notebook UI on the notebook origin (SP_NOTEBOOK_PORT, apart from the API's: a notebook's pages must not hold its authority), reached with the same key; a browser opens `open_url` instead, a one-time link (valid a minute) that signs it in to this session alone. Not available in cloud mode (501), nor with SP_NOTEBOOK_PORT=0 (503)."
         )
       )
   )

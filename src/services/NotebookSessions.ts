@@ -47,6 +47,7 @@ const DISK_CHECK = Duration.seconds(2)
 const TICKET_MS = 60_000
 const EVERY_SCOPE = new Set(ALL_SCOPES)
 const TICKETS_HELD = 32
+const SIGN_INS_HELD = 32
 
 const sha256 = (value: string) => createHash("sha256").update(value).digest("hex")
 
@@ -54,7 +55,8 @@ const sha256 = (value: string) => createHash("sha256").update(value).digest("hex
  * Notebook sessions: a Jupyter server (the classic notebook UI and Python kernels) per credential
  * (an API key, or a user's sign-in), under a sandbox's isolation, in that credential's own work
  * directory, with the same governed `sluice` module; reached only through the gateway's proxy at
- * /notebook/{id}/. One active session per credential. A session idle for SP_NOTEBOOK_IDLE_TIMEOUT is ended, and its open connections are told why.
+ * /notebook/{id}/. One active session per credential. A session idle for SP_NOTEBOOK_IDLE_TIMEOUT
+ * is ended, and its open connections are told why.
  */
 export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice/NotebookSessions", {
   scoped: Effect.gen(function* () {
@@ -322,6 +324,8 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
       if (expires <= (yield* Clock.currentTimeMillis)) return yield* linkRefused
       const principal = yield* starterNow(session)
       const cookie = randomBytes(32).toString("hex")
+      // The oldest browser's sign-in goes first when a session has been opened many times.
+      if (session.cookies.size >= SIGN_INS_HELD) session.cookies.delete(session.cookies.values().next().value!)
       session.cookies.add(sha256(cookie))
       return { principal, cookie }
     })
