@@ -81,7 +81,7 @@ describe("notebook sessions over REST and the proxy's HTTP (issue 29)", () => {
 
   const api = (route: string, options: Parameters<typeof request>[2] = {}) => request(route.startsWith("/notebook/") ? gateway.notebookUrl! : gateway.url, route, { key: owner, ...options })
 
-  it.skipIf(skip)("one session per user, its Jupyter server reached only by its owner through the proxy, ended on request and when idle", async () => {
+  it.skipIf(skip)("one session per credential, its Jupyter server reached only by it through the proxy, ended on request and when idle", async () => {
     const started = await api("/api/notebook-sessions", { body: {} })
     expect(started.status, started.text).toBe(201)
     const id = started.json.id
