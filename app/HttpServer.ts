@@ -91,6 +91,7 @@ export const HttpServerLive = servingApp((app, pipeline) =>
           port: config.port,
           host: config.host,
           shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
+          setting: "SP_PORT",
           ...(config.fastLane ? { front: makeFastLane(config, routes) } : {})
         }).pipe(
           Layer.tap(() => Effect.logInfo(`Listening on http://${config.host}:${config.port}`))

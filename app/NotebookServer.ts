@@ -19,7 +19,8 @@ export const notebookServer = (pipeline: RequestPipeline) =>
         port: config.notebookPort,
         host: config.host,
         shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
-        upgrade: proxy.upgrade
+        upgrade: proxy.upgrade,
+        setting: "SP_NOTEBOOK_PORT"
       }).pipe(Layer.tap(() => Effect.logInfo(`Notebooks at ${config.notebookOrigin}`)))
     })
   )

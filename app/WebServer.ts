@@ -61,7 +61,7 @@ export const webServer = (gateway: HttpApp.Default, pipeline: (app: HttpApp.Defa
       // As middleware, the pipeline wraps the server's own failure-to-response step, as it does on SP_PORT.
       const gatewayPipeline = (handled: HttpApp.Default) =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => (isGatewayPath(request.url) ? pipeline(handled) : handled))
-      return drainingServer(app, gatewayPipeline, { port: config.webPort, host: config.host, shutdown: shutdownPlan(config.shutdownTimeoutSeconds) }).pipe(
+      return drainingServer(app, gatewayPipeline, { port: config.webPort, host: config.host, shutdown: shutdownPlan(config.shutdownTimeoutSeconds), setting: "SP_WEB_PORT" }).pipe(
         Layer.tap(() => Effect.logInfo(`Web app at http://${config.host}:${config.webPort}`))
       )
     })

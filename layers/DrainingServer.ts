@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, type ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import { HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApp, HttpMiddleware, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import { Clock, Deferred, Duration, Effect, Exit, Layer, Runtime } from "effect"
 import type { ShutdownPlan } from "./ShutdownDeadline"
@@ -57,7 +57,15 @@ const replayed = (request: IncomingMessage, body: Buffer) => {
 export const drainingServer = (
   app: HttpApp.Default,
   middleware: (app: HttpApp.Default) => HttpApp.Default,
-  options: { readonly port: number; readonly host: string; readonly shutdown: ShutdownPlan; readonly front?: FrontLane; readonly upgrade?: UpgradeHandler }
+  options: {
+    readonly port: number
+    readonly host: string
+    readonly shutdown: ShutdownPlan
+    readonly front?: FrontLane
+    readonly upgrade?: UpgradeHandler
+    /** The setting that names the port, for the operator told it cannot be listened on. */
+    readonly setting?: string
+  }
 ) =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
@@ -86,7 +94,11 @@ export const drainingServer = (
           return middleware(observed(handled, entry)).pipe(Effect.ensuring(Effect.sync(() => inFlight.delete(entry))))
         })
 
-      yield* NodeHttpServer.make(() => node, { port: options.port, host: options.host })
+      yield* NodeHttpServer.make(() => node, { port: options.port, host: options.host }).pipe(
+        Effect.mapError((error) =>
+          options.setting === undefined ? error : new HttpServerError.ServeError({ cause: new Error(`${error.cause instanceof Error ? error.cause.message : String(error.cause)} (${options.setting}: free that port, or set ${options.setting} to another)`) })
+        )
+      )
       // No request span: nothing exports traces, and a span with its attributes per request is measurable CPU.
       const handler = yield* NodeHttpServer.makeHandler(app, tracked).pipe(Effect.locally(HttpMiddleware.currentTracerDisabledWhen, () => true))
       const front = options.front
