@@ -21,6 +21,6 @@ export const notebookServer = (pipeline: RequestPipeline) =>
         shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
         upgrade: proxy.upgrade,
         setting: "SP_NOTEBOOK_PORT"
-      }).pipe(Layer.tap(() => Effect.logInfo(`Notebooks at ${config.notebookOrigin}`)))
+      }).pipe(Layer.tap(() => Effect.logInfo(`Notebook sessions at ${config.notebookOrigins.scheme}://*.${config.notebookOrigins.suffix}${config.notebookOrigins.port === "" ? "" : `:${config.notebookOrigins.port}`} (one origin each), on port ${config.notebookPort}`)))
     })
   )

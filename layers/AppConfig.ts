@@ -4,6 +4,7 @@ import * as v8 from "node:v8"
 import { Config, ConfigError, Effect, Either, Option, Redacted, Schema } from "effect"
 import { ConnectionInput } from "../src/domain/Connection"
 import { parseConnectionUrl } from "../src/domain/ConnectionUrl"
+import { parseNotebookOrigins } from "../src/domain/NotebookOrigin"
 import { issueMessages } from "../src/domain/ParseIssues"
 
 // Validated before naming, so an error reads "SP_X: must be …" rather than losing the variable.
@@ -103,7 +104,7 @@ const raw = Config.all({
   notebookIdleTimeoutSeconds: positiveInt("SP_NOTEBOOK_IDLE_TIMEOUT", 7200),
   // Notebook sessions' own origin: a port of their own, so their pages (which run whatever a notebook writes) hold neither the API's nor the web app's authority; 0: none.
   notebookPort: boundedInt("SP_NOTEBOOK_PORT", "must be a port (1-65535), or 0 for no notebook sessions", (n) => n >= 0 && n <= 65_535).pipe(Config.withDefault(3400)),
-  // That origin as browsers reach it, where a proxy fronts it (https://notebooks.example.com).
+  // Those origins as browsers reach them, one per session (*: the session): http://*.localhost:<port> unless a proxy fronts them.
   notebookOrigin: Config.option(Config.string("SP_NOTEBOOK_ORIGIN")),
   sandboxSnapshotExpirationSeconds: positiveInt("SP_NOTEBOOK_SNAPSHOT_EXPIRATION_SECONDS", 7 * 24 * 3600),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
@@ -177,11 +178,10 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
     if (c.notebookPort !== 0 && (c.notebookPort === c.port || c.notebookPort === c.webPort)) {
       return yield* Effect.fail(invalid("SP_NOTEBOOK_PORT", "must differ from SP_PORT and SP_WEB_PORT: notebooks are served from an origin of their own"))
     }
-    const notebookOrigin = Option.match(c.notebookOrigin, {
-      onNone: () => `http://${c.host === "0.0.0.0" || c.host === "::" ? "127.0.0.1" : c.host.includes(":") ? `[${c.host}]` : c.host}:${c.notebookPort}`,
-      onSome: (value) => Option.getOrNull(Option.liftThrowable(() => new URL(value))().pipe(Option.filter((url) => /^https?:$/.test(url.protocol)), Option.map((url) => url.origin)))
-    })
-    if (notebookOrigin === null) return yield* Effect.fail(invalid("SP_NOTEBOOK_ORIGIN", "must be an http(s) origin, such as https://notebooks.example.com"))
+    const notebookOrigins = parseNotebookOrigins(Option.getOrElse(c.notebookOrigin, () => `http://*.localhost:${c.notebookPort}`))
+    if (notebookOrigins === null) {
+      return yield* Effect.fail(invalid("SP_NOTEBOOK_ORIGIN", "must be an origin whose first label is * (one origin per session), such as https://*.notebooks.example.com"))
+    }
     const dataDir = path.resolve(c.dataDir)
     yield* privateDataDir(dataDir)
     return {
@@ -190,7 +190,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
       envConnections: yield* envConnections(selfHosted),
       dataDir,
       notebookDir: path.resolve(Option.getOrElse(c.notebookDir, () => `${dataDir}-notebooks`)),
-      notebookOrigin,
+      notebookOrigins,
       selfHosted,
       localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)
     } as const

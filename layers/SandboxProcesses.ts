@@ -72,10 +72,8 @@ export interface NotebookProcess {
   readonly stop: Effect.Effect<void>
   /** Resolves, with why, once the process has ended. */
   readonly ended: Promise<string>
-  /** The disk its work folder takes (counted up to just past its quota). */
+  /** The disk its work folder (and its server's socket folder) take, counted up to just past its quota. */
   readonly workBytes: Effect.Effect<number>
-  /** Shuts down every kernel it runs (the server stays, to list and delete files). */
-  readonly stopKernels: Effect.Effect<void>
 }
 
 /** The most an answer of the runner other than an execute's takes (a snapshot's list of names). */
@@ -609,6 +607,8 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
           "--ServerApp.root_dir=/work",
           // A deleted file goes, rather than to a trash folder inside the work folder (where it would still count against the disk quota).
           "--FileContentsManager.delete_to_trash=False",
+          // A terminal is a shell no kernel rule (the disk quota's refusals) would reach.
+          "--ServerApp.terminals_enabled=False",
           `--ServerApp.base_url=${options.baseUrl}`,
           "--ServerApp.open_browser=False"
         ],
@@ -657,16 +657,8 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
           kill("the notebook session was stopped")
           return ended
         }).pipe(Effect.asVoid),
-        workBytes: Effect.promise(() => diskBytes(options.workDir, limits.diskMb * 1024 * 1024)),
-        stopKernels: Effect.promise(async () => {
-          const listed = await jupyterCall(socketPath, "GET", `${options.baseUrl}api/kernels`, options.jupyterToken)
-          const kernels: unknown = Option.getOrNull(Option.liftThrowable(JSON.parse)(listed ?? "null"))
-          if (!Array.isArray(kernels)) return
-          for (const kernel of kernels) {
-            const id = (kernel as { id?: unknown }).id
-            if (typeof id === "string" && /^[0-9a-f-]{36}$/.test(id)) await jupyterCall(socketPath, "DELETE", `${options.baseUrl}api/kernels/${id}`, options.jupyterToken)
-          }
-        })
+        // Its socket's folder is the host's disk too.
+        workBytes: Effect.promise(async () => (await diskBytes(options.workDir, limits.diskMb * 1024 * 1024)) + (await diskBytes(jupyterDir, limits.diskMb * 1024 * 1024)))
       }
       notebooks.add(notebook)
       const deadline = Date.now() + NOTEBOOK_READY_TIMEOUT_MS
@@ -863,29 +855,6 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
 }) {}
 
 /** Whether the Jupyter server on `socketPath` answers `route` with 200. */
-const JUPYTER_ANSWER_BYTES = 1024 * 1024
-
-/** A call to a notebook server's REST API: its answer's body when it succeeds, else null. */
-const jupyterCall = (socketPath: string, method: string, route: string, token: string) =>
-  new Promise<string | null>((resolve) => {
-    const request = http.request({ socketPath, method, path: route, headers: { authorization: `token ${token}` }, timeout: 10_000 }, (response) => {
-      const chunks: Array<Buffer> = []
-      let size = 0
-      // The server runs as the session's uid, which its code could replace: its answer is bounded.
-      response.on("data", (chunk: Buffer) => {
-        size += chunk.length
-        if (size > JUPYTER_ANSWER_BYTES) return request.destroy()
-        chunks.push(chunk)
-      })
-      response.on("end", () => resolve((response.statusCode ?? 500) < 300 ? Buffer.concat(chunks).toString("utf8") : null))
-      response.on("error", () => resolve(null))
-    })
-    request.on("error", () => resolve(null))
-    request.on("close", () => resolve(null))
-    request.on("timeout", () => request.destroy())
-    request.end()
-  })
-
 const jupyterAnswers = (socketPath: string, route: string, token: string) =>
   new Promise<boolean>((resolve) => {
     if (!fs.existsSync(socketPath)) return resolve(false)

@@ -1,5 +1,6 @@
 import { Option } from "effect"
 import type { AppConfig } from "../../layers/AppConfig"
+import { sessionOfHost, sessionOrigin } from "../domain/NotebookOrigin"
 
 /** What every response of the gateway carries, whichever lane answers it. */
 export const SECURITY_HEADERS = {
@@ -31,24 +32,19 @@ const HOST_VERDICTS = 256
 
 const originOf = (value: string) => Option.getOrNull(Option.liftThrowable(() => new URL(value).origin)())
 
-/**
- * Whether a request's Host and Origin are the gateway's own (self-hosted, or where SP_ALLOWED_HOSTS
- * names them): for `site` "gateway", the API's and the web app's origins; for "notebooks", the
- * notebook origin alone (a notebook's pages run what notebooks write, so neither site takes the
- * other's pages as its own).
- */
-export const allowedHostGuard = (config: AppConfig, site: "gateway" | "notebooks" = "gateway") => {
+/** Whether a request's Host and Origin are the gateway's own: the API's or the web app's (self-hosted, or where SP_ALLOWED_HOSTS names them). */
+export const allowedHostGuard = (config: AppConfig) => {
   const names = new Set(["localhost", "127.0.0.1", "[::1]", ...config.allowedHosts.map((h) => h.toLowerCase())])
   if (config.host !== "0.0.0.0" && config.host !== "::") names.add(config.host.toLowerCase())
   // An Origin is a scheme, host and port: a page on another local port is another site. An allowed
   // host may also sit behind a proxy on its default ports.
-  const ports = site === "gateway" ? [config.port, ...(config.webPort === 0 ? [] : [config.webPort])] : [config.notebookPort]
-  const proxied = site === "gateway" ? config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`]) : [config.notebookOrigin]
-  if (site === "notebooks") names.add(new URL(config.notebookOrigin).hostname.toLowerCase())
+  const ports = [config.port, ...(config.webPort === 0 ? [] : [config.webPort])]
   const origins = new Set(
-    [...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)), ...proxied].flatMap((origin) => Option.toArray(Option.fromNullable(originOf(origin))))
+    [...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)), ...config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`])].flatMap(
+      (origin) => Option.toArray(Option.fromNullable(originOf(origin)))
+    )
   )
-  const enforce = site === "notebooks" || config.selfHosted || config.allowedHosts.length > 0
+  const enforce = config.selfHosted || config.allowedHosts.length > 0
   const hostname = (value: string) => {
     const url = Option.getOrNull(Option.liftThrowable(() => new URL(value.includes("://") ? value : `http://${value}`))())
     return url?.hostname.toLowerCase() ?? null
@@ -72,3 +68,13 @@ export const allowedHostGuard = (config: AppConfig, site: "gateway" | "notebooks
   }
 }
 
+/**
+ * Whether a request on the notebook port is for a session's own origin: its Host one of the
+ * template's (SP_NOTEBOOK_ORIGIN), and its Origin, when it has one, that same origin (a page of
+ * another session, of the API or of any other site is refused).
+ */
+export const notebookHostGuard = (config: AppConfig) => (headers: Readonly<Record<string, string | undefined>>) => {
+  const id = sessionOfHost(config.notebookOrigins, headers["host"])
+  const origin = headers["origin"]
+  return id !== null && (origin === undefined || origin.toLowerCase() === sessionOrigin(config.notebookOrigins, id))
+}

@@ -47,7 +47,7 @@ export class Gate extends Effect.Service<Gate>()("sluice/Gate", {
       })
 
     /** Who calls: the per-IP limit of the rate class, then the credential; a refused one's audit row goes to the org its key belongs to, when the store knows. */
-    const admit = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, rateClass: RateClass, surface?: "mcp") =>
+    const admit = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, rateClass: RateClass, surface?: "mcp" | "notebook") =>
       admitWith(
         info,
         rateClass,

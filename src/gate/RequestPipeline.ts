@@ -12,7 +12,7 @@ import { REPORT_REQUEST_MAX_BYTES } from "../domain/Report"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { announcesBody, declaresJson } from "./BodyHeaders"
 import { resolveClientAddress } from "./ClientAddress"
-import { allowedHostGuard, envelopeHeaders } from "./Envelope"
+import { allowedHostGuard, envelopeHeaders, notebookHostGuard } from "./Envelope"
 import { auditRow, childQueryRows, newAuditDraft } from "../services/AuditDraft"
 import { type RequestInfo, RequestState } from "./RequestState"
 
@@ -129,7 +129,7 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const connections = yield* Connections
   const trustedProxies = new Set(config.trustedProxies)
   const gatewayHosts = allowedHostGuard(config)
-  const notebookHosts = allowedHostGuard(config, "notebooks")
+  const notebookHosts = notebookHostGuard(config)
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
   /** A request's audit row: its draft, with where the request came from and how it ended. */

@@ -3,15 +3,16 @@ import * as net from "node:net"
 import type { Duplex } from "node:stream"
 import { randomUUID } from "node:crypto"
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeStream } from "@effect/platform-node"
+import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
 import { Effect, Option, Runtime } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { resolveClientAddress } from "../gate/ClientAddress"
-import { allowedHostGuard } from "../gate/Envelope"
+import { sessionOfHost } from "../domain/NotebookOrigin"
+import { notebookHostGuard } from "../gate/Envelope"
 import { credentialOf, Gate } from "../gate/Gate"
-import { errorResponse } from "../gate/RequestPipeline"
+import { bodyLimitOf, errorResponse } from "../gate/RequestPipeline"
 import { type RequestInfo, RequestState } from "../gate/RequestState"
 import { Audit } from "../services/Audit"
 import { auditRow, newAuditDraft } from "../services/AuditDraft"
@@ -28,10 +29,14 @@ const COOKIE_VALUE = new RegExp(`(?:^|;\\s*)${COOKIE}=([0-9a-f]{64})(?:;|$)`)
 // A session's server that says nothing for this long (no headers, no bytes of a body) is given up on.
 const UPSTREAM_IDLE_MS = 60_000
 const UPGRADE_HEAD_BYTES = 16 * 1024
+const MAX_HELD_PER_SESSION = 32
 
 // Hop-by-hop headers, and what is the gateway's own (the caller's credential, its origin) or Jupyter's (its cookies): never forwarded.
 const NOT_FORWARDED = new Set(["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "x-api-key", "authorization", "cookie", "origin", "referer", "content-length"])
-const NOT_RETURNED = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "content-type", "set-cookie", "content-security-policy", "x-frame-options"])
+// What of a session's server's answer reaches the browser: what a page and a download need, nothing that acts beyond the answer
+// (a service worker's wider scope, cleared site data, CORS, cookies). Its server runs as the session's uid, whose code can replace it.
+const RETURNED = new Set(["content-disposition", "content-encoding", "content-language", "cache-control", "etag", "last-modified", "expires", "vary", "accept-ranges", "content-range", "retry-after"])
+const SAME_ORIGIN_PATH = /^\/(?!\/)/
 
 /** The request's headers as the session's server gets them: its own token instead of the caller's credential. */
 const forwardedHeaders = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>, target: NotebookTarget) => {
@@ -64,21 +69,26 @@ export const makeNotebookProxy = Effect.gen(function* () {
   const sessions = yield* NotebookSessions
   const audit = yield* Audit
   const config = yield* AppConfig
-  const hostAllowed = allowedHostGuard(config, "notebooks")
+  const hostAllowed = notebookHostGuard(config)
   const trustedProxies = new Set(config.trustedProxies)
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-  const secure = config.notebookOrigin.startsWith("https:")
+  const secure = config.notebookOrigins.scheme === "https"
+  /** The session a request is for: its Host's (each session has an origin of its own) and its path's, which must agree. */
+  const sessionOf = (url: string, host: string | undefined) => {
+    const id = sessionIdOf(url)
+    return id !== null && id === sessionOfHost(config.notebookOrigins, host) ? id : null
+  }
 
   /** Who calls, and where their session is: a key (or token, or local access) at the gate, else the browser's cookie for this session; the execute scope (a notebook runs code); then the caller's own running session. */
   const admitted = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, id: string) =>
     Effect.gen(function* () {
       const cookie = credentialOf(headers) === null ? COOKIE_VALUE.exec(headers["cookie"] ?? "")?.[1] : undefined
-      const principal: Principal = cookie === undefined ? yield* gate.admit(info, headers, "general") : yield* gate.admitWith(info, "general", sessions.cookiePrincipal(id, cookie))
+      const principal: Principal = cookie === undefined ? yield* gate.admit(info, headers, "general", "notebook") : yield* gate.admitWith(info, "general", sessions.cookiePrincipal(id, cookie))
       yield* gate.authorize(principal, "execute", "A notebook session", false)
       return yield* sessions.target(principal, id)
     })
 
-  /** A one-time link: its ticket becomes a cookie for this session's path, and the browser goes on to the notebook UI. */
+  /** A one-time link: its ticket becomes a cookie for this session's path, and the browser goes on to the notebook UI. The id is the session's (a checked path). */
   const open = (info: RequestInfo, id: string, ticket: string) =>
     Effect.gen(function* () {
       let cookie = ""
@@ -92,22 +102,82 @@ export const makeNotebookProxy = Effect.gen(function* () {
       )
       yield* gate.authorize(principal, "execute", "A notebook session", false)
       const path = `/notebook/${id}/`
-      return HttpServerResponse.empty({
-        status: 303,
-        headers: { location: `${path}tree`, "set-cookie": `${COOKIE}=${cookie}; Path=${path}; HttpOnly; SameSite=Strict${secure ? "; Secure" : ""}` }
+      // A page of this origin goes on to the notebook, not a redirect: a SameSite=Strict cookie set on a navigation another site began
+      // is not sent along that navigation's redirects, only on one this origin begins.
+      return HttpServerResponse.text(`<!doctype html><meta http-equiv="refresh" content="0;url=${path}tree"><title>Opening the notebook</title><a href="${path}tree">Open the notebook</a>`, {
+        contentType: "text/html; charset=utf-8",
+        headers: { "set-cookie": `${COOKIE}=${cookie}; Path=${path}; HttpOnly; SameSite=Strict${secure ? "; Secure" : ""}` }
       })
     })
 
   /** The session's server's answer to the request, its body streamed as it comes; null where the server did not answer in time. */
-  const forward = (request: HttpServerRequest.HttpServerRequest, target: NotebookTarget, body: Uint8Array | undefined) =>
-    Effect.async<http.IncomingMessage | null>((resume) => {
-      const forwarded = http.request({ socketPath: target.socketPath, method: request.method, path: request.url, headers: forwardedHeaders(request.headers, target) })
+  /**
+   * The session's server's answer to the request, its body streamed as it comes, the request's
+   * streamed to it as it comes (at most the limit); "too_large" past the limit; null where the
+   * server did not answer in time, or answered as no Jupyter does.
+   */
+  const forward = (request: HttpServerRequest.HttpServerRequest, target: NotebookTarget) =>
+    Effect.async<http.IncomingMessage | "too_large" | null>((resume) => {
+      let settled = false
+      const settle = (outcome: http.IncomingMessage | "too_large" | null) => {
+        if (settled) return
+        settled = true
+        resume(Effect.succeed(outcome))
+      }
+      // A connection of its own (no pool): a Unix socket's connect is cheap, and no answer waits behind another's.
+      const forwarded = http.request({ socketPath: target.socketPath, method: request.method, path: request.url, headers: forwardedHeaders(request.headers, target), agent: false })
       forwarded.setTimeout(UPSTREAM_IDLE_MS, () => forwarded.destroy())
-      forwarded.on("response", (response) => resume(Effect.succeed(response)))
-      forwarded.on("error", () => resume(Effect.succeed(null)))
-      forwarded.end(body)
+      let answer: http.IncomingMessage | undefined
+      forwarded.on("response", (response) => {
+        answer = response
+        settle(response)
+      })
+      // An upgrade in answer to a plain request is no Jupyter's (the session's code replaced its server): the socket is not kept.
+      forwarded.on("upgrade", (_, socket) => {
+        socket.destroy()
+        forwarded.destroy()
+        settle(null)
+      })
+      forwarded.on("error", () => settle(null))
+      forwarded.on("close", () => settle(null))
+      // A client that leaves takes its request to the session's server with it, whatever that server was doing.
+      NodeHttpServerRequest.toServerResponse(request).once("close", () => {
+        forwarded.destroy()
+        answer?.destroy()
+      })
+      if (request.method === "GET" || request.method === "HEAD") forwarded.end()
+      else {
+        const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+        const limit = bodyLimitOf(request)
+        let size = 0
+        incoming.on("data", (chunk: Buffer) => {
+          size += chunk.length
+          if (size <= limit) return
+          incoming.unpipe(forwarded)
+          incoming.resume()
+          forwarded.destroy()
+          settle("too_large")
+        })
+        incoming.pipe(forwarded)
+      }
       return Effect.sync(() => forwarded.destroy())
     })
+
+  // Requests and WebSockets each session's server may be asked to hold at once.
+  const held = new Map<string, number>()
+  const hold = (id: string) => {
+    const count = held.get(id) ?? 0
+    if (count >= MAX_HELD_PER_SESSION) return undefined
+    held.set(id, count + 1)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      const left = (held.get(id) ?? 1) - 1
+      if (left === 0) held.delete(id)
+      else held.set(id, left)
+    }
+  }
 
   const app: HttpApp.Default = Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -115,8 +185,10 @@ export const makeNotebookProxy = Effect.gen(function* () {
     if (Option.isNone(state)) return errorResponse(500, "internal_error", "Internal error")
     const info = state.value
     info.eventType = "notebook_proxy"
-    const id = sessionIdOf(request.url)
-    if (id === null) return errorResponse(404, "not_found", "This is the notebook origin: its paths are /notebook/{session_id}/…")
+    const id = sessionOf(request.url, request.headers["host"])
+    if (id === null) return errorResponse(404, "not_found", "This is a notebook session's origin: it serves that session's paths, /notebook/{session_id}/…, alone")
+    // A service worker would outlive the answer and act on every later one: a notebook's pages may not register one.
+    if (request.headers["service-worker"] !== undefined) return errorResponse(403, "forbidden", "Notebook pages may not register service workers")
     const ticket = request.method === "GET" ? OPEN_PATH.exec(request.url)?.[1] : undefined
     if (ticket !== undefined) {
       const opened = yield* Effect.either(open(info, id, ticket))
@@ -128,14 +200,20 @@ export const makeNotebookProxy = Effect.gen(function* () {
     if (full !== null && (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") && WRITES.test(request.url)) {
       return errorResponse(507, "insufficient_storage", full)
     }
-    const body = request.method === "GET" || request.method === "HEAD" ? undefined : new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
-    const upstream = yield* forward(request, target.right, body)
+    const release = hold(id)
+    if (release === undefined) return errorResponse(429, "rate_limited", `A notebook session serves at most ${MAX_HELD_PER_SESSION} requests and connections at once`)
+    // Held until the answer has streamed out (or the client left).
+    const upstream = yield* forward(request, target.right).pipe(Effect.onInterrupt(() => Effect.sync(release)))
+    if (upstream === "too_large" || upstream === null) release()
+    else upstream.once("close", release)
+    if (upstream === "too_large") return errorResponse(413, "payload_too_large", `Request bodies are limited to ${bodyLimitOf(request)} bytes`)
     if (upstream === null) return errorResponse(502, "bad_gateway", "The notebook session's server did not answer")
     const headers: Record<string, string> = {}
     for (const [name, value] of Object.entries(upstream.headers)) {
-      if (value === undefined || NOT_RETURNED.has(name)) continue
-      headers[name] = Array.isArray(value) ? value.join(", ") : value
+      if (value !== undefined && RETURNED.has(name)) headers[name] = Array.isArray(value) ? value.join(", ") : value
     }
+    const location = upstream.headers["location"]
+    if (location !== undefined && SAME_ORIGIN_PATH.test(location)) headers["location"] = location
     const contentType = upstream.headers["content-type"] ?? "application/octet-stream"
     return HttpServerResponse.stream(NodeStream.fromReadable(() => upstream, () => "the notebook session's server stopped mid-answer"), { status: upstream.statusCode ?? 502, headers, contentType })
   })
@@ -175,7 +253,7 @@ export const makeNotebookProxy = Effect.gen(function* () {
         refuse(socket, 403, "forbidden", "The Host or Origin of this request is not allowed (set SP_NOTEBOOK_ORIGIN)")
         return yield* record(403, "refused", "forbidden")
       }
-      const id = sessionIdOf(url)
+      const id = sessionOf(url, headers["host"])
       if (id === null || request.method !== "GET" || headers["upgrade"]?.toLowerCase() !== "websocket" || !KERNEL_CHANNELS.test(url)) {
         return refuse(socket, 404, "not_found", "A notebook session takes WebSocket upgrades for its kernels' channels only")
       }
@@ -190,12 +268,17 @@ export const makeNotebookProxy = Effect.gen(function* () {
         refuse(socket, 507, "insufficient_storage", full)
         return yield* record(507, "refused", "insufficient_storage")
       }
-      join(request, socket, head, target.right)
+      const release = hold(id)
+      if (release === undefined) {
+        refuse(socket, 429, "rate_limited", `A notebook session serves at most ${MAX_HELD_PER_SESSION} requests and connections at once`)
+        return yield* record(429, "refused", "rate_limited")
+      }
+      join(request, socket, head, target.right, release)
       yield* record(101, "success", null)
     }).pipe(Effect.catchAllCause((cause) => Effect.zipRight(Effect.sync(() => socket.destroy()), Effect.logError("a notebook WebSocket failed", cause))))
 
   /** Sends the upgrade to the session's server; joins the sockets on its 101, relays any other answer and closes. */
-  const join = (request: http.IncomingMessage, socket: Duplex, head: Buffer, target: NotebookTarget) => {
+  const join = (request: http.IncomingMessage, socket: Duplex, head: Buffer, target: NotebookTarget, releaseHold: () => void) => {
     const upstream = net.connect(target.socketPath)
     let endedBecause: string | undefined
     const release = target.holdSocket({
@@ -231,6 +314,7 @@ export const makeNotebookProxy = Effect.gen(function* () {
     upstream.on("data", untilAnswered)
     upstream.on("close", () => {
       release()
+      releaseHold()
       if (endedBecause !== undefined && socket.writable) socket.end(closeFrame(SESSION_ENDED, endedBecause))
       else socket.end()
     })

@@ -16,9 +16,9 @@ export interface Credential {
   readonly localPeer: boolean
   /**
    * MCP: only API keys are accepted (a session token is refused), and a keyless client on this
-   * machine is the local admin only until someone makes the first key.
+   * machine is the local admin only until someone makes the first key. Notebook: never local access.
    */
-  readonly surface?: "mcp"
+  readonly surface?: "mcp" | "notebook"
 }
 
 /** Who acts with a usable API key: its org, user, scopes and role. */
@@ -101,7 +101,8 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
 
     /** Local access, decided here for every surface: keyless, from this machine, when SP_LOCAL_ACCESS allows it. */
     const localAdmin = (credential: Credential) => {
-      if (!config.localAccess || !credential.localPeer) return keyRequired
+      // A notebook's pages run what notebooks write: the notebook origin never grants this machine's authority.
+      if (!config.localAccess || !credential.localPeer || credential.surface === "notebook") return keyRequired
       if (credential.surface !== "mcp") return Effect.succeed(local)
       return Effect.flatMap(keys.userKeysExist, (exist) => (exist ? keyRequired : Effect.succeed(local)))
     }

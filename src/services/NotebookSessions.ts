@@ -6,6 +6,7 @@ import { AppConfig } from "../../layers/AppConfig"
 import { DEFAULT_LIMITS, type NotebookProcess, SandboxProcesses } from "../../layers/SandboxProcesses"
 import { CapacityReached, Conflict, NotAvailableHere, NotFound, Unauthenticated, Unavailable } from "../domain/Errors"
 import { NotebookSessionId, type OrgId } from "../domain/Ids"
+import { sessionOrigin } from "../domain/NotebookOrigin"
 import type { NotebookSession, StartNotebookSession } from "../domain/NotebookSession"
 import type { Principal } from "../domain/Principal"
 import { ALL_SCOPES } from "../domain/Scope"
@@ -28,7 +29,7 @@ interface Live {
   /** One-time links' tickets not yet used (SHA-256 → when each expires) and the browser cookies they became (SHA-256). */
   readonly tickets: Map<string, number>
   readonly cookies: Set<string>
-  /** Its work folder went over the disk quota: kernels stopped, writes refused until files are deleted. */
+  /** It started with its work folder over the disk quota: writes and kernels refused until files are deleted. */
   overQuota: boolean
 }
 
@@ -44,6 +45,8 @@ export interface NotebookTarget {
 
 const KERNEL_PROCESSES = 256
 const DISK_CHECK = Duration.seconds(2)
+// The starter's credential is checked again every this many disk checks (20 s).
+const CREDENTIAL_CHECK_EVERY = 10
 const TICKET_MS = 60_000
 const EVERY_SCOPE = new Set(ALL_SCOPES)
 const TICKETS_HELD = 32
@@ -71,8 +74,9 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
     const live = new Map<NotebookSessionId, Live>()
     const idleMs = config.notebookIdleTimeoutSeconds * 1000
     const limits = { ...DEFAULT_LIMITS, memoryMb: config.sandboxMemoryMb, diskMb: config.sandboxDiskMb, processes: KERNEL_PROCESSES }
+    const quotaBytes = config.sandboxDiskMb * 1024 * 1024
 
-    const urlOf = (id: string) => `${config.notebookOrigin}/notebook/${id}/tree`
+    const urlOf = (id: string) => `${sessionOrigin(config.notebookOrigins, id)}/notebook/${id}/tree`
     const safe = (part: string) => part.replace(/[^A-Za-z0-9_.-]/g, "_")
     /**
      * The credential's notebooks and files, kept across its sessions (another key of the same user has
@@ -144,17 +148,25 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
         }
       })
 
-    /** Every few seconds, the work folder against the disk quota: over it, the kernels stop and writes are refused until files are deleted. */
-    const quotaWatch = (session: Live): Effect.Effect<void> =>
+    /**
+     * Every few seconds, the work folder against the disk quota, and now and then the starter's
+     * credential. A session that goes over the quota ends, and all it ran with it (a process its code
+     * left behind included); one started over it takes no writes and runs no kernels until files are
+     * deleted. A credential that no longer opens anything (a deleted key) ends its session too.
+     */
+    const watch = (session: Live): Effect.Effect<void> =>
       Effect.gen(function* () {
-        while (live.get(session.row.id) === session) {
+        for (let checks = 1; live.get(session.row.id) === session; checks++) {
           yield* Effect.sleep(DISK_CHECK)
-          const over = (yield* session.process.workBytes) > config.sandboxDiskMb * 1024 * 1024
+          const over = (yield* session.process.workBytes) > quotaBytes
           if (over && !session.overQuota) {
-            yield* Effect.logWarning(`notebook session ${session.row.id} went over its ${config.sandboxDiskMb} MiB disk quota: its kernels are stopped`)
-            yield* session.process.stopKernels
+            const reason = `Its work folder went over its ${config.sandboxDiskMb} MiB disk quota; start it again to delete files (until the folder is under the quota, it takes no writes and runs no kernels)`
+            return yield* Effect.forkDaemon(end(session, "error", reason))
           }
           session.overQuota = over
+          if (checks % CREDENTIAL_CHECK_EVERY !== 0) continue
+          const starter = yield* Effect.either(starterNow(session))
+          if (starter._tag === "Left" && starter.left._tag === "Unauthenticated") return yield* Effect.forkDaemon(end(session, "stopped", starter.left.message))
         }
       })
 
@@ -194,10 +206,10 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
               SandboxProcessEnded: (error) => new Unavailable({ message: `The notebook session could not start: ${error.reason}` })
             })
           )
-        session = { row, process: started, jupyterToken, lastActivityMs: yield* Clock.currentTimeMillis, sockets: new Set(), reaper: undefined, tickets: new Map(), cookies: new Set(), overQuota: false }
+        session = { row, process: started, jupyterToken, lastActivityMs: yield* Clock.currentTimeMillis, sockets: new Set(), reaper: undefined, tickets: new Map(), cookies: new Set(), overQuota: (yield* started.workBytes) > quotaBytes }
         live.set(row.id, session)
         const held = session
-        held.reaper = yield* Effect.forkDaemon(Effect.zip(reap(held), quotaWatch(held), { concurrent: true }))
+        held.reaper = yield* Effect.forkDaemon(Effect.zip(reap(held), watch(held), { concurrent: true }))
         // A server that ends by itself (killed for memory, crashed) ends the session, saying why.
         started.ended.then((reason) => Runtime.runFork(runtime)(end(held, "error", reason)))
         return held
@@ -238,7 +250,7 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
       for (const [ticket, expires] of session.tickets) if (expires <= now || session.tickets.size >= TICKETS_HELD) session.tickets.delete(ticket)
       const ticket = randomBytes(32).toString("hex")
       session.tickets.set(sha256(ticket), now + TICKET_MS)
-      return `${config.notebookOrigin}/notebook/${session.row.id}/open?ticket=${ticket}`
+      return `${sessionOrigin(config.notebookOrigins, session.row.id)}/notebook/${session.row.id}/open?ticket=${ticket}`
     }
 
     /** The caller's active session, started when there is none (one per credential: a key, or a user's session or local access), with a one-time link to open it. */
@@ -354,7 +366,7 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
         },
         refusingWrites: () =>
           session.overQuota
-            ? `The notebook's work folder is over its ${config.sandboxDiskMb} MiB disk quota, so its kernels were stopped: delete files to go on`
+            ? `The notebook's work folder is over its ${config.sandboxDiskMb} MiB disk quota: delete files to go on (until then it takes no writes and runs no kernels)`
             : null
       }
       return found

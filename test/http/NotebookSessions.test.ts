@@ -9,6 +9,7 @@ import { ApiKeys } from "../../src/services/ApiKeys"
 import { eventually } from "../support/Eventually"
 import { type Gateway, localKey } from "../support/Gateway"
 import { request } from "../support/Http"
+import { notebookHost, notebookOrigin, notebookRequest, runOnKernel } from "../support/Notebooks"
 import { localOperator, startApp, startInProcess } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
@@ -17,45 +18,6 @@ const notebooksHere = fs.existsSync("/usr/bin/bwrap") && fs.existsSync("/etc/jup
 if (!notebooksHere && inCi) throw new Error("notebook sessions need bubblewrap and Debian's Jupyter packages: .ci/run installs them")
 const skip = !(await postgresAvailable()) || !notebooksHere
 const STRANGER = UserId.make("someone-else")
-
-/** A Jupyter client's kernel exchange: runs `code` on the kernel behind `url` and returns what it printed and its reply's status. */
-const runOnKernel = (url: string, headers: Record<string, string>, code: string) =>
-  new Promise<{ stdout: string; status: string }>((resolve, reject) => {
-    const socket = new WebSocket(url, { headers })
-    const msgId = randomUUID()
-    let stdout = ""
-    const timer = setTimeout(() => reject(new Error(`no reply; printed so far: ${stdout}`)), 30_000)
-    socket.on("open", () =>
-      socket.send(
-        JSON.stringify({
-          header: { msg_id: msgId, username: "test", session: randomUUID(), msg_type: "execute_request", version: "5.3", date: new Date().toISOString() },
-          parent_header: {},
-          metadata: {},
-          content: { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false, stop_on_error: true },
-          channel: "shell"
-        })
-      )
-    )
-    socket.on("message", (data) => {
-      const message = JSON.parse(data.toString())
-      if (message.parent_header?.msg_id !== msgId) return
-      if (message.msg_type === "stream") stdout += message.content.text
-      if (message.msg_type === "error") stdout += `${message.content.ename}: ${message.content.evalue}`
-      if (message.msg_type === "execute_reply") {
-        clearTimeout(timer)
-        socket.close()
-        resolve({ stdout, status: message.content.status })
-      }
-    })
-    socket.on("unexpected-response", (_, response) => {
-      clearTimeout(timer)
-      reject(new Error(`refused: ${response.statusCode}`))
-    })
-    socket.on("error", (error) => {
-      clearTimeout(timer)
-      reject(error)
-    })
-  })
 
 describe("notebook sessions over REST and the proxy's HTTP (issue 29)", () => {
   let gateway: Awaited<ReturnType<typeof startInProcess>>
@@ -79,13 +41,14 @@ describe("notebook sessions over REST and the proxy's HTTP (issue 29)", () => {
     await gateway?.stop()
   })
 
-  const api = (route: string, options: Parameters<typeof request>[2] = {}) => request(route.startsWith("/notebook/") ? gateway.notebookUrl! : gateway.url, route, { key: owner, ...options })
+  const api = (route: string, options: Parameters<typeof request>[2] = {}) =>
+    route.startsWith("/notebook/") ? notebookRequest(gateway.notebookUrl!, route, { key: owner, ...options }) : request(gateway.url, route, { key: owner, ...options })
 
   it.skipIf(skip)("one session per credential, its Jupyter server reached only by it through the proxy, ended on request and when idle", async () => {
     const started = await api("/api/notebook-sessions", { body: {} })
     expect(started.status, started.text).toBe(201)
     const id = started.json.id
-    expect(started.json).toMatchObject({ status: "running", url: `${gateway.notebookUrl}/notebook/${id}/tree`, reused: false, idle_timeout_seconds: 4 })
+    expect(started.json).toMatchObject({ status: "running", url: `${notebookOrigin(gateway.notebookUrl!, id)}/notebook/${id}/tree`, reused: false, idle_timeout_seconds: 4 })
     expect((await api("/api/notebook-sessions", { body: {} })).json).toMatchObject({ id, reused: true })
 
     const status = await api(`/notebook/${id}/api/status`)
@@ -106,7 +69,7 @@ describe("notebook sessions over REST and the proxy's HTTP (issue 29)", () => {
       ["sp_" + "0".repeat(32), `/notebook/${id}/api/status`, [401, "invalid_api_key"]],
       [null, `/notebook/${id}/api/status`, [401, "unauthenticated"]]
     ] as const) {
-      const refused = await request(route.startsWith("/notebook/") ? gateway.notebookUrl! : gateway.url, route, { key })
+      const refused = route.startsWith("/notebook/") ? await notebookRequest(gateway.notebookUrl!, route, { key }) : await request(gateway.url, route, { key })
       expect([route, refused.status, refused.json?.code]).toEqual([route, ...expected])
     }
 
@@ -152,7 +115,7 @@ describe("notebook sessions: a Jupyter client's kernel exchange over the proxy's
 
   it.skipIf(skip)("a kernel runs code that queries through sluice (masked, audited); refusals at the upgrade; a stopped session tells its open sockets", async () => {
     const session = (await request(gateway.url, "/api/notebook-sessions", { key, body: { connection_name: "pg" } })).json
-    const kernel = await request(gateway.notebookUrl!, `/notebook/${session.id}/api/kernels`, { key, body: { name: "python3" } })
+    const kernel = await notebookRequest(gateway.notebookUrl!, `/notebook/${session.id}/api/kernels`, { key, body: { name: "python3" } })
     expect(kernel.status, kernel.text).toBe(201)
     const channels = `${gateway.notebookUrl!.replace("http", "ws")}/notebook/${session.id}/api/kernels/${kernel.json.id}/channels?session_id=${randomUUID()}`
 
@@ -168,12 +131,23 @@ describe("notebook sessions: a Jupyter client's kernel exchange over the proxy's
     await expect(runOnKernel(channels, { "x-api-key": key, origin: "http://evil.example" }, "1")).rejects.toThrow("refused: 403")
 
     // An open socket is told why when its session ends.
-    const socket = new WebSocket(channels, { headers: { "x-api-key": key } })
+    const socket = new WebSocket(channels, { headers: { host: notebookHost(gateway.notebookUrl!, session.id), "x-api-key": key } })
     await new Promise((resolve) => socket.on("open", resolve))
     const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on("close", (code, reason) => resolve({ code, reason: reason.toString() })))
     expect((await request(gateway.url, `/api/notebook-sessions/${session.id}`, { key, method: "DELETE" })).status).toBe(200)
     expect(await closed).toEqual({ code: 4000, reason: "The notebook session was stopped" })
   }, 90_000)
+
+  it.skipIf(skip)("the notebook origin grants no local access: a keyless request from this machine is refused, even to a session local access started", async () => {
+    const started = await request(gateway.url, "/api/notebook-sessions", { body: {} })
+    expect(started.status, started.text).toBe(201)
+    const id = started.json.id as string
+    const status = await notebookRequest(gateway.notebookUrl!, `/notebook/${id}/api/status`)
+    expect([status.status, status.json.code]).toEqual([401, "unauthenticated"])
+    const kernel = await notebookRequest(gateway.notebookUrl!, `/notebook/${id}/api/kernels`, { body: { name: "python3" }, headers: { origin: notebookOrigin(gateway.notebookUrl!, id) } })
+    expect(kernel.status).toBe(401)
+    expect((await request(gateway.url, `/api/notebook-sessions/${id}`, { method: "DELETE" })).status).toBe(200)
+  }, 60_000)
 })
 
 describe("notebook sessions with a notebook folder out of a session's reach (issue 29)", () => {

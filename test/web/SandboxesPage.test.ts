@@ -62,7 +62,8 @@ describe.skipIf(skip)("the Sandboxes page in a real browser (issue 29)", () => {
     await step(page, "sandboxes notebook", async () => {
       const [tab] = await Promise.all([page.waitForEvent("popup"), page.getByRole("button", { name: "Open notebook" }).click()])
       await tab.waitForURL(/\/notebook\/nb_[0-9a-f]+\/tree$/, { timeout: 30_000 })
-      expect(new URL(tab.url()).origin).toBe(gateway.notebookUrl)
+      // The session's own origin, on the notebook port.
+      expect(new URL(tab.url()).origin).toBe(`http://nb-${/nb_([0-9a-f]{32})/.exec(tab.url())![1]}.localhost:${new URL(gateway.notebookUrl!).port}`)
       await tab.locator("#notebook_list").waitFor({ timeout: 30_000 })
       await tab.screenshot({ path: "test-results/sandboxes-notebook-tab.png" })
       await tab.close()
