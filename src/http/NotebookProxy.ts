@@ -55,14 +55,15 @@ const statusOf = (tag: string) =>
   ({ NotFound: 404, Conflict: 409, InsufficientScope: 403, Forbidden: 403, RateLimited: 429, Unavailable: 503, InvalidRequest: 400 })[tag] ?? 401
 
 /**
- * The notebook origin: `/notebook/{session_id}/…` over HTTP and (kernel channels only) WebSocket,
- * on SP_NOTEBOOK_PORT, an origin of its own — a notebook's pages run whatever notebooks write, so
- * they must hold neither the API's nor the web app's authority. A caller is its session's starter:
- * by the same key (or session token, or local access) at the gate, or, for a browser, by the cookie
- * a one-time link (`/notebook/{id}/open?ticket=…`, from starting the session) set for that session's
- * path alone. The request goes to the session's Jupyter server on its Unix socket with that server's
- * own token; its answer streams back. Another credential's session is not found, one not running a
- * conflict. Each request (and each WebSocket) is an audit row.
+ * Notebook sessions' origins: `/notebook/{session_id}/…` over HTTP and (kernel channels only)
+ * WebSocket, on SP_NOTEBOOK_PORT, each session at an origin of its own (SP_NOTEBOOK_ORIGIN) — a
+ * notebook's pages run whatever notebooks write, so they must hold neither the gateway's authority
+ * nor another session's. A caller is its session's starter: by the same key (or session token;
+ * never local access) at the gate, or, for a browser, by the cookie a one-time link
+ * (`/notebook/{id}/open?ticket=…`, from starting the session) set at that session's origin. The
+ * request goes to the session's Jupyter server on its Unix socket with that server's own token; its
+ * answer streams back, an allow-list of its headers with it. Another credential's session is not
+ * found, one not running a conflict. Each request (and each WebSocket) is an audit row.
  */
 export const makeNotebookProxy = Effect.gen(function* () {
   const gate = yield* Gate
@@ -79,7 +80,11 @@ export const makeNotebookProxy = Effect.gen(function* () {
     return id !== null && id === sessionOfHost(config.notebookOrigins, host) ? id : null
   }
 
-  /** Who calls, and where their session is: a key (or token, or local access) at the gate, else the browser's cookie for this session; the execute scope (a notebook runs code); then the caller's own running session. */
+  /**
+   * Who calls, and where their session is: a key (or session token; never local access) at the
+   * gate, else the browser's cookie for this session; the execute scope (a notebook runs code); then
+   * the caller's own running session.
+   */
   const admitted = (info: RequestInfo, headers: Readonly<Record<string, string | undefined>>, id: string) =>
     Effect.gen(function* () {
       const cookie = credentialOf(headers) === null ? COOKIE_VALUE.exec(headers["cookie"] ?? "")?.[1] : undefined
@@ -110,7 +115,6 @@ export const makeNotebookProxy = Effect.gen(function* () {
       })
     })
 
-  /** The session's server's answer to the request, its body streamed as it comes; null where the server did not answer in time. */
   /**
    * The session's server's answer to the request, its body streamed as it comes, the request's
    * streamed to it as it comes (at most the limit); "too_large" past the limit; null where the
