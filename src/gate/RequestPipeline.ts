@@ -278,13 +278,13 @@ export const makeRequestPipeline = Effect.gen(function* () {
   const changeRecordOf = (request: RequestLine, info: RequestInfo, started: number) =>
     STATE_CHANGING.has(request.method) ? changeRecord(() => requestRow(request, info, null, "success", null, performance.now() - started)) : null
 
-  const wrapFor = (hostAllowed: (headers: Readonly<Record<string, string | undefined>>) => boolean) => (app: HttpApp.Default): HttpApp.Default =>
+  const wrapFor = (hostAllowed: (headers: Readonly<Record<string, string | undefined>>) => boolean, setting: string) => (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = performance.now()
       const info = draftOf(request, Option.getOrNull(request.remoteAddress))
       if (!hostAllowed(request.headers)) {
-        const refused = errorResponse(403, "forbidden", "The Host or Origin of this request is not allowed (set SP_ALLOWED_HOSTS)")
+        const refused = errorResponse(403, "forbidden", `The Host or Origin of this request is not allowed (set ${setting})`)
         return yield* finish(request, info, started, refused)
       }
       const bodyLimit = bodyLimitOf(request)
@@ -307,9 +307,9 @@ export const makeRequestPipeline = Effect.gen(function* () {
     })
 
   /** The pipeline of the API's and the web app's origins. */
-  const wrap = wrapFor(gatewayHosts)
+  const wrap = wrapFor(gatewayHosts, "SP_ALLOWED_HOSTS")
   /** The same, on the notebook origin, whose Host and Origin are its own. */
-  const wrapNotebooks = wrapFor(notebookHosts)
+  const wrapNotebooks = wrapFor(notebookHosts, "SP_NOTEBOOK_ORIGIN")
 
   return { wrap, wrapNotebooks, draftOf, changeRecordOf, finish, finishNow } as const
 })

@@ -36,7 +36,8 @@ const NOT_FORWARDED = new Set(["host", "connection", "keep-alive", "proxy-connec
 // What of a session's server's answer reaches the browser: what a page and a download need, nothing that acts beyond the answer
 // (a service worker's wider scope, cleared site data, CORS, cookies). Its server runs as the session's uid, whose code can replace it.
 const RETURNED = new Set(["content-disposition", "content-encoding", "content-language", "cache-control", "etag", "last-modified", "expires", "vary", "accept-ranges", "content-range", "retry-after"])
-const SAME_ORIGIN_PATH = /^\/(?!\/)/
+// A path on the same origin: one slash, then no slash or backslash (browsers read `/\\host` as `//host`), and nothing a browser strips (tabs, newlines).
+const SAME_ORIGIN_PATH = /^\/(?![/\\])[^\\\x00-\x20\x7f]*$/
 
 /** The request's headers as the session's server gets them: its own token instead of the caller's credential. */
 const forwardedHeaders = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>, target: NotebookTarget) => {
@@ -219,7 +220,15 @@ export const makeNotebookProxy = Effect.gen(function* () {
     const location = upstream.headers["location"]
     if (location !== undefined && SAME_ORIGIN_PATH.test(location)) headers["location"] = location
     const contentType = upstream.headers["content-type"] ?? "application/octet-stream"
-    return HttpServerResponse.stream(NodeStream.fromReadable(() => upstream, () => "the notebook session's server stopped mid-answer"), { status: upstream.statusCode ?? 502, headers, contentType })
+    const status = upstream.statusCode ?? 502
+    // Not a status HTTP has: the server is no Jupyter (its session's code replaced it).
+    if (status < 200 || status > 599) {
+      upstream.destroy()
+      return errorResponse(502, "bad_gateway", "The notebook session's server answered with no valid status")
+    }
+    // A window this session's pages open, or that opens them, gets no handle on the other.
+    headers["cross-origin-opener-policy"] = "same-origin"
+    return HttpServerResponse.stream(NodeStream.fromReadable(() => upstream, () => "the notebook session's server stopped mid-answer"), { status, headers, contentType })
   })
 
   const refuse = (socket: Duplex, status: number, code: string, message: string) => {

@@ -192,6 +192,19 @@ describe("notebook sessions under attack (issue 29)", () => {
     await api(`/api/notebook-sessions/${next}`, { method: "DELETE" })
   }, 60_000)
 
+  it.skipIf(skip)("F5 (third attack's F2): every file counts a block at least, so a folder of many empty files goes over the quota", async () => {
+    const key = await gateway.keyWith(["read", "write", "execute"])
+    const id = (await api("/api/notebook-sessions", { key, body: {} })).json.id as string
+    expect((await api(`/notebook/${id}/api/contents/count-marker.txt`, { key, method: "PUT", body: { type: "file", format: "text", content: "x" } })).status).toBe(201)
+    const marker = fs.readdirSync(notebookDir, { recursive: true }).map(String).find((entry) => entry.endsWith("count-marker.txt"))!
+    const work = path.join(notebookDir, path.dirname(marker))
+    // 30 000 empty files: 117 MiB at a block each, over the 100 MiB quota.
+    await promisify(execFile)("/bin/sh", ["-c", 'for d in $(seq 0 59); do mkdir "e$d" && (cd "e$d" && touch $(seq -f "f%g" 0 499)); done'], { cwd: work })
+    const ended = await eventually(() => api(`/api/notebook-sessions/${id}`, { key }), (res) => res.json.status === "error", "the session's end", 15_000)
+    expect(ended.json.error).toMatch(/over its 100 MiB disk quota/)
+    fs.rmSync(work, { recursive: true, force: true })
+  }, 60_000)
+
   it.skipIf(skip)("F6: a package planted in the work folder under the server's name does not run as the server", async () => {
     const id = (await api("/api/notebook-sessions", { body: {} })).json.id as string
     expect((await api(`/notebook/${id}/api/contents/jupyter_server`, { method: "PUT", body: { type: "directory" } })).status).toBe(201)
@@ -273,6 +286,12 @@ describe("notebook sessions under attack, round 2 (issue 29)", () => {
       "        held.append(conn)",
       "    elif b'/slow' in data:",
       "        held.append(conn)",
+      "    elif b'/bad-location' in data:",
+      "        conn.sendall(b'HTTP/1.1 302 Found\\r\\nLocation: /\\\\evil.example/x\\r\\nContent-Length: 0\\r\\n\\r\\n')",
+      "        conn.close()",
+      "    elif b'/bad-status' in data:",
+      "        conn.sendall(b'HTTP/1.1 999 Odd\\r\\nContent-Length: 0\\r\\n\\r\\n')",
+      "        conn.close()",
       "    else:",
       "        conn.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Type: text/javascript\\r\\nService-Worker-Allowed: /\\r\\nAccess-Control-Allow-Origin: *\\r\\nClear-Site-Data: \"*\"\\r\\nSet-Cookie: planted=1; Path=/\\r\\nLocation: //evil.example/\\r\\nContent-Length: 5\\r\\n\\r\\nhello')",
       "        conn.close()",
@@ -304,6 +323,11 @@ describe("notebook sessions under attack, round 2 (issue 29)", () => {
     const planted = await api(`/notebook/${a}/files/sw.js`)
     expect([planted.status, planted.text], JSON.stringify(planted.headers)).toEqual([200, "hello"])
     for (const header of ["service-worker-allowed", "access-control-allow-origin", "clear-site-data", "set-cookie", "location"]) expect([header, planted.headers[header]]).toEqual([header, undefined])
+    expect(planted.headers["cross-origin-opener-policy"]).toBe("same-origin")
+    // The third attack's F4: a redirect off the origin by a backslash, and a status HTTP has not.
+    const offOrigin = await api(`/notebook/${a}/bad-location`)
+    expect([offOrigin.status, offOrigin.headers["location"]]).toEqual([302, undefined])
+    expect((await api(`/notebook/${a}/bad-status`)).status).toBe(502)
     await api(`/api/notebook-sessions/${a}`, { method: "DELETE" })
     await api(`/api/notebook-sessions/${b}`, { key: admin, method: "DELETE" })
   }, 60_000)
