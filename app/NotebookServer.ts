@@ -3,11 +3,12 @@ import { AppConfig } from "../layers/AppConfig"
 import { drainingServer } from "../layers/DrainingServer"
 import { shutdownPlan } from "../layers/ShutdownDeadline"
 import type { RequestPipeline } from "../src/gate/RequestPipeline"
+import { originsTemplate } from "../src/domain/NotebookOrigin"
 import { makeNotebookProxy } from "../src/http/NotebookProxy"
 
 /**
- * The notebook origin on SP_NOTEBOOK_PORT (0: none; cloud mode has no notebook sessions): the
- * proxy to notebook sessions, behind the same pipeline with the origin's own Host and Origin.
+ * Notebook sessions' origins on SP_NOTEBOOK_PORT (0: none; cloud mode has no notebook sessions):
+ * the proxy to them, behind the same pipeline, each session's Host and Origin its own.
  */
 export const notebookServer = (pipeline: RequestPipeline) =>
   Layer.unwrapEffect(
@@ -21,6 +22,6 @@ export const notebookServer = (pipeline: RequestPipeline) =>
         shutdown: shutdownPlan(config.shutdownTimeoutSeconds),
         upgrade: proxy.upgrade,
         setting: "SP_NOTEBOOK_PORT"
-      }).pipe(Layer.tap(() => Effect.logInfo(`Notebook sessions at ${config.notebookOrigins.scheme}://*.${config.notebookOrigins.suffix}${config.notebookOrigins.port === "" ? "" : `:${config.notebookOrigins.port}`} (one origin each), on port ${config.notebookPort}`)))
+      }).pipe(Layer.tap(() => Effect.logInfo(`Notebook sessions at ${originsTemplate(config.notebookOrigins)} (an origin each), on port ${config.notebookPort}`)))
     })
   )

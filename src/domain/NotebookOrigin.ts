@@ -24,6 +24,9 @@ export const parseNotebookOrigins = (template: string): NotebookOrigins | null =
 
 const hostOf = (origins: NotebookOrigins, id: string) => `nb-${id.slice("nb_".length)}.${origins.suffix}${origins.port === "" ? "" : `:${origins.port}`}`
 
+/** The template as the operator wrote it: `scheme://*.suffix[:port]`. */
+export const originsTemplate = (origins: NotebookOrigins) => sessionOrigin(origins, "nb_").replace("nb-.", "*.")
+
 /** The origin of session `id` (`nb_<32 hex>`). */
 export const sessionOrigin = (origins: NotebookOrigins, id: string) => `${origins.scheme}://${hostOf(origins, id)}`
 

@@ -40,9 +40,10 @@ export const allowedHostGuard = (config: AppConfig) => {
   // host may also sit behind a proxy on its default ports.
   const ports = [config.port, ...(config.webPort === 0 ? [] : [config.webPort])]
   const origins = new Set(
-    [...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)), ...config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`])].flatMap(
-      (origin) => Option.toArray(Option.fromNullable(originOf(origin)))
-    )
+    [
+      ...[...names].flatMap((name) => ports.map((port) => `http://${name}:${port}`)),
+      ...config.allowedHosts.flatMap((host) => [`https://${host}`, `http://${host}`])
+    ].flatMap((origin) => Option.toArray(Option.fromNullable(originOf(origin))))
   )
   const enforce = config.selfHosted || config.allowedHosts.length > 0
   const hostname = (value: string) => {
