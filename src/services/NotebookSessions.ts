@@ -14,6 +14,7 @@ import { isStarter, starterOf } from "../domain/Starter"
 import { type NotebookSessionRow, NotebookSessionsRepo } from "../repos/NotebookSessionsRepo"
 import { ActingPrincipals } from "./ActingPrincipals"
 import { type CodeSource, CodeQueries } from "./CodeQueries"
+import { keyedLocks } from "./KeyedLocks"
 import { Connections } from "./Connections"
 import { CODE_SCOPES } from "./Sandboxes"
 
@@ -236,14 +237,9 @@ export class NotebookSessions extends Effect.Service<NotebookSessions>()("sluice
     })
 
     // One start or delete at a time per credential: concurrent starts find the one they began, and a start racing a delete sees it done.
-    const starterLocks = new Map<string, Effect.Semaphore>()
+    const perStarter = keyedLocks<string>()
     const serialized = <A, E, R>(principal: Principal, work: Effect.Effect<A, E, R>) =>
-      Effect.suspend(() => {
-        const key = `${principal.orgId}\n${principal.userId}\n${principal.kind}\n${principal.keyId ?? ""}`
-        let lock = starterLocks.get(key)
-        if (lock === undefined) starterLocks.set(key, (lock = Effect.unsafeMakeSemaphore(1)))
-        return lock.withPermits(1)(work)
-      })
+      perStarter(`${principal.orgId}\n${principal.userId}\n${principal.kind}\n${principal.keyId ?? ""}`, work)
 
     /** A one-time link to the session's UI for a browser, which cannot send a key with a page it opens. */
     const openUrl = (session: Live, now: number) => {

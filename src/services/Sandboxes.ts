@@ -13,6 +13,7 @@ import { type CreateSandbox, type ExecuteCode, type ExecuteResult, MAX_RUNNING_S
 import type { Scope } from "../domain/Scope"
 import { type SandboxRow, SandboxesRepo } from "../repos/SandboxesRepo"
 import { type ChildReport, type CodeSource, CodeQueries } from "./CodeQueries"
+import { keyedLocks } from "./KeyedLocks"
 import { Connections } from "./Connections"
 
 // What a sandbox's code may do with data: read and query, whatever else its creator may do.
@@ -161,13 +162,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       })
 
     // One change of a sandbox's life at a time: a resume, a snapshot, a delete.
-    const lifeLocks = new Map<SandboxId, Effect.Semaphore>()
-    const lockFor = (id: SandboxId) =>
-      Effect.suspend(() => {
-        const known = lifeLocks.get(id)
-        if (known !== undefined) return Effect.succeed(known)
-        return Effect.tap(Effect.makeSemaphore(1), (made) => Effect.sync(() => lifeLocks.set(id, made)))
-      })
+    const inLife = keyedLocks<SandboxId>()
     const removeStorage = (row: Pick<SandboxRow, "org_id" | "id">) => Effect.promise(() => fs.promises.rm(storageOf(row), { recursive: true, force: true }))
 
     /** Snapshots the sandbox once it has been idle long enough. */
@@ -180,8 +175,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
             yield* Effect.sleep(Duration.millis(Math.max(due - now, 50)))
             continue
           }
-          const life = yield* lockFor(sandbox.id)
-          yield* life.withPermits(1)(sandbox.lock.withPermits(1)(
+          yield* inLife(sandbox.id, sandbox.lock.withPermits(1)(
             Effect.suspend(() => (live.get(sandbox.id) === sandbox && !sandbox.executing ? snapshot(sandbox, row) : Effect.void))
           )).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`snapshotting idle sandbox ${sandbox.id} failed`, cause)))
           return
@@ -271,8 +265,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       const here = live.get(SandboxId.make(id))
       const row = here !== undefined && isStarter(principal, here.row) ? here.row : yield* owned(principal, id)
       // Resumed, if it must be, under its life's lock: its record read again there, as a delete or a snapshot left it.
-      const life = yield* lockFor(row.id)
-      const sandbox = yield* life.withPermits(1)(Effect.suspend(() => {
+      const sandbox = yield* inLife(row.id, Effect.suspend(() => {
         const held = live.get(row.id)
         return held !== undefined ? Effect.succeed(held) : Effect.flatMap(owned(principal, id), running)
       }))
@@ -318,8 +311,8 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
     const remove = Effect.fn("Sandboxes.remove")(function* (principal: Principal, id: string) {
       const found = yield* owned(principal, id)
       // After a snapshot in progress, never beside it: the snapshot would bring it back.
-      const life = yield* lockFor(found.id)
-      return yield* life.withPermits(1)(
+      return yield* inLife(
+        found.id,
         Effect.gen(function* () {
           const row = (yield* repo.find(found.org_id, found.id)) ?? found
           const here = live.get(row.id)
