@@ -62,6 +62,9 @@ import { Schemas } from "../src/services/Schemas"
 import { Secrets } from "../src/services/Secrets"
 import { SecretsRepo } from "../src/repos/SecretsRepo"
 import { Settings } from "../src/services/Settings"
+import { WorkspaceProjects } from "../src/services/WorkspaceProjects"
+import { WorkspaceProjectsRepo } from "../src/repos/WorkspaceProjectsRepo"
+import { GitRepositories } from "../layers/GitRepositories"
 import { ConnectorPools } from "../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../layers/CredentialCipher"
 import { JobEngineLive, JobRuntime } from "../layers/JobRuntime"
@@ -114,6 +117,9 @@ export const ServicesLive = Layer.mergeAll(
   QueryApprovalSteps.Default,
   RateLimits.Default,
   Reports.Default,
+  WorkspaceProjects.Default,
+  WorkspaceProjectsRepo.Default,
+  GitRepositories.Default,
   ReportsRepo.Default,
   ResultCache.Default,
   RunEventsFeed.Default,

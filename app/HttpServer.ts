@@ -18,6 +18,8 @@ import { AgentRunsHttp } from "../src/http/AgentRunsHttp"
 import { ChatHttp } from "../src/http/ChatHttp"
 import { KnowledgeHttp } from "../src/http/KnowledgeHttp"
 import { ReportsHttp } from "../src/http/ReportsHttp"
+import { WorkspaceProjectsHttp } from "../src/http/WorkspaceProjectsHttp"
+import { GitRouteLive } from "../src/http/GitRoute"
 import { NotebookSessionsHttp } from "../src/http/NotebookSessionsHttp"
 import { SandboxesHttp } from "../src/http/SandboxesHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
@@ -53,6 +55,8 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     ChatHttp,
     KnowledgeHttp,
     ReportsHttp,
+    WorkspaceProjectsHttp,
+    GitRouteLive,
     SandboxesHttp,
     NotebookSessionsHttp,
     SecretsHttp,

@@ -101,6 +101,10 @@ const raw = Config.all({
   // A notebook session nothing has used this long is ended (its open connections told why).
   // Users' notebook files, kept across sessions; a sandbox's uid must get through to its own folder, so not inside the private data dir.
   notebookDir: Config.option(Config.string("SP_NOTEBOOK_DIR")),
+  // Workspace projects' bare git repositories (one folder each, named by the project's id).
+  reposDir: Config.option(Config.string("SP_REPOS_DIR")),
+  // The most one push may send, counted as it streams (the 2 MiB cap of other requests does not apply).
+  gitPushMaxMb: boundedInt("SP_GIT_PUSH_MAX_MB", "must be between 1 and 102400 (MB)", (n) => n >= 1 && n <= 102_400).pipe(Config.withDefault(500)),
   notebookIdleTimeoutSeconds: positiveInt("SP_NOTEBOOK_IDLE_TIMEOUT", 7200),
   // Notebook sessions' own origin: a port of their own, so their pages (which run whatever a notebook writes) hold neither the API's nor the web app's authority; 0: none.
   notebookPort: boundedInt("SP_NOTEBOOK_PORT", "must be a port (1-65535), or 0 for no notebook sessions", (n) => n >= 0 && n <= 65_535).pipe(Config.withDefault(3400)),
@@ -190,6 +194,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
       envConnections: yield* envConnections(selfHosted),
       dataDir,
       notebookDir: path.resolve(Option.getOrElse(c.notebookDir, () => `${dataDir}-notebooks`)),
+      reposDir: path.resolve(Option.getOrElse(c.reposDir, () => path.join(dataDir, "repos"))),
       notebookOrigins,
       selfHosted,
       localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)

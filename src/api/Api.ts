@@ -16,6 +16,7 @@ import { PiiApi } from "./PiiApi"
 import { PublicApi } from "./PublicApi"
 import { QueryApi, QueryStreamLine } from "./QueryApi"
 import { ReportsApi } from "./ReportsApi"
+import { WorkspaceProjectsApi } from "./WorkspaceProjectsApi"
 import { NotebookSessionsApi } from "./NotebookSessionsApi"
 import { SandboxesApi } from "./SandboxesApi"
 import { SchemaApi } from "./SchemaApi"
@@ -42,6 +43,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(ChatApi)
   .add(KnowledgeApi)
   .add(ReportsApi)
+  .add(WorkspaceProjectsApi)
   .add(SandboxesApi)
   .add(NotebookSessionsApi)
   .add(SecretsApi)

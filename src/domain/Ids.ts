@@ -37,3 +37,5 @@ export type SandboxId = typeof SandboxId.Type
 
 export const NotebookSessionId = Schema.String.pipe(Schema.brand("NotebookSessionId"))
 export type NotebookSessionId = typeof NotebookSessionId.Type
+export const WorkspaceProjectId = Schema.String.pipe(Schema.brand("WorkspaceProjectId"))
+export type WorkspaceProjectId = typeof WorkspaceProjectId.Type

@@ -9,6 +9,7 @@ import type { ChangeRecord } from "../services/Audit"
 import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
 import { REPORT_REQUEST_MAX_BYTES } from "../domain/Report"
+import { GIT_FETCH_REQUEST_MAX_BYTES } from "../domain/WorkspaceProject"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { announcesBody, declaresJson } from "./BodyHeaders"
 import { resolveClientAddress } from "./ClientAddress"
@@ -28,10 +29,16 @@ export interface RequestLine {
 // Reports' routes take their HTML documents (5 MiB, escaped as JSON), and a notebook's server the notebooks it saves; every other request 2 MiB.
 const REPORT_WRITES = /^\/api\/reports(?:\/[^/?]*)?(?:\?|$)/
 const NOTEBOOK_WRITES = /^\/notebook\//
-export const bodyLimitOf = (request: RequestLine) =>
-  ((request.method === "POST" || request.method === "PATCH") && REPORT_WRITES.test(request.url)) || ((request.method === "PUT" || request.method === "POST") && NOTEBOOK_WRITES.test(request.url))
+// Git's two services take bodies of their own type and size: a push is counted against SP_GIT_PUSH_MAX_MB by the git route as it streams.
+const GIT_SERVICE = /^\/git\/[^/?]+\.git\/(git-upload-pack|git-receive-pack)(?:\?|$)/
+const gitServiceOf = (request: RequestLine) => (request.method === "POST" ? GIT_SERVICE.exec(request.url)?.[1] : undefined)
+export const bodyLimitOf = (request: RequestLine) => {
+  const git = gitServiceOf(request)
+  if (git !== undefined) return git === "git-receive-pack" ? Number.MAX_SAFE_INTEGER : GIT_FETCH_REQUEST_MAX_BYTES
+  return ((request.method === "POST" || request.method === "PATCH") && REPORT_WRITES.test(request.url)) || ((request.method === "PUT" || request.method === "POST") && NOTEBOOK_WRITES.test(request.url))
     ? REPORT_REQUEST_MAX_BYTES
     : MAX_BODY_BYTES
+}
 
 const DEFAULT_ERRORS: Record<number, readonly [code: string, message: string]> = {
   400: ["invalid_request", "The request is not valid"],
@@ -112,10 +119,11 @@ const diedUnanswered = (cause: Cause.Cause<unknown>) => Chunk.some(Cause.defects
 
 const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
-/** A body that changes state must say it is JSON: a page can send text/plain or a form to any origin without asking. */
+/** A body that changes state must say it is JSON (git's services: their own types), which a page cannot send to another origin without asking, as it can text/plain or a form. */
 const undeclaredJson = (request: HttpServerRequest.HttpServerRequest) => {
-  if (!STATE_CHANGING.has(request.method)) return false
-  return announcesBody(request.headers) && !declaresJson(request.headers)
+  if (!STATE_CHANGING.has(request.method) || !announcesBody(request.headers)) return false
+  const git = gitServiceOf(request)
+  return git === undefined ? !declaresJson(request.headers) : request.headers["content-type"] !== `application/x-${git}-request`
 }
 
 /**
@@ -290,7 +298,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
       const bodyLimit = bodyLimitOf(request)
       if (Number(request.headers["content-length"] ?? 0) > bodyLimit) return yield* finish(request, info, started, tooLarge(bodyLimit))
       if (undeclaredJson(request)) {
-        const refused = errorResponse(415, "unsupported_media_type", "Send the request body as JSON with Content-Type: application/json")
+        const git = gitServiceOf(request)
+        const refused = errorResponse(415, "unsupported_media_type", git === undefined ? "Send the request body as JSON with Content-Type: application/json" : `Send ${git}'s body with Content-Type: application/x-${git}-request`)
         return yield* finish(request, info, started, refused)
       }
       if (request.headers["transfer-encoding"] !== undefined) drainInsteadOfReset(request, info)

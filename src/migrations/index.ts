@@ -25,6 +25,7 @@ import m0024 from "./0024_audit_rollups_folded"
 import m0025 from "./0025_sandboxes"
 import m0026 from "./0026_notebook_sessions"
 import m0027 from "./0027_notebook_sessions_per_credential"
+import m0028 from "./0028_workspace_projects"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -53,5 +54,6 @@ export const migrations = {
   "0024_audit_rollups_folded": m0024,
   "0025_sandboxes": m0025,
   "0026_notebook_sessions": m0026,
-  "0027_notebook_sessions_per_credential": m0027
+  "0027_notebook_sessions_per_credential": m0027,
+  "0028_workspace_projects": m0028
 }

@@ -17,8 +17,10 @@ export interface Credential {
   /**
    * MCP: only API keys are accepted (a session token is refused), and a keyless client on this
    * machine is the local admin only until someone makes the first key. Notebook: never local access.
+   * Git: API keys only, never local access (a git client sends its credential only when refused, so
+   * keyless access would silently stand in for the key its user gave).
    */
-  readonly surface?: "mcp" | "notebook"
+  readonly surface?: "mcp" | "notebook" | "git"
 }
 
 /** Who acts with a usable API key: its org, user, scopes and role. */
@@ -102,7 +104,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
     /** Local access, decided here for every surface: keyless, from this machine, when SP_LOCAL_ACCESS allows it. */
     const localAdmin = (credential: Credential) => {
       // A notebook's pages run what notebooks write: the notebook origin never grants this machine's authority.
-      if (!config.localAccess || !credential.localPeer || credential.surface === "notebook") return keyRequired
+      if (!config.localAccess || !credential.localPeer || credential.surface === "notebook" || credential.surface === "git") return keyRequired
       if (credential.surface !== "mcp") return Effect.succeed(local)
       return Effect.flatMap(keys.userKeysExist, (exist) => (exist ? keyRequired : Effect.succeed(local)))
     }
@@ -110,6 +112,7 @@ export class Authenticator extends Effect.Service<Authenticator>()("sluice/Authe
     const authenticate = (credential: Credential): Effect.Effect<Principal, Unauthenticated | InvalidApiKey | Unavailable> => {
       const token = credential.token
       if (token === null || token.length === 0) return localAdmin(credential)
+      if (credential.surface === "git" && !token.startsWith("sp_")) return Effect.fail(new Unauthenticated({ message: "Git takes an API key (sp_…) as the password" }))
       if (credential.surface === "mcp" && !token.startsWith("sp_") && looksLikeJwt(token)) {
         return Effect.fail(new Unauthenticated({ message: "MCP takes API keys only (x-api-key or Authorization: Bearer sp_…); session tokens are for the web app" }))
       }

@@ -142,7 +142,13 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "POST /api/notebook-sessions": "execute",
   "GET /api/notebook-sessions/:id": "read",
   "DELETE /api/notebook-sessions/:id": "write",
-  "POST /api/notebook-sessions/:id/ping": "read"
+  "POST /api/notebook-sessions/:id/ping": "read",
+  "GET /api/workspace-projects": "read",
+  "POST /api/workspace-projects": "write",
+  "GET /api/workspace-projects/:id": "read",
+  "PUT /api/workspace-projects/:id": "write",
+  "DELETE /api/workspace-projects/:id": "write",
+  "GET /api/workspace-projects/:id/clone-url": "read"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

@@ -1,0 +1,125 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import { promisify } from "node:util"
+import { Effect } from "effect"
+import { Unavailable } from "../src/domain/Errors"
+import { AppConfig } from "./AppConfig"
+
+const run = promisify(execFile)
+
+// Refuses updates of the refs the gateway names protected, each said on a `remote:` line; writes what it refused where the gateway reads it.
+const PRE_RECEIVE = `#!/bin/sh
+set -f
+status=0
+while read -r old new ref; do
+  for protected in $SLUICE_PROTECTED_REFS; do
+    if [ "$ref" = "$protected" ]; then
+      echo "Sluice: \${ref#refs/heads/} is a protected branch of this project; push to another branch" >&2
+      [ -n "$SLUICE_PUSH_REPORT" ] && echo "refused $old $new $ref" >> "$SLUICE_PUSH_REPORT"
+      status=1
+    fi
+  done
+done
+exit $status
+`
+// Writes the refs a push updated (old → new) where the gateway reads them for the push's audit row.
+const POST_RECEIVE = `#!/bin/sh
+[ -n "$SLUICE_PUSH_REPORT" ] || exit 0
+while read -r old new ref; do
+  echo "updated $old $new $ref" >> "$SLUICE_PUSH_REPORT"
+done
+`
+// Smart HTTP only (no file served as it is), objects checked on the way in, partial clones allowed.
+const REPOSITORY_CONFIG: ReadonlyArray<readonly [string, string]> = [
+  ["http.getanyfile", "false"],
+  ["http.uploadpack", "true"],
+  ["http.receivepack", "true"],
+  ["receive.fsckObjects", "true"],
+  ["uploadpack.allowFilter", "true"],
+  ["core.logAllRefUpdates", "true"]
+]
+
+/** What one git request asks `git http-backend` (CGI): the repository, the rest of its path, and the request's facts. */
+export interface BackendRequest {
+  readonly repository: string
+  readonly pathTail: string
+  readonly method: string
+  readonly query: string
+  readonly contentType: string | undefined
+  readonly gitProtocol: string | undefined
+  readonly remoteUser: string
+  readonly remoteAddress: string
+  readonly protectedRefs: ReadonlyArray<string>
+  readonly pushReport: string | null
+}
+
+/**
+ * Workspace projects' bare repositories under SP_REPOS_DIR (a folder per project, named by its id),
+ * and git's own `git http-backend` to serve them, run with an environment of its own (never the
+ * gateway's, which holds its secrets) and no system or user git configuration.
+ */
+export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/GitRepositories", {
+  effect: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const root = config.reposDir
+    const reports = path.join(root, ".push-reports")
+    yield* Effect.promise(() => fs.mkdir(reports, { recursive: true, mode: 0o700 }))
+    const gitEnv = { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: root, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", LANG: "C" }
+    const unavailable = (what: string) => (cause: unknown) => {
+      const detail = cause instanceof Error && "stderr" in cause ? String((cause as { stderr: unknown }).stderr).trim().slice(0, 200) : ""
+      return new Unavailable({ message: `The repository could not be ${what}${detail.length > 0 ? `: ${detail.replaceAll(root, "<repos>")}` : ""}` })
+    }
+    const git = (args: ReadonlyArray<string>, what: string) => Effect.tryPromise({ try: () => run("git", [...args], { env: gitEnv }), catch: unavailable(what) })
+
+    const pathOf = (repository: string) => path.join(root, `${repository}.git`)
+
+    /** A new bare repository whose HEAD is `defaultBranch`, with the gateway's hooks and settings. */
+    const create = Effect.fn("GitRepositories.create")(function* (repository: string, defaultBranch: string) {
+      const dir = pathOf(repository)
+      yield* git(["init", "--quiet", "--bare", `--initial-branch=${defaultBranch}`, dir], "created")
+      for (const [key, value] of REPOSITORY_CONFIG) yield* git(["--git-dir", dir, "config", key, value], "created")
+      yield* Effect.tryPromise({
+        try: async () => {
+          await fs.writeFile(path.join(dir, "hooks", "pre-receive"), PRE_RECEIVE, { mode: 0o755 })
+          await fs.writeFile(path.join(dir, "hooks", "post-receive"), POST_RECEIVE, { mode: 0o755 })
+        },
+        catch: unavailable("created")
+      })
+    })
+
+    /** HEAD (what a clone checks out) names `branch`. */
+    const setDefaultBranch = Effect.fn("GitRepositories.setDefaultBranch")(function* (repository: string, branch: string) {
+      yield* git(["--git-dir", pathOf(repository), "symbolic-ref", "HEAD", `refs/heads/${branch}`], "changed")
+    })
+
+    const remove = Effect.fn("GitRepositories.remove")(function* (repository: string) {
+      yield* Effect.tryPromise({ try: () => fs.rm(pathOf(repository), { recursive: true, force: true }), catch: unavailable("deleted") })
+    })
+
+    /** A file for one push's hooks to report into. */
+    const pushReportFile = () => path.join(reports, `${crypto.randomUUID()}.txt`)
+
+    /** `git http-backend` for one request: its stdin takes the request body, its stdout gives the CGI answer. */
+    const backend = (request: BackendRequest): ChildProcess =>
+      spawn("git", ["http-backend"], {
+        stdio: ["pipe", "pipe", "pipe"],
+        env: {
+          ...gitEnv,
+          GIT_PROJECT_ROOT: root,
+          GIT_HTTP_EXPORT_ALL: "1",
+          PATH_INFO: `/${request.repository}.git${request.pathTail}`,
+          QUERY_STRING: request.query,
+          REQUEST_METHOD: request.method,
+          REMOTE_USER: request.remoteUser,
+          REMOTE_ADDR: request.remoteAddress,
+          ...(request.contentType === undefined ? {} : { CONTENT_TYPE: request.contentType }),
+          ...(request.gitProtocol === undefined ? {} : { GIT_PROTOCOL: request.gitProtocol }),
+          SLUICE_PROTECTED_REFS: request.protectedRefs.join(" "),
+          ...(request.pushReport === null ? {} : { SLUICE_PUSH_REPORT: request.pushReport })
+        }
+      })
+
+    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile } as const
+  })
+}) {}

@@ -1,0 +1,7 @@
+import type { HttpServerRequest } from "@effect/platform"
+
+/** The origin the caller reached, for URLs it can use (the pipeline has already checked the Host against SP_ALLOWED_HOSTS). */
+export const originReached = (request: HttpServerRequest.HttpServerRequest) => {
+  const scheme = request.headers["x-forwarded-proto"] === "https" ? "https" : "http"
+  return `${scheme}://${request.headers["host"] ?? "localhost:3300"}`
+}
