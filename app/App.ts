@@ -63,6 +63,10 @@ import { Secrets } from "../src/services/Secrets"
 import { SecretsRepo } from "../src/repos/SecretsRepo"
 import { Settings } from "../src/services/Settings"
 import { WorkspaceProjects } from "../src/services/WorkspaceProjects"
+import { DbBranches } from "../src/services/DbBranches"
+import { DbBranchesRepo } from "../src/repos/DbBranchesRepo"
+import { PostgresTemplateBranches } from "../layers/branches/PostgresTemplateBranches"
+import { BranchReaperLoop } from "../actors/loops/BranchReaperLoop"
 import { WorkspaceProjectsRepo } from "../src/repos/WorkspaceProjectsRepo"
 import { GitRepositories } from "../layers/GitRepositories"
 import { ConnectorPools } from "../layers/connectors/ConnectorPools"
@@ -118,6 +122,9 @@ export const ServicesLive = Layer.mergeAll(
   RateLimits.Default,
   Reports.Default,
   WorkspaceProjects.Default,
+  DbBranches.Default,
+  DbBranchesRepo.Default,
+  PostgresTemplateBranches.Default,
   WorkspaceProjectsRepo.Default,
   GitRepositories.Default,
   ReportsRepo.Default,
@@ -147,7 +154,7 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = Layer.merge(AgentRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter(AgentRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

@@ -19,6 +19,7 @@ import { ChatHttp } from "../src/http/ChatHttp"
 import { KnowledgeHttp } from "../src/http/KnowledgeHttp"
 import { ReportsHttp } from "../src/http/ReportsHttp"
 import { WorkspaceProjectsHttp } from "../src/http/WorkspaceProjectsHttp"
+import { DbBranchesHttp } from "../src/http/DbBranchesHttp"
 import { GitRouteLive } from "../src/http/GitRoute"
 import { NotebookSessionsHttp } from "../src/http/NotebookSessionsHttp"
 import { SandboxesHttp } from "../src/http/SandboxesHttp"
@@ -56,6 +57,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     KnowledgeHttp,
     ReportsHttp,
     WorkspaceProjectsHttp,
+    DbBranchesHttp,
     GitRouteLive,
     SandboxesHttp,
     NotebookSessionsHttp,

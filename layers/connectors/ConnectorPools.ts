@@ -6,6 +6,7 @@ import { CONNECTORS } from "./Connectors"
 import { makeScrubber } from "./DriverErrors"
 import { allowAnyTarget, guardedEgress, pinnedLookup } from "./EgressPolicy"
 import { openTunnel } from "./SshTunnel"
+import { openPostgresSession, PostgresConnector, type SessionLogin } from "./Postgres"
 
 const IDLE_TTL = Duration.minutes(5)
 
@@ -216,6 +217,21 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
         return CONNECTORS[target.connection.db_type]?.holdsServerSessions === true ? ownPool : withPool(target, use)
       })
 
-    return { poolIn, openNow, isOpen, withPool, openOnce, withCheckPool, retire, stats } as const
+    /**
+     * A session of its own on a PostgreSQL connection's server, as `login` (not pooled, not read-only):
+     * for branch administration and the dbt proxy's upstream, under the same egress policy. Not through an SSH tunnel.
+     */
+    const postgresSession = (target: PoolTarget, login: SessionLogin) =>
+      Effect.gen(function* () {
+        const c = target.connection
+        if (c.db_type !== "postgresql") return yield* new ConnectorError({ step: "config", message: `${c.db_type} connections have no database branches; PostgreSQL ones do` })
+        if (c.ssh_tunnel !== undefined) return yield* new ConnectorError({ step: "config", message: "Database branches are not made through an SSH tunnel" })
+        const endpoint = PostgresConnector.address(c)!
+        yield* egress.check(endpoint)
+        const connectTimeoutMs = c.connection_timeout === undefined ? DEFAULT_CONNECT_TIMEOUT_MS : c.connection_timeout * 1000
+        return yield* openPostgresSession({ connection: c, endpoint, connectTimeoutMs, scrub: makeScrubber(target.secrets), egress, lookup: pinnedLookup(egress, endpoint) }, login)
+      })
+
+    return { poolIn, openNow, isOpen, withPool, openOnce, withCheckPool, retire, stats, postgresSession } as const
   })
 }) {}

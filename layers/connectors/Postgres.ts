@@ -423,6 +423,53 @@ const capabilities = (dbType: "postgresql" | "redshift") => ({
 const PRIVILEGES_PROBE = `select count(*)::int as readable_tables from information_schema.tables
   where table_schema not in ('pg_catalog', 'information_schema')`
 
+/** A session of its own on a PostgreSQL server (not a pooled, read-only one): for branch administration and the dbt proxy's upstream. */
+export interface PostgresSession {
+  readonly client: pg.Client
+  /** The ParameterStatus values the server sent at startup. */
+  readonly parameters: ReadonlyMap<string, string>
+  /** Asks the server (over a connection of its own) to cancel the session's running statement. */
+  readonly cancel: Effect.Effect<void>
+}
+
+/** Who a session logs in as, and to which database: the connection's own role unless `user` is given. */
+export interface SessionLogin {
+  readonly database: string
+  readonly user?: string
+  readonly password?: string
+}
+
+/** Opens a session as `login` (TLS, egress and the connect timeout as the connection's pools have them); ended with its scope. */
+export const openPostgresSession = (request: OpenRequest<typeof PostgresqlInput.Type>, login: SessionLogin): Effect.Effect<PostgresSession, ConnectorError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const c = request.connection
+    const endpoint = request.endpoint ?? address(c)
+    const tls = tlsOptions(c.tls, c.host)
+    const password = login.user === undefined ? c.password : login.password
+    const parameters = new Map<string, string>()
+    const client = new pg.Client({
+      host: endpoint.host,
+      port: endpoint.port,
+      database: login.database,
+      user: login.user ?? c.username,
+      ...(password !== undefined ? { password } : {}),
+      ssl: tls ?? false,
+      connectionTimeoutMillis: request.connectTimeoutMs,
+      application_name: "sluice",
+      types: parsers,
+      stream: () => pinnedSocket(request.lookup)
+    })
+    client.on("error", ignoreError)
+    const connection = (client as unknown as { connection: { on: (event: string, listener: (message: { parameterName: string; parameterValue: string }) => void) => void } }).connection
+    connection.on("parameterStatus", (message) => parameters.set(message.parameterName, message.parameterValue))
+    yield* Effect.acquireRelease(
+      Effect.tryPromise({ try: () => client.connect(), catch: (error) => fromDriverError(error, request.scrub, "connect") }),
+      () => Effect.promise(() => client.end().catch(ignoreError))
+    )
+    const key = client as unknown as { processID: number; secretKey: number }
+    return { client, parameters, cancel: cancelRequest(endpoint, request.lookup, key.processID, key.secretKey, request.connectTimeoutMs) }
+  })
+
 export const PostgresConnector: Connector<typeof PostgresqlInput.Type> = {
   capabilities: capabilities("postgresql"),
   address,

@@ -17,6 +17,7 @@ import { PublicApi } from "./PublicApi"
 import { QueryApi, QueryStreamLine } from "./QueryApi"
 import { ReportsApi } from "./ReportsApi"
 import { WorkspaceProjectsApi } from "./WorkspaceProjectsApi"
+import { DbBranchesApi } from "./DbBranchesApi"
 import { NotebookSessionsApi } from "./NotebookSessionsApi"
 import { SandboxesApi } from "./SandboxesApi"
 import { SchemaApi } from "./SchemaApi"
@@ -44,6 +45,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(KnowledgeApi)
   .add(ReportsApi)
   .add(WorkspaceProjectsApi)
+  .add(DbBranchesApi)
   .add(SandboxesApi)
   .add(NotebookSessionsApi)
   .add(SecretsApi)

@@ -26,6 +26,7 @@ import m0025 from "./0025_sandboxes"
 import m0026 from "./0026_notebook_sessions"
 import m0027 from "./0027_notebook_sessions_per_credential"
 import m0028 from "./0028_workspace_projects"
+import m0029 from "./0029_db_branches"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -55,5 +56,6 @@ export const migrations = {
   "0025_sandboxes": m0025,
   "0026_notebook_sessions": m0026,
   "0027_notebook_sessions_per_credential": m0027,
-  "0028_workspace_projects": m0028
+  "0028_workspace_projects": m0028,
+  "0029_db_branches": m0029
 }

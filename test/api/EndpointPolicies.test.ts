@@ -148,7 +148,11 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "GET /api/workspace-projects/:id": "read",
   "PUT /api/workspace-projects/:id": "write",
   "DELETE /api/workspace-projects/:id": "write",
-  "GET /api/workspace-projects/:id/clone-url": "read"
+  "GET /api/workspace-projects/:id/clone-url": "read",
+  "GET /api/connections/:name/dbbranch/projects/:project/branches": "read",
+  "POST /api/connections/:name/dbbranch/projects/:project/branches": "write",
+  "DELETE /api/connections/:name/dbbranch/projects/:project/branches/:branch": "write",
+  "GET /api/connections/:name/dbbranch/branch-diff": "read"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

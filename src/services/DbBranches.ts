@@ -1,0 +1,161 @@
+import { randomBytes } from "node:crypto"
+import { Effect } from "effect"
+import { PostgresTemplateBranches } from "../../layers/branches/PostgresTemplateBranches"
+import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
+import { CredentialCipher } from "../../layers/CredentialCipher"
+import { type CreateDbBranch, type DbBranch, PROTECTED_BRANCHES } from "../domain/DbBranch"
+import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
+import type { OrgId } from "../domain/Ids"
+import { type Principal, principalLabel } from "../domain/Principal"
+import { DbBranchesRepo, type DbBranchRow } from "../repos/DbBranchesRepo"
+import { diffSchemas } from "../schema/SchemaDiff"
+import { Connections } from "./Connections"
+import { Schemas } from "./Schemas"
+
+/** What a branch shows: never its role's password. */
+const shown = ({ org_id: _org, owner_role: _role, owner_secret: _secret, ...branch }: DbBranchRow): DbBranch => branch
+
+const protectedName = (name: string) => PROTECTED_BRANCHES.has(name.toLowerCase())
+
+/**
+ * Database branches: disposable copies of a connection's database, grouped by project, each owned by
+ * a role of its own that is no superuser. Made by the connection's provider (template copies on its
+ * own PostgreSQL server); main, staging and prod name the connection's own databases and are never
+ * made or deleted here. A job's branches are deleted by the reaper once its lease runs out or the
+ * job has ended.
+ */
+export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches", {
+  effect: Effect.gen(function* () {
+    const repo = yield* DbBranchesRepo
+    const connections = yield* Connections
+    const pools = yield* ConnectorPools
+    const templates = yield* PostgresTemplateBranches
+    const cipher = yield* CredentialCipher
+    const schemas = yield* Schemas
+
+    const ownerOf = (row: Pick<DbBranchRow, "org_id" | "id">) => ({ orgId: row.org_id, connectionId: `branch:${row.id}` })
+
+    /** The connection, which must be one whose server can make branches. */
+    const branchable = (orgId: OrgId, connectionName: string) =>
+      Effect.gen(function* () {
+        const target = yield* connections.targetIn(orgId, connectionName)
+        const connection = target.connection
+        if (connection.db_type !== "postgresql") {
+          return yield* new InvalidRequest({ message: `${connectionName} is a ${connection.db_type} connection: database branches are made on PostgreSQL connections` })
+        }
+        return { ...target, connection }
+      })
+
+    /** The connection's target as the branch's own role on the branch's database (its pools kept apart from the connection's). */
+    const branchTarget = (target: PoolTarget, row: DbBranchRow) =>
+      Effect.gen(function* () {
+        const { plaintext: password } = yield* cipher
+          .decrypt(row.owner_secret, ownerOf(row))
+          .pipe(Effect.mapError(() => new Conflict({ message: `The branch ${row.name}'s role password cannot be decrypted with the configured keys; delete the branch and make it again` })))
+        return {
+          ...target,
+          connectionId: `${target.connectionId}:branch:${row.id}`,
+          connection: { ...target.connection, database: row.database, username: row.owner_role, password },
+          secrets: [...target.secrets, password]
+        } as PoolTarget
+      })
+
+    const findRow = (orgId: OrgId, connectionName: string, project: string, name: string) =>
+      Effect.flatMap(repo.find(orgId, connectionName, project, name), (row) =>
+        row === null ? Effect.fail(new NotFound({ message: `The project ${project} of ${connectionName} has no branch ${name}` })) : Effect.succeed(row)
+      )
+
+    const list = Effect.fn("DbBranches.list")(function* (principal: Principal, connectionName: string, project: string) {
+      yield* branchable(principal.orgId, connectionName)
+      return { items: (yield* repo.list(principal.orgId, connectionName, project)).map(shown) }
+    })
+
+    const create = Effect.fn("DbBranches.create")(function* (principal: Principal, connectionName: string, project: string, input: CreateDbBranch) {
+      if (protectedName(input.name)) return yield* new InvalidRequest({ message: `${input.name} names one of the connection's own databases (main, staging, prod): choose another branch name` })
+      const target = yield* branchable(principal.orgId, connectionName)
+      const parent = input.parent === "main" ? null : yield* findRow(principal.orgId, connectionName, project, input.parent)
+      if (parent !== null && parent.status !== "ready") return yield* new Conflict({ message: `The branch ${parent.name} is not ready to be copied` })
+      if (input.parent !== "main" && protectedName(input.parent)) return yield* new InvalidRequest({ message: "A branch copies main (the connection's database) or another branch of its project" })
+      const name = `sb_${randomBytes(12).toString("hex")}`
+      const password = randomBytes(24).toString("hex")
+      const id = `dbb_${randomBytes(16).toString("hex")}`
+      const row = yield* repo.insert(principal.orgId, {
+        id,
+        connection_name: connectionName,
+        project,
+        name: input.name,
+        parent: input.parent,
+        provider: "postgres_template",
+        database: name,
+        owner_role: name,
+        owner_secret: cipher.encrypt(password, { orgId: principal.orgId, connectionId: `branch:${id}` }),
+        owner_job: input.owner_job ?? null,
+        created_by: principalLabel(principal),
+        lease_seconds: input.lease_seconds ?? null
+      })
+      // The copy cannot start while a session is open on its template: the gateway's own pools to it close first.
+      yield* pools.retire(principal.orgId, parent === null ? target.connectionId : `${target.connectionId}:branch:${parent.id}`)
+      const template = parent === null ? target.connection.database : parent.database
+      yield* templates.create(target, template, { database: name, role: name, password }).pipe(Effect.tapError(() => repo.remove(principal.orgId, id)))
+      return shown((yield* repo.markReady(principal.orgId, id)) ?? row)
+    })
+
+    /** Drops a branch's database and role, then its record; a branch already being deleted by another caller is left to it. */
+    const reap = (row: DbBranchRow, stuck = false) =>
+      Effect.gen(function* () {
+        const claimed = yield* repo.markDeleting(row.org_id, row.id, stuck)
+        if (claimed === null) return false
+        const target = yield* Effect.either(connections.targetIn(row.org_id, row.connection_name))
+        if (target._tag === "Right") {
+          yield* pools.retire(row.org_id, `${target.right.connectionId}:branch:${row.id}`)
+          yield* templates.remove(target.right, { database: row.database, role: row.owner_role })
+        } else yield* Effect.logWarning(`branch ${row.id}: its connection ${row.connection_name} is gone, so its database ${row.database} is left on that server`)
+        yield* repo.remove(row.org_id, row.id)
+        return true
+      })
+
+    const remove = Effect.fn("DbBranches.remove")(function* (principal: Principal, connectionName: string, project: string, name: string) {
+      if (protectedName(name)) return yield* new InvalidRequest({ message: `${name} is a protected branch (main, staging, prod): it is never deleted` })
+      yield* branchable(principal.orgId, connectionName)
+      const row = yield* findRow(principal.orgId, connectionName, project, name)
+      if (!(yield* reap(row))) return yield* new Conflict({ message: `The branch ${name} is being made or deleted` })
+      return { name, deleted: true }
+    })
+
+    /** Branches due for deleting in every org, each deleted; one that fails is retried on the next pass. */
+    const reapDue = Effect.fn("DbBranches.reapDue")(function* () {
+      let reaped = 0
+      for (const row of yield* repo.due()) {
+        const done = yield* Effect.either(reap(row, row.status !== "ready" || (row.lease_expires_at !== null && row.lease_expires_at.getTime() < Date.now())))
+        if (done._tag === "Left") yield* Effect.logWarning(`branch ${row.id} could not be deleted; the next pass tries again`, done.left)
+        else if (done.right) reaped++
+      }
+      return reaped
+    })
+
+    /** The tables two branches of a project show (main: the connection's own database), as a schema diff from `base` to `compare`. */
+    const diff = Effect.fn("DbBranches.diff")(function* (principal: Principal, connectionName: string, project: string, base: string, compare: string) {
+      const target = yield* branchable(principal.orgId, connectionName)
+      const tablesOf = (name: string) =>
+        Effect.gen(function* () {
+          if (name === "main") return yield* schemas.readLive(target)
+          const row = yield* findRow(principal.orgId, connectionName, project, name)
+          if (row.status !== "ready") return yield* new Conflict({ message: `The branch ${name} is not ready` })
+          return yield* schemas.readLive(yield* branchTarget(target, row))
+        })
+      const [before, after] = yield* Effect.all([tablesOf(base), tablesOf(compare)], { concurrency: 2 })
+      return { project, base, compare, diff: diffSchemas(before, after) }
+    })
+
+    /** A ready branch's database as its own role sees it, for the dbt proxy's upstream; NotFound for none. */
+    const upstreamOf = Effect.fn("DbBranches.upstreamOf")(function* (orgId: OrgId, connectionName: string, project: string, name: string) {
+      const target = yield* branchable(orgId, connectionName)
+      const row = yield* findRow(orgId, connectionName, project, name)
+      if (row.status !== "ready") return yield* new Unavailable({ message: `The branch ${name} is not ready` })
+      return { target, branch: row, branchTarget: yield* branchTarget(target, row) }
+    })
+
+    return { list, create, remove, reapDue, diff, upstreamOf } as const
+  }),
+  dependencies: [DbBranchesRepo.Default, Connections.Default, PostgresTemplateBranches.Default, Schemas.Default, ConnectorPools.Default, CredentialCipher.Default]
+}) {}
