@@ -64,6 +64,7 @@ import { SecretsRepo } from "../src/repos/SecretsRepo"
 import { Settings } from "../src/services/Settings"
 import { WorkspaceProjects } from "../src/services/WorkspaceProjects"
 import { DbBranches } from "../src/services/DbBranches"
+import { DbtRunTokens } from "../src/services/DbtRunTokens"
 import { DbBranchesRepo } from "../src/repos/DbBranchesRepo"
 import { PostgresTemplateBranches } from "../layers/branches/PostgresTemplateBranches"
 import { BranchReaperLoop } from "../actors/loops/BranchReaperLoop"
@@ -79,6 +80,7 @@ import { ShutdownDeadline } from "../layers/ShutdownDeadline"
 import { EnvConnections } from "./EnvConnections"
 import { Foundation } from "./Foundation"
 import { HttpServerLive } from "./HttpServer"
+import { DbtProxyServerLive } from "./DbtProxyServer"
 
 
 /** Every service, each built once on the foundation: each lists what it is built on, so this is a plain merge. */
@@ -123,6 +125,7 @@ export const ServicesLive = Layer.mergeAll(
   Reports.Default,
   WorkspaceProjects.Default,
   DbBranches.Default,
+  DbtRunTokens.Default,
   DbBranchesRepo.Default,
   PostgresTemplateBranches.Default,
   WorkspaceProjectsRepo.Default,
@@ -154,7 +157,7 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = Layer.merge(AgentRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter(AgentRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

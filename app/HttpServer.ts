@@ -20,6 +20,7 @@ import { KnowledgeHttp } from "../src/http/KnowledgeHttp"
 import { ReportsHttp } from "../src/http/ReportsHttp"
 import { WorkspaceProjectsHttp } from "../src/http/WorkspaceProjectsHttp"
 import { DbBranchesHttp } from "../src/http/DbBranchesHttp"
+import { DbtProxyHttp } from "../src/http/DbtProxyHttp"
 import { GitRouteLive } from "../src/http/GitRoute"
 import { NotebookSessionsHttp } from "../src/http/NotebookSessionsHttp"
 import { SandboxesHttp } from "../src/http/SandboxesHttp"
@@ -58,6 +59,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     ReportsHttp,
     WorkspaceProjectsHttp,
     DbBranchesHttp,
+    DbtProxyHttp,
     GitRouteLive,
     SandboxesHttp,
     NotebookSessionsHttp,

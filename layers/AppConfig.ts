@@ -103,6 +103,8 @@ const raw = Config.all({
   notebookDir: Config.option(Config.string("SP_NOTEBOOK_DIR")),
   // Workspace projects' bare git repositories (one folder each, named by the project's id).
   reposDir: Config.option(Config.string("SP_REPOS_DIR")),
+  // The dbt proxy's PostgreSQL-protocol port (0: no dbt proxy): dbt and psql connect with a run token as the password.
+  dbtProxyPort: boundedInt("SP_DBT_PROXY_PORT", "must be a port (1-65535), or 0 for no dbt proxy", (n) => n >= 0 && n <= 65_535).pipe(Config.withDefault(0)),
   // The most one push may send, counted as it streams (the 2 MiB cap of other requests does not apply).
   gitPushMaxMb: boundedInt("SP_GIT_PUSH_MAX_MB", "must be between 1 and 102400 (MB)", (n) => n >= 1 && n <= 102_400).pipe(Config.withDefault(500)),
   notebookIdleTimeoutSeconds: positiveInt("SP_NOTEBOOK_IDLE_TIMEOUT", 7200),

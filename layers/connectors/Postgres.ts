@@ -430,6 +430,8 @@ export interface PostgresSession {
   readonly parameters: ReadonlyMap<string, string>
   /** Asks the server (over a connection of its own) to cancel the session's running statement. */
   readonly cancel: Effect.Effect<void>
+  /** The session's socket, for a caller that speaks the protocol on it from here on (the driver lets go of it; the scope still closes it). */
+  readonly takeSocket: () => net.Socket
 }
 
 /** Who a session logs in as, and to which database: the connection's own role unless `user` is given. */
@@ -462,12 +464,20 @@ export const openPostgresSession = (request: OpenRequest<typeof PostgresqlInput.
     client.on("error", ignoreError)
     const connection = (client as unknown as { connection: { on: (event: string, listener: (message: { parameterName: string; parameterValue: string }) => void) => void } }).connection
     connection.on("parameterStatus", (message) => parameters.set(message.parameterName, message.parameterValue))
+    let taken: net.Socket | undefined
     yield* Effect.acquireRelease(
       Effect.tryPromise({ try: () => client.connect(), catch: (error) => fromDriverError(error, request.scrub, "connect") }),
-      () => Effect.promise(() => client.end().catch(ignoreError))
+      () => (taken === undefined ? Effect.promise(() => client.end().catch(ignoreError)) : Effect.sync(() => void taken!.destroy()))
     )
-    const key = client as unknown as { processID: number; secretKey: number }
-    return { client, parameters, cancel: cancelRequest(endpoint, request.lookup, key.processID, key.secretKey, request.connectTimeoutMs) }
+    const key = client as unknown as { processID: number; secretKey: number; connection: { stream: net.Socket } }
+    const takeSocket = () => {
+      if (taken !== undefined) return taken
+      taken = key.connection.stream
+      for (const event of ["data", "end", "close", "error"]) taken.removeAllListeners(event)
+      taken.on("error", () => taken!.destroy())
+      return taken
+    }
+    return { client, parameters, cancel: cancelRequest(endpoint, request.lookup, key.processID, key.secretKey, request.connectTimeoutMs), takeSocket }
   })
 
 export const PostgresConnector: Connector<typeof PostgresqlInput.Type> = {

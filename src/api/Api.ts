@@ -18,6 +18,7 @@ import { QueryApi, QueryStreamLine } from "./QueryApi"
 import { ReportsApi } from "./ReportsApi"
 import { WorkspaceProjectsApi } from "./WorkspaceProjectsApi"
 import { DbBranchesApi } from "./DbBranchesApi"
+import { DbtProxyApi } from "./DbtProxyApi"
 import { NotebookSessionsApi } from "./NotebookSessionsApi"
 import { SandboxesApi } from "./SandboxesApi"
 import { SchemaApi } from "./SchemaApi"
@@ -46,6 +47,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(ReportsApi)
   .add(WorkspaceProjectsApi)
   .add(DbBranchesApi)
+  .add(DbtProxyApi)
   .add(SandboxesApi)
   .add(NotebookSessionsApi)
   .add(SecretsApi)

@@ -2,7 +2,8 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ConnectionName } from "../domain/Connection"
 import { BranchDiffParams, BranchProjectName, CreateDbBranch, DbBranch, DbBranchName } from "../domain/DbBranch"
-import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
+import { Conflict, InvalidRequest, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
+import { DbtProfile, DbtProfileParams } from "../domain/DbtRunToken"
 import { SchemaDiff } from "../domain/SchemaSnapshot"
 import { GovernedQueryErrors } from "../domain/Query"
 import { docs, RequiredScope } from "./Annotations"
@@ -57,6 +58,24 @@ export class DbBranchesApi extends HttpApiGroup.make("dbBranches")
       .addError(GovernedQueryErrors)
       .annotate(RequiredScope, "read")
       .annotateContext(docs("Compare two branches' schemas", "Tables added, removed and changed from `base` (default main) to `compare`, read live from both databases; tables the connection hides are left out."))
+  )
+  .add(
+    HttpApiEndpoint.get("dbtProfile", "/connections/:name/dbbranch/dbt-profile")
+      .setPath(Schema.Struct({ name: ConnectionName }))
+      .setUrlParams(DbtProfileParams)
+      .addSuccess(DbtProfile)
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(Unavailable)
+      .addError(NotAvailableHere)
+      .annotate(RequiredScope, "write")
+      .annotateContext(
+        docs(
+          "A dbt profile for a branch",
+          "A `profiles.yml` whose target points at the dbt proxy with a freshly minted run token for `branch` of `project` as its password (never the connection's own password). The caller needs the dbt_proxy scope as well, which the token acts with."
+        )
+      )
   )
   .middleware(Authentication)
   .prefix("/api")

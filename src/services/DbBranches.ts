@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { PostgresTemplateBranches } from "../../layers/branches/PostgresTemplateBranches"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
+import type { PostgresqlInput } from "../domain/Connection"
 import { type CreateDbBranch, type DbBranch, PROTECTED_BRANCHES } from "../domain/DbBranch"
 import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import type { OrgId } from "../domain/Ids"
@@ -11,6 +12,8 @@ import { DbBranchesRepo, type DbBranchRow } from "../repos/DbBranchesRepo"
 import { diffSchemas } from "../schema/SchemaDiff"
 import { Connections } from "./Connections"
 import { Schemas } from "./Schemas"
+
+type PostgresTarget = PoolTarget & { readonly connection: typeof PostgresqlInput.Type }
 
 /** What a branch shows: never its role's password. */
 const shown = ({ org_id: _org, owner_role: _role, owner_secret: _secret, ...branch }: DbBranchRow): DbBranch => branch
@@ -43,21 +46,22 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
         if (connection.db_type !== "postgresql") {
           return yield* new InvalidRequest({ message: `${connectionName} is a ${connection.db_type} connection: database branches are made on PostgreSQL connections` })
         }
-        return { ...target, connection }
+        return { ...target, connection } as PostgresTarget
       })
 
-    /** The connection's target as the branch's own role on the branch's database (its pools kept apart from the connection's). */
-    const branchTarget = (target: PoolTarget, row: DbBranchRow) =>
+    /** The connection's target as the branch's own role on the branch's database (its pools kept apart from the connection's), and that role's password. */
+    const branchLogin = (target: PostgresTarget, row: DbBranchRow) =>
       Effect.gen(function* () {
         const { plaintext: password } = yield* cipher
           .decrypt(row.owner_secret, ownerOf(row))
           .pipe(Effect.mapError(() => new Conflict({ message: `The branch ${row.name}'s role password cannot be decrypted with the configured keys; delete the branch and make it again` })))
-        return {
+        const branchTarget: PoolTarget = {
           ...target,
           connectionId: `${target.connectionId}:branch:${row.id}`,
           connection: { ...target.connection, database: row.database, username: row.owner_role, password },
           secrets: [...target.secrets, password]
-        } as PoolTarget
+        }
+        return { branchTarget, password }
       })
 
     const findRow = (orgId: OrgId, connectionName: string, project: string, name: string) =>
@@ -141,7 +145,7 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
           if (name === "main") return yield* schemas.readLive(target)
           const row = yield* findRow(principal.orgId, connectionName, project, name)
           if (row.status !== "ready") return yield* new Conflict({ message: `The branch ${name} is not ready` })
-          return yield* schemas.readLive(yield* branchTarget(target, row))
+          return yield* schemas.readLive((yield* branchLogin(target, row)).branchTarget)
         })
       const [before, after] = yield* Effect.all([tablesOf(base), tablesOf(compare)], { concurrency: 2 })
       return { project, base, compare, diff: diffSchemas(before, after) }
@@ -152,7 +156,8 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       const target = yield* branchable(orgId, connectionName)
       const row = yield* findRow(orgId, connectionName, project, name)
       if (row.status !== "ready") return yield* new Unavailable({ message: `The branch ${name} is not ready` })
-      return { target, branch: row, branchTarget: yield* branchTarget(target, row) }
+      const { branchTarget, password } = yield* branchLogin(target, row)
+      return { target, branch: row, branchTarget, password }
     })
 
     return { list, create, remove, reapDue, diff, upstreamOf } as const

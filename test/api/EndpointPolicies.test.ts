@@ -152,7 +152,9 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "GET /api/connections/:name/dbbranch/projects/:project/branches": "read",
   "POST /api/connections/:name/dbbranch/projects/:project/branches": "write",
   "DELETE /api/connections/:name/dbbranch/projects/:project/branches/:branch": "write",
-  "GET /api/connections/:name/dbbranch/branch-diff": "read"
+  "GET /api/connections/:name/dbbranch/branch-diff": "read",
+  "GET /api/connections/:name/dbbranch/dbt-profile": "write",
+  "POST /api/dbt-proxy/run-tokens": "dbt_proxy"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

@@ -20,7 +20,7 @@ const LEVELS: ReadonlyArray<ReadonlyArray<string>> = [
   ["src/services"],
   ["src/gate"],
   ["src/tools"],
-  ["src/http", "src/mcp"],
+  ["src/http", "src/mcp", "src/dbt"],
   ["actors"],
   ["app"],
   ["src/cli"],

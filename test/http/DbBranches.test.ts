@@ -1,6 +1,5 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { OrgId, UserId } from "../../src/domain/Ids"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
@@ -8,22 +7,11 @@ import { ApiKeys } from "../../src/services/ApiKeys"
 import { DbBranches } from "../../src/services/DbBranches"
 import { request, type RequestOptions } from "../support/Http"
 import { localOperator, startInProcess } from "../support/InProcess"
-import { createTestDatabase, postgresAvailable, TEST_PG_URL, type TestDatabase } from "../support/Servers"
+import { createTestDatabase, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
 const OTHER_ORG = OrgId.make("org_branch_other")
 
-const onServer = async <R extends pg.QueryResultRow>(database: string, sql: string, params: Array<unknown> = []) => {
-  const url = new URL(TEST_PG_URL)
-  url.pathname = `/${database}`
-  const client = new pg.Client({ connectionString: url.toString() })
-  await client.connect()
-  try {
-    return (await client.query<R>(sql, params)).rows
-  } finally {
-    await client.end()
-  }
-}
 
 describe.skipIf(skip)("database branches as template copies on the connection's PostgreSQL (issue 30)", () => {
   let gateway: Awaited<ReturnType<typeof startInProcess>>
@@ -53,8 +41,8 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
   }, 60_000)
   afterAll(async () => {
     await gateway?.stop()
-    const left = await onServer<{ datname: string }>("postgres", "select datname from pg_database where datname like 'sb\\_%'")
-    for (const { datname } of left) await onServer("postgres", `drop database if exists "${datname}" with (force)`).catch(() => undefined)
+    const left = await queryDatabase<{ datname: string }>("postgres", "select datname from pg_database where datname like 'sb\\_%'")
+    for (const { datname } of left) await queryDatabase("postgres", `drop database if exists "${datname}" with (force)`).catch(() => undefined)
     await database?.drop()
   })
 
@@ -68,14 +56,14 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
     expect(made.text).not.toMatch(/password|secret|owner_role/)
     const db = made.json.database as string
     expect(db).toMatch(/^sb_[0-9a-f]{24}$/)
-    const [role] = await onServer<{ rolsuper: boolean; rolcreatedb: boolean; rolcreaterole: boolean }>("postgres", "select rolsuper, rolcreatedb, rolcreaterole from pg_roles where rolname = $1", [db])
+    const [role] = await queryDatabase<{ rolsuper: boolean; rolcreatedb: boolean; rolcreaterole: boolean }>("postgres", "select rolsuper, rolcreatedb, rolcreaterole from pg_roles where rolname = $1", [db])
     expect(role).toEqual({ rolsuper: false, rolcreatedb: false, rolcreaterole: false })
-    const owners = await onServer<{ relname: string; owner: string }>(db, "select c.relname, pg_get_userbyid(c.relowner) as owner from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'analytics' and c.relkind in ('r', 'v') order by 1")
+    const owners = await queryDatabase<{ relname: string; owner: string }>(db, "select c.relname, pg_get_userbyid(c.relowner) as owner from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'analytics' and c.relkind in ('r', 'v') order by 1")
     expect(owners).toEqual([
       { relname: "big_orders", owner: db },
       { relname: "orders", owner: db }
     ])
-    expect(await onServer(db, "select id, amount from analytics.orders order by id")).toEqual([
+    expect(await queryDatabase(db, "select id, amount from analytics.orders order by id")).toEqual([
       { id: 1, amount: "10" },
       { id: 2, amount: "20" }
     ])
@@ -84,7 +72,7 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
     expect((await api(branches, { body: { name: "feature", parent: "dev" } })).status).toBe(201)
     const feature = (await request(gateway.url, branches, { key: reader })).json.items.find((b: { name: string }) => b.name === "feature")
     // As dbt would through the proxy: the branch's role owns what it builds (made here as the server's admin, then handed over).
-    await onServer(feature.database, `alter table analytics.orders add column region text; create table analytics.customers (id int); alter table analytics.customers owner to ${feature.database}`)
+    await queryDatabase(feature.database, `alter table analytics.orders add column region text; create table analytics.customers (id int); alter table analytics.customers owner to ${feature.database}`)
     const diff = await request(gateway.url, "/api/connections/wh/dbbranch/branch-diff?project=jaffle&compare=feature", { key: reader })
     expect(diff.status, diff.text).toBe(200)
     expect(diff.json.diff.added_tables).toEqual(["analytics.customers"])
@@ -93,8 +81,8 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
     expect((await request(gateway.url, branches, { key: reader })).json.items.map((b: { name: string }) => b.name)).toEqual(["dev", "feature"])
     expect((await request(gateway.url, `${branches}/dev`, { key: reader, method: "DELETE" })).status).toBe(403)
     expect((await api(`${branches}/dev`, { method: "DELETE" })).json).toEqual({ name: "dev", deleted: true })
-    expect(await onServer("postgres", "select 1 from pg_database where datname = $1", [db])).toEqual([])
-    expect(await onServer("postgres", "select 1 from pg_roles where rolname = $1", [db])).toEqual([])
+    expect(await queryDatabase("postgres", "select 1 from pg_database where datname = $1", [db])).toEqual([])
+    expect(await queryDatabase("postgres", "select 1 from pg_roles where rolname = $1", [db])).toEqual([])
     expect((await api(`${branches}/dev`, { method: "DELETE" })).status).toBe(404)
   })
 
@@ -129,8 +117,8 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
     await gateway.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`update db_branches set lease_expires_at = now() - interval '1 second' where id = ${leased.id}`))
     const reaped = await gateway.runtime.runPromise(Effect.flatMap(DbBranches, (b) => b.reapDue()))
     expect(reaped).toBe(1)
-    expect(await onServer("postgres", "select 1 from pg_database where datname = $1", [leased.database])).toEqual([])
+    expect(await queryDatabase("postgres", "select 1 from pg_database where datname = $1", [leased.database])).toEqual([])
     expect((await request(gateway.url, branches, { key: reader })).json.items.map((b: { name: string }) => b.name)).toContain("kept")
-    expect(await onServer("postgres", "select 1 as one from pg_database where datname = $1", [kept.database])).toEqual([{ one: 1 }])
+    expect(await queryDatabase("postgres", "select 1 as one from pg_database where datname = $1", [kept.database])).toEqual([{ one: 1 }])
   })
 })

@@ -4,6 +4,7 @@ import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRunti
 import { GatewayLive, ServicesLive } from "../../app/App"
 import { servingApp } from "../../app/HttpServer"
 import { notebookServer } from "../../app/NotebookServer"
+import { DbtProxyServerLive } from "../../app/DbtProxyServer"
 import { AppConfig } from "../../layers/AppConfig"
 import { LOCAL_ORG, LOCAL_USER } from "../../src/domain/Ids"
 import type { Principal } from "../../src/domain/Principal"
@@ -18,7 +19,7 @@ import { request } from "./Http"
  * request pipeline, with no local access: no process start per test. `env` adds settings.
  */
 export const inProcessApp = (env: Record<string, string> = {}) =>
-  servingApp((app, pipeline) => Layer.merge(HttpServer.serve(app, pipeline.wrap), notebookServer(pipeline))).pipe(
+  servingApp((app, pipeline) => Layer.mergeAll(HttpServer.serve(app, pipeline.wrap), notebookServer(pipeline), DbtProxyServerLive)).pipe(
     Layer.provideMerge(ServicesLive),
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provide(
@@ -33,9 +34,10 @@ export const localOperator: Principal = { kind: "local", orgId: LOCAL_ORG, userI
  * The in-process gateway as a server on a loopback port, for tests that speak HTTP to it with plain
  * requests: its URL, a key with `scopes`, a way to run effects against its services, and `stop`.
  */
-export const startInProcess = async (env: Record<string, string> = {}, options: { readonly notebooks?: boolean; readonly testClock?: boolean } = {}) => {
+export const startInProcess = async (env: Record<string, string> = {}, options: { readonly notebooks?: boolean; readonly testClock?: boolean; readonly dbtProxy?: boolean } = {}) => {
   const notebookPort = options.notebooks === true ? await freePort() : 0
-  const app = inProcessApp({ ...env, SP_NOTEBOOK_PORT: String(notebookPort) })
+  const dbtProxyPort = options.dbtProxy === true ? await freePort() : 0
+  const app = inProcessApp({ ...env, SP_NOTEBOOK_PORT: String(notebookPort), SP_DBT_PROXY_PORT: String(dbtProxyPort) })
   // On the test clock, the services' own timers (idle snapshots, reapers) move only when the test adjusts it.
   const runtime = ManagedRuntime.make(options.testClock === true ? Layer.provideMerge(app, TestContext.TestContext) : app)
   const address = await runtime.runPromise(HttpServer.addressWith((address) => Effect.succeed(address)))
@@ -43,7 +45,7 @@ export const startInProcess = async (env: Record<string, string> = {}, options: 
   const keyWith = (scopes: ReadonlyArray<Scope>) =>
     runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${Math.random()}`, scopes: [...scopes] })).pipe(Effect.map((k) => k.key)))
   const notebookUrl = notebookPort === 0 ? null : `http://127.0.0.1:${notebookPort}`
-  return { url, notebookUrl, runtime, keyWith, stop: () => runtime.dispose() }
+  return { url, notebookUrl, dbtProxyPort, runtime, keyWith, stop: () => runtime.dispose() }
 }
 
 /**

@@ -47,6 +47,19 @@ export const withAdminClient = async <A>(f: (client: pg.Client) => Promise<A>): 
   }
 }
 
+/** `sql` in `database` of the test PostgreSQL, as its admin, on a session of its own. */
+export const queryDatabase = async <R extends pg.QueryResultRow = any>(database: string, sql: string, params: Array<unknown> = []): Promise<Array<R>> => {
+  const url = new URL(TEST_PG_URL)
+  url.pathname = `/${database}`
+  const client = new pg.Client({ connectionString: url.toString() })
+  await client.connect()
+  try {
+    return (await client.query<R>(sql, params)).rows
+  } finally {
+    await client.end()
+  }
+}
+
 /** A fresh database on the test PostgreSQL; `drop` removes it, cutting off any sessions left. */
 export const createTestDatabase = async () => {
   const name = `sluice_t_${randomBytes(6).toString("hex")}`
@@ -56,15 +69,7 @@ export const createTestDatabase = async () => {
   return {
     name,
     url: url.toString(),
-    query: async <R extends pg.QueryResultRow = any>(text: string, params: Array<unknown> = []) => {
-      const client = new pg.Client({ connectionString: url.toString() })
-      await client.connect()
-      try {
-        return (await client.query<R>(text, params)).rows
-      } finally {
-        await client.end()
-      }
-    },
+    query: <R extends pg.QueryResultRow = any>(text: string, params: Array<unknown> = []) => queryDatabase<R>(name, text, params),
     drop: () => withAdminClient((c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined)
   }
 }

@@ -398,7 +398,7 @@ export const DIALECTS: Record<DbType, DialectProfile> = {
 }
 
 /** Whether a function named `parts` (schema-qualified or not) matches one of these patterns; a trailing `*` matches a prefix. */
-const matchesFunction = (patterns: ReadonlyArray<string>, parts: ReadonlyArray<string>): string | undefined => {
+export const matchesFunction = (patterns: ReadonlyArray<string>, parts: ReadonlyArray<string>): string | undefined => {
   const last = (parts.at(-1) ?? "").toLowerCase()
   const full = parts.join(".").toLowerCase()
   return patterns.find((pattern) => {

@@ -1,0 +1,321 @@
+import { randomBytes, randomInt, randomUUID } from "node:crypto"
+import type * as net from "node:net"
+import { Effect, Exit, Runtime, Scope } from "effect"
+import { loadModule as loadPgQuery } from "libpg-query"
+import { fromNodeSocket } from "pg-gateway/node"
+import { AppConfig } from "../../layers/AppConfig"
+import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
+import { LOCAL_ORG, type OrgId } from "../domain/Ids"
+import type { Principal } from "../domain/Principal"
+import { classifyDbtSql, DBT_STATEMENT_MAX_BYTES } from "../governance/sqlguard/DbtStatements"
+import { Audit } from "../services/Audit"
+import { auditRow, newAuditDraft } from "../services/AuditDraft"
+import { DbBranches } from "../services/DbBranches"
+import { DbtRunTokens, type RunClaims } from "../services/DbtRunTokens"
+
+const CANCEL_REQUEST = 80877102
+// A frame of the protocol beyond this (COPY data included) ends the session: nothing legitimate sends one.
+const MAX_FRAME_BYTES = 16 * 1024 * 1024
+const MAX_SESSIONS_PER_ORG = 32
+// How often an open session checks that the credential behind its token still holds dbt_proxy.
+const RECHECK_MS = 30_000
+const E = 0x45
+
+const cstring = (text: string) => Buffer.concat([Buffer.from(text, "utf8"), Buffer.alloc(1)])
+const frame = (type: string, body: Buffer) => {
+  const out = Buffer.allocUnsafe(5 + body.length)
+  out.write(type, 0, "latin1")
+  out.writeInt32BE(body.length + 4, 1)
+  body.copy(out, 5)
+  return out
+}
+const errorFrame = (severity: "ERROR" | "FATAL", code: string, message: string) =>
+  frame("E", Buffer.concat([Buffer.from("S"), cstring(severity), Buffer.from("V"), cstring(severity), Buffer.from("C"), cstring(code), Buffer.from("M"), cstring(message), Buffer.alloc(1)]))
+const parameterStatus = (name: string, value: string) => frame("S", Buffer.concat([cstring(name), cstring(value)]))
+const backendKeyData = (pid: number, secret: number) => {
+  const body = Buffer.allocUnsafe(8)
+  body.writeInt32BE(pid, 0)
+  body.writeInt32BE(secret, 4)
+  return frame("K", body)
+}
+
+/** A C string of `message` from `at`: its text and where the next field starts. */
+const readCString = (message: Buffer, at: number) => {
+  const end = message.indexOf(0, at)
+  return end === -1 ? null : { text: message.subarray(at, end).toString("utf8"), next: end + 1 }
+}
+
+/**
+ * The dbt proxy: a PostgreSQL-protocol endpoint (SP_DBT_PROXY_PORT) dbt and psql connect to with a
+ * run token as the password (pg-gateway answers the startup and the password check), joined to a
+ * session on the token's branch as the branch's own role — never the connection's credentials, never
+ * a superuser. Every statement of a simple query and every Parse is classified with PostgreSQL's
+ * parser first: dbt's DDL and DML in the branch go on; the rest is swapped for a statement that fails
+ * upstream, whose error the client sees as the refusal (in order, as PostgreSQL would answer). One
+ * audit row per statement; CancelRequest cancels the upstream statement.
+ */
+export const makeDbtProxy = Effect.gen(function* () {
+  const tokens = yield* DbtRunTokens
+  const branches = yield* DbBranches
+  const pools = yield* ConnectorPools
+  const audit = yield* Audit
+  const config = yield* AppConfig
+  const runtime = yield* Effect.runtime<never>()
+  const runPromise = Runtime.runPromise(runtime)
+  const runFork = Runtime.runFork(runtime)
+  yield* Effect.promise(() => loadPgQuery())
+  const cancels = new Map<string, Effect.Effect<void>>()
+  const perOrg = new Map<string, number>()
+
+  /** One audit row of the proxy's: a connection's start or refusal, or a statement. */
+  const record = (principal: Principal | null, attributed: OrgId | null, claims: RunClaims | null, client: string | null, row: { event: string; sql?: string; kind?: string; outcome: "success" | "refused"; reason?: string | null }) => {
+    const draft = newAuditDraft(randomUUID(), row.event, principal, principal?.orgId ?? attributed ?? (config.selfHosted ? LOCAL_ORG : null))
+    draft.connection = claims?.conn ?? null
+    draft.sql = row.sql ?? null
+    draft.details = claims === null ? null : { run_id: claims.run, project: claims.project, branch: claims.branch, ...(row.kind === undefined ? {} : { statement: row.kind }), ...(row.reason ? { reason: row.reason } : {}) }
+    return audit.record("postgresql", auditRow(draft, { route: "dbt-proxy", method: "SQL", durationMs: 0, outcome: row.outcome, blockReason: row.outcome === "refused" ? "statement_refused" : null, clientIp: client }))
+  }
+
+  const accept = (socket: net.Socket) => {
+    socket.setNoDelay(true)
+    socket.on("error", () => socket.destroy())
+    let first = Buffer.alloc(0)
+    const onFirst = (chunk: Buffer) => {
+      first = Buffer.concat([first, chunk])
+      if (first.length < 8) return
+      socket.off("data", onFirst)
+      socket.pause()
+      if (first.readInt32BE(0) === 16 && first.readInt32BE(4) === CANCEL_REQUEST) {
+        if (first.length >= 16) runFork(Effect.ignore(cancels.get(`${first.readInt32BE(8)}:${first.readInt32BE(12)}`) ?? Effect.void))
+        return socket.destroy()
+      }
+      socket.unshift(first)
+      void serve(socket)
+    }
+    socket.on("data", onFirst)
+  }
+
+  const serve = async (socket: net.Socket) => {
+    const client = socket.remoteAddress ?? null
+    let verified: { claims: RunClaims; principal: Principal } | undefined
+    let authenticated: () => void = () => undefined
+    const authenticatedNow = new Promise<void>((resolve) => (authenticated = resolve))
+    const connection = await fromNodeSocket(socket, {
+      auth: {
+        method: "password",
+        getClearTextPassword: () => "",
+        validateCredentials: async ({ password }) => {
+          const result = await runPromise(Effect.either(tokens.verify(password)))
+          if (result._tag === "Right") {
+            verified = result.right
+            return true
+          }
+          const claims = result.left.claims
+          await runPromise(Effect.ignore(record(null, claims?.org ?? null, claims, client, { event: "dbt_proxy_connect", outcome: "refused", reason: result.left.why })))
+          return false
+        }
+      },
+      onAuthenticated: async () => {
+        await connection.detach()
+        authenticated()
+      }
+    })
+    await authenticatedNow
+    const duplex = connection.duplex
+    // pg-gateway lets go of both sides once its message loop sees it is detached.
+    while (duplex.readable.locked || duplex.writable.locked) await new Promise((resolve) => setImmediate(resolve))
+    const writer = duplex.writable.getWriter()
+    const toClient = (bytes: Buffer | Uint8Array) => writer.write(bytes).catch(() => socket.destroy())
+    let ended = false
+    const fatal = (code: string, message: string) => {
+      ended = true
+      void toClient(errorFrame("FATAL", code, message)).finally(() => socket.end())
+    }
+    if (verified === undefined) return socket.destroy()
+    const { claims, principal } = verified
+    const open = perOrg.get(claims.org) ?? 0
+    if (open >= MAX_SESSIONS_PER_ORG) return fatal("53300", `Sluice: an organization has at most ${MAX_SESSIONS_PER_ORG} dbt proxy sessions open at once`)
+    perOrg.set(claims.org, open + 1)
+    const scope = await runPromise(Scope.make())
+    const closed = () => {
+      perOrg.set(claims.org, (perOrg.get(claims.org) ?? 1) - 1)
+      void runPromise(Scope.close(scope, Exit.void))
+    }
+    socket.once("close", closed)
+    const opened = await runPromise(
+      Effect.either(
+        Effect.gen(function* () {
+          const { branch, branchTarget, password } = yield* branches.upstreamOf(claims.org, claims.conn, claims.project, claims.branch)
+          const session = yield* pools.postgresSession(branchTarget, { database: branch.database, user: branch.owner_role, password })
+          return { branch, session }
+        }).pipe(Scope.extend(scope))
+      )
+    )
+    if (opened._tag === "Left") {
+      await runPromise(Effect.ignore(record(principal, null, claims, client, { event: "dbt_proxy_connect", outcome: "refused", reason: "branch_unavailable" })))
+      return fatal("08006", `Sluice: the branch ${claims.branch} could not be reached: ${opened.left.message}`)
+    }
+    const { branch, session } = opened.right
+    await runPromise(Effect.ignore(record(principal, null, claims, client, { event: "dbt_proxy_connect", outcome: "success" })))
+
+    const upstream = session.takeSocket()
+    upstream.setNoDelay(true)
+    upstream.on("close", () => socket.end())
+    socket.on("close", () => upstream.destroy())
+
+    const pid = randomInt(1, 2 ** 31 - 1)
+    const secret = randomInt(-(2 ** 31), 2 ** 31 - 1)
+    const cancelKey = `${pid}:${secret}`
+    cancels.set(cancelKey, session.cancel)
+    socket.once("close", () => cancels.delete(cancelKey))
+    const hello = [...session.parameters].map(([name, value]) => parameterStatus(name, value))
+    await toClient(Buffer.concat([...hello, backendKeyData(pid, secret), frame("Z", Buffer.from("I"))]))
+
+    // A refused statement is sent on as a call of a function no database has; its error comes back as the refusal.
+    const nonce = randomBytes(8).toString("hex")
+    const refusals = new Map<string, string>()
+    let refusalCount = 0
+    const refuse = (reason: string) => {
+      const marker = `sluice_refused_${nonce}_${++refusalCount}`
+      refusals.set(marker, reason)
+      return `select ${marker}()`
+    }
+    const audited = (sql: string, kind: string, outcome: "success" | "refused", reason: string | null = null) =>
+      runFork(record(principal, null, claims, client, { event: "dbt_proxy", sql, kind, outcome, reason }).pipe(Effect.catchAll(() => Effect.sync(() => fatal("58000", "Sluice: the audit log cannot be written; the session ends")))))
+
+    /** The message as it goes upstream: as sent, or its statement swapped for a refusal; null ends the session. */
+    const fromClient = (message: Buffer): Buffer | null => {
+      const type = message[0]!
+      if (type === 0x51 /* Query */) {
+        if (message.length - 6 > DBT_STATEMENT_MAX_BYTES) {
+          audited(message.subarray(5, 5 + 4096).toString("utf8"), "OVERSIZED", "refused", "too large")
+          return frame("Q", cstring(refuse(`statements through the dbt proxy are at most ${DBT_STATEMENT_MAX_BYTES} bytes`)))
+        }
+        const sql = message.subarray(5, message.length - 1).toString("utf8")
+        const verdict = classifyDbtSql(sql, branch.database)
+        if (!verdict.allowed) {
+          audited(sql, "REFUSED", "refused", verdict.reason)
+          return frame("Q", cstring(refuse(verdict.reason)))
+        }
+        for (const statement of verdict.statements) audited(statement.sql, statement.kind, "success")
+        return message
+      }
+      if (type === 0x50 /* Parse */) {
+        const name = readCString(message, 5)
+        const query = name === null ? null : readCString(message, name.next)
+        if (name === null || query === null) return null
+        const verdict = message.length - 6 > DBT_STATEMENT_MAX_BYTES ? { allowed: false as const, reason: "too large" } : classifyDbtSql(query.text, branch.database)
+        if (!verdict.allowed) {
+          audited(query.text.slice(0, 4096), "REFUSED", "refused", verdict.reason)
+          return frame("P", Buffer.concat([cstring(name.text), cstring(refuse(verdict.reason)), Buffer.alloc(2)]))
+        }
+        for (const statement of verdict.statements) audited(statement.sql, statement.kind, "success")
+        return message
+      }
+      // A fast-path function call names a function by its number: nothing to classify, so nothing passes.
+      if (type === 0x46 /* FunctionCall */) return null
+      return message
+    }
+
+    let held = Buffer.alloc(0)
+    /** Sends a client chunk's messages upstream; false where the upstream socket wants a drain first. */
+    const onClientData = (chunk: Uint8Array): boolean => {
+      const data = held.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([held, chunk])
+      const out: Array<Buffer> = []
+      let at = 0
+      while (data.length - at >= 5) {
+        const length = data.readInt32BE(at + 1)
+        if (length < 4 || length > MAX_FRAME_BYTES) {
+          fatal("08P01", "Sluice: a protocol message larger than the dbt proxy takes")
+          return true
+        }
+        if (data.length - at < 1 + length) break
+        const message = data.subarray(at, at + 1 + length)
+        const sent = fromClient(message)
+        if (sent === null) {
+          fatal("42501", "Sluice: fast-path function calls are not allowed through the dbt proxy")
+          return true
+        }
+        out.push(sent)
+        at += 1 + length
+      }
+      held = at === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(at))
+      // One write per client chunk: a write per message costs a delayed-ACK round trip.
+      if (out.length === 0) return true
+      return upstream.write(out.length === 1 ? out[0]! : Buffer.concat(out))
+    }
+
+    // Frames from the server pass through as they come; an error frame is held whole while refusals are outstanding, to swap ours in.
+    let partial = Buffer.alloc(0)
+    let passing = 0
+    const swapped = (error: Buffer) => {
+      for (const [marker, reason] of refusals) {
+        if (error.includes(marker)) {
+          refusals.delete(marker)
+          return errorFrame("ERROR", "42501", `Sluice: ${reason}`)
+        }
+      }
+      return error
+    }
+    upstream.on("data", (chunk: Buffer) => {
+      const out: Array<Buffer> = []
+      let at = 0
+      let runStart = 0
+      while (at < chunk.length) {
+        if (passing > 0) {
+          const n = Math.min(passing, chunk.length - at)
+          passing -= n
+          at += n
+          continue
+        }
+        if (partial.length === 0 && chunk.length - at >= 5 && (chunk[at] !== E || refusals.size === 0)) {
+          passing = 1 + chunk.readInt32BE(at + 1)
+          continue
+        }
+        if (at > runStart) out.push(chunk.subarray(runStart, at))
+        const headerNeeded = Math.max(0, 5 - partial.length)
+        const total = partial.length >= 5 ? 1 + partial.readInt32BE(1) : undefined
+        const take = Math.min(chunk.length - at, total === undefined ? headerNeeded : total - partial.length)
+        partial = Buffer.concat([partial, chunk.subarray(at, at + take)])
+        at += take
+        runStart = at
+        if (partial.length < 5) continue
+        const whole = 1 + partial.readInt32BE(1)
+        if (partial[0] !== E || refusals.size === 0) {
+          out.push(partial)
+          passing = whole - partial.length
+          partial = Buffer.alloc(0)
+        } else if (partial.length === whole) {
+          out.push(swapped(partial))
+          partial = Buffer.alloc(0)
+        }
+      }
+      if (at > runStart) out.push(chunk.subarray(runStart, at))
+      if (out.length === 0) return
+      void toClient(out.length === 1 ? out[0]! : Buffer.concat(out))
+      // A client that reads slower than its server answers holds the server back, not the gateway's memory.
+      if ((writer.desiredSize ?? 1) <= 0) {
+        upstream.pause()
+        void writer.ready.then(() => upstream.resume(), () => undefined)
+      }
+    })
+
+    // The credential behind the token is checked again while the session is open: a deleted key ends it.
+    const recheck = setInterval(() => {
+      void runPromise(Effect.either(tokens.actingFor(claims))).then((still) => {
+        if (still._tag === "Left" && !ended) fatal("28000", "Sluice: the credential that minted this run token no longer holds the dbt_proxy scope")
+      })
+    }, RECHECK_MS)
+    socket.once("close", () => clearInterval(recheck))
+
+    const reader = duplex.readable.getReader()
+    while (!ended) {
+      const read = await reader.read().catch(() => ({ done: true as const, value: undefined }))
+      if (read.done) break
+      if (!onClientData(read.value)) await new Promise((resolve) => upstream.once("drain", resolve).once("close", resolve))
+    }
+    upstream.end()
+  }
+
+  return { accept } as const
+})

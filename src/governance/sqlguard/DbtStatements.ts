@@ -1,0 +1,155 @@
+import { parseSync as parsePostgres } from "libpg-query"
+import { matchesFunction } from "./Dialects"
+import { isNode, type Node } from "./Tree"
+
+/** The most one statement (a simple query's text, or a Parse's) may hold. */
+export const DBT_STATEMENT_MAX_BYTES = 1024 * 1024
+
+/**
+ * What dbt may run in a branch: reads, its DDL and DML, transactions, session settings that only
+ * shape its own session, cursors and prepared statements. Everything else (GRANT/REVOKE, roles,
+ * functions, DO blocks, extensions, other databases, server settings) is refused.
+ */
+const ALLOWED = new Set([
+  "SelectStmt",
+  "InsertStmt",
+  "UpdateStmt",
+  "DeleteStmt",
+  "MergeStmt",
+  "CreateSchemaStmt",
+  "CreateStmt",
+  "CreateTableAsStmt",
+  "ViewStmt",
+  "IndexStmt",
+  "AlterTableStmt",
+  "RenameStmt",
+  "AlterObjectSchemaStmt",
+  "DropStmt",
+  "TruncateStmt",
+  "CommentStmt",
+  "CreateSeqStmt",
+  "AlterSeqStmt",
+  "TransactionStmt",
+  "VariableSetStmt",
+  "VariableShowStmt",
+  "ExplainStmt",
+  "CopyStmt",
+  "VacuumStmt",
+  "LockStmt",
+  "DeclareCursorStmt",
+  "FetchStmt",
+  "ClosePortalStmt",
+  "PrepareStmt",
+  "ExecuteStmt",
+  "DeallocateStmt",
+  "DiscardStmt",
+  "RefreshMatViewStmt"
+])
+
+// Settings a session of dbt's may change: how it reads and writes values, its timeouts, its search path. Never its role.
+const SETTINGS = new Set([
+  "search_path", "timezone", "datestyle", "intervalstyle", "client_encoding", "application_name", "extra_float_digits",
+  "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "client_min_messages", "work_mem",
+  "maintenance_work_mem", "bytea_output", "standard_conforming_strings", "default_transaction_isolation",
+  "default_transaction_read_only", "transaction", "session characteristics", "jit", "enable_nestloop", "enable_hashjoin",
+  "enable_mergejoin", "enable_seqscan", "random_page_cost", "temp_buffers", "constraint_exclusion"
+])
+
+// Functions that reach files, programs, other servers or sessions, the server's own state, or run SQL held in a string.
+const NEVER = [
+  "pg_read_*", "pg_ls_*", "pg_stat_file", "pg_file_*", "pg_logdir_ls", "lo_*", "dblink*", "set_config", "pg_terminate_backend",
+  "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile", "pg_switch_wal", "pg_create_*", "pg_drop_*", "pg_replication_*",
+  "pg_logical_*", "pg_promote", "pg_wal_replay_*", "pg_backup_*", "pg_start_backup", "pg_stop_backup", "pg_export_snapshot",
+  "pg_log_backend_memory_contexts", "pg_import_system_collations", "pg_notify", "query_to_xml*", "cursor_to_xml*", "table_to_xml*",
+  "schema_to_xml*", "database_to_xml*", "ts_stat", "ts_rewrite", "crosstab*", "connectby"
+]
+
+// Roles a statement may name: the session's own.
+const OWN_ROLES = new Set(["ROLESPEC_CURRENT_USER", "ROLESPEC_CURRENT_ROLE", "ROLESPEC_SESSION_USER"])
+
+/** One statement of a query's text: its kind (CREATE TABLE AS, …) and its own text. */
+export interface DbtStatement {
+  readonly kind: string
+  readonly sql: string
+}
+
+export type DbtVerdict = { readonly allowed: true; readonly statements: ReadonlyArray<DbtStatement> } | { readonly allowed: false; readonly reason: string }
+
+const statementName = (key: string) => key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
+
+/** Why one statement's tree is refused, or undefined. */
+const refusalIn = (key: string, statement: Node, database: string): string | undefined => {
+  if (!ALLOWED.has(key)) return `${statementName(key)} is not allowed through the dbt proxy`
+  if (key === "CopyStmt" && (statement.is_program === true || typeof statement.filename === "string")) {
+    return "COPY to or from a file or program is not allowed through the dbt proxy (COPY … FROM STDIN and TO STDOUT are)"
+  }
+  if (key === "VariableSetStmt" && statement.kind !== "VAR_RESET_ALL" && !SETTINGS.has(String(statement.name ?? "").toLowerCase())) {
+    return `SET ${String(statement.name ?? "")} is not allowed through the dbt proxy`
+  }
+  let reason: string | undefined
+  // Checked by shape, wherever the node stands: a relation is a RangeVar whether wrapped (FROM) or bare (INSERT INTO, CREATE … AS's target).
+  const visit = (value: unknown): void => {
+    if (reason !== undefined) return
+    if (Array.isArray(value)) return value.forEach(visit)
+    if (!isNode(value)) return
+    if (typeof value.relname === "string" && typeof value.catalogname === "string" && value.catalogname !== database) {
+      reason = `${value.catalogname} is another database: statements through the dbt proxy stay in their branch`
+      return
+    }
+    // A name list of three parts (DROP, COMMENT ON) is database.schema.object.
+    const names = isNode(value.List) && Array.isArray(value.List.items) ? value.List.items : undefined
+    if (names !== undefined && names.length >= 3 && names.every((item) => isNode(item) && isNode(item.String))) {
+      const first = String(((names[0] as Node).String as Node).sval ?? "")
+      if (first !== database) {
+        reason = `${first} is another database: statements through the dbt proxy stay in their branch`
+        return
+      }
+    }
+    if (typeof value.roletype === "string" && !OWN_ROLES.has(value.roletype)) {
+      reason = "statements through the dbt proxy name no role but their own (no GRANT, owner or AUTHORIZATION changes)"
+      return
+    }
+    if (value.subtype === "AT_ChangeOwner") {
+      reason = "ALTER … OWNER TO is not allowed through the dbt proxy"
+      return
+    }
+    const call = value.FuncCall
+    if (isNode(call)) {
+      const parts = (Array.isArray(call.funcname) ? call.funcname : []).map((part) => (isNode(part) && isNode(part.String) ? String(part.String.sval ?? "") : ""))
+      if (matchesFunction(NEVER, parts.map((p) => p.toLowerCase())) !== undefined) {
+        reason = `the function ${parts.join(".")} is not allowed through the dbt proxy (it reaches files, programs, other servers or sessions, or runs SQL held in a string)`
+        return
+      }
+    }
+    for (const child of Object.values(value)) visit(child)
+  }
+  visit(statement)
+  return reason
+}
+
+/**
+ * A dbt proxy's verdict on the text of a simple query or a Parse, for a session in `database`:
+ * every statement parsed with PostgreSQL's own parser and allowed, or the first reason to refuse.
+ */
+export const classifyDbtSql = (sql: string, database: string): DbtVerdict => {
+  if (Buffer.byteLength(sql) > DBT_STATEMENT_MAX_BYTES) return { allowed: false, reason: `statements through the dbt proxy are at most ${DBT_STATEMENT_MAX_BYTES} bytes` }
+  let parsed: { stmts?: Array<{ stmt?: Node; stmt_location?: number; stmt_len?: number }> }
+  try {
+    parsed = parsePostgres(sql) as typeof parsed
+  } catch (error) {
+    // A statement this parser cannot read might be one the server can: fail closed.
+    return { allowed: false, reason: `the statement could not be parsed (${error instanceof Error ? error.message : "syntax error"})` }
+  }
+  const statements: Array<DbtStatement> = []
+  // The parser's locations count bytes of the UTF-8 text.
+  const bytes = Buffer.from(sql, "utf8")
+  for (const { stmt, stmt_location: at = 0, stmt_len: length } of parsed.stmts ?? []) {
+    const [key] = Object.keys(stmt ?? {})
+    if (key === undefined || stmt === undefined) continue
+    const statement = stmt[key]
+    const reason = refusalIn(key, isNode(statement) ? statement : {}, database)
+    if (reason !== undefined) return { allowed: false, reason }
+    statements.push({ kind: statementName(key), sql: bytes.subarray(at, length === undefined || length === 0 ? undefined : at + length).toString("utf8").trim() })
+  }
+  return { allowed: true, statements }
+}

@@ -1,0 +1,213 @@
+import { execFile } from "node:child_process"
+import { createHmac } from "node:crypto"
+import { Effect } from "effect"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { CredentialCipher } from "../../layers/CredentialCipher"
+import { OrgId, UserId } from "../../src/domain/Ids"
+import { OrgsRepo } from "../../src/repos/OrgsRepo"
+import { ApiKeys } from "../../src/services/ApiKeys"
+import { request, type RequestOptions } from "../support/Http"
+import { localOperator, startInProcess } from "../support/InProcess"
+import { createTestDatabase, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+const OTHER_ORG = OrgId.make("org_dbt_other")
+
+const psql = (args: ReadonlyArray<string>, password: string) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile("psql", ["-X", "-v", "ON_ERROR_STOP=1", ...args], { env: { PATH: process.env["PATH"] ?? "/usr/bin", PGPASSWORD: password, PGCONNECT_TIMEOUT: "10" } }, (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
+    )
+  })
+
+
+describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
+  let gateway: Awaited<ReturnType<typeof startInProcess>>
+  let database: TestDatabase
+  let builder: string
+  let writerOnly: string
+  let stranger: string
+  let branchDb: string
+
+  beforeAll(async () => {
+    database = await createTestDatabase()
+    await database.query(`create schema raw; create table raw.orders (id int primary key, amount numeric, customer text);
+      insert into raw.orders values (1, 10, 'ada'), (2, 20, 'bo'), (3, 30, 'cy')`)
+    gateway = await startInProcess({ SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000" }, { dbtProxy: true })
+    const admin = await gateway.keyWith(["read", "query", "write", "admin"])
+    builder = await gateway.keyWith(["read", "write", "dbt_proxy"])
+    writerOnly = await gateway.keyWith(["read", "write"])
+    stranger = await gateway.runtime.runPromise(
+      Effect.gen(function* () {
+        yield* (yield* OrgsRepo).ensureMember({ orgId: OTHER_ORG, orgName: "other", userId: UserId.make("user_x"), role: "admin" })
+        return (yield* (yield* ApiKeys).create({ ...localOperator, orgId: OTHER_ORG, userId: UserId.make("user_x") }, { name: "x", scopes: ["read", "write", "dbt_proxy", "admin"] })).key
+      }).pipe(Effect.provide(OrgsRepo.Default))
+    )
+    const connection = { name: "wh", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    const branch = await request(gateway.url, "/api/connections/wh/dbbranch/projects/jaffle/branches", { key: builder, body: { name: "build" } })
+    expect(branch.status, branch.text).toBe(201)
+    branchDb = branch.json.database
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.stop()
+    if (branchDb !== undefined) {
+      await queryDatabase("postgres", `drop database if exists "${branchDb}" with (force)`).catch(() => undefined)
+      await queryDatabase("postgres", `drop role if exists "${branchDb}"`).catch(() => undefined)
+    }
+    await database?.drop()
+  })
+
+  const api = (route: string, options: RequestOptions = {}) => request(gateway.url, route, { key: builder, ...options })
+  const mint = async (body: Record<string, unknown> = {}, key = builder) => {
+    const minted = await api("/api/dbt-proxy/run-tokens", { key, body: { connection_name: "wh", project: "jaffle", branch: "build", run_id: "run-1", ...body } })
+    return minted
+  }
+  const connect = async (password: string) => {
+    const client = new pg.Client({ host: "127.0.0.1", port: gateway.dbtProxyPort, user: "dbt", database: "anything", password })
+    client.on("error", () => undefined)
+    await client.connect()
+    return client
+  }
+
+  it("replays a dbt run's statements into the branch with the pg client, and refuses the rest with the session still usable", async () => {
+    const minted = await mint()
+    expect(minted.status, minted.text).toBe(201)
+    expect(minted.json).toMatchObject({ port: gateway.dbtProxyPort, user: "dbt", dbname: branchDb, run_id: "run-1" })
+    const client = await connect(minted.json.token)
+    try {
+      const who = await client.query("select current_user as role, current_database() as db, current_setting('is_superuser') as su")
+      expect(who.rows).toEqual([{ role: branchDb, db: branchDb, su: "off" }])
+      // dbt-postgres's table materialization: create as a temporary name, swap by rename, drop the backup.
+      for (const sql of [
+        'create schema if not exists "dbt_ada"',
+        "BEGIN",
+        'create table "dbt_ada"."orders" as (select 1 as id)',
+        "COMMIT",
+        "BEGIN",
+        'create table "dbt_ada"."orders__dbt_tmp" as (select id, amount from raw.orders where amount > 15)',
+        'alter table "dbt_ada"."orders" rename to "orders__dbt_backup"',
+        'alter table "dbt_ada"."orders__dbt_tmp" rename to "orders"',
+        "COMMIT",
+        'drop table if exists "dbt_ada"."orders__dbt_backup" cascade',
+        'create or replace view "dbt_ada"."big_orders" as (select * from "dbt_ada"."orders" where amount > 25)'
+      ]) {
+        await client.query(sql)
+      }
+      expect((await client.query("select id from dbt_ada.big_orders")).rows).toEqual([{ id: 3 }])
+      // Extended protocol, with parameters.
+      expect((await client.query("select $1::int + 1 as n", [41])).rows).toEqual([{ n: 42 }])
+
+      const refusals: ReadonlyArray<readonly [string, RegExp]> = [
+        ["copy (select 1) to program 'id'", /COPY to or from a file or program/],
+        ["grant select on dbt_ada.orders to public", /GRANT is not allowed/],
+        ["set role postgres", /SET role is not allowed/],
+        [`create table ${database.name}.public.stolen as select * from raw.orders`, /another database/],
+        ["select dblink('dbname=postgres', 'select 1')", /dblink/]
+      ]
+      for (const [sql, why] of refusals) {
+        const error = await client.query(sql).then(() => null, (e: { code?: string; message: string }) => e)
+        expect([sql, error?.code]).toEqual([sql, "42501"])
+        expect(error?.message).toMatch(why)
+        expect(error?.message).toMatch(/^Sluice: /)
+      }
+      const extended = await client.query("select pg_read_file($1)", ["/etc/passwd"]).then(() => null, (e: { code?: string; message: string }) => e)
+      expect(extended?.code).toBe("42501")
+      // Inside a transaction a refusal aborts it, as any error would.
+      await client.query("BEGIN")
+      await expect(client.query("copy raw.orders to '/tmp/x'")).rejects.toThrow(/file or program/)
+      await expect(client.query("select 1")).rejects.toThrow(/current transaction is aborted/)
+      await client.query("ROLLBACK")
+      expect((await client.query("select count(*)::int as n from dbt_ada.orders")).rows).toEqual([{ n: 2 }])
+    } finally {
+      await client.end()
+    }
+    // The branch has the model; the connection's own database has nothing new.
+    expect(await queryDatabase(branchDb, "select id, amount from dbt_ada.orders order by id")).toEqual([
+      { id: 2, amount: "20" },
+      { id: 3, amount: "30" }
+    ])
+    expect(await queryDatabase(database.name, "select table_schema, table_name from information_schema.tables where table_schema not in ('pg_catalog', 'information_schema') order by 1, 2")).toEqual([{ table_schema: "raw", table_name: "orders" }])
+
+    const rows = (await api("/api/audit?event_type=dbt_proxy&limit=200")).json.items as ReadonlyArray<Record<string, any>>
+    expect(rows.some((r) => r.outcome === "success" && r.details?.statement === "CREATE TABLE AS" && r.details?.run_id === "run-1" && r.connection === "wh")).toBe(true)
+    expect(rows.filter((r) => r.outcome === "refused" && r.block_reason === "statement_refused").length).toBeGreaterThanOrEqual(7)
+    expect(JSON.stringify(rows)).not.toContain(minted.json.token)
+  })
+
+  it("psql connects with a run token, and a refused COPY … TO PROGRAM says why", async () => {
+    const { token } = (await mint()).json
+    const args = ["-h", "127.0.0.1", "-p", String(gateway.dbtProxyPort), "-U", "dbt", "-d", "whatever"]
+    const ok = await psql([...args, "-tAc", "select count(*) from raw.orders"], token)
+    expect(ok.code, ok.stderr).toBe(0)
+    expect(ok.stdout.trim()).toBe("3")
+    const refused = await psql([...args, "-c", "COPY raw.orders TO PROGRAM 'cat > /tmp/sluice-pwned'"], token)
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toMatch(/Sluice: COPY to or from a file or program is not allowed/)
+  })
+
+  it("cancels the upstream statement on a CancelRequest", async () => {
+    const client = await connect((await mint()).json.token)
+    try {
+      const started = Date.now()
+      const running = client.query("select pg_sleep(20)").then(() => null, (e: { code?: string }) => e)
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const canceller = new pg.Client({ host: "127.0.0.1", port: gateway.dbtProxyPort }) as unknown as { cancel: (client: pg.Client, query: unknown) => void }
+      canceller.cancel(client, (client as unknown as { activeQuery: unknown }).activeQuery)
+      expect((await running)?.code).toBe("57014")
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect((await client.query("select 1 as one")).rows).toEqual([{ one: 1 }])
+    } finally {
+      await client.end()
+    }
+  })
+
+  it("refuses expired, forged and revoked tokens, tokens of other orgs' branches, and minting without dbt_proxy", async () => {
+    const refusedWith = (password: string) => connect(password).then(
+      (c) => c.end().then(() => "connected"),
+      (e: { code?: string }) => e.code
+    )
+    expect(await refusedWith("sp_not_a_token")).toBe("28P01")
+    const { token } = (await mint()).json
+    const [payload, mac] = token.slice(4).split(".")
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"))
+    // A forged branch (signature no longer matches).
+    const forged = `sdt_${Buffer.from(JSON.stringify({ ...claims, branch: "other" })).toString("base64url")}.${mac}`
+    expect(await refusedWith(forged)).toBe("28P01")
+    // Properly signed, but expired.
+    const secret = await gateway.runtime.runPromise(Effect.map(CredentialCipher, (c) => c.orgSecret("dbt-run-token", claims.org)))
+    const expiredPayload = Buffer.from(JSON.stringify({ ...claims, exp: Math.floor(Date.now() / 1000) - 1 })).toString("base64url")
+    const expired = `sdt_${expiredPayload}.${createHmac("sha256", secret).update(expiredPayload).digest("base64url")}`
+    expect(await refusedWith(expired)).toBe("28P01")
+    // The minting key deleted: its tokens open nothing.
+    const temporary = await gateway.keyWith(["read", "dbt_proxy"])
+    const revokedToken = (await mint({}, temporary)).json.token
+    expect(await refusedWith(revokedToken)).toBe("connected")
+    const keys = (await api("/api/keys?limit=100", { key: await gateway.keyWith(["admin", "read"]) })).json.items as ReadonlyArray<{ id: string; prefix: string }>
+    const temporaryId = keys.find((k) => temporary.startsWith(k.prefix))!.id
+    expect((await api(`/api/keys/${temporaryId}`, { method: "DELETE", key: await gateway.keyWith(["admin"]) })).status).toBe(204)
+    expect(await refusedWith(revokedToken)).toBe("28P01")
+
+    expect((await mint({}, writerOnly)).status).toBe(403)
+    expect((await mint({ ttl_seconds: 30 })).status).toBe(400)
+    expect((await mint({}, stranger)).status).toBe(404)
+    const audit = (await api("/api/audit?event_type=dbt_proxy_connect&outcome=refused&limit=50")).json.items as ReadonlyArray<Record<string, any>>
+    expect(audit.map((r) => r.details?.reason)).toEqual(expect.arrayContaining(["expired", "credential_gone"]))
+  })
+
+  it("hands out a dbt profile that points at the proxy with a token, never the connection's password", async () => {
+    const profile = await api("/api/connections/wh/dbbranch/dbt-profile?project=jaffle&branch=build&schema=dbt_ada")
+    expect(profile.status, profile.text).toBe(200)
+    const yaml: string = profile.json.profiles_yml
+    expect(yaml).toContain(`port: ${gateway.dbtProxyPort}`)
+    expect(yaml).toContain(`dbname: ${branchDb}`)
+    expect(yaml).toContain("schema: dbt_ada")
+    const token = /password: "(sdt_[^"]+)"/.exec(yaml)?.[1]
+    expect(token).toBeDefined()
+    const client = await connect(token!)
+    expect((await client.query("select current_user as u")).rows).toEqual([{ u: branchDb }])
+    await client.end()
+    expect((await api("/api/connections/wh/dbbranch/dbt-profile?project=jaffle&branch=build", { key: writerOnly })).status).toBe(403)
+  })
+})
