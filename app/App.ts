@@ -65,6 +65,8 @@ import { Settings } from "../src/services/Settings"
 import { WorkspaceProjects } from "../src/services/WorkspaceProjects"
 import { DbBranches } from "../src/services/DbBranches"
 import { DbtRunTokens } from "../src/services/DbtRunTokens"
+import { DbtProjects } from "../src/services/DbtProjects"
+import { DbtProjectsRepo } from "../src/repos/DbtProjectsRepo"
 import { DbBranchesRepo } from "../src/repos/DbBranchesRepo"
 import { PostgresTemplateBranches } from "../layers/branches/PostgresTemplateBranches"
 import { BranchReaperLoop } from "../actors/loops/BranchReaperLoop"
@@ -126,6 +128,8 @@ export const ServicesLive = Layer.mergeAll(
   WorkspaceProjects.Default,
   DbBranches.Default,
   DbtRunTokens.Default,
+  DbtProjects.Default,
+  DbtProjectsRepo.Default,
   DbBranchesRepo.Default,
   PostgresTemplateBranches.Default,
   WorkspaceProjectsRepo.Default,

@@ -21,6 +21,7 @@ import { ReportsHttp } from "../src/http/ReportsHttp"
 import { WorkspaceProjectsHttp } from "../src/http/WorkspaceProjectsHttp"
 import { DbBranchesHttp } from "../src/http/DbBranchesHttp"
 import { DbtProxyHttp } from "../src/http/DbtProxyHttp"
+import { DbtProjectsHttp } from "../src/http/DbtProjectsHttp"
 import { GitRouteLive } from "../src/http/GitRoute"
 import { NotebookSessionsHttp } from "../src/http/NotebookSessionsHttp"
 import { SandboxesHttp } from "../src/http/SandboxesHttp"
@@ -60,6 +61,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     WorkspaceProjectsHttp,
     DbBranchesHttp,
     DbtProxyHttp,
+    DbtProjectsHttp,
     GitRouteLive,
     SandboxesHttp,
     NotebookSessionsHttp,

@@ -103,6 +103,8 @@ const raw = Config.all({
   notebookDir: Config.option(Config.string("SP_NOTEBOOK_DIR")),
   // Workspace projects' bare git repositories (one folder each, named by the project's id).
   reposDir: Config.option(Config.string("SP_REPOS_DIR")),
+  // Folders whose dbt projects may be registered and browsed (self-hosted only: a path on the gateway's host is no tenant's).
+  projectRoots: Config.array(Config.string(), "SP_PROJECT_ROOTS").pipe(Config.withDefault([])),
   // The dbt proxy's PostgreSQL-protocol port (0: no dbt proxy): dbt and psql connect with a run token as the password.
   dbtProxyPort: boundedInt("SP_DBT_PROXY_PORT", "must be a port (1-65535), or 0 for no dbt proxy", (n) => n >= 0 && n <= 65_535).pipe(Config.withDefault(0)),
   // The most one push may send, counted as it streams (the 2 MiB cap of other requests does not apply).
@@ -197,6 +199,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
       dataDir,
       notebookDir: path.resolve(Option.getOrElse(c.notebookDir, () => `${dataDir}-notebooks`)),
       reposDir: path.resolve(Option.getOrElse(c.reposDir, () => path.join(dataDir, "repos"))),
+      projectRoots: c.projectRoots.filter((root) => root.trim().length > 0).map((root) => path.resolve(root.trim())),
       notebookOrigins,
       selfHosted,
       localAccess: selfHosted && Option.getOrElse(c.localAccess, () => true)

@@ -3,6 +3,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { promisify } from "node:util"
 import { Effect } from "effect"
+import type { ProjectFiles } from "../src/domain/DbtProject"
 import { Unavailable } from "../src/domain/Errors"
 import { AppConfig } from "./AppConfig"
 
@@ -120,6 +121,30 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
         }
       })
 
-    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile } as const
+    /** The files of `ref`'s tree (under `subdirectory`), read with git itself: nothing is checked out. */
+    const treeFiles = (repository: string, ref: string, subdirectory: string): ProjectFiles => {
+      const dir = pathOf(repository)
+      const base = subdirectory === "" ? "" : `${subdirectory}/`
+      const tree = `refs/heads/${ref}:${subdirectory}`
+      return {
+        list: async () => {
+          const { stdout } = await run("git", ["--git-dir", dir, "ls-tree", "-r", "-z", "--name-only", tree], { env: gitEnv, maxBuffer: 64 * 1024 * 1024 })
+          return stdout.split("\0").filter((name) => name.length > 0).slice(0, 20_000)
+        },
+        read: async (file, maxBytes) => {
+          const object = `refs/heads/${ref}:${base}${file}`
+          const size = await run("git", ["--git-dir", dir, "cat-file", "-s", object], { env: gitEnv }).then(({ stdout }) => Number(stdout.trim()), () => null)
+          if (size === null || size > maxBytes) return null
+          const { stdout } = await run("git", ["--git-dir", dir, "cat-file", "blob", object], { env: gitEnv, maxBuffer: maxBytes + 1024 })
+          return stdout
+        }
+      }
+    }
+
+    /** Whether the repository has a commit on `ref`. */
+    const hasBranch = (repository: string, ref: string) =>
+      Effect.promise(() => run("git", ["--git-dir", pathOf(repository), "rev-parse", "--verify", "--quiet", `refs/heads/${ref}`], { env: gitEnv }).then(() => true, () => false))
+
+    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile, treeFiles, hasBranch } as const
   })
 }) {}

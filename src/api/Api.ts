@@ -19,6 +19,7 @@ import { ReportsApi } from "./ReportsApi"
 import { WorkspaceProjectsApi } from "./WorkspaceProjectsApi"
 import { DbBranchesApi } from "./DbBranchesApi"
 import { DbtProxyApi } from "./DbtProxyApi"
+import { DbtProjectsApi } from "./DbtProjectsApi"
 import { NotebookSessionsApi } from "./NotebookSessionsApi"
 import { SandboxesApi } from "./SandboxesApi"
 import { SchemaApi } from "./SchemaApi"
@@ -48,6 +49,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(WorkspaceProjectsApi)
   .add(DbBranchesApi)
   .add(DbtProxyApi)
+  .add(DbtProjectsApi)
   .add(SandboxesApi)
   .add(NotebookSessionsApi)
   .add(SecretsApi)

@@ -27,6 +27,7 @@ import m0026 from "./0026_notebook_sessions"
 import m0027 from "./0027_notebook_sessions_per_credential"
 import m0028 from "./0028_workspace_projects"
 import m0029 from "./0029_db_branches"
+import m0030 from "./0030_dbt_projects"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -57,5 +58,6 @@ export const migrations = {
   "0026_notebook_sessions": m0026,
   "0027_notebook_sessions_per_credential": m0027,
   "0028_workspace_projects": m0028,
-  "0029_db_branches": m0029
+  "0029_db_branches": m0029,
+  "0030_dbt_projects": m0030
 }

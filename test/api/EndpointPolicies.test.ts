@@ -154,7 +154,14 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "DELETE /api/connections/:name/dbbranch/projects/:project/branches/:branch": "write",
   "GET /api/connections/:name/dbbranch/branch-diff": "read",
   "GET /api/connections/:name/dbbranch/dbt-profile": "write",
-  "POST /api/dbt-proxy/run-tokens": "dbt_proxy"
+  "POST /api/dbt-proxy/run-tokens": "dbt_proxy",
+  "GET /api/projects": "read",
+  "POST /api/projects": "write",
+  "GET /api/projects/:name": "read",
+  "PUT /api/projects/:name": "write",
+  "DELETE /api/projects/:name": "write",
+  "POST /api/projects/:name/scan": "write",
+  "GET /api/files/browse": "write"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]
