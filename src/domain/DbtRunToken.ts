@@ -44,22 +44,32 @@ export const DbtProfile = Schema.Struct({
   expires_at: Schema.Date
 })
 
+/** Where a profile points and what its password is (YAML text: a quoted run token, or an env_var() call). */
+export interface ProfileTarget {
+  readonly host: string
+  readonly port: number
+  readonly user: string
+  readonly dbname: string
+  readonly password: string
+  readonly note: string
+}
+
 /** A profiles.yml with one postgres target: the dbt proxy, a run token as its password. */
-export const dbtProfileYaml = (params: { readonly profile: string; readonly target: string; readonly schema: string }, token: RunToken) =>
+export const dbtProfileYaml = (params: { readonly profile: string; readonly target: string; readonly schema: string }, target: ProfileTarget) =>
   [
     `${params.profile}:`,
     `  target: ${params.target}`,
     "  outputs:",
     `    ${params.target}:`,
     "      type: postgres",
-    `      host: ${JSON.stringify(token.host)}`,
-    `      port: ${token.port}`,
-    `      user: ${token.user}`,
-    `      password: ${JSON.stringify(token.token)}`,
-    `      dbname: ${token.dbname}`,
+    `      host: ${JSON.stringify(target.host)}`,
+    `      port: ${target.port}`,
+    `      user: ${target.user}`,
+    `      password: ${target.password}`,
+    `      dbname: ${target.dbname}`,
     `      schema: ${params.schema}`,
     "      threads: 4",
     "      sslmode: disable",
-    `      # The password is a run token: it expires at ${token.expires_at.toISOString()}; ask for a new profile then.`,
+    `      # ${target.note}`,
     ""
   ].join("\n")

@@ -23,7 +23,9 @@ export const DbBranchesHttp = HttpApiBuilder.group(SluiceApi, "dbBranches", (han
           const principal = yield* onIt(path.name)
           const request = yield* HttpServerRequest.HttpServerRequest
           const minted = yield* tokens.mint(principal, { connection_name: path.name, project: urlParams.project, branch: urlParams.branch, run_id: "dbt-profile", ttl_seconds: urlParams.ttl_seconds }, hostReached(request))
-          return { profiles_yml: dbtProfileYaml(urlParams, minted), profile: urlParams.profile, target: urlParams.target, expires_at: minted.expires_at }
+          const password = JSON.stringify(minted.token)
+          const note = `The password is a run token: it expires at ${minted.expires_at.toISOString()}; ask for a new profile then.`
+          return { profiles_yml: dbtProfileYaml(urlParams, { ...minted, password, note }), profile: urlParams.profile, target: urlParams.target, expires_at: minted.expires_at }
         })
       )
   })

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { Effect, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { CredentialCipher } from "../../layers/CredentialCipher"
-import type { MintRunToken } from "../domain/DbtRunToken"
+import { dbtProfileYaml, type MintRunToken } from "../domain/DbtRunToken"
 import { InsufficientScope, NotAvailableHere } from "../domain/Errors"
 import { KeyId, OrgId, UserId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
@@ -104,7 +104,23 @@ export class DbtRunTokens extends Effect.Service<DbtRunTokens>()("sluice/DbtRunT
         )
       )
 
-    return { mint, verify, actingFor } as const
+    /**
+     * A profile for a branch whose password is read from SLUICE_DBT_TOKEN, and the command that mints
+     * that token with the caller's own key (from SLUICE_API_KEY): no secret in it, for a conversation to carry.
+     */
+    const profileTemplate = Effect.fn("DbtRunTokens.profileTemplate")(function* (principal: Principal, connection: string, project: string, branchName: string, schema: string) {
+      if (config.dbtProxyPort === 0) return yield* new NotAvailableHere({ message: "The dbt proxy is off: set SP_DBT_PROXY_PORT to run it" })
+      const { branch } = yield* branches.upstreamOf(principal.orgId, connection, project, branchName)
+      const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host
+      const params = { profile: "default", target: "sluice", schema }
+      const body = JSON.stringify({ connection_name: connection, project, branch: branchName, run_id: "dbt" })
+      return {
+        profiles_yml: dbtProfileYaml(params, { host, port: config.dbtProxyPort, user: "dbt", dbname: branch.database, password: "\"{{ env_var('SLUICE_DBT_TOKEN') }}\"", note: "The password is a run token from SLUICE_DBT_TOKEN." }),
+        mint_command: `export SLUICE_DBT_TOKEN="$(curl -sf -H "x-api-key: $SLUICE_API_KEY" -H 'content-type: application/json' -d '${body}' http://${host}:${config.port}/api/dbt-proxy/run-tokens | sed -E 's/.*"token":"([^"]+)".*/\\1/')"`
+      }
+    })
+
+    return { mint, verify, actingFor, profileTemplate } as const
   }),
   dependencies: [ActingPrincipals.Default, DbBranches.Default, CredentialCipher.Default]
 }) {}

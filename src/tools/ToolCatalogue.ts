@@ -9,6 +9,11 @@ import { reportTools } from "./ReportTools"
 import { sandboxTools } from "./SandboxTools"
 import { queryTools } from "./QueryTools"
 import { schemaTools } from "./SchemaTools"
+import { workspaceTools } from "./WorkspaceTools"
+import { DbBranches } from "../services/DbBranches"
+import { DbtProjects } from "../services/DbtProjects"
+import { DbtRunTokens } from "../services/DbtRunTokens"
+import { WorkspaceProjects } from "../services/WorkspaceProjects"
 import { AgentRuns } from "../services/AgentRuns"
 import { Audit } from "../services/Audit"
 import { Budgets } from "../services/Budgets"
@@ -42,9 +47,10 @@ export class ToolCatalogue extends Effect.Service<ToolCatalogue>()("sluice/ToolC
       ...(yield* knowledgeTools),
       ...(yield* reportTools),
       ...(yield* sandboxTools),
-      ...(yield* agentTools)
+      ...(yield* agentTools),
+      ...(yield* workspaceTools)
     ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
   }),
-  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, Reports.Default, Sandboxes.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default]
+  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, Reports.Default, Sandboxes.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default, WorkspaceProjects.Default, DbtProjects.Default, DbBranches.Default, DbtRunTokens.Default]
 }) {}

@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process"
 import { createHmac } from "node:crypto"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -209,5 +211,35 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
     expect((await client.query("select current_user as u")).rows).toEqual([{ u: branchDb }])
     await client.end()
     expect((await api("/api/connections/wh/dbbranch/dbt-profile?project=jaffle&branch=build", { key: writerOnly })).status).toBe(403)
+  })
+
+  it("MCP: branches and a dbt profile through tools, no secret in any result; readers see only the read tools", async () => {
+    const mcp = async (key: string) => {
+      const client = new Client({ name: "branches-test", version: "1.0.0" })
+      await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), { requestInit: { headers: { "x-api-key": key } } }))
+      return client
+    }
+    const text = (result: Awaited<ReturnType<Client["callTool"]>>) => (result.content as Array<{ text: string }>)[0]!.text
+    const admin = await mcp(await gateway.keyWith(["read", "write", "admin", "dbt_proxy"]))
+    const reader = await mcp(await gateway.keyWith(["read"]))
+    try {
+      const made = await admin.callTool({ name: "create_branch", arguments: { connection_name: "wh", project: "jaffle", name: "mcp" } })
+      expect(made.isError, text(made)).toBeFalsy()
+      expect(text(await reader.callTool({ name: "list_branches", arguments: { connection_name: "wh", project: "jaffle" } }))).toMatch(/- mcp \(from main/)
+      expect(text(await reader.callTool({ name: "branch_diff", arguments: { connection_name: "wh", project: "jaffle", compare: "mcp" } }))).toMatch(/^main → mcp:/)
+      const profile = await admin.callTool({ name: "get_dbt_profile", arguments: { connection_name: "wh", project: "jaffle", branch: "mcp" } })
+      expect(text(profile)).toContain("{{ env_var('SLUICE_DBT_TOKEN') }}")
+      expect(text(profile)).toContain("/api/dbt-proxy/run-tokens")
+      expect(JSON.stringify(profile)).not.toMatch(/sdt_|sp_[0-9a-f]{32}/)
+      expect((await reader.listTools()).tools.map((t) => t.name)).toEqual(expect.arrayContaining(["list_workspace_projects", "list_branches", "branch_diff", "dbt_models", "dbt_lineage"]))
+      expect((await reader.listTools()).tools.map((t) => t.name)).not.toEqual(expect.arrayContaining(["create_branch"]))
+      expect((await reader.callTool({ name: "delete_branch", arguments: { connection_name: "wh", project: "jaffle", branch: "mcp" } })).isError).toBe(true)
+      expect(text(await admin.callTool({ name: "delete_branch", arguments: { connection_name: "wh", project: "jaffle", branch: "mcp" } }))).toMatch(/deleted/)
+      const protectedOne = await admin.callTool({ name: "delete_branch", arguments: { connection_name: "wh", project: "jaffle", branch: "main" } })
+      expect(protectedOne.isError).toBe(true)
+    } finally {
+      await admin.close()
+      await reader.close()
+    }
   })
 })

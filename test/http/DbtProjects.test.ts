@@ -2,6 +2,8 @@ import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DbtProjects } from "../../src/services/DbtProjects"
@@ -57,6 +59,14 @@ describe("dbt projects: folders and workspace repositories, scanned (issue 30)",
 
     const lineage = await gateway.runtime.runPromise(Effect.flatMap(DbtProjects, (p) => p.lineage(localOperator, "jaffle", "int_orders_joined")))
     expect(lineage).toMatchObject({ upstream: ["stg_orders", "stg_customers"], downstream: ["fct_orders"], sources: ["raw.customers", "raw.orders"] })
+
+    const mcp = new Client({ name: "dbt-test", version: "1.0.0" })
+    await mcp.connect(new StreamableHTTPClientTransport(new URL("/mcp", gateway.url), { requestInit: { headers: { "x-api-key": reader } } }))
+    const marts = await mcp.callTool({ name: "dbt_models", arguments: { project: "jaffle", layer: "marts" } })
+    expect((marts.content as Array<{ text: string }>)[0]!.text).toMatch(/5 models \(2 staging, 1 intermediate, 2 marts, 0 other\)[\s\S]*- dim_customers \[marts\][\s\S]*- fct_orders \[marts, incremental\] models\/marts\/fct_orders.sql ← int_orders_joined/)
+    const traced = await mcp.callTool({ name: "dbt_lineage", arguments: { project: "jaffle", model: "fct_orders" } })
+    expect((traced.content as Array<{ text: string }>)[0]!.text).toContain("upstream: int_orders_joined, stg_orders, stg_customers")
+    await mcp.close()
 
     expect((await request(gateway.url, "/api/projects", { key: reader })).json.items).toEqual([expect.objectContaining({ name: "jaffle", counts: expect.objectContaining({ marts: 2 }) })])
     expect((await request(gateway.url, "/api/projects", { key: reader, body: { name: "x", path: "jaffle" } })).status).toBe(403)

@@ -85,8 +85,9 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
     const schemaTools = ["describe_table", "find_join_path", "get_relationships", "list_tables", "schema_ddl", "schema_diff", "schema_link", "schema_overview", "schema_search"]
     const rowTools = ["explore_column", "explore_columns", "sample_table"]
     const knowledgeTools = ["get_knowledge", "read_knowledge", "search_knowledge"]
+    const workspaceTools = ["branch_diff", "dbt_lineage", "dbt_models", "list_branches", "list_workspace_projects"]
     expect(readerTools.map((t) => t.name).sort()).toEqual(
-      ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools, ...knowledgeTools].sort()
+      ["check_budget", "connection_health", "connector_capabilities", "list_connections", "query_history", ...schemaTools, ...knowledgeTools, ...workspaceTools].sort()
     )
     for (const name of rowTools) {
       const denied = await reader.callTool({ name, arguments: { connection_name: "pg", table_name: "customers", ...(name === "explore_column" ? { column: "city" } : {}) } })
@@ -113,7 +114,8 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
         "validate_sql",
         ...schemaTools,
         ...rowTools,
-        ...knowledgeTools
+        ...knowledgeTools,
+        ...workspaceTools
       ].sort()
     )
     for (const tool of tools) {
