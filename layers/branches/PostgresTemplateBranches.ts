@@ -14,22 +14,27 @@ const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 const sqlStateOf = (error: unknown) => (error as { code?: unknown } | null)?.code
 
 // Every relation and schema of the copy moves to the branch's role, so its dbt runs can replace what the template held.
+// The copy may hold objects a branch's role made (a copy of a branch): run by the connection's role, nothing here may resolve to
+// them, so the session's search path is pg_catalog alone and every operator and function is pg_catalog's, by name.
 const TAKE_OWNERSHIP = `
 do $$
 declare r record;
 begin
-  for r in select nspname from pg_namespace where nspname !~ '^pg_' and nspname <> 'information_schema' loop
-    execute format('alter schema %I owner to %I', r.nspname, current_setting('sluice.branch_role'));
+  for r in select nspname from pg_catalog.pg_namespace
+    where nspname operator(pg_catalog.!~) '^pg_' and nspname operator(pg_catalog.<>) 'information_schema' loop
+    execute pg_catalog.format('alter schema %I owner to %I', r.nspname, pg_catalog.current_setting('sluice.branch_role'));
   end loop;
   for r in
-    select c.oid::regclass as relation, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname !~ '^pg_' and n.nspname <> 'information_schema' and c.relkind in ('r', 'p', 'v', 'm', 'f')
+    select c.oid::pg_catalog.regclass as relation, c.relkind from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid operator(pg_catalog.=) c.relnamespace
+    where n.nspname operator(pg_catalog.!~) '^pg_' and n.nspname operator(pg_catalog.<>) 'information_schema' and c.relkind operator(pg_catalog.=) any (array['r', 'p', 'v', 'm', 'f']::"char"[])
   loop
-    execute format('alter %s %s owner to %I',
+    execute pg_catalog.format('alter %s %s owner to %I',
       case r.relkind when 'v' then 'view' when 'm' then 'materialized view' when 'f' then 'foreign table' else 'table' end,
-      r.relation, current_setting('sluice.branch_role'));
+      r.relation, pg_catalog.current_setting('sluice.branch_role'));
   end loop;
 end $$`
+// Sessions of the connection's role on a copy resolve names in pg_catalog only (pg_temp is never searched for functions or operators).
+const CATALOG_ONLY = { search_path: "pg_catalog,pg_temp" }
 
 /**
  * Branches as template copies on the connection's own PostgreSQL server: `CREATE DATABASE … TEMPLATE`
@@ -44,18 +49,21 @@ export class PostgresTemplateBranches extends Effect.Service<PostgresTemplateBra
 
     /** A session as the connection's role on a database other than the template: its server's maintenance database. */
     const maintenance = (target: PoolTarget) =>
-      pools.postgresSession(target, { database: "postgres" }).pipe(Effect.orElse(() => pools.postgresSession(target, { database: "template1" })))
+      pools.postgresSession(target, { database: "postgres", settings: CATALOG_ONLY }).pipe(Effect.orElse(() => pools.postgresSession(target, { database: "template1", settings: CATALOG_ONLY })))
 
     const run = (client: pg.Client, sql: string, what: string) =>
-      Effect.tryPromise({
-        try: () => client.query(sql),
-        catch: (error) => {
+      Effect.tryPromise({ try: () => client.query(sql), catch: (error) => error }).pipe(
+        Effect.catchAll((error): Effect.Effect<never, Conflict | Unavailable> => {
           const state = sqlStateOf(error)
-          if (state === "55006") return new Conflict({ message: `${what}: the database it copies has other sessions open; a branch copies a database no one is connected to` })
-          if (state === "42501") return new Conflict({ message: `${what}: the connection's role needs the CREATEDB and CREATEROLE privileges to make branches` })
-          return new Unavailable({ message: `${what}: ${error instanceof Error ? error.message : String(error)}` })
-        }
-      })
+          if (state === "55006") return Effect.fail(new Conflict({ message: `${what}: the database it copies has other sessions open; a branch copies a database no one is connected to` }))
+          if (state === "42501") return Effect.fail(new Conflict({ message: `${what}: the connection's role needs the CREATEDB and CREATEROLE privileges to make branches` }))
+          // The server's own words go to the log, not the caller: a copy's objects could put anything in them.
+          return Effect.zipRight(
+            Effect.logWarning(`${what}: ${error instanceof Error ? error.message : String(error)}`),
+            Effect.fail(new Unavailable({ message: `${what} (SQLSTATE ${typeof state === "string" ? state : "unknown"}); the gateway's log has the server's message` }))
+          )
+        })
+      )
 
     const connectorFailure = Effect.mapError((error: { readonly message: string }) => new Unavailable({ message: `The connection's server could not be reached for branching: ${error.message}` }))
 
@@ -75,7 +83,7 @@ export class PostgresTemplateBranches extends Effect.Service<PostgresTemplateBra
       )
       yield* Effect.scoped(
         Effect.gen(function* () {
-          const admin = yield* connectorFailure(pools.postgresSession(target, { database: branch.database }))
+          const admin = yield* connectorFailure(pools.postgresSession(target, { database: branch.database, settings: CATALOG_ONLY }))
           const what = "The branch's objects could not be handed to its role"
           yield* run(admin.client, `revoke all on database ${quoted(branch.database)} from public`, what)
           yield* run(admin.client, `grant connect, temporary on database ${quoted(branch.database)} to ${quoted(branch.role)}`, what)

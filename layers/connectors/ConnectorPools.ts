@@ -191,6 +191,21 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
         )
       )
 
+    /** Closes every pool (of any connection) on one PostgreSQL database, so a copy of it can start: CREATE DATABASE … TEMPLATE waits for no session. */
+    const retireDatabase = (host: string, port: number, database: string) =>
+      RcMap.keys(pools).pipe(
+        Effect.flatMap((keys) =>
+          Effect.forEach(
+            keys.filter((k) => {
+              const c = k.target.connection
+              return c.db_type === "postgresql" && c.host === host && (c.port ?? 5432) === port && c.database === database
+            }),
+            (k) => RcMap.invalidate(pools, k),
+            { discard: true }
+          )
+        )
+      )
+
     const stats = (orgId: string) =>
       [...open.values()]
         .filter((info) => info.org_id === orgId)
@@ -232,6 +247,6 @@ export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/Con
         return yield* openPostgresSession({ connection: c, endpoint, connectTimeoutMs, scrub: makeScrubber(target.secrets), egress, lookup: pinnedLookup(egress, endpoint) }, login)
       })
 
-    return { poolIn, openNow, isOpen, withPool, openOnce, withCheckPool, retire, stats, postgresSession } as const
+    return { poolIn, openNow, isOpen, withPool, openOnce, withCheckPool, retire, retireDatabase, stats, postgresSession } as const
   })
 }) {}

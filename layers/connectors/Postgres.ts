@@ -439,6 +439,8 @@ export interface SessionLogin {
   readonly database: string
   readonly user?: string
   readonly password?: string
+  /** Settings the session starts with (they are also what RESET ALL returns to). */
+  readonly settings?: Readonly<Record<string, string>>
 }
 
 /** Opens a session as `login` (TLS, egress and the connect timeout as the connection's pools have them); ended with its scope. */
@@ -455,6 +457,7 @@ export const openPostgresSession = (request: OpenRequest<typeof PostgresqlInput.
       database: login.database,
       user: login.user ?? c.username,
       ...(password !== undefined ? { password } : {}),
+      ...(login.settings === undefined ? {} : { options: Object.entries(login.settings).map(([name, value]) => `-c ${name}=${value}`).join(" ") }),
       ssl: tls ?? false,
       connectionTimeoutMillis: request.connectTimeoutMs,
       application_name: "sluice",

@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ConnectionName } from "../domain/Connection"
 import { BranchDiffParams, BranchProjectName, CreateDbBranch, DbBranch, DbBranchName } from "../domain/DbBranch"
-import { Conflict, InvalidRequest, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
+import { CapacityReached, Conflict, Forbidden, InvalidRequest, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
 import { DbtProfile, DbtProfileParams } from "../domain/DbtRunToken"
 import { SchemaDiff } from "../domain/SchemaSnapshot"
 import { GovernedQueryErrors } from "../domain/Query"
@@ -30,6 +30,7 @@ export class DbBranchesApi extends HttpApiGroup.make("dbBranches")
       .addError(InvalidRequest)
       .addError(NotFound)
       .addError(Conflict)
+      .addError(CapacityReached)
       .addError(Unavailable)
       .annotate(RequiredScope, "write")
       .annotateContext(
@@ -69,6 +70,7 @@ export class DbBranchesApi extends HttpApiGroup.make("dbBranches")
       .addError(Conflict)
       .addError(Unavailable)
       .addError(NotAvailableHere)
+      .addError(Forbidden)
       .annotate(RequiredScope, "write")
       .annotateContext(
         docs(

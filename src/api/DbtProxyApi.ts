@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { MintRunToken, RunToken } from "../domain/DbtRunToken"
-import { Conflict, InvalidRequest, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
+import { Conflict, Forbidden, InvalidRequest, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
 import { docs, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
@@ -14,6 +14,7 @@ export class DbtProxyApi extends HttpApiGroup.make("dbtProxy")
       .addError(Conflict)
       .addError(Unavailable)
       .addError(NotAvailableHere)
+      .addError(Forbidden)
       .annotate(RequiredScope, "dbt_proxy")
       .annotateContext(
         docs(

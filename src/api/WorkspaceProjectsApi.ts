@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
+import { Conflict, InsufficientScope, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
 import { CloneUrl, CreateWorkspaceProject, UpdateWorkspaceProject, WorkspaceProject } from "../domain/WorkspaceProject"
@@ -51,8 +51,14 @@ export class WorkspaceProjectsApi extends HttpApiGroup.make("workspaceProjects")
       .addError(NotFound)
       .addError(Conflict)
       .addError(Unavailable)
+      .addError(InsufficientScope)
       .annotate(RequiredScope, "write")
-      .annotateContext(docs("Change a workspace project", "Replaces the fields given: name, display_name, description, connection_name, default_branch (what a clone checks out), protected_branches, tags, status (active or archived: an archived project is cloned but not pushed to)."))
+      .annotateContext(
+        docs(
+          "Change a workspace project",
+          "Replaces the fields given: name, display_name, description, connection_name, default_branch (what a clone checks out), protected_branches (changing them needs the admin scope: a key that pushes cannot lift a protection), tags, status (active or archived: an archived project is cloned but not pushed to)."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.del("remove", "/workspace-projects/:id")

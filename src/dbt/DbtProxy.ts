@@ -14,12 +14,28 @@ import { DbBranches } from "../services/DbBranches"
 import { DbtRunTokens, type RunClaims } from "../services/DbtRunTokens"
 
 const CANCEL_REQUEST = 80877102
+// Before a session is authenticated: PostgreSQL's own cap on a startup packet, all it may send, how long it may take, how many may wait.
+const MAX_STARTUP_BYTES = 10_000
+const MAX_UNAUTHENTICATED_BYTES = 64 * 1024
+const LOGIN_TIMEOUT_MS = 10_000
+const MAX_UNAUTHENTICATED = 64
 // A frame of the protocol beyond this (COPY data included) ends the session: nothing legitimate sends one.
 const MAX_FRAME_BYTES = 16 * 1024 * 1024
 const MAX_SESSIONS_PER_ORG = 32
 // How often an open session checks that the credential behind its token still holds dbt_proxy.
 const RECHECK_MS = 30_000
 const E = 0x45
+// How the server reads statement text must be how the classifier reads it; the session cannot change these (DbtStatements refuses it).
+const READS_AS_CLASSIFIED = { client_encoding: "UTF8", standard_conforming_strings: "on", backslash_quote: "safe_encoding" }
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+/** The text of a statement, or null where it is not UTF-8 (which the server, reading UTF-8, would not take either). */
+const textOf = (bytes: Buffer) => {
+  try {
+    return utf8.decode(bytes)
+  } catch {
+    return null
+  }
+}
 
 const cstring = (text: string) => Buffer.concat([Buffer.from(text, "utf8"), Buffer.alloc(1)])
 const frame = (type: string, body: Buffer) => {
@@ -39,10 +55,10 @@ const backendKeyData = (pid: number, secret: number) => {
   return frame("K", body)
 }
 
-/** A C string of `message` from `at`: its text and where the next field starts. */
+/** A C string of `message` from `at`: its text (null unless UTF-8) and where the next field starts; null where it has no end. */
 const readCString = (message: Buffer, at: number) => {
   const end = message.indexOf(0, at)
-  return end === -1 ? null : { text: message.subarray(at, end).toString("utf8"), next: end + 1 }
+  return end === -1 ? null : { text: textOf(message.subarray(at, end)), next: end + 1 }
 }
 
 /**
@@ -76,26 +92,53 @@ export const makeDbtProxy = Effect.gen(function* () {
     return audit.record("postgresql", auditRow(draft, { route: "dbt-proxy", method: "SQL", durationMs: 0, outcome: row.outcome, blockReason: row.outcome === "refused" ? "statement_refused" : null, clientIp: client }))
   }
 
+  let unauthenticated = 0
+
+  /**
+   * A new connection: a CancelRequest is answered here; anything else goes to the login, which must
+   * finish within LOGIN_TIMEOUT_MS and MAX_UNAUTHENTICATED_BYTES (a client that has not logged in
+   * holds no more of the gateway than that).
+   */
   const accept = (socket: net.Socket) => {
     socket.setNoDelay(true)
     socket.on("error", () => socket.destroy())
+    if (unauthenticated >= MAX_UNAUTHENTICATED) return socket.destroy()
+    unauthenticated++
+    let waiting = true
+    const loggedIn = () => {
+      if (!waiting) return
+      waiting = false
+      unauthenticated--
+      clearTimeout(deadline)
+      socket.off("data", countBytes)
+    }
+    const deadline = setTimeout(() => socket.destroy(), LOGIN_TIMEOUT_MS)
+    socket.once("close", loggedIn)
+    let received = 0
+    const countBytes = (chunk: Buffer) => {
+      received += chunk.length
+      if (received > MAX_UNAUTHENTICATED_BYTES) socket.destroy()
+    }
+    socket.on("data", countBytes)
     let first = Buffer.alloc(0)
     const onFirst = (chunk: Buffer) => {
       first = Buffer.concat([first, chunk])
       if (first.length < 8) return
       socket.off("data", onFirst)
       socket.pause()
-      if (first.readInt32BE(0) === 16 && first.readInt32BE(4) === CANCEL_REQUEST) {
+      const length = first.readInt32BE(0)
+      if (length < 8 || length > MAX_STARTUP_BYTES) return socket.destroy()
+      if (length === 16 && first.readInt32BE(4) === CANCEL_REQUEST) {
         if (first.length >= 16) runFork(Effect.ignore(cancels.get(`${first.readInt32BE(8)}:${first.readInt32BE(12)}`) ?? Effect.void))
         return socket.destroy()
       }
       socket.unshift(first)
-      void serve(socket)
+      void serve(socket, loggedIn)
     }
     socket.on("data", onFirst)
   }
 
-  const serve = async (socket: net.Socket) => {
+  const serve = async (socket: net.Socket, loggedIn: () => void) => {
     const client = socket.remoteAddress ?? null
     let verified: { claims: RunClaims; principal: Principal } | undefined
     let authenticated: () => void = () => undefined
@@ -121,6 +164,7 @@ export const makeDbtProxy = Effect.gen(function* () {
       }
     })
     await authenticatedNow
+    loggedIn()
     const duplex = connection.duplex
     // pg-gateway lets go of both sides once its message loop sees it is detached.
     while (duplex.readable.locked || duplex.writable.locked) await new Promise((resolve) => setImmediate(resolve))
@@ -146,7 +190,7 @@ export const makeDbtProxy = Effect.gen(function* () {
       Effect.either(
         Effect.gen(function* () {
           const { branch, branchTarget, password } = yield* branches.upstreamOf(claims.org, claims.conn, claims.project, claims.branch)
-          const session = yield* pools.postgresSession(branchTarget, { database: branch.database, user: branch.owner_role, password })
+          const session = yield* pools.postgresSession(branchTarget, { database: branch.database, user: branch.owner_role, password, settings: READS_AS_CLASSIFIED })
           return { branch, session }
         }).pipe(Scope.extend(scope))
       )
@@ -191,7 +235,8 @@ export const makeDbtProxy = Effect.gen(function* () {
           audited(message.subarray(5, 5 + 4096).toString("utf8"), "OVERSIZED", "refused", "too large")
           return frame("Q", cstring(refuse(`statements through the dbt proxy are at most ${DBT_STATEMENT_MAX_BYTES} bytes`)))
         }
-        const sql = message.subarray(5, message.length - 1).toString("utf8")
+        const sql = textOf(message.subarray(5, message.length - 1))
+        if (sql === null) return frame("Q", cstring(refuse("statement text through the dbt proxy is UTF-8")))
         const verdict = classifyDbtSql(sql, branch.database)
         if (!verdict.allowed) {
           audited(sql, "REFUSED", "refused", verdict.reason)
@@ -203,10 +248,15 @@ export const makeDbtProxy = Effect.gen(function* () {
       if (type === 0x50 /* Parse */) {
         const name = readCString(message, 5)
         const query = name === null ? null : readCString(message, name.next)
-        if (name === null || query === null) return null
-        const verdict = message.length - 6 > DBT_STATEMENT_MAX_BYTES ? { allowed: false as const, reason: "too large" } : classifyDbtSql(query.text, branch.database)
+        if (name === null || query === null || name.text === null) return null
+        const verdict =
+          query.text === null
+            ? { allowed: false as const, reason: "statement text through the dbt proxy is UTF-8" }
+            : message.length - 6 > DBT_STATEMENT_MAX_BYTES
+              ? { allowed: false as const, reason: `statements through the dbt proxy are at most ${DBT_STATEMENT_MAX_BYTES} bytes` }
+              : classifyDbtSql(query.text, branch.database)
         if (!verdict.allowed) {
-          audited(query.text.slice(0, 4096), "REFUSED", "refused", verdict.reason)
+          audited((query.text ?? "").slice(0, 4096), "REFUSED", "refused", verdict.reason)
           return frame("P", Buffer.concat([cstring(name.text), cstring(refuse(verdict.reason)), Buffer.alloc(2)]))
         }
         for (const statement of verdict.statements) audited(statement.sql, statement.kind, "success")
@@ -233,7 +283,7 @@ export const makeDbtProxy = Effect.gen(function* () {
         const message = data.subarray(at, at + 1 + length)
         const sent = fromClient(message)
         if (sent === null) {
-          fatal("42501", "Sluice: fast-path function calls are not allowed through the dbt proxy")
+          fatal("42501", "Sluice: fast-path function calls (and messages the proxy cannot read) are not allowed through the dbt proxy")
           return true
         }
         out.push(sent)

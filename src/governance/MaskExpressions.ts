@@ -136,24 +136,31 @@ const concat = (dbType: DbType, a: string, b: string) =>
 /** One column of a projection that masks at the source: the column itself, or its masked value under its own name. */
 export const maskedColumn = (dbType: DbType, column: { readonly name: string; readonly type: string; readonly action: PiiAction | undefined }, pads: HashPads) => {
   const name = quoteIdentifier(dbType, column.name)
+  return column.action === undefined ? name : `${maskExpression(dbType, { ...column, action: column.action }, pads)} as ${name}`
+}
+
+/** The value a PII action leaves of a column, as an expression (`maskedColumn` without its alias; a masked copy's UPDATE sets it). */
+export const maskExpression = (dbType: DbType, column: { readonly name: string; readonly type: string; readonly action: PiiAction }, pads: HashPads) => {
+  const name = quoteIdentifier(dbType, column.name)
   const dialect = DIALECTS[dbType]
   switch (column.action) {
-    case undefined:
-      return name
     case "redact":
-      return `${dbType === "sqlite" || TEXTUAL.test(column.type) ? `'${REDACTED}'` : `case when 1 = 0 then ${name} end`} as ${name}`
+      return dbType === "sqlite" || TEXTUAL.test(column.type) ? `'${REDACTED}'` : `case when 1 = 0 then ${name} end`
     case "drop":
-      return `case when 1 = 0 then ${name} end as ${name}`
+      return `case when 1 = 0 then ${name} end`
     case "mask": {
       const text = dialect.text(name)
       const fill = `'${MASK_FILL}'`
       // NULL stays NULL: whether there is a value is kept, as the characters shown are.
-      return `case when ${dialect.length(text)} >= ${MASK_SHOWS_FROM} then ${concat(dbType, fill, dialect.last4(text))} when ${name} is not null then ${fill} end as ${name}`
+      return `case when ${dialect.length(text)} >= ${MASK_SHOWS_FROM} then ${concat(dbType, fill, dialect.last4(text))} when ${name} is not null then ${fill} end`
     }
     case "hash":
-      return `${dialect.hash(dialect.text(name), pads)} as ${name}`
+      return dialect.hash(dialect.text(name), pads)
   }
 }
+
+/** Whether a column's type holds text (a masked or hashed value of another type is text, and needs a text column to be kept in). */
+export const isTextual = (type: string) => TEXTUAL.test(type)
 
 /**
  * A database's message about a rewritten statement with the hash key taken out: a message may

@@ -21,6 +21,8 @@ create table db_branches (
   -- the owner role's password, encrypted like connection credentials
   owner_secret text not null,
   status text not null check (status in ('creating', 'ready', 'deleting')),
+  -- what making the copy governed did: relations dropped (blocked), tables whose PII columns were masked
+  governance jsonb,
   owner_job text,
   lease_expires_at timestamptz,
   created_by text not null,

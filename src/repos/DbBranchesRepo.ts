@@ -21,7 +21,7 @@ const NewBranch = Schema.Struct({
 })
 
 const COLUMNS =
-  "id, org_id, connection_name, project, name, parent, provider, database_name as database, owner_role, owner_secret, status, owner_job, lease_expires_at, created_by, created_at"
+  "id, org_id, connection_name, project, name, parent, provider, database_name as database, owner_role, owner_secret, status, governance, owner_job, lease_expires_at, created_by, created_at"
 const ByName = Schema.Struct({ orgId: OrgId, connection: Schema.String, project: Schema.String, name: Schema.String })
 const ById = Schema.Struct({ orgId: OrgId, id: Schema.String })
 // A branch whose making or deleting has not finished after this long was left by a process that died mid-way.
@@ -63,8 +63,18 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
       execute: ({ orgId, id, from, to }) =>
         sql`update db_branches set status = ${to} where org_id = ${orgId} and id = ${id} and status in ${sql.in([...from])} returning ${sql.unsafe(COLUMNS)}`
     })
-    /** The branch made: ready for use. */
-    const markReady = Effect.fn("DbBranchesRepo.markReady")((orgId: OrgId, id: string) => setStatus({ orgId, id, from: ["creating"], to: "ready" }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)), failures)
+    const readyWith = SqlSchema.findOne({
+      Request: Schema.Struct({ orgId: OrgId, id: Schema.String, governance: Schema.String }),
+      Result: BranchRow,
+      execute: ({ orgId, id, governance }) =>
+        sql`update db_branches set status = 'ready', governance = ${governance}::jsonb where org_id = ${orgId} and id = ${id} and status = 'creating' returning ${sql.unsafe(COLUMNS)}`
+    })
+    /** The branch made and governed: ready for use. */
+    const markReady = Effect.fn("DbBranchesRepo.markReady")(
+      (orgId: OrgId, id: string, governance: { readonly dropped: ReadonlyArray<string>; readonly masked: ReadonlyArray<string> }) =>
+        readyWith({ orgId, id, governance: JSON.stringify(governance) }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)),
+      failures
+    )
     /** Claims a branch for deleting (once: null where another caller has, or there is none). */
     const markDeleting = Effect.fn("DbBranchesRepo.markDeleting")(
       (orgId: OrgId, id: string, stuck = false) =>
@@ -101,12 +111,16 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
         sql`select ${sql.unsafe(COLUMNS.split(", ").map((c) => `b.${c}`).join(", "))} from db_branches b
           where b.lease_expires_at < now()
              or (b.status <> 'ready' and b.created_at < now() - make_interval(mins => ${STUCK_MINUTES}))
-             or exists (select 1 from agent_runs r where r.id = b.owner_job and r.status in ${sql.unsafe(ENDED_RUNS)})
+             or exists (select 1 from agent_runs r where r.org_id = b.org_id and r.id = b.owner_job and r.status in ${sql.unsafe(ENDED_RUNS)})
           order by b.created_at limit 100`
     })
     /** Branches every org has that are due for deleting: lease run out, owning job ended, or left mid-way by a process that died. */
     const due = Effect.fn("DbBranchesRepo.due")(() => dueRows(undefined), failures)
 
-    return { insert, markReady, markDeleting, remove, find, list, due } as const
+    const countBranches = SqlSchema.single({ Request: OrgId, Result: Schema.Struct({ n: Schema.Number }), execute: (orgId) => sql`select count(*)::int as n from db_branches where org_id = ${orgId}` })
+    /** How many branches the org has (each a whole copy of a database on some server). */
+    const count = Effect.fn("DbBranchesRepo.count")((orgId: OrgId) => countBranches(orgId).pipe(Effect.map((r) => r.n), withOrg(orgId)), failures)
+
+    return { insert, markReady, markDeleting, remove, find, list, due, count } as const
   })
 }) {}

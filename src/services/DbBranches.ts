@@ -1,11 +1,13 @@
 import { randomBytes } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { PostgresTemplateBranches } from "../../layers/branches/PostgresTemplateBranches"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import type { PostgresqlInput } from "../domain/Connection"
 import { type CreateDbBranch, type DbBranch, PROTECTED_BRANCHES } from "../domain/DbBranch"
-import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
+import { CapacityReached, Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
+import { branchGovernance, COPIED_RELATIONS, copiedRelations, dropStatement } from "../governance/BranchGovernance"
+import { hashPadsOf } from "../governance/MaskExpressions"
 import type { OrgId } from "../domain/Ids"
 import { type Principal, principalLabel } from "../domain/Principal"
 import { DbBranchesRepo, type DbBranchRow } from "../repos/DbBranchesRepo"
@@ -19,6 +21,8 @@ type PostgresTarget = PoolTarget & { readonly connection: typeof PostgresqlInput
 const shown = ({ org_id: _org, owner_role: _role, owner_secret: _secret, ...branch }: DbBranchRow): DbBranch => branch
 
 const protectedName = (name: string) => PROTECTED_BRANCHES.has(name.toLowerCase())
+// Each branch is a whole copy of a database: an organization keeps at most this many at once.
+const MAX_BRANCHES_PER_ORG = 50
 
 /**
  * Database branches: disposable copies of a connection's database, grouped by project, each owned by
@@ -80,6 +84,9 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       const parent = input.parent === "main" ? null : yield* findRow(principal.orgId, connectionName, project, input.parent)
       if (parent !== null && parent.status !== "ready") return yield* new Conflict({ message: `The branch ${parent.name} is not ready to be copied` })
       if (input.parent !== "main" && protectedName(input.parent)) return yield* new InvalidRequest({ message: "A branch copies main (the connection's database) or another branch of its project" })
+      if ((yield* repo.count(principal.orgId)) >= MAX_BRANCHES_PER_ORG) {
+        return yield* new CapacityReached({ message: `An organization keeps at most ${MAX_BRANCHES_PER_ORG} database branches: delete some first` })
+      }
       const name = `sb_${randomBytes(12).toString("hex")}`
       const password = randomBytes(24).toString("hex")
       const id = `dbb_${randomBytes(16).toString("hex")}`
@@ -98,11 +105,59 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
         lease_seconds: input.lease_seconds ?? null
       })
       // The copy cannot start while a session is open on its template: the gateway's own pools to it close first.
-      yield* pools.retire(principal.orgId, parent === null ? target.connectionId : `${target.connectionId}:branch:${parent.id}`)
       const template = parent === null ? target.connection.database : parent.database
-      yield* templates.create(target, template, { database: name, role: name, password }).pipe(Effect.tapError(() => repo.remove(principal.orgId, id)))
-      return shown((yield* repo.markReady(principal.orgId, id)) ?? row)
+      yield* pools.retireDatabase(target.connection.host, target.connection.port ?? 5432, template)
+      const governance = yield* templates.create(target, template, { database: name, role: name, password }).pipe(
+        Effect.zipRight(governCopy(principal, target, row, password)),
+        Effect.tapError(() => Effect.zipRight(Effect.ignore(templates.remove(target, { database: name, role: name })), repo.remove(principal.orgId, id)))
+      )
+      return shown((yield* repo.markReady(principal.orgId, id, governance)) ?? row)
     })
+
+    /**
+     * Makes a fresh copy one its branch may hand out as it is: what the connection blocks is dropped and
+     * PII columns hold their masked values (see branchGovernance), done as the branch's own role, so
+     * nothing the copy defines (triggers, functions in constraints or indexes) runs with more rights.
+     */
+    const governCopy = (principal: Principal, target: PostgresTarget, row: DbBranchRow, password: string) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { rules } = yield* connections.piiPolicy(principal, row.connection_name)
+          const branchTarget = { ...target, connectionId: `${target.connectionId}:branch:${row.id}`, connection: { ...target.connection, database: row.database, username: row.owner_role, password } }
+          const session = yield* pools.postgresSession(branchTarget, { database: row.database, user: row.owner_role, password, settings: { search_path: "pg_catalog,pg_temp" } }).pipe(
+            Effect.mapError(() => new Unavailable({ message: "The branch could not be governed: its database could not be reached" }))
+          )
+          const run = (sql: string) => Effect.tryPromise({ try: () => session.client.query(sql), catch: (error) => error })
+          const listed = yield* run(COPIED_RELATIONS).pipe(Effect.mapError(() => new Unavailable({ message: "The branch could not be governed: its catalog could not be read" })))
+          const plan = branchGovernance(copiedRelations(listed.rows), target.connection, rules, hashPadsOf(cipher.orgSecret("pii-hash", principal.orgId)))
+          const dropped: Array<string> = []
+          const masked: Array<string> = []
+          const nameOf = (relation: { readonly schema: string; readonly name: string }) => `${relation.schema}.${relation.name}`
+          const failed = () => new Unavailable({ message: "The branch could not be governed: a relation the connection blocks could not be dropped" })
+          for (const step of plan.drop) {
+            yield* run(step.sql).pipe(Effect.mapError(failed))
+            dropped.push(nameOf(step.relation))
+          }
+          for (const step of plan.mask) {
+            // A table whose masking fails (a view on a retyped column, a constraint) is dropped: its raw values never stay.
+            const done = yield* Effect.either(Effect.forEach(["begin", ...step.sql, "commit"], run))
+            if (done._tag === "Right") {
+              masked.push(nameOf(step.relation))
+              continue
+            }
+            yield* Effect.ignore(run("rollback"))
+            for (const sql of step.fallback) yield* run(sql).pipe(Effect.mapError(failed))
+            dropped.push(nameOf(step.relation))
+          }
+          for (const step of plan.refresh) {
+            if (Either.isLeft(yield* Effect.either(run(step.sql)))) {
+              yield* run(dropStatement(step.relation)).pipe(Effect.mapError(failed))
+              dropped.push(nameOf(step.relation))
+            }
+          }
+          return { dropped, masked }
+        })
+      )
 
     /** Drops a branch's database and role, then its record; a branch already being deleted by another caller is left to it. */
     const reap = (row: DbBranchRow, stuck = false) =>

@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import { dbtProfileYaml, type MintRunToken } from "../domain/DbtRunToken"
-import { InsufficientScope, NotAvailableHere } from "../domain/Errors"
+import { Forbidden, InsufficientScope, NotAvailableHere } from "../domain/Errors"
 import { KeyId, OrgId, UserId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { ActingPrincipals } from "./ActingPrincipals"
@@ -51,6 +51,9 @@ export class DbtRunTokens extends Effect.Service<DbtRunTokens>()("sluice/DbtRunT
 
     const mint = Effect.fn("DbtRunTokens.mint")(function* (principal: Principal, input: MintRunToken, host: string) {
       if (config.dbtProxyPort === 0) return yield* new NotAvailableHere({ message: "The dbt proxy is off: set SP_DBT_PROXY_PORT to run it" })
+      if (principal.kind === "local") {
+        return yield* new Forbidden({ message: "Run tokens are minted with an API key (or a signed-in user's session): deleting the key revokes its tokens, and local access has none" })
+      }
       if (!principal.scopes.includes("dbt_proxy")) {
         return yield* new InsufficientScope({ message: "A run token needs the dbt_proxy scope: the proxy checks it again at each connection", required_scope: "dbt_proxy" })
       }

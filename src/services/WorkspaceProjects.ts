@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { GitRepositories } from "../../layers/GitRepositories"
-import { NotFound } from "../domain/Errors"
+import { InsufficientScope, NotFound } from "../domain/Errors"
 import { WorkspaceProjectId } from "../domain/Ids"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import { type Principal, principalLabel } from "../domain/Principal"
@@ -55,6 +55,10 @@ export class WorkspaceProjects extends Effect.Service<WorkspaceProjects>()("slui
 
     const update = Effect.fn("WorkspaceProjects.update")(function* (principal: Principal, id: string, change: UpdateWorkspaceProject) {
       const before = yield* get(principal, id)
+      // The write key that pushes must not be the one that lifts a branch's protection to push to it.
+      if (change.protected_branches !== undefined && !principal.scopes.includes("admin")) {
+        return yield* new InsufficientScope({ message: "Changing a project's protected branches needs the admin scope", required_scope: "admin" })
+      }
       yield* knownConnection(principal, change.connection_name)
       const updated = yield* repo.update(principal.orgId, before.id, {
         ...change,

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process"
+import * as net from "node:net"
 import { createHmac } from "node:crypto"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -9,6 +10,7 @@ import { CredentialCipher } from "../../layers/CredentialCipher"
 import { OrgId, UserId } from "../../src/domain/Ids"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
+import { DbtRunTokens } from "../../src/services/DbtRunTokens"
 import { request, type RequestOptions } from "../support/Http"
 import { localOperator, startInProcess } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
@@ -241,5 +243,165 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
       await admin.close()
       await reader.close()
     }
+  })
+
+  describe("under attack (attack 30)", () => {
+    /** A bare protocol client: startup and password, then raw messages; what the server sent back, as frames. */
+    const rawSession = async (password: string) => {
+      const socket = net.connect(gateway.dbtProxyPort, "127.0.0.1")
+      await new Promise((resolve) => socket.once("connect", resolve))
+      let received = Buffer.alloc(0)
+      socket.on("data", (chunk: Buffer) => (received = Buffer.concat([received, chunk])))
+      const frames = () => {
+        const out: Array<{ type: string; body: Buffer }> = []
+        for (let at = 0; at + 5 <= received.length; ) {
+          const length = received.readInt32BE(at + 1)
+          if (at + 1 + length > received.length) break
+          out.push({ type: String.fromCharCode(received[at]!), body: received.subarray(at + 5, at + 1 + length) })
+          at += 1 + length
+        }
+        return out
+      }
+      const until = async (type: string) => {
+        for (let i = 0; i < 200 && !frames().some((f) => f.type === type); i++) await new Promise((r) => setTimeout(r, 10))
+      }
+      const message = (type: string, body: Buffer) => {
+        const head = Buffer.alloc(5)
+        head.write(type, 0, "latin1")
+        head.writeInt32BE(body.length + 4, 1)
+        return Buffer.concat([head, body])
+      }
+      const params = Buffer.from("user\0dbt\0database\0x\0\0")
+      const startup = Buffer.alloc(8)
+      startup.writeInt32BE(8 + params.length, 0)
+      startup.writeInt32BE(196608, 4)
+      socket.write(Buffer.concat([startup, params]))
+      await until("R")
+      socket.write(message("p", Buffer.from(`${password}\0`)))
+      await until("Z")
+      return {
+        query: async (sql: Buffer) => {
+          received = Buffer.alloc(0)
+          socket.write(message("Q", Buffer.concat([sql, Buffer.alloc(1)])))
+          await until("Z")
+          return frames()
+        },
+        close: () => socket.destroy()
+      }
+    }
+    const errorsIn = (frames: ReadonlyArray<{ type: string; body: Buffer }>) => frames.filter((f) => f.type === "E").map((f) => f.body.toString("utf8"))
+
+    it("F1: nothing changes how the server reads statement text, and text that is not UTF-8 is refused", async () => {
+      const client = await connect((await mint()).json.token)
+      try {
+        for (const sql of ["set standard_conforming_strings = off", "set client_encoding = 'GBK'", "set names 'SJIS'", "reset standard_conforming_strings"]) {
+          const error = await client.query(sql).then(() => null, (e: { code?: string }) => e)
+          expect([sql, error?.code]).toEqual([sql, "42501"])
+        }
+        // With standard strings, the attack's text is one SELECT of two strings: nothing else runs.
+        const trick = await client.query("select '\\' , $$' ; create function public.f() returns int language sql as 'select 42' ; -- $$ as x")
+        expect(trick.rows).toHaveLength(1)
+        expect((await client.query("select count(*)::int as n from pg_proc where proname = 'f'")).rows).toEqual([{ n: 0 }])
+      } finally {
+        await client.end()
+      }
+      const raw = await rawSession((await mint()).json.token)
+      try {
+        const frames = await raw.query(Buffer.concat([Buffer.from("select E'"), Buffer.from([0x81, 0x5c]), Buffer.from("' ; create function public.gbk_f() returns int language sql as $b$select 7$b$ ; -- '")]))
+        expect(errorsIn(frames).join()).toMatch(/Sluice: statement text through the dbt proxy is UTF-8/)
+        expect(await queryDatabase(branchDb, "select proname from pg_proc where proname in ('f', 'gbk_f')")).toEqual([])
+      } finally {
+        raw.close()
+      }
+    })
+
+    it("F2: a branch copied from a branch runs nothing its parent defines as the connection's role", async () => {
+      // What a branch's role could have planted in its parent: an operator the ownership hand-over's query would pick up.
+      await queryDatabase(branchDb, `create function public.evil(a name, b name) returns boolean language plpgsql as $f$
+        begin
+          if (select rolsuper from pg_catalog.pg_roles where rolname = current_user) then
+            execute pg_catalog.format('alter role %I superuser', pg_catalog.current_setting('sluice.branch_role'));
+          end if;
+          return pg_catalog.textregexne(a::pg_catalog.text, b::pg_catalog.text);
+        end $f$;
+        create operator public.!~ (leftarg = name, rightarg = name, function = public.evil)`)
+      const child = await api("/api/connections/wh/dbbranch/projects/jaffle/branches", { body: { name: "child", parent: "build" } })
+      expect(child.status, child.text).toBe(201)
+      expect(await queryDatabase("postgres", "select rolname, rolsuper from pg_roles where rolname in ($1, $2) order by 1", [branchDb, child.json.database])).toEqual(
+        [
+          { rolname: branchDb, rolsuper: false },
+          { rolname: child.json.database, rolsuper: false }
+        ].sort((a, b) => a.rolname.localeCompare(b.rolname))
+      )
+      expect((await api("/api/connections/wh/dbbranch/projects/jaffle/branches/child", { method: "DELETE" })).status).toBe(200)
+      await queryDatabase(branchDb, "drop operator public.!~ (name, name); drop function public.evil(name, name)")
+    })
+
+    it("F3: a branch is a governed copy: blocked relations are not in it, PII columns hold their masked values", async () => {
+      const admin = await gateway.keyWith(["read", "query", "write", "admin"])
+      await database.query(`create schema if not exists secret; create table secret.salaries (name text, salary int); insert into secret.salaries values ('ceo', 999999);
+        create table public.customers (id int primary key, email text not null, ssn bigint, phone text); insert into public.customers values (1, 'ada.lovelace@example.org', 123456789, '555-0100');
+        create view public.salary_view as select * from secret.salaries`)
+      const connection = { name: "gov", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root", blocked_tables: ["secret.*"] }
+      expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+      const rules = { rules: [{ table: "customers", column: "email", action: "mask" }, { table: "public.customers", column: "ssn", action: "hash" }, { table: "customers", column: "phone", action: "drop" }] }
+      expect((await request(gateway.url, "/api/connections/gov/pii", { key: admin, method: "PUT", body: rules })).status).toBe(200)
+      const made = await api("/api/connections/gov/dbbranch/projects/jaffle/branches", { body: { name: "governed" } })
+      expect(made.status, made.text).toBe(201)
+      expect(made.json.governance).toEqual({ dropped: ["secret.salaries"], masked: ["public.customers"] })
+      const token = (await mint({ connection_name: "gov", branch: "governed" })).json.token
+      const client = await connect(token)
+      try {
+        await expect(client.query("select * from secret.salaries")).rejects.toThrow(/does not exist/)
+        await expect(client.query("select * from public.salary_view")).rejects.toThrow(/does not exist/)
+        const [row] = (await client.query("select email, ssn, phone from public.customers")).rows
+        expect(row).toEqual({ email: "****.org", ssn: expect.stringMatching(/^[0-9a-f]{64}$/), phone: null })
+        // Hashed as governed queries hash it: joins between the branch and governed results still line up.
+        const governed = await request(gateway.url, "/api/query", { key: admin, body: { connection_name: "gov", sql: "select ssn from public.customers" } })
+        expect(governed.json.rows[0][0]).toBe(row.ssn)
+      } finally {
+        await client.end()
+      }
+      // The copy holds nothing else of it either.
+      const copy = made.json.database as string
+      expect(await queryDatabase(copy, "select count(*)::int as n from pg_class where relname = 'salaries'")).toEqual([{ n: 0 }])
+      expect(JSON.stringify(await queryDatabase(copy, "select * from public.customers"))).not.toMatch(/ada\.lovelace|123456789|555-0100/)
+      expect((await api("/api/connections/gov/dbbranch/projects/jaffle/branches/governed", { method: "DELETE" })).status).toBe(200)
+    })
+
+    it("F4: a client that has not logged in holds little: an oversized startup or password message ends it", async () => {
+      const closedAfter = async (bytes: ReadonlyArray<Buffer>) => {
+        const socket = net.connect(gateway.dbtProxyPort, "127.0.0.1")
+        socket.on("error", () => undefined)
+        await new Promise((resolve) => socket.once("connect", resolve))
+        const closed = new Promise<boolean>((resolve) => {
+          socket.once("close", () => resolve(true))
+          setTimeout(() => resolve(false), 3_000)
+        })
+        for (const chunk of bytes) socket.write(chunk)
+        const result = await closed
+        socket.destroy()
+        return result
+      }
+      const huge = Buffer.alloc(8)
+      huge.writeInt32BE(0x7fffffff, 0)
+      huge.writeInt32BE(196608, 4)
+      expect(await closedAfter([huge, Buffer.alloc(1024 * 1024, 0x41)])).toBe(true)
+      const params = Buffer.from("user\0dbt\0\0")
+      const startup = Buffer.alloc(8)
+      startup.writeInt32BE(8 + params.length, 0)
+      startup.writeInt32BE(196608, 4)
+      const password = Buffer.alloc(5)
+      password.write("p", 0, "latin1")
+      password.writeInt32BE(0x7ffffff0, 1)
+      expect(await closedAfter([Buffer.concat([startup, params]), password, Buffer.alloc(1024 * 1024, 0x41)])).toBe(true)
+    })
+
+    it("F6: local access mints no run tokens (nothing would revoke them)", async () => {
+      const minted = await gateway.runtime.runPromise(
+        Effect.either(Effect.flatMap(DbtRunTokens, (tokens) => tokens.mint(localOperator, { connection_name: "wh", project: "jaffle", branch: "build", run_id: "r", ttl_seconds: 3600 }, "localhost")))
+      )
+      expect(minted._tag === "Left" && minted.left._tag).toBe("Forbidden")
+    })
   })
 })

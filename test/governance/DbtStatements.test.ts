@@ -72,7 +72,17 @@ describe("what the dbt proxy lets through (issue 30)", () => {
     ["listen x", /LISTEN is not allowed/],
     ["select 1; copy t to program 'id'", /file or program/],
     ["with x as (select pg_read_file('/etc/passwd')) insert into t select * from x", /pg_read_file/],
-    ["selec 1", /could not be parsed/]
+    ["selec 1", /could not be parsed/],
+    // The proxy reads statement text as UTF-8 with standard strings: nothing may change how the server reads it (attack 30, F1).
+    ["set standard_conforming_strings = off", /SET standard_conforming_strings is not allowed/],
+    ["set session standard_conforming_strings to off", /not allowed/],
+    ["reset standard_conforming_strings", /not allowed/],
+    ["set client_encoding = 'GBK'", /SET client_encoding is not allowed/],
+    ["set names 'SJIS'", /SET client_encoding is not allowed/],
+    ["set backslash_quote = on", /not allowed/],
+    // A statement inside CREATE SCHEMA is held to the same list (F6).
+    ["create schema s create table t (id int) create trigger tr after insert on t execute function f()", /CREATE TRIG is not allowed|CREATE TRIGGER is not allowed/],
+    ["create schema s create view v as select pg_read_file('/etc/passwd')", /pg_read_file/]
   ]
 
   it.each(REFUSED.map(([sql, why]) => [sql, why] as const))("refuses %s", (sql, why) => {

@@ -42,7 +42,10 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
   afterAll(async () => {
     await gateway?.stop()
     const left = await queryDatabase<{ datname: string }>("postgres", "select datname from pg_database where datname like 'sb\\_%'")
-    for (const { datname } of left) await queryDatabase("postgres", `drop database if exists "${datname}" with (force)`).catch(() => undefined)
+    for (const { datname } of left) {
+      await queryDatabase("postgres", `drop database if exists "${datname}" with (force)`).catch(() => undefined)
+      await queryDatabase("postgres", `drop role if exists "${datname}"`).catch(() => undefined)
+    }
     await database?.drop()
   })
 

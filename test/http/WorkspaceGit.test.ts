@@ -156,6 +156,11 @@ describe("workspace projects over git smart HTTP (issue 30)", () => {
     expect((await git(["ls-remote", remote(id, reader)], repo)).stdout).toMatch(/refs\/heads\/feature/)
     expect((await git(["ls-remote", remote(id, reader)], repo)).stdout).not.toMatch(/refs\/heads\/main/)
 
+    // The write key that pushes cannot lift the protection (attack 30, F5); an admin can.
+    const lifted = await api(`/api/workspace-projects/${id}`, { method: "PUT", key: (await gateway.keyWith(["read", "write"])), body: { protected_branches: [] } })
+    expect([lifted.status, lifted.json.code]).toEqual([403, "insufficient_scope"])
+    expect((await api(`/api/workspace-projects/${id}`)).json.protected_branches).toEqual(["main"])
+
     const wrongKey = await git(["ls-remote", remote(id, `sp_${"0".repeat(32)}`)], repo)
     expect(wrongKey.code).not.toBe(0)
     expect(wrongKey.stderr).toMatch(/Authentication failed/)

@@ -46,11 +46,13 @@ const ALLOWED = new Set([
   "RefreshMatViewStmt"
 ])
 
-// Settings a session of dbt's may change: how it reads and writes values, its timeouts, its search path. Never its role.
+// Settings a session of dbt's may change: how it writes values, its timeouts, its search path. Never its role, and nothing
+// that changes how the server reads statement text (standard_conforming_strings, client_encoding, backslash_quote):
+// the proxy reads it as UTF-8 with standard strings, as the upstream session is pinned to.
 const SETTINGS = new Set([
-  "search_path", "timezone", "datestyle", "intervalstyle", "client_encoding", "application_name", "extra_float_digits",
+  "search_path", "timezone", "datestyle", "intervalstyle", "application_name", "extra_float_digits",
   "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "client_min_messages", "work_mem",
-  "maintenance_work_mem", "bytea_output", "standard_conforming_strings", "default_transaction_isolation",
+  "maintenance_work_mem", "bytea_output", "default_transaction_isolation",
   "default_transaction_read_only", "transaction", "session characteristics", "jit", "enable_nestloop", "enable_hashjoin",
   "enable_mergejoin", "enable_seqscan", "random_page_cost", "temp_buffers", "constraint_exclusion"
 ])
@@ -121,7 +123,14 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
         return
       }
     }
-    for (const child of Object.values(value)) visit(child)
+    for (const [key, child] of Object.entries(value)) {
+      // A statement inside another (CREATE SCHEMA's elements, a data-modifying CTE) is held to the same list.
+      if (/^[A-Z]\w*Stmt$/.test(key) && !ALLOWED.has(key)) {
+        reason = `${statementName(key)} is not allowed through the dbt proxy`
+        return
+      }
+      visit(child)
+    }
   }
   visit(statement)
   return reason

@@ -1,0 +1,91 @@
+/**
+ * The dbt proxy: a point query and a CREATE TABLE AS through it versus the same statements on a
+ * direct `pg` session to the same branch database, against a gateway process. Not a test: prints
+ * Markdown for bench/README.md.
+ *
+ *   npm run bench:dbtproxy [-- --points 3000 --ctas 40]
+ */
+import * as os from "node:os"
+import { performance } from "node:perf_hooks"
+import { parseArgs } from "node:util"
+import pg from "pg"
+import { freePort, localKey, startGateway } from "../test/support/Gateway"
+import { request } from "../test/support/Http"
+import { createTestDatabase, TEST_PG_URL } from "../test/support/Servers"
+import { UNLIMITED } from "./support/Load"
+
+const { values } = parseArgs({ options: { points: { type: "string", default: "3000" }, ctas: { type: "string", default: "40" } } })
+const POINTS = Number(values.points)
+const CTAS = Number(values.ctas)
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
+const figures = (samples: ReadonlyArray<number>) => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) }
+}
+const ms = (n: number) => (n < 10 ? n.toFixed(3) : n.toFixed(1))
+
+const database = await createTestDatabase()
+await database.query("create table orders (id int primary key, total numeric, note text); insert into orders select g, g * 1.5, md5(g::text) from generate_series(1, 20000) g")
+const proxyPort = await freePort()
+const gateway = await startGateway({ env: { ...UNLIMITED, SP_DBT_PROXY_PORT: String(proxyPort) } })
+try {
+  const admin = await localKey(gateway)
+  const key = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "bench", scopes: ["read", "write", "dbt_proxy"] } })).json.key as string
+  const api = async (route: string, body: unknown) => {
+    const res = await request(gateway.url, route, { key, body })
+    if (res.status >= 300) throw new Error(`${route}: ${res.status} ${res.text}`)
+    return res.json
+  }
+  await api("/api/connections", { name: "wh", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" })
+  const branch = await api("/api/connections/wh/dbbranch/projects/bench/branches", { name: "b" })
+  const { token } = await api("/api/dbt-proxy/run-tokens", { connection_name: "wh", project: "bench", branch: "b", run_id: "bench" })
+
+  const proxied = new pg.Client({ host: "127.0.0.1", port: proxyPort, user: "dbt", database: "x", password: token })
+  const directUrl = new URL(TEST_PG_URL)
+  directUrl.pathname = `/${branch.database}`
+  const direct = new pg.Client({ connectionString: directUrl.toString() })
+  await proxied.connect()
+  await direct.connect()
+
+  const measure = async (client: pg.Client, n: number, sql: (i: number) => string) => {
+    const samples: Array<number> = []
+    for (let i = 0; i < n; i++) {
+      const started = performance.now()
+      await client.query(sql(i))
+      samples.push(performance.now() - started)
+    }
+    return figures(samples)
+  }
+  // Warm both paths (plans, the proxy's parser), then alternate rounds so drift hits both alike.
+  await measure(proxied, 200, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`)
+  await measure(direct, 200, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`)
+  const point = { proxied: [] as Array<{ p50: number; p99: number }>, direct: [] as Array<{ p50: number; p99: number }> }
+  for (let round = 0; round < 3; round++) {
+    point.direct.push(await measure(direct, POINTS / 3, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`))
+    point.proxied.push(await measure(proxied, POINTS / 3, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`))
+  }
+  const ctasDirect = await measure(direct, CTAS, (i) => `create table ctas_d_${i} as select * from orders where id % 10 = ${i % 10}`)
+  const ctasProxied = await measure(proxied, CTAS, (i) => `create table ctas_p_${i} as select * from orders where id % 10 = ${i % 10}`)
+  await proxied.end()
+  await direct.end()
+
+  const mid = (list: ReadonlyArray<{ p50: number; p99: number }>) => [...list].sort((a, b) => a.p50 - b.p50)[1]!
+  const row = (what: string, through: { p50: number; p99: number }, plain: { p50: number; p99: number }) =>
+    `| ${what} | p50 ${ms(through.p50)} ms, p99 ${ms(through.p99)} ms | p50 ${ms(plain.p50)} ms, p99 ${ms(plain.p99)} ms | +${ms(through.p50 - plain.p50)} ms |`
+  console.log(`### dbt proxy (${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores)\n`)
+  console.log("| statement | through the proxy | direct `pg` session | proxy adds (p50) |\n|---|---|---|---|")
+  console.log(row(`point query (simple protocol, n=${POINTS}, middle of 3 rounds)`, mid(point.proxied), mid(point.direct)))
+  console.log(row(`CREATE TABLE AS of 2,000 rows (n=${CTAS})`, ctasProxied, ctasDirect))
+} finally {
+  await gateway.stop()
+  const admin = new pg.Client({ connectionString: TEST_PG_URL })
+  await admin.connect()
+  const left = await admin.query<{ datname: string }>("select datname from pg_database where datname like 'sb\\_%'")
+  for (const { datname } of left.rows) {
+    await admin.query(`drop database if exists "${datname}" with (force)`)
+    await admin.query(`drop role if exists "${datname}"`)
+  }
+  await admin.end()
+  await database.drop()
+}
