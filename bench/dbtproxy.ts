@@ -3,8 +3,9 @@
  * direct `pg` session to the same branch database, against a gateway process. Not a test: prints
  * Markdown for bench/README.md.
  *
- *   npm run bench:dbtproxy [-- --points 3000 --ctas 40]
+ *   npm run bench:dbtproxy [-- --points 3000 --ctas 40 --store embedded|postgresql --cpu-prof /tmp/prof]
  */
+import * as net from "node:net"
 import * as os from "node:os"
 import { performance } from "node:perf_hooks"
 import { parseArgs } from "node:util"
@@ -14,7 +15,7 @@ import { request } from "../test/support/Http"
 import { createTestDatabase, TEST_PG_URL } from "../test/support/Servers"
 import { UNLIMITED } from "./support/Load"
 
-const { values } = parseArgs({ options: { points: { type: "string", default: "3000" }, ctas: { type: "string", default: "40" } } })
+const { values } = parseArgs({ options: { points: { type: "string", default: "3000" }, ctas: { type: "string", default: "40" }, "cpu-prof": { type: "string", default: "" }, store: { type: "string", default: "embedded" } } })
 const POINTS = Number(values.points)
 const CTAS = Number(values.ctas)
 
@@ -28,7 +29,10 @@ const ms = (n: number) => (n < 10 ? n.toFixed(3) : n.toFixed(1))
 const database = await createTestDatabase()
 await database.query("create table orders (id int primary key, total numeric, note text); insert into orders select g, g * 1.5, md5(g::text) from generate_series(1, 20000) g")
 const proxyPort = await freePort()
-const gateway = await startGateway({ env: { ...UNLIMITED, SP_DBT_PROXY_PORT: String(proxyPort) } })
+// --cpu-prof <dir>: the gateway writes a CPU profile there when it stops.
+// --store postgresql: the gateway's own store (and so its audit rows) on PostgreSQL instead of the embedded one.
+const store = values.store === "postgresql" ? await createTestDatabase() : undefined
+const gateway = await startGateway({ env: { ...UNLIMITED, SP_DBT_PROXY_PORT: String(proxyPort) }, ...(store === undefined ? {} : { databaseUrl: store.url }), ...(values["cpu-prof"] === "" ? {} : { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${values["cpu-prof"]}`] }) })
 try {
   const admin = await localKey(gateway)
   const key = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "bench", scopes: ["read", "write", "dbt_proxy"] } })).json.key as string
@@ -45,8 +49,23 @@ try {
   const directUrl = new URL(TEST_PG_URL)
   directUrl.pathname = `/${branch.database}`
   const direct = new pg.Client({ connectionString: directUrl.toString() })
+  // The floor any proxy pays: a plain TCP relay in a Node process (in this process: a relay with no gate, no parse, no audit).
+  const relay = net.createServer((socket) => {
+    socket.setNoDelay(true)
+    const upstream = net.connect(Number(directUrl.port || 5432), directUrl.hostname)
+    upstream.setNoDelay(true)
+    socket.pipe(upstream).pipe(socket)
+    socket.on("error", () => upstream.destroy())
+    upstream.on("error", () => socket.destroy())
+  })
+  const relayPort = await freePort()
+  await new Promise<void>((resolve) => relay.listen(relayPort, "127.0.0.1", resolve))
+  const relayUrl = new URL(directUrl.toString())
+  relayUrl.port = String(relayPort)
+  const relayed = new pg.Client({ connectionString: relayUrl.toString() })
   await proxied.connect()
   await direct.connect()
+  await relayed.connect()
 
   const measure = async (client: pg.Client, n: number, sql: (i: number) => string) => {
     const samples: Array<number> = []
@@ -60,23 +79,28 @@ try {
   // Warm both paths (plans, the proxy's parser), then alternate rounds so drift hits both alike.
   await measure(proxied, 200, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`)
   await measure(direct, 200, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`)
-  const point = { proxied: [] as Array<{ p50: number; p99: number }>, direct: [] as Array<{ p50: number; p99: number }> }
+  const point = { proxied: [] as Array<{ p50: number; p99: number }>, direct: [] as Array<{ p50: number; p99: number }>, relayed: [] as Array<{ p50: number; p99: number }> }
+  await measure(relayed, 200, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`)
   for (let round = 0; round < 3; round++) {
     point.direct.push(await measure(direct, POINTS / 3, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`))
     point.proxied.push(await measure(proxied, POINTS / 3, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`))
+    point.relayed.push(await measure(relayed, POINTS / 3, (i) => `select id, total from orders where id = ${(i % 20000) + 1}`))
   }
   const ctasDirect = await measure(direct, CTAS, (i) => `create table ctas_d_${i} as select * from orders where id % 10 = ${i % 10}`)
   const ctasProxied = await measure(proxied, CTAS, (i) => `create table ctas_p_${i} as select * from orders where id % 10 = ${i % 10}`)
   await proxied.end()
   await direct.end()
+  await relayed.end()
+  relay.close()
 
   const mid = (list: ReadonlyArray<{ p50: number; p99: number }>) => [...list].sort((a, b) => a.p50 - b.p50)[1]!
   const row = (what: string, through: { p50: number; p99: number }, plain: { p50: number; p99: number }) =>
     `| ${what} | p50 ${ms(through.p50)} ms, p99 ${ms(through.p99)} ms | p50 ${ms(plain.p50)} ms, p99 ${ms(plain.p99)} ms | +${ms(through.p50 - plain.p50)} ms |`
-  console.log(`### dbt proxy (${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores)\n`)
+  console.log(`### dbt proxy (${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} cores, ${values.store} store)\n`)
   console.log("| statement | through the proxy | direct `pg` session | proxy adds (p50) |\n|---|---|---|---|")
   console.log(row(`point query (simple protocol, n=${POINTS}, middle of 3 rounds)`, mid(point.proxied), mid(point.direct)))
   console.log(row(`CREATE TABLE AS of 2,000 rows (n=${CTAS})`, ctasProxied, ctasDirect))
+  console.log(row("point query through a bare TCP relay in Node (the floor of any proxy)", mid(point.relayed), mid(point.direct)))
 } finally {
   await gateway.stop()
   const admin = new pg.Client({ connectionString: TEST_PG_URL })
@@ -88,4 +112,5 @@ try {
   }
   await admin.end()
   await database.drop()
+  await store?.drop()
 }

@@ -83,14 +83,23 @@ export const makeDbtProxy = Effect.gen(function* () {
   const cancels = new Map<string, Effect.Effect<void>>()
   const perOrg = new Map<string, number>()
 
+  interface ProxyRow {
+    readonly event: string
+    readonly sql?: string
+    readonly kind?: string
+    readonly outcome: "success" | "refused"
+    readonly reason?: string | null
+  }
   /** One audit row of the proxy's: a connection's start or refusal, or a statement. */
-  const record = (principal: Principal | null, attributed: OrgId | null, claims: RunClaims | null, client: string | null, row: { event: string; sql?: string; kind?: string; outcome: "success" | "refused"; reason?: string | null }) => {
+  const rowOf = (principal: Principal | null, attributed: OrgId | null, claims: RunClaims | null, client: string | null, row: ProxyRow) => {
     const draft = newAuditDraft(randomUUID(), row.event, principal, principal?.orgId ?? attributed ?? (config.selfHosted ? LOCAL_ORG : null))
     draft.connection = claims?.conn ?? null
     draft.sql = row.sql ?? null
     draft.details = claims === null ? null : { run_id: claims.run, project: claims.project, branch: claims.branch, ...(row.kind === undefined ? {} : { statement: row.kind }), ...(row.reason ? { reason: row.reason } : {}) }
-    return audit.record("postgresql", auditRow(draft, { route: "dbt-proxy", method: "SQL", durationMs: 0, outcome: row.outcome, blockReason: row.outcome === "refused" ? "statement_refused" : null, clientIp: client }))
+    return auditRow(draft, { route: "dbt-proxy", method: "SQL", durationMs: 0, outcome: row.outcome, blockReason: row.outcome === "refused" ? "statement_refused" : null, clientIp: client })
   }
+  const record = (principal: Principal | null, attributed: OrgId | null, claims: RunClaims | null, client: string | null, row: ProxyRow) =>
+    audit.record("postgresql", rowOf(principal, attributed, claims, client, row))
 
   let unauthenticated = 0
 
@@ -168,12 +177,14 @@ export const makeDbtProxy = Effect.gen(function* () {
     const duplex = connection.duplex
     // pg-gateway lets go of both sides once its message loop sees it is detached.
     while (duplex.readable.locked || duplex.writable.locked) await new Promise((resolve) => setImmediate(resolve))
-    const writer = duplex.writable.getWriter()
-    const toClient = (bytes: Buffer | Uint8Array) => writer.write(bytes).catch(() => socket.destroy())
+    // From here the gateway writes to the client's socket itself: pg-gateway has let go of it, and a web stream's writer costs a promise per write.
+    const toClient = (bytes: Buffer | Uint8Array) => {
+      if (!socket.destroyed) socket.write(bytes)
+    }
     let ended = false
     const fatal = (code: string, message: string) => {
       ended = true
-      void toClient(errorFrame("FATAL", code, message)).finally(() => socket.end())
+      socket.end(errorFrame("FATAL", code, message))
     }
     if (verified === undefined) return socket.destroy()
     const { claims, principal } = verified
@@ -213,7 +224,7 @@ export const makeDbtProxy = Effect.gen(function* () {
     cancels.set(cancelKey, session.cancel)
     socket.once("close", () => cancels.delete(cancelKey))
     const hello = [...session.parameters].map(([name, value]) => parameterStatus(name, value))
-    await toClient(Buffer.concat([...hello, backendKeyData(pid, secret), frame("Z", Buffer.from("I"))]))
+    toClient(Buffer.concat([...hello, backendKeyData(pid, secret), frame("Z", Buffer.from("I"))]))
 
     // A refused statement is sent on as a call of a function no database has; its error comes back as the refusal.
     const nonce = randomBytes(8).toString("hex")
@@ -224,8 +235,20 @@ export const makeDbtProxy = Effect.gen(function* () {
       refusals.set(marker, reason)
       return `select ${marker}()`
     }
-    const audited = (sql: string, kind: string, outcome: "success" | "refused", reason: string | null = null) =>
-      runFork(record(principal, null, claims, client, { event: "dbt_proxy", sql, kind, outcome, reason }).pipe(Effect.catchAll(() => Effect.sync(() => fatal("58000", "Sluice: the audit log cannot be written; the session ends")))))
+    // A chunk's statements are audited once it has gone upstream (their rows' redaction then overlaps the server's work); the rows
+    // join the audit writer's next group commit, and one that cannot be written ends the session.
+    let unaudited: Array<ProxyRow> = []
+    const audited = (sql: string, kind: string, outcome: "success" | "refused", reason: string | null = null) => {
+      unaudited.push({ event: "dbt_proxy", sql, kind, outcome, reason })
+    }
+    const flushAudit = () => {
+      if (unaudited.length === 0) return
+      const rows = unaudited.map((row) => rowOf(principal, null, claims, client, row))
+      unaudited = []
+      audit.append("postgresql", rows, (exit) => {
+        if (Exit.isFailure(exit) && !ended) fatal("58000", "Sluice: the audit log cannot be written; the session ends")
+      })
+    }
 
     /** The message as it goes upstream: as sent, or its statement swapped for a refusal; null ends the session. */
     const fromClient = (message: Buffer): Buffer | null => {
@@ -276,6 +299,7 @@ export const makeDbtProxy = Effect.gen(function* () {
       while (data.length - at >= 5) {
         const length = data.readInt32BE(at + 1)
         if (length < 4 || length > MAX_FRAME_BYTES) {
+          flushAudit()
           fatal("08P01", "Sluice: a protocol message larger than the dbt proxy takes")
           return true
         }
@@ -283,6 +307,7 @@ export const makeDbtProxy = Effect.gen(function* () {
         const message = data.subarray(at, at + 1 + length)
         const sent = fromClient(message)
         if (sent === null) {
+          flushAudit()
           fatal("42501", "Sluice: fast-path function calls (and messages the proxy cannot read) are not allowed through the dbt proxy")
           return true
         }
@@ -291,8 +316,9 @@ export const makeDbtProxy = Effect.gen(function* () {
       }
       held = at === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(at))
       // One write per client chunk: a write per message costs a delayed-ACK round trip.
-      if (out.length === 0) return true
-      return upstream.write(out.length === 1 ? out[0]! : Buffer.concat(out))
+      const drained = out.length === 0 || upstream.write(out.length === 1 ? out[0]! : Buffer.concat(out))
+      flushAudit()
+      return drained
     }
 
     // Frames from the server pass through as they come; an error frame is held whole while refusals are outstanding, to swap ours in.
@@ -341,12 +367,11 @@ export const makeDbtProxy = Effect.gen(function* () {
         }
       }
       if (at > runStart) out.push(chunk.subarray(runStart, at))
-      if (out.length === 0) return
-      void toClient(out.length === 1 ? out[0]! : Buffer.concat(out))
+      if (out.length === 0 || socket.destroyed) return
       // A client that reads slower than its server answers holds the server back, not the gateway's memory.
-      if ((writer.desiredSize ?? 1) <= 0) {
+      if (!socket.write(out.length === 1 ? out[0]! : Buffer.concat(out))) {
         upstream.pause()
-        void writer.ready.then(() => upstream.resume(), () => undefined)
+        socket.once("drain", () => upstream.resume())
       }
     })
 
@@ -358,13 +383,22 @@ export const makeDbtProxy = Effect.gen(function* () {
     }, RECHECK_MS)
     socket.once("close", () => clearInterval(recheck))
 
+    // The client's socket is read directly from here (a web stream's read costs a promise per chunk): pg-gateway's adapter stops
+    // taking its data first, then whatever it had queued (a client that sent before it was answered) is taken from it, in order.
+    socket.removeAllListeners("data")
     const reader = duplex.readable.getReader()
-    while (!ended) {
-      const read = await reader.read().catch(() => ({ done: true as const, value: undefined }))
-      if (read.done) break
-      if (!onClientData(read.value)) await new Promise((resolve) => upstream.once("drain", resolve).once("close", resolve))
+    for (;;) {
+      const queued = await Promise.race([reader.read().catch(() => null), new Promise<null>((resolve) => setImmediate(() => resolve(null)))])
+      if (queued === null || queued.done) break
+      onClientData(queued.value)
     }
-    upstream.end()
+    socket.on("data", (chunk: Buffer) => {
+      if (ended || onClientData(chunk)) return
+      socket.pause()
+      upstream.once("drain", () => socket.resume())
+    })
+    socket.once("end", () => upstream.end())
+    socket.resume()
   }
 
   return { accept } as const

@@ -136,11 +136,31 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
   return reason
 }
 
+// Verdicts are a pure function of (database, text), and dbt sends the same introspection statements again and again.
+const MEMO_ENTRIES = 500
+const MEMO_MAX_SQL = 4_096
+const memo = new Map<string, DbtVerdict>()
+
 /**
  * A dbt proxy's verdict on the text of a simple query or a Parse, for a session in `database`:
  * every statement parsed with PostgreSQL's own parser and allowed, or the first reason to refuse.
  */
 export const classifyDbtSql = (sql: string, database: string): DbtVerdict => {
+  if (sql.length > MEMO_MAX_SQL) return classify(sql, database)
+  const key = `${database}\u0000${sql}`
+  const known = memo.get(key)
+  if (known !== undefined) {
+    memo.delete(key)
+    memo.set(key, known)
+    return known
+  }
+  const verdict = classify(sql, database)
+  memo.set(key, verdict)
+  if (memo.size > MEMO_ENTRIES) memo.delete(memo.keys().next().value!)
+  return verdict
+}
+
+const classify = (sql: string, database: string): DbtVerdict => {
   if (Buffer.byteLength(sql) > DBT_STATEMENT_MAX_BYTES) return { allowed: false, reason: `statements through the dbt proxy are at most ${DBT_STATEMENT_MAX_BYTES} bytes` }
   let parsed: { stmts?: Array<{ stmt?: Node; stmt_location?: number; stmt_len?: number }> }
   try {
