@@ -56,7 +56,7 @@ export class WorkspaceProjectsApi extends HttpApiGroup.make("workspaceProjects")
       .annotateContext(
         docs(
           "Change a workspace project",
-          "Replaces the fields given: name, display_name, description, connection_name, default_branch (what a clone checks out), protected_branches (changing them needs the admin scope: a key that pushes cannot lift a protection), tags, status (active or archived: an archived project is cloned but not pushed to)."
+          "Replaces the fields given: name, display_name, description, connection_name, default_branch (what a clone checks out), protected_branches, tags, status (changing protected branches, the default branch or the status needs the admin scope: a key that pushes cannot lift or go around a protection) (active or archived: an archived project is cloned but not pushed to)."
         )
       )
   )
@@ -66,8 +66,9 @@ export class WorkspaceProjectsApi extends HttpApiGroup.make("workspaceProjects")
       .addSuccess(Schema.Struct({ id: Schema.String, deleted: Schema.Boolean }))
       .addError(NotFound)
       .addError(Unavailable)
+      .addError(InsufficientScope)
       .annotate(RequiredScope, "write")
-      .annotateContext(docs("Delete a workspace project", "Deletes the project and its repository."))
+      .annotateContext(docs("Delete a workspace project", "Deletes the project and its repository (one with protected branches: admin scope)."))
   )
   .add(
     HttpApiEndpoint.get("cloneUrl", "/workspace-projects/:id/clone-url")

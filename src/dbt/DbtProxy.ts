@@ -5,6 +5,7 @@ import { loadModule as loadPgQuery } from "libpg-query"
 import { fromNodeSocket } from "pg-gateway/node"
 import { AppConfig } from "../../layers/AppConfig"
 import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
+import { Unavailable } from "../domain/Errors"
 import { LOCAL_ORG, type OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { classifyDbtSql, DBT_STATEMENT_MAX_BYTES } from "../governance/sqlguard/DbtStatements"
@@ -22,9 +23,14 @@ const MAX_UNAUTHENTICATED = 64
 // A frame of the protocol beyond this (COPY data included) ends the session: nothing legitimate sends one.
 const MAX_FRAME_BYTES = 16 * 1024 * 1024
 const MAX_SESSIONS_PER_ORG = 32
+// One credential cannot take all of its organization's sessions.
+const MAX_SESSIONS_PER_CREDENTIAL = 8
 // How often an open session checks that the credential behind its token still holds dbt_proxy.
 const RECHECK_MS = 30_000
 const E = 0x45
+const S = 0x53
+// Our refusals' errors are small: a bigger error frame is passed on as it comes, never held.
+const MAX_HELD_ERROR_BYTES = 64 * 1024
 // How the server reads statement text must be how the classifier reads it; the session cannot change these (DbtStatements refuses it).
 const READS_AS_CLASSIFIED = { client_encoding: "UTF8", standard_conforming_strings: "on", backslash_quote: "safe_encoding" }
 const utf8 = new TextDecoder("utf-8", { fatal: true })
@@ -82,6 +88,7 @@ export const makeDbtProxy = Effect.gen(function* () {
   yield* Effect.promise(() => loadPgQuery())
   const cancels = new Map<string, Effect.Effect<void>>()
   const perOrg = new Map<string, number>()
+  const perCredential = new Map<string, number>()
 
   interface ProxyRow {
     readonly event: string
@@ -190,10 +197,15 @@ export const makeDbtProxy = Effect.gen(function* () {
     const { claims, principal } = verified
     const open = perOrg.get(claims.org) ?? 0
     if (open >= MAX_SESSIONS_PER_ORG) return fatal("53300", `Sluice: an organization has at most ${MAX_SESSIONS_PER_ORG} dbt proxy sessions open at once`)
+    const credential = `${claims.org}:${claims.key ?? claims.user}`
+    const mine = perCredential.get(credential) ?? 0
+    if (mine >= MAX_SESSIONS_PER_CREDENTIAL) return fatal("53300", `Sluice: a credential has at most ${MAX_SESSIONS_PER_CREDENTIAL} dbt proxy sessions open at once`)
     perOrg.set(claims.org, open + 1)
+    perCredential.set(credential, mine + 1)
     const scope = await runPromise(Scope.make())
     const closed = () => {
       perOrg.set(claims.org, (perOrg.get(claims.org) ?? 1) - 1)
+      perCredential.set(credential, (perCredential.get(credential) ?? 1) - 1)
       void runPromise(Scope.close(scope, Exit.void))
     }
     socket.once("close", closed)
@@ -201,6 +213,7 @@ export const makeDbtProxy = Effect.gen(function* () {
       Effect.either(
         Effect.gen(function* () {
           const { branch, branchTarget, password } = yield* branches.upstreamOf(claims.org, claims.conn, claims.project, claims.branch)
+          if (branch.id !== claims.bid) return yield* new Unavailable({ message: "the run token was minted for an earlier branch of that name" })
           const session = yield* pools.postgresSession(branchTarget, { database: branch.database, user: branch.owner_role, password, settings: READS_AS_CLASSIFIED })
           return { branch, session }
         }).pipe(Scope.extend(scope))
@@ -321,8 +334,11 @@ export const makeDbtProxy = Effect.gen(function* () {
       return drained
     }
 
-    // Frames from the server pass through as they come; an error frame is held whole while refusals are outstanding, to swap ours in.
-    let partial = Buffer.alloc(0)
+    // Frames from the server pass through as they come. Held whole, to be read: a small error frame while refusals are outstanding
+    // (ours is swapped in), and every ParameterStatus (a server that reads statement text otherwise than it was pinned to ends the session).
+    let kept: Array<Buffer> = []
+    let keptBytes = 0
+    let keptTotal = 0
     let passing = 0
     const swapped = (error: Buffer) => {
       for (const [marker, reason] of refusals) {
@@ -333,6 +349,13 @@ export const makeDbtProxy = Effect.gen(function* () {
       }
       return error
     }
+    const pinnedStill = (status: Buffer) => {
+      const name = readCString(status, 5)
+      const value = name === null ? null : readCString(status, name.next)
+      const pinned = name?.text === null || name === null ? undefined : (READS_AS_CLASSIFIED as Record<string, string>)[name.text]
+      return pinned === undefined || value?.text?.toUpperCase() === pinned.toUpperCase()
+    }
+    const keptFrame = (type: number, total: number) => type === S || (type === E && refusals.size > 0 && total <= MAX_HELD_ERROR_BYTES)
     upstream.on("data", (chunk: Buffer) => {
       const out: Array<Buffer> = []
       let at = 0
@@ -344,27 +367,39 @@ export const makeDbtProxy = Effect.gen(function* () {
           at += n
           continue
         }
-        if (partial.length === 0 && chunk.length - at >= 5 && (chunk[at] !== E || refusals.size === 0)) {
+        if (keptBytes === 0 && chunk.length - at >= 5 && !keptFrame(chunk[at]!, 1 + chunk.readInt32BE(at + 1))) {
           passing = 1 + chunk.readInt32BE(at + 1)
           continue
         }
         if (at > runStart) out.push(chunk.subarray(runStart, at))
-        const headerNeeded = Math.max(0, 5 - partial.length)
-        const total = partial.length >= 5 ? 1 + partial.readInt32BE(1) : undefined
-        const take = Math.min(chunk.length - at, total === undefined ? headerNeeded : total - partial.length)
-        partial = Buffer.concat([partial, chunk.subarray(at, at + take)])
+        // A frame's header first (it may straddle chunks), then, for a frame that is kept, the rest; pieces are joined once.
+        const header = keptBytes < 5 ? Buffer.concat([...kept, chunk.subarray(at, at + 5 - keptBytes)]) : null
+        const take = keptBytes < 5 ? Math.min(chunk.length - at, 5 - keptBytes) : Math.min(chunk.length - at, keptTotal - keptBytes)
+        kept.push(chunk.subarray(at, at + take))
+        keptBytes += take
         at += take
         runStart = at
-        if (partial.length < 5) continue
-        const whole = 1 + partial.readInt32BE(1)
-        if (partial[0] !== E || refusals.size === 0) {
-          out.push(partial)
-          passing = whole - partial.length
-          partial = Buffer.alloc(0)
-        } else if (partial.length === whole) {
-          out.push(swapped(partial))
-          partial = Buffer.alloc(0)
+        if (header !== null) {
+          if (header.length < 5) continue
+          kept = [header]
+          keptTotal = 1 + header.readInt32BE(1)
+          if (!keptFrame(header[0]!, keptTotal)) {
+            out.push(header)
+            passing = keptTotal - 5
+            kept = []
+            keptBytes = 0
+            continue
+          }
         }
+        if (keptBytes < keptTotal) continue
+        const whole = kept.length === 1 ? kept[0]! : Buffer.concat(kept)
+        kept = []
+        keptBytes = 0
+        if (whole[0] === S && !pinnedStill(whole)) {
+          fatal("42501", "Sluice: the session changed how the server reads statement text; it ends")
+          return upstream.destroy()
+        }
+        out.push(whole[0] === E ? swapped(whole) : whole)
       }
       if (at > runStart) out.push(chunk.subarray(runStart, at))
       if (out.length === 0 || socket.destroyed) return

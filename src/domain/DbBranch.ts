@@ -31,7 +31,14 @@ export const DbBranch = Schema.Struct({
   database: Schema.String,
   status: Schema.Literal("creating", "ready", "deleting"),
   /** What made the copy governed: the relations the connection blocks, dropped, and the tables whose PII columns were masked. */
-  governance: Schema.NullOr(Schema.Struct({ dropped: Schema.Array(Schema.String), masked: Schema.Array(Schema.String) })),
+  governance: Schema.NullOr(
+    Schema.Struct({
+      dropped: Schema.Array(Schema.String),
+      masked: Schema.Array(Schema.String),
+      /** The connection's version and its PII rules' version it was governed under: a branch of older rules opens no proxy session. */
+      policy: Schema.String
+    })
+  ),
   owner_job: Schema.NullOr(Schema.String),
   lease_expires_at: Schema.NullOr(Schema.Date),
   created_by: Schema.String,

@@ -14,6 +14,8 @@ export interface CopiedRelation {
   /** The partitioned table it is a partition of, if any (its rules are its own). */
   readonly root: { readonly schema: string; readonly name: string } | null
   readonly columns: ReadonlyArray<{ readonly name: string; readonly type: string }>
+  /** It has rewrite rules of its own (an UPDATE on it may do something else). */
+  readonly ruled: boolean
 }
 
 const KIND_NAMES: Record<string, string> = { r: "table", p: "table", v: "view", m: "materialized view", f: "foreign table" }
@@ -22,8 +24,23 @@ const quoted = (relation: { readonly schema: string; readonly name: string }) =>
 /** What makes a copy governed: relations to drop, tables whose columns to mask (with the statements that do it), materialized views to refresh. */
 export interface GovernancePlan {
   readonly drop: ReadonlyArray<{ readonly relation: CopiedRelation; readonly sql: string }>
-  readonly mask: ReadonlyArray<{ readonly relation: CopiedRelation; readonly columns: ReadonlyArray<{ readonly name: string; readonly action: PiiAction }>; readonly sql: ReadonlyArray<string>; readonly fallback: ReadonlyArray<string> }>
+  /**
+   * Each table with ruled columns: `rewrite` (a table rewrite, which fires no trigger or rule and
+   * ignores row security), else `update` (with the table's triggers off and its row security not
+   * forced on its owner), each followed by `check` (a count of values not masked, which must be 0);
+   * where neither holds, `fallback` drops the table.
+   */
+  readonly mask: ReadonlyArray<{
+    readonly relation: CopiedRelation
+    readonly columns: ReadonlyArray<{ readonly name: string; readonly action: PiiAction }>
+    readonly rewrite: ReadonlyArray<string>
+    readonly update: ReadonlyArray<string> | null
+    readonly check: string
+    readonly fallback: ReadonlyArray<string>
+  }>
   readonly refresh: ReadonlyArray<{ readonly relation: CopiedRelation; readonly sql: string }>
+  /** Statistics computed again from what is left: the copy's came from the template's raw values. */
+  readonly analyze: string
 }
 
 export const dropStatement = (relation: CopiedRelation) => `drop ${KIND_NAMES[relation.kind] ?? "table"} if exists ${quoted(relation)} cascade`
@@ -31,10 +48,10 @@ export const dropStatement = (relation: CopiedRelation) => `drop ${KIND_NAMES[re
 /**
  * How a copy of a connection's database becomes one its branch may hand out as it is: every
  * relation the connection blocks (or leaves off its allow-list) is dropped, every column a PII rule
- * names holds its masked value (masked or hashed values of a non-text column turn it into text, as
- * governed results show them; a table whose masking fails is dropped instead, by `fallback`), and
- * materialized views are refreshed from what is left. Foreign tables a rule names are dropped: their
- * rows are elsewhere.
+ * names holds its masked value in every row (masked or hashed values of a non-text column turn it
+ * into text, as governed results show them; a table whose masking cannot be made to hold is
+ * dropped), materialized views are refreshed from what is left, and statistics computed again.
+ * Foreign tables a rule names are dropped: their rows are elsewhere.
  */
 export const branchGovernance = (relations: ReadonlyArray<CopiedRelation>, connection: ConnectionInput, rules: ReadonlyArray<PiiRule>, pads: HashPads): GovernancePlan => {
   const visible = tableVisible(connection)
@@ -58,26 +75,47 @@ export const branchGovernance = (relations: ReadonlyArray<CopiedRelation>, conne
     }
     const table = quoted(relation)
     const column = (name: string) => quoteIdentifier("postgresql", name)
-    const retyped = columns.filter((c) => (c.action === "mask" || c.action === "hash") && !isTextual(c.type))
-    const updated = columns.filter((c) => !retyped.includes(c))
-    const sql = [
-      `alter table ${table} ${columns.map((c) => `alter column ${column(c.name)} drop not null`).join(", ")}`,
-      ...(retyped.length === 0 ? [] : [`alter table ${table} ${retyped.map((c) => `alter column ${column(c.name)} type text using ${maskExpression("postgresql", c, pads)}`).join(", ")}`]),
-      ...(updated.length === 0 ? [] : [`update ${table} set ${updated.map((c) => `${column(c.name)} = ${maskExpression("postgresql", c, pads)}`).join(", ")}`])
-    ]
-    mask.push({ relation, columns: columns.map((c) => ({ name: c.name, action: c.action })), sql, fallback: [dropStatement(relation)] })
+    // A masked or hashed value of a non-text column is text, as governed results show it; other actions keep the column's type.
+    const typeAfter = (c: { readonly type: string; readonly action: PiiAction }) => ((c.action === "mask" || c.action === "hash") && !isTextual(c.type) ? "text" : c.type)
+    const retyped = columns.filter((c) => typeAfter(c) !== c.type)
+    const sameType = columns.filter((c) => typeAfter(c) === c.type)
+    const notNull = `alter table ${table} ${columns.map((c) => `alter column ${column(c.name)} drop not null`).join(", ")}`
+    const rewrite = [notNull, `alter table ${table} ${columns.map((c) => `alter column ${column(c.name)} type ${typeAfter(c)} using ${maskExpression("postgresql", c, pads)}`).join(", ")}`]
+    const update = relation.ruled
+      ? null
+      : [
+          notNull,
+          `alter table ${table} disable trigger user`,
+          `alter table ${table} no force row level security`,
+          ...(retyped.length === 0 ? [] : [`alter table ${table} ${retyped.map((c) => `alter column ${column(c.name)} type text using ${maskExpression("postgresql", c, pads)}`).join(", ")}`]),
+          ...(sameType.length === 0 ? [] : [`update ${table} set ${sameType.map((c) => `${column(c.name)} = ${maskExpression("postgresql", c, pads)}`).join(", ")}`]),
+          `alter table ${table} enable trigger user`
+        ]
+    // Masking twice gives the same value (a hash is 64 hex digits): anything else is a value the masking missed.
+    const unmasked = columns
+      .map((c) => (c.action === "hash" ? `(${column(c.name)} is not null and ${column(c.name)}::text !~ '^[0-9a-f]{64}$')` : `${column(c.name)} is distinct from ${maskExpression("postgresql", { ...c, type: typeAfter(c) }, pads)}`))
+      .join(" or ")
+    mask.push({
+      relation,
+      columns: columns.map((c) => ({ name: c.name, action: c.action })),
+      rewrite,
+      update,
+      check: `select count(*)::int as unmasked from ${table} where ${unmasked}`,
+      fallback: [dropStatement(relation)]
+    })
   }
   const gone = new Set(drop.map((relation) => `${relation.schema}.${relation.name}`))
   const refresh = kept
     .filter((relation) => relation.kind === "m" && !gone.has(`${relation.schema}.${relation.name}`))
     .map((relation) => ({ relation, sql: `refresh materialized view ${quoted(relation)}` }))
-  return { drop: drop.map((relation) => ({ relation, sql: dropStatement(relation) })), mask, refresh }
+  return { drop: drop.map((relation) => ({ relation, sql: dropStatement(relation) })), mask, refresh, analyze: "analyze" }
 }
 
 /** The catalog query a branch's own role runs in its copy for `branchGovernance`'s relations (one row per column). */
 export const COPIED_RELATIONS = `
 select n.nspname as schema, c.relname as name, c.relkind::text as kind,
   rn.nspname as root_schema, r.relname as root_name,
+  exists (select 1 from pg_catalog.pg_rewrite w where w.ev_class operator(pg_catalog.=) c.oid and w.rulename operator(pg_catalog.<>) '_RETURN') as ruled,
   a.attname as column_name, pg_catalog.format_type(a.atttypid, a.atttypmod) as column_type
 from pg_catalog.pg_class c
 join pg_catalog.pg_namespace n on n.oid = c.relnamespace
@@ -90,14 +128,14 @@ order by 1, 2, a.attnum`
 
 /** `COPIED_RELATIONS`' rows as relations. */
 export const copiedRelations = (
-  rows: ReadonlyArray<{ schema: string; name: string; kind: string; root_schema: string | null; root_name: string | null; column_name: string | null; column_type: string | null }>
+  rows: ReadonlyArray<{ schema: string; name: string; kind: string; root_schema: string | null; root_name: string | null; ruled: boolean; column_name: string | null; column_type: string | null }>
 ): ReadonlyArray<CopiedRelation> => {
-  const byName = new Map<string, { schema: string; name: string; kind: string; root: CopiedRelation["root"]; columns: Array<{ name: string; type: string }> }>()
+  const byName = new Map<string, { schema: string; name: string; kind: string; root: CopiedRelation["root"]; ruled: boolean; columns: Array<{ name: string; type: string }> }>()
   for (const row of rows) {
     const key = `${row.schema}\u0000${row.name}`
     let relation = byName.get(key)
     if (relation === undefined) {
-      relation = { schema: row.schema, name: row.name, kind: row.kind, root: row.root_name === null ? null : { schema: row.root_schema ?? "", name: row.root_name }, columns: [] }
+      relation = { schema: row.schema, name: row.name, kind: row.kind, root: row.root_name === null ? null : { schema: row.root_schema ?? "", name: row.root_name }, ruled: row.ruled, columns: [] }
       byName.set(key, relation)
     }
     if (row.column_name !== null) relation.columns.push({ name: row.column_name, type: row.column_type ?? "" })

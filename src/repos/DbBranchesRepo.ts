@@ -71,7 +71,7 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
     })
     /** The branch made and governed: ready for use. */
     const markReady = Effect.fn("DbBranchesRepo.markReady")(
-      (orgId: OrgId, id: string, governance: { readonly dropped: ReadonlyArray<string>; readonly masked: ReadonlyArray<string> }) =>
+      (orgId: OrgId, id: string, governance: { readonly dropped: ReadonlyArray<string>; readonly masked: ReadonlyArray<string>; readonly policy: string }) =>
         readyWith({ orgId, id, governance: JSON.stringify(governance) }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)),
       failures
     )

@@ -4,6 +4,7 @@ import { PostgresTemplateBranches } from "../../layers/branches/PostgresTemplate
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
 import type { PostgresqlInput } from "../domain/Connection"
+import type { PiiPolicy } from "../domain/Pii"
 import { type CreateDbBranch, type DbBranch, PROTECTED_BRANCHES } from "../domain/DbBranch"
 import { CapacityReached, Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { branchGovernance, COPIED_RELATIONS, copiedRelations, dropStatement } from "../governance/BranchGovernance"
@@ -15,7 +16,10 @@ import { diffSchemas } from "../schema/SchemaDiff"
 import { Connections } from "./Connections"
 import { Schemas } from "./Schemas"
 
-type PostgresTarget = PoolTarget & { readonly connection: typeof PostgresqlInput.Type }
+type PostgresTarget = PoolTarget & { readonly connection: typeof PostgresqlInput.Type; readonly pii: PiiPolicy }
+
+/** The rules a copy is governed under: the connection's version (its blocked tables) and its PII rules' version. */
+const policyOf = (target: PostgresTarget) => `${target.version}:${target.pii.version}`
 
 /** What a branch shows: never its role's password. */
 const shown = ({ org_id: _org, owner_role: _role, owner_secret: _secret, ...branch }: DbBranchRow): DbBranch => branch
@@ -122,7 +126,7 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
     const governCopy = (principal: Principal, target: PostgresTarget, row: DbBranchRow, password: string) =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { rules } = yield* connections.piiPolicy(principal, row.connection_name)
+          const rules = target.pii.rules
           const branchTarget = { ...target, connectionId: `${target.connectionId}:branch:${row.id}`, connection: { ...target.connection, database: row.database, username: row.owner_role, password } }
           const session = yield* pools.postgresSession(branchTarget, { database: row.database, user: row.owner_role, password, settings: { search_path: "pg_catalog,pg_temp" } }).pipe(
             Effect.mapError(() => new Unavailable({ message: "The branch could not be governed: its database could not be reached" }))
@@ -139,13 +143,24 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
             dropped.push(nameOf(step.relation))
           }
           for (const step of plan.mask) {
-            // A table whose masking fails (a view on a retyped column, a constraint) is dropped: its raw values never stay.
-            const done = yield* Effect.either(Effect.forEach(["begin", ...step.sql, "commit"], run))
+            // A rewrite first (no trigger, rule or row security applies to it); else an update with the table's own triggers off; each
+            // checked to have left no value unmasked. A table where neither holds is dropped: its raw values never stay.
+            const attempt = (statements: ReadonlyArray<string>) =>
+              Effect.either(
+                Effect.gen(function* () {
+                  yield* run("begin")
+                  for (const sql of statements) yield* run(sql)
+                  const checked = yield* run(step.check)
+                  if ((checked.rows[0] as { unmasked: number }).unmasked !== 0) return yield* Effect.fail("values left unmasked")
+                  yield* run("commit")
+                })
+              ).pipe(Effect.tap((done) => (done._tag === "Left" ? Effect.ignore(run("rollback")) : Effect.void)))
+            const rewritten = yield* attempt(step.rewrite)
+            const done = rewritten._tag === "Right" ? rewritten : step.update === null ? rewritten : yield* attempt(step.update)
             if (done._tag === "Right") {
               masked.push(nameOf(step.relation))
               continue
             }
-            yield* Effect.ignore(run("rollback"))
             for (const sql of step.fallback) yield* run(sql).pipe(Effect.mapError(failed))
             dropped.push(nameOf(step.relation))
           }
@@ -155,7 +170,8 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
               dropped.push(nameOf(step.relation))
             }
           }
-          return { dropped, masked }
+          yield* run(plan.analyze).pipe(Effect.mapError(() => new Unavailable({ message: "The branch could not be governed: its statistics could not be computed again" })))
+          return { dropped, masked, policy: policyOf(target) }
         })
       )
 
@@ -211,6 +227,10 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       const target = yield* branchable(orgId, connectionName)
       const row = yield* findRow(orgId, connectionName, project, name)
       if (row.status !== "ready") return yield* new Unavailable({ message: `The branch ${name} is not ready` })
+      // A copy governed under rules the connection no longer has could hold what it now blocks or masks.
+      if (row.governance?.policy !== policyOf(target)) {
+        return yield* new Conflict({ message: `The connection's rules (blocked tables or PII rules) changed since the branch ${name} was made: delete it and make it again` })
+      }
       const { branchTarget, password } = yield* branchLogin(target, row)
       return { target, branch: row, branchTarget, password }
     })

@@ -23,6 +23,8 @@ const Claims = Schema.Struct({
   conn: Schema.String,
   project: Schema.String,
   branch: Schema.String,
+  /** The branch's id: a branch deleted and made again under its name is another branch. */
+  bid: Schema.String,
   exp: Schema.Number
 })
 export type RunClaims = typeof Claims.Type
@@ -69,6 +71,7 @@ export class DbtRunTokens extends Effect.Service<DbtRunTokens>()("sluice/DbtRunT
         conn: input.connection_name,
         project: input.project,
         branch: input.branch,
+        bid: branch.id,
         exp: expires
       }
       const payload = Buffer.from(JSON.stringify(claims)).toString("base64url")

@@ -55,9 +55,10 @@ export class WorkspaceProjects extends Effect.Service<WorkspaceProjects>()("slui
 
     const update = Effect.fn("WorkspaceProjects.update")(function* (principal: Principal, id: string, change: UpdateWorkspaceProject) {
       const before = yield* get(principal, id)
-      // The write key that pushes must not be the one that lifts a branch's protection to push to it.
-      if (change.protected_branches !== undefined && !principal.scopes.includes("admin")) {
-        return yield* new InsufficientScope({ message: "Changing a project's protected branches needs the admin scope", required_scope: "admin" })
+      // The write key that pushes must not be the one that lifts a branch's protection, or goes around it (another default branch,
+      // an archived project pushed to again).
+      if ((change.protected_branches !== undefined || change.default_branch !== undefined || change.status !== undefined) && !principal.scopes.includes("admin")) {
+        return yield* new InsufficientScope({ message: "Changing a project's protected branches, default branch or status needs the admin scope", required_scope: "admin" })
       }
       yield* knownConnection(principal, change.connection_name)
       const updated = yield* repo.update(principal.orgId, before.id, {
@@ -73,6 +74,10 @@ export class WorkspaceProjects extends Effect.Service<WorkspaceProjects>()("slui
 
     const remove = Effect.fn("WorkspaceProjects.remove")(function* (principal: Principal, id: string) {
       const project = yield* get(principal, id)
+      // Deleting a project takes its protected history with it: a write key could then make it again, unprotected.
+      if (project.protected_branches.length > 0 && !principal.scopes.includes("admin")) {
+        return yield* new InsufficientScope({ message: "Deleting a project with protected branches needs the admin scope", required_scope: "admin" })
+      }
       if (!(yield* repo.remove(principal.orgId, project.id, repositories.remove(project.id)))) return yield* notFound(id)
       return { id: project.id, deleted: true }
     })

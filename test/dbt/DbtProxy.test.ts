@@ -348,7 +348,7 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
       expect((await request(gateway.url, "/api/connections/gov/pii", { key: admin, method: "PUT", body: rules })).status).toBe(200)
       const made = await api("/api/connections/gov/dbbranch/projects/jaffle/branches", { body: { name: "governed" } })
       expect(made.status, made.text).toBe(201)
-      expect(made.json.governance).toEqual({ dropped: ["secret.salaries"], masked: ["public.customers"] })
+      expect(made.json.governance).toEqual({ dropped: ["secret.salaries"], masked: ["public.customers"], policy: expect.stringMatching(/^\d+:\d+$/) })
       const token = (await mint({ connection_name: "gov", branch: "governed" })).json.token
       const client = await connect(token)
       try {
@@ -402,6 +402,91 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
         Effect.either(Effect.flatMap(DbtRunTokens, (tokens) => tokens.mint(localOperator, { connection_name: "wh", project: "jaffle", branch: "build", run_id: "r", ttl_seconds: 3600 }, "localhost")))
       )
       expect(minted._tag === "Left" && minted.left._tag).toBe("Forbidden")
+    })
+  })
+
+  describe("under attack, round 2 (attack 30)", () => {
+    it("N1: no write reaches the system catalogs (UPDATE pg_settings would set standard_conforming_strings)", async () => {
+      const client = await connect((await mint()).json.token)
+      try {
+        for (const sql of ["update pg_settings set setting = 'off' where name = 'standard_conforming_strings'", "with x as (update pg_catalog.pg_settings set setting = 'off' where name = 'standard_conforming_strings' returning 1) select * from x"]) {
+          const error = await client.query(sql).then(() => null, (e: { code?: string; message: string }) => e)
+          expect([sql, error?.code, error?.message]).toEqual([sql, "42501", expect.stringMatching(/system catalogs/)])
+        }
+        expect((await client.query("show standard_conforming_strings")).rows).toEqual([{ standard_conforming_strings: "on" }])
+      } finally {
+        await client.end()
+      }
+    })
+
+    it("N2, N3: masking holds against the copy's triggers, rules and forced row security, and no statistic keeps a raw value", async () => {
+      const admin = await gateway.keyWith(["read", "query", "write", "admin"])
+      const main = await createTestDatabase()
+      try {
+        await main.query(`create table public.audited (id int, email text); insert into public.audited select g, 'user' || g || '@private.example' from generate_series(1, 50) g;
+          create table public.history (old_row jsonb);
+          create function public.keep_history() returns trigger language plpgsql as $f$ begin insert into public.history values (to_jsonb(old)); return new; end $f$;
+          create trigger keep before update on public.audited for each row execute function public.keep_history();
+          create view public.audited_emails as select email from public.audited;
+          create table public.ruled (id int, email text); insert into public.ruled select g, 'ruled' || g || '@private.example' from generate_series(1, 50) g;
+          create rule keep as on update to public.ruled do instead nothing;
+          create table public.guarded (id int, tenant int, email text); insert into public.guarded select g, g % 3, 'guarded' || g || '@private.example' from generate_series(1, 30) g;
+          alter table public.guarded enable row level security; alter table public.guarded force row level security;
+          create policy tenant_one on public.guarded using (tenant = 1);
+          analyze`)
+        const connection = { name: "gov2", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: main.name, username: "root" }
+        expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+        const rules = { rules: ["audited", "ruled", "guarded"].map((table) => ({ table, column: "email", action: "mask" })) }
+        expect((await request(gateway.url, "/api/connections/gov2/pii", { key: admin, method: "PUT", body: rules })).status).toBe(200)
+        const made = await api("/api/connections/gov2/dbbranch/projects/jaffle/branches", { body: { name: "masked" } })
+        expect(made.status, made.text).toBe(201)
+        expect([...made.json.governance.masked].sort()).toEqual(["public.audited", "public.guarded", "public.ruled"])
+        const client = await connect((await mint({ connection_name: "gov2", branch: "masked" })).json.token)
+        try {
+          await client.query("alter table public.guarded no force row level security")
+          const everything = await client.query("select (select json_agg(a) from public.audited a) as audited, (select json_agg(r) from public.ruled r) as ruled, (select json_agg(g) from public.guarded g) as guarded, (select json_agg(h) from public.history h) as history, (select json_agg(v) from public.audited_emails v) as view")
+          const seen = JSON.stringify(everything.rows)
+          expect(seen).not.toMatch(/@private\.example/)
+          expect(everything.rows[0].history).toBeNull()
+          expect(everything.rows[0].guarded).toHaveLength(30)
+          const stats = await client.query("select json_agg(s) as all from pg_stats s where schemaname = 'public'")
+          expect(JSON.stringify(stats.rows)).not.toMatch(/private\.example/)
+        } finally {
+          await client.end()
+        }
+        expect((await api("/api/connections/gov2/dbbranch/projects/jaffle/branches/masked", { method: "DELETE" })).status).toBe(200)
+        expect((await request(gateway.url, "/api/connections/gov2", { key: admin, method: "DELETE" })).status).toBeLessThan(300)
+      } finally {
+        await main.drop()
+      }
+    })
+
+    it("N4, N7: a branch governed under rules the connection no longer has opens no session; a token is for its branch, not a name", async () => {
+      const admin = await gateway.keyWith(["read", "query", "write", "admin"])
+      expect((await api("/api/connections/wh/dbbranch/projects/jaffle/branches", { body: { name: "rules" } })).status).toBe(201)
+      const before = (await mint({ branch: "rules" })).json.token
+      expect((await request(gateway.url, "/api/connections/wh/pii", { key: admin, method: "PUT", body: { rules: [{ table: "raw.orders", column: "customer", action: "redact" }] } })).status).toBe(200)
+      const refused = await connect(before).then(
+        (c) => c.query("select 1").then(() => "answered", (e: Error) => e.message),
+        (e: Error) => e.message
+      )
+      expect(refused).toMatch(/rules .* changed since the branch rules was made/)
+      const minted = await mint({ branch: "rules" })
+      expect([minted.status, minted.json.code]).toEqual([409, "conflict"])
+      expect((await api("/api/connections/wh/dbbranch/projects/jaffle/branches/rules", { method: "DELETE" })).status).toBe(200)
+      expect((await request(gateway.url, "/api/connections/wh/pii", { key: admin, method: "PUT", body: { rules: [] } })).status).toBe(200)
+
+      // The same name made again is another branch: the first one's token does not open it.
+      expect((await api("/api/connections/wh/dbbranch/projects/jaffle/branches", { body: { name: "again" } })).status).toBe(201)
+      const first = (await mint({ branch: "again" })).json.token
+      expect((await api("/api/connections/wh/dbbranch/projects/jaffle/branches/again", { method: "DELETE" })).status).toBe(200)
+      expect((await api("/api/connections/wh/dbbranch/projects/jaffle/branches", { body: { name: "again" } })).status).toBe(201)
+      const reused = await connect(first).then(
+        (c) => c.query("select 1").then(() => "answered", (e: Error) => e.message),
+        (e: Error) => e.message
+      )
+      expect(reused).toMatch(/earlier branch of that name/)
+      expect((await api("/api/connections/wh/dbbranch/projects/jaffle/branches/again", { method: "DELETE" })).status).toBe(200)
     })
   })
 })

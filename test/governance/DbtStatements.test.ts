@@ -80,6 +80,15 @@ describe("what the dbt proxy lets through (issue 30)", () => {
     ["set client_encoding = 'GBK'", /SET client_encoding is not allowed/],
     ["set names 'SJIS'", /SET client_encoding is not allowed/],
     ["set backslash_quote = on", /not allowed/],
+    // pg_settings' rule calls set_config for an UPDATE: no write reaches the system catalogs (round 2, N1).
+    ["update pg_settings set setting = 'off' where name = 'standard_conforming_strings'", /system catalogs/],
+    ["UPDATE pg_catalog.pg_settings SET setting = 'off' WHERE name = 'client_encoding'", /system catalogs/],
+    ["with x as (update pg_settings set setting = 'off' where name = 'standard_conforming_strings' returning 1) select * from x", /system catalogs/],
+    ["insert into pg_catalog.pg_settings (name, setting) values ('a', 'b')", /system catalogs/],
+    ["delete from information_schema.sql_features", /system catalogs/],
+    ["copy pg_settings from stdin", /system catalogs/],
+    ["prepare transaction 'stuck'", /two-phase commit/],
+    ["commit prepared 'stuck'", /two-phase commit/],
     // A statement inside CREATE SCHEMA is held to the same list (F6).
     ["create schema s create table t (id int) create trigger tr after insert on t execute function f()", /CREATE TRIG is not allowed|CREATE TRIGGER is not allowed/],
     ["create schema s create view v as select pg_read_file('/etc/passwd')", /pg_read_file/]

@@ -160,6 +160,12 @@ describe("workspace projects over git smart HTTP (issue 30)", () => {
     const lifted = await api(`/api/workspace-projects/${id}`, { method: "PUT", key: (await gateway.keyWith(["read", "write"])), body: { protected_branches: [] } })
     expect([lifted.status, lifted.json.code]).toEqual([403, "insufficient_scope"])
     expect((await api(`/api/workspace-projects/${id}`)).json.protected_branches).toEqual(["main"])
+    // Nor go around it: another default branch, un-archiving, deleting the project with its protected history (round 2, N6).
+    const writeOnly = await gateway.keyWith(["read", "write"])
+    for (const [method, body] of [["PUT", { default_branch: "feature" }], ["PUT", { status: "archived" }], ["DELETE", undefined]] as const) {
+      const refused = await api(`/api/workspace-projects/${id}`, { method, key: writeOnly, ...(body === undefined ? {} : { body }) })
+      expect([method, refused.status, refused.json.code]).toEqual([method, 403, "insufficient_scope"])
+    }
 
     const wrongKey = await git(["ls-remote", remote(id, `sp_${"0".repeat(32)}`)], repo)
     expect(wrongKey.code).not.toBe(0)

@@ -79,15 +79,36 @@ export type DbtVerdict = { readonly allowed: true; readonly statements: Readonly
 
 const statementName = (key: string) => key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
 
+// Statements that write rows, and where their target is.
+const WRITES = new Set(["InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt", "CopyStmt", "TruncateStmt"])
+// Two-phase commit would leave a prepared transaction holding the branch's locks (and the branch undroppable) past its session.
+const TWO_PHASE = new Set(["TRANS_STMT_PREPARE", "TRANS_STMT_COMMIT_PREPARED", "TRANS_STMT_ROLLBACK_PREPARED"])
+
+/**
+ * Whether a write lands in the system catalogs: a relation of pg_catalog or information_schema, or
+ * an unqualified pg_ name, which resolves to pg_catalog first (UPDATE pg_settings sets settings).
+ */
+const systemTarget = (key: string, statement: Node) => {
+  if (!WRITES.has(key)) return false
+  const relations = [statement.relation, ...(Array.isArray(statement.relations) ? statement.relations : [])].map((r) => (isNode(r) && isNode(r.RangeVar) ? r.RangeVar : r))
+  return relations.some((relation) => {
+    if (!isNode(relation) || typeof relation.relname !== "string") return false
+    const schema = typeof relation.schemaname === "string" ? relation.schemaname.toLowerCase() : null
+    return schema === "pg_catalog" || schema === "information_schema" || (schema === null && relation.relname.toLowerCase().startsWith("pg_"))
+  })
+}
+
 /** Why one statement's tree is refused, or undefined. */
 const refusalIn = (key: string, statement: Node, database: string): string | undefined => {
   if (!ALLOWED.has(key)) return `${statementName(key)} is not allowed through the dbt proxy`
+  if (key === "TransactionStmt" && TWO_PHASE.has(String(statement.kind))) return "two-phase commit (PREPARE TRANSACTION) is not allowed through the dbt proxy"
   if (key === "CopyStmt" && (statement.is_program === true || typeof statement.filename === "string")) {
     return "COPY to or from a file or program is not allowed through the dbt proxy (COPY … FROM STDIN and TO STDOUT are)"
   }
   if (key === "VariableSetStmt" && statement.kind !== "VAR_RESET_ALL" && !SETTINGS.has(String(statement.name ?? "").toLowerCase())) {
     return `SET ${String(statement.name ?? "")} is not allowed through the dbt proxy`
   }
+  if (systemTarget(key, statement)) return "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
   let reason: string | undefined
   // Checked by shape, wherever the node stands: a relation is a RangeVar whether wrapped (FROM) or bare (INSERT INTO, CREATE … AS's target).
   const visit = (value: unknown): void => {
@@ -127,6 +148,10 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
       // A statement inside another (CREATE SCHEMA's elements, a data-modifying CTE) is held to the same list.
       if (/^[A-Z]\w*Stmt$/.test(key) && !ALLOWED.has(key)) {
         reason = `${statementName(key)} is not allowed through the dbt proxy`
+        return
+      }
+      if (isNode(child) && systemTarget(key, child)) {
+        reason = "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
         return
       }
       visit(child)
