@@ -15,8 +15,8 @@ const PAGE_HEADERS = {
   "referrer-policy": "no-referrer"
 }
 
-/** The gateway's own paths, answered on the web app's origin too (the MCP snippet the app shows names this origin). */
-const isGatewayPath = (url: string) => /^\/(api|mcp|local-api-key|health)(\/|\?|$)/.test(url)
+/** The gateway's own paths, answered on the web app's origin too (the MCP snippet and the clone URLs the app shows name this origin). */
+const isGatewayPath = (url: string) => /^\/(api|mcp|git|local-api-key|health)(\/|\?|$)/.test(url)
 
 const safeDecode = Option.liftThrowable(decodeURIComponent)
 

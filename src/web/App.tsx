@@ -6,6 +6,8 @@ import { useApi } from "./client/useApi"
 import { AgentRunsPage } from "./pages/AgentRuns"
 import { KnowledgePage } from "./pages/Knowledge"
 import { ReportsPage } from "./pages/Reports"
+import { ProjectsPage } from "./pages/Projects"
+import { BranchesPage } from "./pages/Branches"
 import { SandboxesPage } from "./pages/Sandboxes"
 import { AuditPage } from "./pages/Audit"
 import { ChatPage } from "./pages/Chat"
@@ -31,6 +33,8 @@ const PAGES = [
   { path: "/knowledge", title: "Knowledge", view: KnowledgePage },
   { path: "/reports", title: "Reports", view: ReportsPage },
   { path: "/sandboxes", title: "Sandboxes", view: SandboxesPage },
+  { path: "/projects", title: "Projects", view: ProjectsPage },
+  { path: "/branches", title: "Branches", view: BranchesPage },
   { path: "/audit", title: "Audit log", view: AuditPage },
   { path: "/governance", title: "Governance", view: GovernancePage },
   { path: "/keys", title: "API keys", view: KeysPage },
