@@ -179,11 +179,17 @@ export const makeDbtProxy = Effect.gen(function* () {
         authenticated()
       }
     })
+    // A client that leaves (or is cut off) before it has logged in ends here too.
+    socket.once("close", authenticated)
     await authenticatedNow
+    if (verified === undefined || socket.destroyed) return socket.destroy()
     loggedIn()
     const duplex = connection.duplex
-    // pg-gateway lets go of both sides once its message loop sees it is detached.
-    while (duplex.readable.locked || duplex.writable.locked) await new Promise((resolve) => setImmediate(resolve))
+    // pg-gateway lets go of both sides once its message loop sees it is detached (a few turns of the event loop).
+    for (let turns = 0; duplex.readable.locked || duplex.writable.locked; turns++) {
+      if (turns > 1_000) return socket.destroy()
+      await new Promise((resolve) => setImmediate(resolve))
+    }
     // From here the gateway writes to the client's socket itself: pg-gateway has let go of it, and a web stream's writer costs a promise per write.
     const toClient = (bytes: Buffer | Uint8Array) => {
       if (!socket.destroyed) socket.write(bytes)
@@ -193,7 +199,6 @@ export const makeDbtProxy = Effect.gen(function* () {
       ended = true
       socket.end(errorFrame("FATAL", code, message))
     }
-    if (verified === undefined) return socket.destroy()
     const { claims, principal } = verified
     const open = perOrg.get(claims.org) ?? 0
     if (open >= MAX_SESSIONS_PER_ORG) return fatal("53300", `Sluice: an organization has at most ${MAX_SESSIONS_PER_ORG} dbt proxy sessions open at once`)
