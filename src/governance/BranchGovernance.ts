@@ -1,7 +1,7 @@
 import type { ConnectionInput } from "../domain/Connection"
 import type { PiiAction, PiiRule } from "../domain/Pii"
 import { quoteIdentifier } from "./Catalog"
-import { type HashPads, isTextual, maskExpression } from "./MaskExpressions"
+import { type HashPads, maskExpression } from "./MaskExpressions"
 import { qualify } from "./sqlguard/Names"
 import { sameTable, tableVisible } from "./TablePolicy"
 
@@ -48,9 +48,8 @@ export const dropStatement = (relation: CopiedRelation) => `drop ${KIND_NAMES[re
 /**
  * How a copy of a connection's database becomes one its branch may hand out as it is: every
  * relation the connection blocks (or leaves off its allow-list) is dropped, every column a PII rule
- * names holds its masked value in every row (masked or hashed values of a non-text column turn it
- * into text, as governed results show them; a table whose masking cannot be made to hold is
- * dropped), materialized views are refreshed from what is left, and statistics computed again.
+ * names holds its masked value in every row (a masked or hashed column becomes text, as governed
+ * results show it; a table whose masking cannot be made to hold is dropped), materialized views are refreshed from what is left, and statistics computed again.
  * Foreign tables a rule names are dropped: their rows are elsewhere.
  */
 export const branchGovernance = (relations: ReadonlyArray<CopiedRelation>, connection: ConnectionInput, rules: ReadonlyArray<PiiRule>, pads: HashPads): GovernancePlan => {
@@ -75,8 +74,8 @@ export const branchGovernance = (relations: ReadonlyArray<CopiedRelation>, conne
     }
     const table = quoted(relation)
     const column = (name: string) => quoteIdentifier("postgresql", name)
-    // A masked or hashed value of a non-text column is text, as governed results show it; other actions keep the column's type.
-    const typeAfter = (c: { readonly type: string; readonly action: PiiAction }) => ((c.action === "mask" || c.action === "hash") && !isTextual(c.type) ? "text" : c.type)
+    // A masked or hashed value is text, as governed results show it (a hash's 64 digits fit no varchar(20)); other actions keep the column's type.
+    const typeAfter = (c: { readonly type: string; readonly action: PiiAction }) => (c.action === "mask" || c.action === "hash" ? "text" : c.type)
     const retyped = columns.filter((c) => typeAfter(c) !== c.type)
     const sameType = columns.filter((c) => typeAfter(c) === c.type)
     const notNull = `alter table ${table} ${columns.map((c) => `alter column ${column(c.name)} drop not null`).join(", ")}`

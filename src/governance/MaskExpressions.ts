@@ -159,9 +159,6 @@ export const maskExpression = (dbType: DbType, column: { readonly name: string; 
   }
 }
 
-/** Whether a column's type holds text (a masked or hashed value of another type is text, and needs a text column to be kept in). */
-export const isTextual = (type: string) => TEXTUAL.test(type)
-
 /**
  * A database's message about a rewritten statement with the hash key taken out: a message may
  * quote the statement (MySQL's "near '…'") or a plan its expressions, and may cut a quote short,

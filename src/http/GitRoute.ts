@@ -60,14 +60,14 @@ const gitCredential = (headers: Readonly<Record<string, string | undefined>>): s
 }
 
 /** The request body as `git http-backend` takes it: inflated when the client sent it gzipped, counted against `limit` as it streams. */
-const bodyOf = (incoming: Readable, encoding: string | undefined, limit: number, onTooLarge: () => void): Readable => {
+const bodyOf = (incoming: Readable, encoding: string | undefined, limit: number, onRefused: (why: "too_large" | "corrupt") => void): Readable => {
   let raw = 0
   let inflated = 0
   const counter = (count: (n: number) => number) =>
     new Transform({
       transform(chunk: Buffer, _, done) {
         if (count(chunk.length) > limit) {
-          onTooLarge()
+          onRefused("too_large")
           return done()
         }
         done(null, chunk)
@@ -76,7 +76,7 @@ const bodyOf = (incoming: Readable, encoding: string | undefined, limit: number,
   const counted = incoming.pipe(counter((n) => (raw += n)))
   if (encoding !== "gzip") return counted
   const gunzip = zlib.createGunzip()
-  gunzip.on("error", () => onTooLarge())
+  gunzip.on("error", () => onRefused("corrupt"))
   return counted.pipe(gunzip).pipe(counter((n) => (inflated += n)))
 }
 
@@ -206,12 +206,15 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
       const allowed = yield* Effect.either(gate.authorize(principal, pushing ? "write" : "read", pushing ? "Pushing to a workspace project" : "Cloning or fetching a workspace project", true))
       if (allowed._tag === "Left") return errorResponse(allowed.left._tag === "RateLimited" ? 429 : 403, allowed.left.code, allowed.left.message)
       const found = yield* Effect.either(projects.get(principal, git.repository))
-      if (found._tag === "Left") return errorResponse(404, "not_found", "There is no such workspace project")
+      if (found._tag === "Left") {
+        return found.left._tag === "NotFound" ? errorResponse(404, "not_found", "There is no such workspace project") : errorResponse(503, found.left.code, found.left.message)
+      }
       const project = found.right
       if (pushing && project.status === "archived") return errorResponse(403, "forbidden", `The workspace project ${project.name} is archived: it can be cloned, not pushed to`)
 
       const limit = pushing ? pushMaxBytes : GIT_FETCH_REQUEST_MAX_BYTES
       const tooLargeAnswer = () => errorResponse(413, "payload_too_large", pushing ? `A push sends at most ${pushMaxBytes / 1_000_000} MB (SP_GIT_PUSH_MAX_MB)` : `A fetch's request sends at most ${limit} bytes`)
+      const refusedAnswer = (why: "too_large" | "corrupt") => (why === "too_large" ? tooLargeAnswer() : errorResponse(400, "invalid_request", "The request body is not valid gzip"))
       if (Number(request.headers["content-length"] ?? 0) > limit) return tooLargeAnswer()
       const pushReport = git.kind === "push" ? repositories.pushReportFile() : null
       const child = repositories.backend({
@@ -233,12 +236,12 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
       response.once("close", () => {
         if (child.exitCode === null) child.kill("SIGTERM")
       })
-      let tooLarge = false
+      let refused: "too_large" | "corrupt" | null = null
       if (request.method === "POST") {
         const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-        const body = bodyOf(incoming, encoding, limit, () => {
-          if (tooLarge) return
-          tooLarge = true
+        const body = bodyOf(incoming, encoding, limit, (why) => {
+          if (refused !== null) return
+          refused = why
           incoming.unpipe()
           incoming.resume()
           child.kill("SIGTERM")
@@ -250,7 +253,7 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
       if (git.kind === "push") {
         const answer = yield* readAll(child, PUSH_ANSWER_MAX_BYTES)
         const refs = yield* readPushReport(pushReport!)
-        if (tooLarge) return tooLargeAnswer()
+        if (refused !== null) return refusedAnswer(refused)
         const head = answer === null ? null : parseCgiHead(answer)
         if (head === null) return errorResponse(502, "bad_gateway", "git could not take the push")
         info.details = { ...info.details, refs }
@@ -261,7 +264,7 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
         return HttpServerResponse.uint8Array(head.rest, { status: head.status, headers: head.headers, contentType: head.headers["content-type"] ?? "application/octet-stream" })
       }
       const head = yield* readHead(child.stdout!)
-      if (tooLarge) return tooLargeAnswer()
+      if (refused !== null) return refusedAnswer(refused)
       if (head === null) {
         child.kill("SIGKILL")
         return errorResponse(502, "bad_gateway", "git did not answer")

@@ -207,6 +207,12 @@ describe("workspace projects over git smart HTTP (issue 30)", () => {
     })
     expect(lsRefs.status).toBe(200)
     expect(await lsRefs.text()).toContain("refs/heads/main")
+    const corrupt = await fetch(`${gateway.url}/git/${id}.git/git-upload-pack`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/x-git-upload-pack-request", "content-encoding": "gzip", "git-protocol": "version=2" },
+      body: Buffer.from("not gzip at all, not at all")
+    })
+    expect([corrupt.status, ((await corrupt.json()) as { code: string }).code]).toEqual([400, "invalid_request"])
 
     for (const [method, route, headers, status] of [
       ["GET", `/git/${id}.git/HEAD`, {}, 404],
