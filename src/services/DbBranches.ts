@@ -57,19 +57,21 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
         return { ...target, connection } as PostgresTarget
       })
 
-    /** The connection's target as the branch's own role on the branch's database (its pools kept apart from the connection's), and that role's password. */
+    /** The connection's target as the branch's own role on the branch's database (its pools kept apart from the connection's). */
+    const branchTargetOf = (target: PostgresTarget, row: DbBranchRow, password: string): PoolTarget => ({
+      ...target,
+      connectionId: `${target.connectionId}:branch:${row.id}`,
+      connection: { ...target.connection, database: row.database, username: row.owner_role, password },
+      secrets: [...target.secrets, password]
+    })
+
+    /** `branchTargetOf` with the role's password as stored, and that password. */
     const branchLogin = (target: PostgresTarget, row: DbBranchRow) =>
       Effect.gen(function* () {
         const { plaintext: password } = yield* cipher
           .decrypt(row.owner_secret, ownerOf(row))
           .pipe(Effect.mapError(() => new Conflict({ message: `The branch ${row.name}'s role password cannot be decrypted with the configured keys; delete the branch and make it again` })))
-        const branchTarget: PoolTarget = {
-          ...target,
-          connectionId: `${target.connectionId}:branch:${row.id}`,
-          connection: { ...target.connection, database: row.database, username: row.owner_role, password },
-          secrets: [...target.secrets, password]
-        }
-        return { branchTarget, password }
+        return { branchTarget: branchTargetOf(target, row, password), password }
       })
 
     const findRow = (orgId: OrgId, connectionName: string, project: string, name: string) =>
@@ -127,8 +129,7 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       Effect.scoped(
         Effect.gen(function* () {
           const rules = target.pii.rules
-          const branchTarget = { ...target, connectionId: `${target.connectionId}:branch:${row.id}`, connection: { ...target.connection, database: row.database, username: row.owner_role, password } }
-          const session = yield* pools.postgresSession(branchTarget, { database: row.database, user: row.owner_role, password, settings: { search_path: "pg_catalog,pg_temp" } }).pipe(
+          const session = yield* pools.postgresSession(branchTargetOf(target, row, password), { database: row.database, user: row.owner_role, password, settings: { search_path: "pg_catalog,pg_temp" } }).pipe(
             Effect.mapError(() => new Unavailable({ message: "The branch could not be governed: its database could not be reached" }))
           )
           const run = (sql: string) => Effect.tryPromise({ try: () => session.client.query(sql), catch: (error) => error })
