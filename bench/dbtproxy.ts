@@ -12,7 +12,7 @@ import { parseArgs } from "node:util"
 import pg from "pg"
 import { freePort, localKey, startGateway } from "../test/support/Gateway"
 import { request } from "../test/support/Http"
-import { createTestDatabase, TEST_PG_URL } from "../test/support/Servers"
+import { createTestDatabase, dropBranchDatabases, TEST_PG_URL } from "../test/support/Servers"
 import { UNLIMITED } from "./support/Load"
 
 const { values } = parseArgs({ options: { points: { type: "string", default: "3000" }, ctas: { type: "string", default: "40" }, "cpu-prof": { type: "string", default: "" }, store: { type: "string", default: "embedded" } } })
@@ -29,6 +29,7 @@ const ms = (n: number) => (n < 10 ? n.toFixed(3) : n.toFixed(1))
 const database = await createTestDatabase()
 await database.query("create table orders (id int primary key, total numeric, note text); insert into orders select g, g * 1.5, md5(g::text) from generate_series(1, 20000) g")
 const proxyPort = await freePort()
+const made: Array<string> = []
 // --cpu-prof <dir>: the gateway writes a CPU profile there when it stops.
 // --store postgresql: the gateway's own store (and so its audit rows) on PostgreSQL instead of the embedded one.
 const store = values.store === "postgresql" ? await createTestDatabase() : undefined
@@ -43,6 +44,7 @@ try {
   }
   await api("/api/connections", { name: "wh", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" })
   const branch = await api("/api/connections/wh/dbbranch/projects/bench/branches", { name: "b" })
+  made.push(branch.database)
   const { token } = await api("/api/dbt-proxy/run-tokens", { connection_name: "wh", project: "bench", branch: "b", run_id: "bench" })
 
   const proxied = new pg.Client({ host: "127.0.0.1", port: proxyPort, user: "dbt", database: "x", password: token })
@@ -103,14 +105,7 @@ try {
   console.log(row("point query through a bare TCP relay in Node (the floor of any proxy)", mid(point.relayed), mid(point.direct)))
 } finally {
   await gateway.stop()
-  const admin = new pg.Client({ connectionString: TEST_PG_URL })
-  await admin.connect()
-  const left = await admin.query<{ datname: string }>("select datname from pg_database where datname like 'sb\\_%'")
-  for (const { datname } of left.rows) {
-    await admin.query(`drop database if exists "${datname}" with (force)`)
-    await admin.query(`drop role if exists "${datname}"`)
-  }
-  await admin.end()
+  await dropBranchDatabases(made)
   await database.drop()
   await store?.drop()
 }

@@ -6,7 +6,7 @@
  *
  *   npm run bench:git [-- --runs 3 --big-mb 500]
  */
-import { execFile, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as http from "node:http"
@@ -15,6 +15,7 @@ import * as path from "node:path"
 import { performance } from "node:perf_hooks"
 import { parseArgs } from "node:util"
 import { freePort, localKey, startGateway } from "../test/support/Gateway"
+import { git as runGit } from "../test/support/Git"
 import { request } from "../test/support/Http"
 import { createTestDatabase } from "../test/support/Servers"
 import { UNLIMITED } from "./support/Load"
@@ -24,15 +25,11 @@ const RUNS = Number(values.runs)
 const BIG_MB = Number(values["big-mb"])
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-bench-git-"))
 
-const git = (args: ReadonlyArray<string>, cwd: string) =>
-  new Promise<void>((resolve, reject) =>
-    execFile(
-      "git",
-      ["-c", "user.name=Bench", "-c", "user.email=bench@example.org", "-c", "init.defaultBranch=main", "-c", "http.postBuffer=1048576", ...args],
-      { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin", HOME: work, GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0" }, maxBuffer: 64 * 1024 * 1024 },
-      (error, _, stderr) => (error === null ? resolve() : reject(new Error(`git ${args.join(" ")}: ${stderr}`)))
-    )
-  )
+const git = async (args: ReadonlyArray<string>, cwd: string) => {
+  // Pushes past 1 MiB go chunked, as large ones do.
+  const ran = await runGit(["-c", "http.postBuffer=1048576", ...args], cwd, { HOME: work })
+  if (ran.code !== 0) throw new Error(`git ${args.join(" ")}: ${ran.stderr}`)
+}
 
 /** A repository of `mb` one-megabyte files of random bytes (which do not compress), committed once. */
 const makeRepository = async (name: string, mb: number) => {

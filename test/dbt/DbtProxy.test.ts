@@ -12,8 +12,8 @@ import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { DbtRunTokens } from "../../src/services/DbtRunTokens"
 import { request, type RequestOptions } from "../support/Http"
-import { localOperator, startInProcess } from "../support/InProcess"
-import { createTestDatabase, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
+import { branchDatabasesOf, localOperator, startInProcess } from "../support/InProcess"
+import { createTestDatabase, dropBranchDatabases, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
 const OTHER_ORG = OrgId.make("org_dbt_other")
@@ -55,11 +55,9 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
     branchDb = branch.json.database
   }, 60_000)
   afterAll(async () => {
+    const left = gateway === undefined ? [] : await branchDatabasesOf(gateway)
     await gateway?.stop()
-    if (branchDb !== undefined) {
-      await queryDatabase("postgres", `drop database if exists "${branchDb}" with (force)`).catch(() => undefined)
-      await queryDatabase("postgres", `drop role if exists "${branchDb}"`).catch(() => undefined)
-    }
+    await dropBranchDatabases(left)
     await database?.drop()
   })
 

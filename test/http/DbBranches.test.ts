@@ -6,8 +6,8 @@ import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { DbBranches } from "../../src/services/DbBranches"
 import { request, type RequestOptions } from "../support/Http"
-import { localOperator, startInProcess } from "../support/InProcess"
-import { createTestDatabase, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
+import { branchDatabasesOf, localOperator, startInProcess } from "../support/InProcess"
+import { createTestDatabase, dropBranchDatabases, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
 const OTHER_ORG = OrgId.make("org_branch_other")
@@ -40,12 +40,9 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
     expect((await request(gateway.url, "/api/query", { key: admin, body: { connection_name: "wh", sql: "select count(*) from analytics.orders" } })).status).toBe(200)
   }, 60_000)
   afterAll(async () => {
+    const left = gateway === undefined ? [] : await branchDatabasesOf(gateway)
     await gateway?.stop()
-    const left = await queryDatabase<{ datname: string }>("postgres", "select datname from pg_database where datname like 'sb\\_%'")
-    for (const { datname } of left) {
-      await queryDatabase("postgres", `drop database if exists "${datname}" with (force)`).catch(() => undefined)
-      await queryDatabase("postgres", `drop role if exists "${datname}"`).catch(() => undefined)
-    }
+    await dropBranchDatabases(left)
     await database?.drop()
   })
 

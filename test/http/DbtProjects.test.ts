@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -7,17 +6,11 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DbtProjects } from "../../src/services/DbtProjects"
+import { git } from "../support/Git"
 import { request, type RequestOptions } from "../support/Http"
 import { localOperator, startInProcess } from "../support/InProcess"
 
 const FIXTURE = path.join(import.meta.dirname, "..", "fixtures", "dbt", "jaffle")
-
-const git = (args: ReadonlyArray<string>, cwd: string) =>
-  new Promise<{ code: number; stderr: string }>((resolve) =>
-    execFile("git", ["-c", "user.name=Ada", "-c", "user.email=ada@example.org", "-c", "init.defaultBranch=main", ...args], { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1" } }, (error, _, stderr) =>
-      resolve({ code: error === null ? 0 : 1, stderr })
-    )
-  )
 
 describe("dbt projects: folders and workspace repositories, scanned (issue 30)", () => {
   let gateway: Awaited<ReturnType<typeof startInProcess>>

@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -9,21 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { OrgId, UserId } from "../../src/domain/Ids"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
+import { git } from "../support/Git"
 import { request, type RequestOptions } from "../support/Http"
 import { localOperator, startInProcess } from "../support/InProcess"
 
 const OTHER_ORG = OrgId.make("org_git_other")
 
-/** The real git client, with no configuration of the machine's or the user's, and never a prompt. */
-const git = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(
-      "git",
-      ["-c", "user.name=Ada", "-c", "user.email=ada@example.org", "-c", "init.defaultBranch=main", ...args],
-      { cwd, env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", HOME: cwd, GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0", LANG: "C", ...env }, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
-    )
-  })
 
 describe("workspace projects over git smart HTTP (issue 30)", () => {
   let gateway: Awaited<ReturnType<typeof startInProcess>>

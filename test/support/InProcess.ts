@@ -1,4 +1,5 @@
 import { HttpServer } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Cause, ConfigProvider, Effect, Exit, Fiber, Layer, Logger, ManagedRuntime, Option, TestContext } from "effect"
 import { GatewayLive, ServicesLive } from "../../app/App"
@@ -111,3 +112,9 @@ export const startApp = async (options: GatewayOptions = {}): Promise<Gateway> =
     }
   }
 }
+
+/** The branch databases an in-process gateway's own store holds records of (for a test to drop on its way out). */
+export const branchDatabasesOf = (gateway: { readonly runtime: ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown> }) =>
+  gateway.runtime
+    .runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ database_name: string }>`select database_name from db_branches`))
+    .then((rows) => rows.map((row) => row.database_name), () => [])

@@ -60,6 +60,14 @@ export const queryDatabase = async <R extends pg.QueryResultRow = any>(database:
   }
 }
 
+/** Drops branch databases (and their roles, which share their names) a test or bench made: its own only, as other files run beside it. */
+export const dropBranchDatabases = async (names: ReadonlyArray<string>) => {
+  for (const name of names) {
+    await queryDatabase("postgres", `drop database if exists "${name}" with (force)`).catch(() => undefined)
+    await queryDatabase("postgres", `drop role if exists "${name}"`).catch(() => undefined)
+  }
+}
+
 /** A fresh database on the test PostgreSQL; `drop` removes it, cutting off any sessions left. */
 export const createTestDatabase = async () => {
   const name = `sluice_t_${randomBytes(6).toString("hex")}`

@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -6,9 +5,10 @@ import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildWebApp, chromiumAvailable, collectErrors, launchChromium, step } from "../support/Browser"
 import { type Gateway, localKey } from "../support/Gateway"
+import { git } from "../support/Git"
 import { request } from "../support/Http"
 import { startApp } from "../support/InProcess"
-import { createTestDatabase, postgresAvailable, queryDatabase, type TestDatabase } from "../support/Servers"
+import { createTestDatabase, dropBranchDatabases, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !chromiumAvailable() || !(await postgresAvailable())
 const FIXTURE = path.join(import.meta.dirname, "..", "fixtures", "dbt", "jaffle")
@@ -38,11 +38,11 @@ describe.skipIf(skip)("the Projects and Branches pages in a real browser (issue 
   }, 120_000)
   afterAll(async () => {
     await browser?.close()
-    await gateway?.stop()
-    const left = await queryDatabase<{ datname: string }>("postgres", "select datname from pg_database where datname like 'sb\\_%'").catch(() => [])
-    for (const { datname } of left) {
-      await queryDatabase("postgres", `drop database if exists "${datname}" with (force)`).catch(() => undefined)
-      await queryDatabase("postgres", `drop role if exists "${datname}"`).catch(() => undefined)
+    // What the page made and a failure left: this file's branches only.
+    if (gateway !== undefined) {
+      const left = await request(gateway.url, "/api/connections/pg/dbbranch/projects/default/branches", { key: admin }).then((r) => (r.json?.items ?? []) as ReadonlyArray<{ database: string }>, () => [])
+      await gateway.stop()
+      await dropBranchDatabases(left.map((b) => b.database))
     }
     await database?.drop()
     if (root !== undefined) fs.rmSync(root, { recursive: true, force: true })
@@ -66,11 +66,7 @@ describe.skipIf(skip)("the Projects and Branches pages in a real browser (issue 
     // The URL the page shows clones, from the web app's own origin, with a key as the password.
     const work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-web-clone-"))
     try {
-      const cloned = await new Promise<{ code: number; stderr: string }>((resolve) =>
-        execFile("git", ["clone", cloneUrl.replace("http://", `http://git:${admin}@`), "repo"], { cwd: work, env: { PATH: process.env["PATH"] ?? "/usr/bin", HOME: work, GIT_TERMINAL_PROMPT: "0" } }, (error, _, stderr) =>
-          resolve({ code: error === null ? 0 : 1, stderr })
-        )
-      )
+      const cloned = await git(["clone", cloneUrl.replace("http://", `http://git:${admin}@`), "repo"], work)
       expect(cloned.code, cloned.stderr).toBe(0)
     } finally {
       fs.rmSync(work, { recursive: true, force: true })
