@@ -1,14 +1,9 @@
+import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import type pg from "pg"
 import { Conflict, Unavailable } from "../../src/domain/Errors"
 import { ConnectorPools, type PoolTarget } from "../connectors/ConnectorPools"
-
-/** A branch database and the role that owns it, as this provider makes them on the connection's own server. */
-export interface TemplateBranch {
-  readonly database: string
-  readonly role: string
-  readonly password: string
-}
+import type { BranchCopy, BranchProvider } from "./BranchProvider"
 
 const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 const sqlStateOf = (error: unknown) => (error as { code?: unknown } | null)?.code
@@ -67,13 +62,23 @@ export class PostgresTemplateBranches extends Effect.Service<PostgresTemplateBra
 
     const connectorFailure = Effect.mapError((error: { readonly message: string }) => new Unavailable({ message: `The connection's server could not be reached for branching: ${error.message}` }))
 
-    /** Copies `template` into the branch's database, owned by the branch's role. */
-    const create = Effect.fn("PostgresTemplateBranches.create")(function* (target: PoolTarget, template: string, branch: TemplateBranch) {
+    /** A database and a role of the same new name, and the role's password. */
+    const plan = (_target: PoolTarget, _id: string): BranchCopy => {
+      const name = `sb_${randomBytes(12).toString("hex")}`
+      return { database: name, role: name, password: randomBytes(24).toString("hex"), host: null, port: null, ref: null }
+    }
+
+    /** Copies the parent's database into the branch's, owned by the branch's role. */
+    const create = Effect.fn("PostgresTemplateBranches.create")(function* (target: PoolTarget, parent: BranchCopy | null, branch: BranchCopy) {
+      const c = target.connection
+      const template = parent?.database ?? (c.db_type === "postgresql" ? c.database : "")
+      // The copy cannot start while a session is open on its template: the gateway's own pools to it close first.
+      if (c.db_type === "postgresql") yield* pools.retireDatabase(c.host, c.port ?? 5432, template)
       yield* Effect.scoped(
         Effect.gen(function* () {
           const admin = yield* connectorFailure(maintenance(target))
           const what = "The branch could not be made"
-          yield* run(admin.client, `create role ${quoted(branch.role)} login nosuperuser nocreatedb nocreaterole noreplication nobypassrls noinherit password '${branch.password}'`, what)
+          yield* run(admin.client, `create role ${quoted(branch.role)} login nosuperuser nocreatedb nocreaterole noreplication nobypassrls noinherit password '${branch.password ?? ""}'`, what)
           const copied = yield* Effect.either(run(admin.client, `create database ${quoted(branch.database)} template ${quoted(template)} owner ${quoted(branch.role)}`, what))
           if (copied._tag === "Left") {
             yield* Effect.ignore(run(admin.client, `drop role if exists ${quoted(branch.role)}`, what))
@@ -91,10 +96,11 @@ export class PostgresTemplateBranches extends Effect.Service<PostgresTemplateBra
           yield* run(admin.client, TAKE_OWNERSHIP, what)
         })
       ).pipe(Effect.tapError(() => Effect.ignore(remove(target, branch))))
+      return branch
     })
 
     /** Drops the branch's database (its sessions ended) and its role; nothing to drop is no failure. */
-    const remove = Effect.fn("PostgresTemplateBranches.remove")(function* (target: PoolTarget, branch: Pick<TemplateBranch, "database" | "role">) {
+    const remove = Effect.fn("PostgresTemplateBranches.remove")(function* (target: PoolTarget, branch: BranchCopy) {
       yield* Effect.scoped(
         Effect.gen(function* () {
           const admin = yield* connectorFailure(maintenance(target))
@@ -105,7 +111,8 @@ export class PostgresTemplateBranches extends Effect.Service<PostgresTemplateBra
       )
     })
 
-    return { create, remove } as const
+    const provider: BranchProvider = { kind: "postgres_template", plan, create, remove }
+    return provider
   }),
   dependencies: [ConnectorPools.Default]
 }) {}

@@ -121,7 +121,23 @@ const credentials = { username: required(128), password: secret(1024) }
 
 /** The one schema unqualified names resolve to: queries run with search_path pinned to it (default public). */
 const searchSchema = { schema_name: optional(required(255)) }
-export const PostgresqlInput = variant("postgresql", { ...networked, database: required(255), ...searchSchema, ...credentials })
+
+export const BRANCHING_SECRET_FIELDS = ["api_key"] as const
+/**
+ * Where a PostgreSQL connection's database branches are made: absent, as template copies on its own
+ * server; `neon`, as branches of a project on a hosted branching service that speaks Neon's API
+ * (the service's address is the gateway's SP_NEON_API_URL, never a connection's).
+ */
+export const Branching = Schema.Struct({
+  service: Schema.Literal("neon"),
+  project_id: Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/, { message: () => "must be the service's project id (letters, digits, _ or -)" })),
+  /** The service's branch that holds the connection's database; absent: the project's default branch. */
+  parent_branch_id: optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,128}$/, { message: () => "must be the service's branch id (letters, digits, _ or -)" }))),
+  api_key: secret(1024)
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type Branching = typeof Branching.Type
+
+export const PostgresqlInput = variant("postgresql", { ...networked, database: required(255), ...searchSchema, ...credentials, branching: optional(Branching) })
 export const RedshiftInput = variant("redshift", { ...networked, database: required(255), ...searchSchema, ...credentials })
 export const MysqlInput = variant("mysql", { ...networked, database: optional(required(255)), ...credentials })
 export const MssqlInput = variant("mssql", { ...networked, database: optional(required(255)), ...credentials })
@@ -227,6 +243,14 @@ export class Connection extends Schema.Class<Connection>("Connection")({
       ca_pem: Schema.optional(Schema.String),
       client_cert_pem: Schema.optional(Schema.String),
       client_key_pem_set: Schema.Boolean
+    })
+  ),
+  branching: Schema.optional(
+    Schema.Struct({
+      service: Schema.Literal("neon"),
+      project_id: Schema.String,
+      parent_branch_id: Schema.NullOr(Schema.String),
+      api_key_set: Schema.Boolean
     })
   ),
   ssh_tunnel: Schema.optional(

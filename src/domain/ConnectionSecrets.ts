@@ -10,7 +10,8 @@ const SECRET_PATHS = [
   ["ssh_tunnel", "private_key"],
   ["ssh_tunnel", "passphrase"],
   ["ssh_tunnel", "password"],
-  ["tls", "client_key_pem"]
+  ["tls", "client_key_pem"],
+  ["branching", "api_key"]
 ] as const
 
 /** The connection without its secrets (safe to store as plain JSON and to return), and the secrets. */

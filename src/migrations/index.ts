@@ -28,6 +28,7 @@ import m0027 from "./0027_notebook_sessions_per_credential"
 import m0028 from "./0028_workspace_projects"
 import m0029 from "./0029_db_branches"
 import m0030 from "./0030_dbt_projects"
+import m0031 from "./0031_db_branch_placement"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -59,5 +60,6 @@ export const migrations = {
   "0027_notebook_sessions_per_credential": m0027,
   "0028_workspace_projects": m0028,
   "0029_db_branches": m0029,
-  "0030_dbt_projects": m0030
+  "0030_dbt_projects": m0030,
+  "0031_db_branch_placement": m0031
 }

@@ -9,7 +9,12 @@ const BranchRow = Schema.Struct({
   ...DbBranch.fields,
   org_id: OrgId,
   owner_role: Schema.String,
-  owner_secret: Schema.String,
+  /** The branch role's password, encrypted; null where the branch is reached with the connection's own role (a hosted branch). */
+  owner_secret: Schema.NullOr(Schema.String),
+  /** A hosted branch's compute and its id at the service; null for a copy on the connection's own server. */
+  host: Schema.NullOr(Schema.String),
+  port: Schema.NullOr(Schema.Number),
+  provider_ref: Schema.NullOr(Schema.String),
   lease_expires_at: Schema.NullOr(Schema.DateFromSelf),
   created_at: Schema.DateFromSelf
 })
@@ -21,7 +26,7 @@ const NewBranch = Schema.Struct({
 })
 
 const COLUMNS =
-  "id, org_id, connection_name, project, name, parent, provider, database_name as database, owner_role, owner_secret, status, governance, owner_job, lease_expires_at, created_by, created_at"
+  "id, org_id, connection_name, project, name, parent, provider, database_name as database, owner_role, owner_secret, host, port, provider_ref, status, governance, owner_job, lease_expires_at, created_by, created_at"
 const ByName = Schema.Struct({ orgId: OrgId, connection: Schema.String, project: Schema.String, name: Schema.String })
 const ById = Schema.Struct({ orgId: OrgId, id: Schema.String })
 // A branch whose making or deleting has not finished after this long was left by a process that died mid-way.
@@ -75,6 +80,16 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
         readyWith({ orgId, id, governance: JSON.stringify(governance) }).pipe(Effect.map(Option.getOrNull), withOrg(orgId)),
       failures
     )
+    const placeAt = SqlSchema.void({
+      Request: Schema.Struct({ orgId: OrgId, id: Schema.String, ref: Schema.String, host: Schema.NullOr(Schema.String), port: Schema.NullOr(Schema.Number) }),
+      execute: ({ orgId, id, ref, host, port }) => sql`update db_branches set provider_ref = ${ref}, host = ${host}, port = ${port} where org_id = ${orgId} and id = ${id}`
+    })
+    /** Where a hosted branch is, recorded as soon as the service has it, so a branch left mid-way is still found to delete. */
+    const place = Effect.fn("DbBranchesRepo.place")(
+      (orgId: OrgId, id: string, placement: { readonly ref: string; readonly host: string | null; readonly port: number | null }) =>
+        placeAt({ orgId, id, ...placement }).pipe(withOrg(orgId)),
+      failures
+    )
     /** Claims a branch for deleting (once: null where another caller has, or there is none). */
     const markDeleting = Effect.fn("DbBranchesRepo.markDeleting")(
       (orgId: OrgId, id: string, stuck = false) =>
@@ -121,6 +136,6 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
     /** How many branches the org has (each a whole copy of a database on some server). */
     const count = Effect.fn("DbBranchesRepo.count")((orgId: OrgId) => countBranches(orgId).pipe(Effect.map((r) => r.n), withOrg(orgId)), failures)
 
-    return { insert, markReady, markDeleting, remove, find, list, due, count } as const
+    return { insert, place, markReady, markDeleting, remove, find, list, due, count } as const
   })
 }) {}

@@ -43,7 +43,7 @@ const isSecretSet = (row: ConnectionRow, secretPath: string) => row.secret_paths
 /** The API's view of a stored connection: every field but the secrets, which show only as `*_set`. */
 export const toConnection = (row: ConnectionRow): Connection => {
   const settings = row.settings as Record<string, any>
-  const { tls, ssh_tunnel, name: _name, db_type: _type, description: _d, tags: _t, ...rest } = settings
+  const { tls, ssh_tunnel, branching, name: _name, db_type: _type, description: _d, tags: _t, ...rest } = settings
   return new Connection({
     ...rest,
     name: row.name,
@@ -51,6 +51,16 @@ export const toConnection = (row: ConnectionRow): Connection => {
     description: row.description,
     tags: row.tags,
     ...(tls === undefined ? {} : { tls: { ...tls, client_key_pem_set: isSecretSet(row, "tls.client_key_pem") } }),
+    ...(branching === undefined
+      ? {}
+      : {
+          branching: {
+            service: branching.service,
+            project_id: branching.project_id,
+            parent_branch_id: branching.parent_branch_id ?? null,
+            api_key_set: isSecretSet(row, "branching.api_key")
+          }
+        }),
     ...(ssh_tunnel === undefined
       ? {}
       : {

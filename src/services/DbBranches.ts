@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { Effect, Either } from "effect"
+import type { BranchCopy, BranchProvider } from "../../layers/branches/BranchProvider"
+import { NeonBranches } from "../../layers/branches/NeonBranches"
 import { PostgresTemplateBranches } from "../../layers/branches/PostgresTemplateBranches"
 import { ConnectorPools, type PoolTarget } from "../../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../../layers/CredentialCipher"
@@ -21,8 +23,18 @@ type PostgresTarget = PoolTarget & { readonly connection: typeof PostgresqlInput
 /** The rules a copy is governed under: the connection's version (its blocked tables) and its PII rules' version. */
 const policyOf = (target: PostgresTarget) => `${target.version}:${target.pii.version}`
 
-/** What a branch shows: never its role's password. */
-const shown = ({ org_id: _org, owner_role: _role, owner_secret: _secret, ...branch }: DbBranchRow): DbBranch => branch
+/** What a branch shows: never its role's password, nor where a hosted service keeps it (it is reached through the gateway). */
+const shown = ({ org_id: _org, owner_role: _role, owner_secret: _secret, host: _host, port: _port, provider_ref: _ref, ...branch }: DbBranchRow): DbBranch => branch
+
+/** A branch's copy as its provider knows it; `password` is the role's, or the connection's for a branch reached as the connection's role. */
+const copyOf = (row: DbBranchRow, password: string | null): BranchCopy => ({
+  database: row.database,
+  role: row.owner_role,
+  password,
+  host: row.host,
+  port: row.port,
+  ref: row.provider_ref
+})
 
 const protectedName = (name: string) => PROTECTED_BRANCHES.has(name.toLowerCase())
 // Each branch is a whole copy of a database: an organization keeps at most this many at once.
@@ -41,6 +53,7 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
     const connections = yield* Connections
     const pools = yield* ConnectorPools
     const templates = yield* PostgresTemplateBranches
+    const hosted = yield* NeonBranches
     const cipher = yield* CredentialCipher
     const schemas = yield* Schemas
 
@@ -57,22 +70,38 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
         return { ...target, connection } as PostgresTarget
       })
 
-    /** The connection's target as the branch's own role on the branch's database (its pools kept apart from the connection's). */
+    /** The connection's branches are made by a hosted service when its settings name one, else as template copies on its server. */
+    const providerFor = (target: PostgresTarget): BranchProvider => (target.connection.branching === undefined ? templates : hosted)
+    const providerOf = (row: DbBranchRow): BranchProvider => (row.provider === "hosted" ? hosted : templates)
+
+    /** The connection's target as the branch's role on the branch's database, on its server (its pools kept apart from the connection's). */
     const branchTargetOf = (target: PostgresTarget, row: DbBranchRow, password: string): PoolTarget => ({
       ...target,
       connectionId: `${target.connectionId}:branch:${row.id}`,
-      connection: { ...target.connection, database: row.database, username: row.owner_role, password },
+      connection: {
+        ...target.connection,
+        ...(row.host === null ? {} : { host: row.host, port: row.port ?? 5432 }),
+        database: row.database,
+        username: row.owner_role,
+        password
+      },
       secrets: [...target.secrets, password]
     })
 
-    /** `branchTargetOf` with the role's password as stored, and that password. */
+    /** The branch role's password: its own as stored, or the connection's where the branch is reached as the connection's role. */
+    const passwordOf = (target: PostgresTarget, row: DbBranchRow) =>
+      row.owner_secret === null
+        ? Effect.succeed(target.connection.password ?? "")
+        : cipher
+            .decrypt(row.owner_secret, ownerOf(row))
+            .pipe(
+              Effect.map((opened) => opened.plaintext),
+              Effect.mapError(() => new Conflict({ message: `The branch ${row.name}'s role password cannot be decrypted with the configured keys; delete the branch and make it again` }))
+            )
+
+    /** `branchTargetOf` with the role's password, and that password. */
     const branchLogin = (target: PostgresTarget, row: DbBranchRow) =>
-      Effect.gen(function* () {
-        const { plaintext: password } = yield* cipher
-          .decrypt(row.owner_secret, ownerOf(row))
-          .pipe(Effect.mapError(() => new Conflict({ message: `The branch ${row.name}'s role password cannot be decrypted with the configured keys; delete the branch and make it again` })))
-        return { branchTarget: branchTargetOf(target, row, password), password }
-      })
+      Effect.map(passwordOf(target, row), (password) => ({ branchTarget: branchTargetOf(target, row, password), password }))
 
     const findRow = (orgId: OrgId, connectionName: string, project: string, name: string) =>
       Effect.flatMap(repo.find(orgId, connectionName, project, name), (row) =>
@@ -93,30 +122,38 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       if ((yield* repo.count(principal.orgId)) >= MAX_BRANCHES_PER_ORG) {
         return yield* new CapacityReached({ message: `An organization keeps at most ${MAX_BRANCHES_PER_ORG} database branches: delete some first` })
       }
-      const name = `sb_${randomBytes(12).toString("hex")}`
-      const password = randomBytes(24).toString("hex")
+      const provider = providerFor(target)
+      if (parent !== null && parent.provider !== provider.kind) {
+        return yield* new Conflict({ message: `The branch ${parent.name} was made where the connection no longer makes branches: branch from main` })
+      }
       const id = `dbb_${randomBytes(16).toString("hex")}`
+      const planned = provider.plan(target, id)
       const row = yield* repo.insert(principal.orgId, {
         id,
         connection_name: connectionName,
         project,
         name: input.name,
         parent: input.parent,
-        provider: "postgres_template",
-        database: name,
-        owner_role: name,
-        owner_secret: cipher.encrypt(password, { orgId: principal.orgId, connectionId: `branch:${id}` }),
+        provider: provider.kind,
+        database: planned.database,
+        owner_role: planned.role,
+        owner_secret: planned.password === null ? null : cipher.encrypt(planned.password, { orgId: principal.orgId, connectionId: `branch:${id}` }),
         owner_job: input.owner_job ?? null,
         created_by: principalLabel(principal),
         lease_seconds: input.lease_seconds ?? null
       })
-      // The copy cannot start while a session is open on its template: the gateway's own pools to it close first.
-      const template = parent === null ? target.connection.database : parent.database
-      yield* pools.retireDatabase(target.connection.host, target.connection.port ?? 5432, template)
-      const governance = yield* templates.create(target, template, { database: name, role: name, password }).pipe(
-        Effect.zipRight(governCopy(principal, target, row, password)),
-        Effect.tapError(() => Effect.zipRight(Effect.ignore(templates.remove(target, { database: name, role: name })), repo.remove(principal.orgId, id)))
-      )
+      // Where the copy is, as soon as the provider says: what to delete should anything after fail.
+      let placed = planned
+      const place = (copy: BranchCopy) =>
+        Effect.sync(() => {
+          placed = copy
+        }).pipe(Effect.zipRight(copy.ref === null ? Effect.void : repo.place(principal.orgId, id, { ref: copy.ref, host: copy.host, port: copy.port })))
+      const governance = yield* Effect.gen(function* () {
+        const parentCopy = parent === null ? null : copyOf(parent, null)
+        const made = yield* provider.create(target, parentCopy, planned, id, place)
+        const password = made.password ?? target.connection.password ?? ""
+        return yield* governCopy(principal, target, { ...row, host: made.host, port: made.port, provider_ref: made.ref }, password)
+      }).pipe(Effect.tapError(() => Effect.zipRight(Effect.ignore(provider.remove(target, placed, id)), repo.remove(principal.orgId, id))))
       return shown((yield* repo.markReady(principal.orgId, id, governance)) ?? row)
     })
 
@@ -184,7 +221,7 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
         const target = yield* Effect.either(connections.targetIn(row.org_id, row.connection_name))
         if (target._tag === "Right") {
           yield* pools.retire(row.org_id, `${target.right.connectionId}:branch:${row.id}`)
-          yield* templates.remove(target.right, { database: row.database, role: row.owner_role })
+          yield* providerOf(row).remove(target.right, copyOf(row, null), row.id)
         } else yield* Effect.logWarning(`branch ${row.id}: its connection ${row.connection_name} is gone, so its database ${row.database} is left on that server`)
         yield* repo.remove(row.org_id, row.id)
         return true
@@ -238,5 +275,5 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
 
     return { list, create, remove, reapDue, diff, upstreamOf } as const
   }),
-  dependencies: [DbBranchesRepo.Default, Connections.Default, PostgresTemplateBranches.Default, Schemas.Default, ConnectorPools.Default, CredentialCipher.Default]
+  dependencies: [DbBranchesRepo.Default, Connections.Default, PostgresTemplateBranches.Default, NeonBranches.Default, Schemas.Default, ConnectorPools.Default, CredentialCipher.Default]
 }) {}

@@ -1,14 +1,15 @@
 import { Schema, SchemaAST } from "effect"
-import { ConnectionInput, SECRET_FIELDS, TLS_SECRET_FIELDS, TUNNEL_SECRET_FIELDS } from "../domain/Connection"
+import { BRANCHING_SECRET_FIELDS, ConnectionInput, SECRET_FIELDS, TLS_SECRET_FIELDS, TUNNEL_SECRET_FIELDS } from "../domain/Connection"
 import { globsOf } from "./governance"
 
-export const FIELD_GROUPS = ["Connection", "TLS", "SSH tunnel", "Limits", "Schema and tables", "Description and tags"] as const
+export const FIELD_GROUPS = ["Connection", "TLS", "SSH tunnel", "Database branches", "Limits", "Schema and tables", "Description and tags"] as const
 export type FieldGroup = (typeof FIELD_GROUPS)[number]
 
 /** What a group is for, where leaving it empty is a choice the reader should know about. */
 export const GROUP_NOTES: Partial<Record<FieldGroup, string>> = {
   TLS: "Leave the mode empty for a connection without TLS settings (plain text).",
   "SSH tunnel": "Leave empty to connect directly. With a tunnel, the host and port above are reached from the SSH host.",
+  "Database branches": "Leave empty to make branches as template copies on this server. Set to make them on a hosted branching service (Neon's API).",
   Limits: "Empty fields take the gateway's defaults."
 }
 
@@ -20,7 +21,7 @@ export interface FormField {
   readonly group: FieldGroup
   readonly label: string
   readonly help: string | undefined
-  /** Required whenever its group is used; the TLS and SSH tunnel groups are optional as a whole. */
+  /** Required whenever its group is used; the TLS, SSH tunnel and branching groups are optional as a whole. */
   readonly required: boolean
   readonly kind: FieldKind
   readonly choices: ReadonlyArray<string>
@@ -74,6 +75,10 @@ const ABOUT: Readonly<Record<string, About>> = {
     label: "Host key fingerprint",
     help: "SHA256:… as ssh-keygen -lf prints it. Empty: the first key the SSH host shows is pinned."
   },
+  "branching.service": { group: "Database branches", label: "Branching service" },
+  "branching.project_id": { group: "Database branches", label: "Service project ID", help: "The service's project that holds this database." },
+  "branching.parent_branch_id": { group: "Database branches", label: "Parent branch ID", help: "The service's branch holding this database. Empty: the project's default branch." },
+  "branching.api_key": { group: "Database branches", label: "Service API key" },
   query_timeout: { group: "Limits", label: "Query timeout (seconds)", help: "A query running longer is cancelled. Empty: the organization's default." },
   connection_timeout: { group: "Limits", label: "Connection timeout (seconds)", help: "How long to wait for the database to accept a connection. Empty: 10." },
   max_rows: { group: "Limits", label: "Row limit", help: "The most rows a query returns, whatever the caller asks for." },
@@ -94,7 +99,8 @@ const ABOUT: Readonly<Record<string, About>> = {
 const SECRET_PATHS: ReadonlySet<string> = new Set([
   ...SECRET_FIELDS,
   ...TLS_SECRET_FIELDS.map((f) => `tls.${f}`),
-  ...TUNNEL_SECRET_FIELDS.map((f) => `ssh_tunnel.${f}`)
+  ...TUNNEL_SECRET_FIELDS.map((f) => `ssh_tunnel.${f}`),
+  ...BRANCHING_SECRET_FIELDS.map((f) => `branching.${f}`)
 ])
 // The form asks for these apart from the table: the type chooses the other fields, the name is the connection's identity.
 const ASKED_APART = new Set(["db_type", "name"])

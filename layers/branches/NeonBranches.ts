@@ -1,0 +1,156 @@
+import { Duration, Effect, Schedule, Schema } from "effect"
+import { Conflict, Unavailable } from "../../src/domain/Errors"
+import { AppConfig } from "../AppConfig"
+import type { PoolTarget } from "../connectors/ConnectorPools"
+import type { BranchCopy, BranchProvider } from "./BranchProvider"
+
+const REQUEST_TIMEOUT_MS = 30_000
+// A branch of any size is ready in seconds on such a service; one not ready after this is given up (and deleted).
+const READY_WITHIN = Duration.minutes(5)
+const POLL_EVERY = Duration.millis(250)
+// The service answers 423 while another operation on the project runs, 429 when asked too often: both are worth a retry.
+const RETRIED = new Set([423, 429, 500, 502, 503, 504])
+
+const Operation = Schema.Struct({ id: Schema.String, status: Schema.String })
+const Created = Schema.Struct({
+  branch: Schema.Struct({ id: Schema.String }),
+  endpoints: Schema.Array(Schema.Struct({ host: Schema.String })),
+  operations: Schema.optionalWith(Schema.Array(Operation), { default: () => [] }),
+  connection_uris: Schema.optionalWith(Schema.Array(Schema.Struct({ connection_uri: Schema.String })), { default: () => [] })
+})
+const Removed = Schema.Struct({ operations: Schema.optionalWith(Schema.Array(Operation), { default: () => [] }) })
+const OperationReply = Schema.Struct({ operation: Operation })
+const Listed = Schema.Struct({ branches: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String })) })
+
+const FAILED = new Set(["failed", "error", "cancelled", "skipped"])
+
+const urlOf = (text: string) => {
+  try {
+    return new URL(text)
+  } catch {
+    return null
+  }
+}
+
+/** The connection's branching settings, its API key joined back in. */
+const branchingOf = (target: PoolTarget) => {
+  const c = target.connection
+  return c.db_type === "postgresql" && c.branching !== undefined && c.branching.api_key !== undefined ? c.branching : null
+}
+
+/**
+ * Branches on a hosted branching service that speaks Neon's REST API (v2): a copy-on-write branch
+ * of the project's branch that holds the connection's database, with a compute endpoint of its own,
+ * made in seconds whatever the database's size. The service copies the project's roles with the
+ * branch, so the branch is reached with the connection's own role and password, on the endpoint's
+ * host. The service's address is the gateway's (SP_NEON_API_URL), never a connection's: a connection
+ * names only its project and API key, and the key goes nowhere else.
+ */
+export class NeonBranches extends Effect.Service<NeonBranches>()("sluice/NeonBranches", {
+  effect: Effect.gen(function* () {
+    const base = (yield* AppConfig).neonApiUrl.toString().replace(/\/+$/, "")
+
+    const call = <A, I>(target: PoolTarget, method: "GET" | "POST" | "DELETE", route: string, reply: Schema.Schema<A, I>, body?: unknown) =>
+      Effect.gen(function* () {
+        const branching = branchingOf(target)
+        if (branching === null) return yield* new Conflict({ message: "The connection has no branching service configured (its branching settings or API key are missing)" })
+        const unreachable = () => new Unavailable({ message: "The branching service could not be reached; try again later" })
+        const response = yield* Effect.tryPromise({
+          try: (signal) =>
+            fetch(`${base}/projects/${encodeURIComponent(branching.project_id)}${route}`, {
+              method,
+              headers: { authorization: `Bearer ${branching.api_key}`, accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
+              ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+              redirect: "error",
+              signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
+            }),
+          catch: unreachable
+        })
+        const text = yield* Effect.tryPromise({ try: () => response.text(), catch: unreachable })
+        if (response.status === 404) return null
+        if (response.status === 401 || response.status === 403) {
+          return yield* new Conflict({ message: "The branching service refused the connection's API key (or the key may not use its project): set a valid key in the connection's branching settings" })
+        }
+        if (!response.ok) {
+          // The service's own words go to the log: the caller learns the status, not what a third party chose to say.
+          yield* Effect.logWarning(`branching service: ${method} ${route} answered ${response.status}: ${text.slice(0, 500)}`)
+          const error = new Unavailable({ message: `The branching service answered ${response.status}; the gateway's log has its message` })
+          return yield* RETRIED.has(response.status) ? Effect.fail({ retry: error }) : error
+        }
+        return yield* Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => null }).pipe(
+          Effect.flatMap(Schema.decodeUnknown(reply)),
+          Effect.mapError(() => new Unavailable({ message: "The branching service's answer was not what its API describes" }))
+        )
+      }).pipe(
+        Effect.retry({ while: (error) => "retry" in error, schedule: Schedule.exponential(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(5))) }),
+        Effect.mapError((error) => ("retry" in error ? error.retry : error))
+      )
+
+    /** Waits until the service has finished every operation it started. */
+    const settled = (target: PoolTarget, operations: ReadonlyArray<typeof Operation.Type>) =>
+      Effect.forEach(
+        operations,
+        (operation) =>
+          call(target, "GET", `/operations/${encodeURIComponent(operation.id)}`, OperationReply).pipe(
+            Effect.flatMap((reply) => {
+              const status = reply?.operation.status ?? "finished"
+              if (status === "finished") return Effect.succeed(true)
+              if (FAILED.has(status)) return Effect.fail(new Unavailable({ message: `The branching service's ${operation.id} ended ${status}` }))
+              return Effect.succeed(false)
+            }),
+            Effect.repeat({ until: (done) => done, schedule: Schedule.spaced(POLL_EVERY) }),
+            Effect.timeoutFail({ duration: READY_WITHIN, onTimeout: () => new Unavailable({ message: "The branching service did not finish making the branch in 5 minutes" }) })
+          ),
+        { discard: true }
+      )
+
+    /** The connection's database and role, on the copy (the roles come with the branch). */
+    const plan = (target: PoolTarget): BranchCopy => {
+      const c = target.connection
+      return {
+        database: c.db_type === "postgresql" ? c.database : "",
+        role: c.db_type === "postgresql" ? c.username : "",
+        password: null,
+        host: null,
+        port: null,
+        ref: null
+      }
+    }
+
+    /** The branch's name at the service: the gateway's id, so one left mid-way can be found again by name. */
+    const nameOf = (id: string) => `sluice-${id}`
+
+    const create = Effect.fn("NeonBranches.create")(function* (target: PoolTarget, parent: BranchCopy | null, copy: BranchCopy, id: string, placed: (copy: BranchCopy) => Effect.Effect<void, Unavailable>) {
+      const parentId = parent?.ref ?? branchingOf(target)?.parent_branch_id
+      const made = yield* call(target, "POST", "/branches", Created, {
+        branch: { name: nameOf(id), ...(parentId === undefined ? {} : { parent_id: parentId }) },
+        endpoints: [{ type: "read_write" }]
+      })
+      if (made === null) return yield* new Conflict({ message: "The branching service has no such project, or no such parent branch: check the connection's branching settings" })
+      const endpoint = made.endpoints[0]
+      const uri = made.connection_uris[0] === undefined ? null : urlOf(made.connection_uris[0].connection_uri)
+      const placement: BranchCopy = { ...copy, ref: made.branch.id, host: endpoint?.host ?? uri?.hostname ?? null, port: uri !== null && uri.port !== "" ? Number(uri.port) : 5432 }
+      yield* placed(placement)
+      return yield* Effect.gen(function* () {
+        if (placement.host === null) return yield* new Unavailable({ message: "The branching service made the branch without a compute endpoint" })
+        yield* settled(target, made.operations)
+        return placement
+      }).pipe(Effect.tapError(() => Effect.ignore(remove(target, placement, id))))
+    })
+
+    const remove = Effect.fn("NeonBranches.remove")(function* (target: PoolTarget, copy: BranchCopy, id: string) {
+      let ref = copy.ref
+      if (ref === null) {
+        const listed = yield* call(target, "GET", `/branches?search=${encodeURIComponent(nameOf(id))}`, Listed)
+        ref = listed?.branches.find((b) => b.name === nameOf(id))?.id ?? null
+        if (ref === null) return
+      }
+      const removed = yield* call(target, "DELETE", `/branches/${encodeURIComponent(ref)}`, Removed)
+      if (removed !== null) yield* settled(target, removed.operations)
+    })
+
+    const provider: BranchProvider = { kind: "hosted", plan, create, remove }
+    return provider
+  }),
+  dependencies: [AppConfig.Default]
+}) {}
