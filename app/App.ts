@@ -71,6 +71,7 @@ import { DbBranchesRepo } from "../src/repos/DbBranchesRepo"
 import { PostgresTemplateBranches } from "../layers/branches/PostgresTemplateBranches"
 import { BranchReaperLoop } from "../actors/loops/BranchReaperLoop"
 import { WorkspaceProjectsRepo } from "../src/repos/WorkspaceProjectsRepo"
+import { BuildCloud } from "../layers/BuildCloud"
 import { GitRepositories } from "../layers/GitRepositories"
 import { ConnectorPools } from "../layers/connectors/ConnectorPools"
 import { CredentialCipher } from "../layers/CredentialCipher"
@@ -134,6 +135,7 @@ export const ServicesLive = Layer.mergeAll(
   PostgresTemplateBranches.Default,
   WorkspaceProjectsRepo.Default,
   GitRepositories.Default,
+  BuildCloud.Default,
   ReportsRepo.Default,
   ResultCache.Default,
   RunEventsFeed.Default,

@@ -109,6 +109,8 @@ const raw = Config.all({
   dbtProxyPort: boundedInt("SP_DBT_PROXY_PORT", "must be a port (1-65535), or 0 for no dbt proxy", (n) => n >= 0 && n <= 65_535).pipe(Config.withDefault(0)),
   // The hosted branching service (Neon's API) a connection's `branching` settings name a project of.
   neonApiUrl: Config.url("SP_NEON_API_URL").pipe(Config.withDefault(new URL("https://console.neon.tech/api/v2"))),
+  // The hosted dbt build service (dbt Cloud's Admin API) that project discovery asks when a request names no access URL of its own.
+  buildCloudUrl: Config.url("SP_BUILDCLOUD_URL").pipe(Config.withDefault(new URL("https://cloud.getdbt.com"))),
   // The most one push may send, counted as it streams (the 2 MiB cap of other requests does not apply).
   gitPushMaxMb: boundedInt("SP_GIT_PUSH_MAX_MB", "must be between 1 and 102400 (MB)", (n) => n >= 1 && n <= 102_400).pipe(Config.withDefault(500)),
   notebookIdleTimeoutSeconds: positiveInt("SP_NOTEBOOK_IDLE_TIMEOUT", 7200),

@@ -1,15 +1,13 @@
 import { Duration, Effect, Schedule, Schema } from "effect"
 import { Conflict, Unavailable } from "../../src/domain/Errors"
 import { AppConfig } from "../AppConfig"
+import { requestJson } from "../JsonService"
 import type { PoolTarget } from "../connectors/ConnectorPools"
 import type { BranchCopy, BranchProvider } from "./BranchProvider"
 
-const REQUEST_TIMEOUT_MS = 30_000
 // A branch of any size is ready in seconds on such a service; one not ready after this is given up (and deleted).
 const READY_WITHIN = Duration.minutes(5)
 const POLL_EVERY = Duration.millis(250)
-// The service answers 423 while another operation on the project runs, 429 when asked too often: both are worth a retry.
-const RETRIED = new Set([423, 429, 500, 502, 503, 504])
 
 const Operation = Schema.Struct({ id: Schema.String, status: Schema.String })
 const Created = Schema.Struct({
@@ -54,36 +52,12 @@ export class NeonBranches extends Effect.Service<NeonBranches>()("sluice/NeonBra
       Effect.gen(function* () {
         const branching = branchingOf(target)
         if (branching === null) return yield* new Conflict({ message: "The connection has no branching service configured (its branching settings or API key are missing)" })
-        const unreachable = () => new Unavailable({ message: "The branching service could not be reached; try again later" })
-        const response = yield* Effect.tryPromise({
-          try: (signal) =>
-            fetch(`${base}/projects/${encodeURIComponent(branching.project_id)}${route}`, {
-              method,
-              headers: { authorization: `Bearer ${branching.api_key}`, accept: "application/json", ...(body === undefined ? {} : { "content-type": "application/json" }) },
-              ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-              redirect: "error",
-              signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
-            }),
-          catch: unreachable
-        })
-        const text = yield* Effect.tryPromise({ try: () => response.text(), catch: unreachable })
-        if (response.status === 404) return null
-        if (response.status === 401 || response.status === 403) {
-          return yield* new Conflict({ message: "The branching service refused the connection's API key (or the key may not use its project): set a valid key in the connection's branching settings" })
-        }
-        if (!response.ok) {
-          // The service's own words go to the log: the caller learns the status, not what a third party chose to say.
-          yield* Effect.logWarning(`branching service: ${method} ${route} answered ${response.status}: ${text.slice(0, 500)}`)
-          const error = new Unavailable({ message: `The branching service answered ${response.status}; the gateway's log has its message` })
-          return yield* RETRIED.has(response.status) ? Effect.fail({ retry: error }) : error
-        }
-        return yield* Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => null }).pipe(
-          Effect.flatMap(Schema.decodeUnknown(reply)),
-          Effect.mapError(() => new Unavailable({ message: "The branching service's answer was not what its API describes" }))
-        )
+        const url = `${base}/projects/${encodeURIComponent(branching.project_id)}${route}`
+        return yield* requestJson("branching service", { method, url, headers: { authorization: `Bearer ${branching.api_key}` }, body }, reply)
       }).pipe(
-        Effect.retry({ while: (error) => "retry" in error, schedule: Schedule.exponential(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(5))) }),
-        Effect.mapError((error) => ("retry" in error ? error.retry : error))
+        Effect.catchTag("ServiceRefused", () =>
+          Effect.fail(new Conflict({ message: "The branching service refused the connection's API key (or the key may not use its project): set a valid key in the connection's branching settings" }))
+        )
       )
 
     /** Waits until the service has finished every operation it started. */

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { BrowseListing, BrowseParams, CreateDbtProject, DbtProject, DbtProjectDetail, DbtProjectName, UpdateDbtProject } from "../domain/DbtProject"
-import { Conflict, InvalidRequest, NotAvailableHere, NotFound } from "../domain/Errors"
+import { BrowseListing, BrowseParams, BuildCloudProjects, CreateDbtProject, DiscoverBuildCloudProjects, DbtProject, DbtProjectDetail, DbtProjectName, UpdateDbtProject } from "../domain/DbtProject"
+import { Conflict, InvalidRequest, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
 import { docs, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
@@ -74,6 +74,21 @@ export class DbtProjectsApi extends HttpApiGroup.make("dbtProjects")
       .addError(NotAvailableHere)
       .annotate(RequiredScope, "write")
       .annotateContext(docs("Browse folders for dbt projects", "One level of a folder under SP_PROJECT_ROOTS (no path: the roots), symbolic links shown but never followed; `dbt_project` says whether it holds a dbt project. Self-hosted only."))
+  )
+  .add(
+    HttpApiEndpoint.post("discoverBuildCloud", "/buildcloud/projects")
+      .setPayload(DiscoverBuildCloudProjects)
+      .addSuccess(BuildCloudProjects)
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "admin")
+      .annotateContext(
+        docs(
+          "Discover projects on a hosted dbt build service",
+          "Lists the account's projects on dbt Cloud (Admin API v3): name, git remote (without credentials), subdirectory and warehouse type, to register as workspace or dbt projects. `api_token` is used for this request only and kept nowhere; `access_url` is the account's access URL on the service's own hosts (absent: the gateway's SP_BUILDCLOUD_URL)."
+        )
+      )
   )
   .middleware(Authentication)
   .prefix("/api")

@@ -107,3 +107,46 @@ export interface ProjectFiles {
   /** The file's text, or null when it is missing or larger than `maxBytes`. */
   readonly read: (path: string, maxBytes: number) => Promise<string | null>
 }
+
+/** Hosts of the hosted dbt build service an account may be reached on: its regions and its per-account cells (<prefix>.<cell>.dbt.com). */
+const BUILD_CLOUD_HOST = /^(cloud\.getdbt\.com|emea\.dbt\.com|au\.dbt\.com|[a-z0-9-]{1,63}\.[a-z0-9-]{1,63}\.dbt\.com)$/
+
+export const DiscoverBuildCloudProjects = Schema.Struct({
+  account_id: Schema.Int.pipe(Schema.between(1, Number.MAX_SAFE_INTEGER, { message: () => "account_id is the build service's account number" })),
+  /** A service token or personal access token with read access to the account's projects; used for this request only, never kept. */
+  api_token: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "api_token is required" }),
+    Schema.maxLength(4096, { message: () => "api_token must be at most 4096 characters" }),
+    Schema.pattern(/^[\x21-\x7e]+$/, { message: () => "api_token is printable characters without spaces" })
+  ),
+  /** The account's access URL (https://<region or cell host>); absent: the gateway's SP_BUILDCLOUD_URL. */
+  access_url: Schema.optional(
+    Schema.String.pipe(
+      Schema.filter((text) => {
+        const url = URL.canParse(text) ? new URL(text) : null
+        const bare = url !== null && url.protocol === "https:" && url.port === "" && url.username === "" && url.password === "" && url.search === "" && (url.pathname === "/" || url.pathname === "")
+        return (bare && BUILD_CLOUD_HOST.test(url.hostname)) || "access_url must be the account's https:// access URL on the build service (cloud.getdbt.com, emea.dbt.com, au.dbt.com or <prefix>.<cell>.dbt.com)"
+      })
+    )
+  )
+}).annotations(strict)
+export type DiscoverBuildCloudProjects = typeof DiscoverBuildCloudProjects.Type
+
+export const BuildCloudProject = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  /** The project's git remote, without any credentials a URL may carry. */
+  repository_url: Schema.NullOr(Schema.String),
+  /** Where dbt_project.yml is inside the repository; null: its top. */
+  subdirectory: Schema.NullOr(Schema.String),
+  /** The warehouse type of the project's connection (postgres, snowflake, …), when it has one. */
+  connection_type: Schema.NullOr(Schema.String),
+  created_at: Schema.NullOr(Schema.String)
+})
+export type BuildCloudProject = typeof BuildCloudProject.Type
+
+export const BuildCloudProjects = Schema.Struct({
+  items: Schema.Array(BuildCloudProject),
+  /** False when the account has more projects than one discovery lists (2000). */
+  complete: Schema.Boolean
+})

@@ -161,7 +161,8 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "PUT /api/projects/:name": "write",
   "DELETE /api/projects/:name": "write",
   "POST /api/projects/:name/scan": "write",
-  "GET /api/files/browse": "write"
+  "GET /api/files/browse": "write",
+  "POST /api/buildcloud/projects": "admin"
 }
 
 const PUBLIC_ROUTES = ["GET /health", "GET /local-api-key"]

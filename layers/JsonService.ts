@@ -1,0 +1,53 @@
+import { Data, Duration, Effect, Schedule, Schema } from "effect"
+import { Unavailable } from "../src/domain/Errors"
+
+const REQUEST_TIMEOUT_MS = 30_000
+// 423: another operation on the same thing is under way; 429: asked too often; 5xx: the service's own trouble. Each is worth a retry.
+const RETRIED = new Set([423, 429, 500, 502, 503, 504])
+
+/** The service refused the credentials the request carried (401 or 403). */
+export class ServiceRefused extends Data.TaggedError("ServiceRefused")<{ readonly status: number }> {}
+
+export interface JsonRequest {
+  readonly method: "GET" | "POST" | "DELETE"
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body?: unknown
+}
+
+/**
+ * One call to a third party's JSON API: its answer decoded with `reply`, null for 404. No redirect is
+ * followed (a credential goes to the address asked and nowhere else); what the service says in an
+ * error goes to the log, never to the caller. Busy and failing answers are retried a few times.
+ */
+export const requestJson = <A, I>(service: string, request: JsonRequest, reply: Schema.Schema<A, I>): Effect.Effect<A | null, ServiceRefused | Unavailable> =>
+  Effect.gen(function* () {
+    const unreachable = () => new Unavailable({ message: `The ${service} could not be reached; try again later` })
+    const response = yield* Effect.tryPromise({
+      try: (signal) =>
+        fetch(request.url, {
+          method: request.method,
+          headers: { accept: "application/json", ...request.headers, ...(request.body === undefined ? {} : { "content-type": "application/json" }) },
+          ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+          redirect: "error",
+          signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
+        }),
+      catch: unreachable
+    })
+    const text = yield* Effect.tryPromise({ try: () => response.text(), catch: unreachable })
+    if (response.status === 404) return null
+    if (response.status === 401 || response.status === 403) return yield* new ServiceRefused({ status: response.status })
+    if (!response.ok) {
+      const where = new URL(request.url).pathname
+      yield* Effect.logWarning(`${service}: ${request.method} ${where} answered ${response.status}: ${text.slice(0, 500)}`)
+      const error = new Unavailable({ message: `The ${service} answered ${response.status}; the gateway's log has its message` })
+      return yield* RETRIED.has(response.status) ? Effect.fail({ retry: error }) : error
+    }
+    return yield* Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => null }).pipe(
+      Effect.flatMap(Schema.decodeUnknown(reply)),
+      Effect.mapError(() => new Unavailable({ message: `The ${service}'s answer was not what its API describes` }))
+    )
+  }).pipe(
+    Effect.retry({ while: (error) => "retry" in error, schedule: Schedule.exponential(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(5))) }),
+    Effect.mapError((error) => ("retry" in error ? error.retry : error))
+  )
