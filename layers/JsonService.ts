@@ -2,6 +2,29 @@ import { Data, Duration, Effect, Schedule, Schema } from "effect"
 import { Unavailable } from "../src/domain/Errors"
 
 const REQUEST_TIMEOUT_MS = 30_000
+// Far above any page these APIs answer: a larger answer is cut off as it streams, never held whole.
+const MAX_ANSWER_BYTES = 8 * 1024 * 1024
+
+class TooLarge extends Error {}
+
+/** The body as text, read until it ends or passes MAX_ANSWER_BYTES (then the stream is cancelled). */
+const textOf = async (response: Response) => {
+  if (response.body === null) return ""
+  const decoder = new TextDecoder()
+  const reader = response.body.getReader()
+  let read = 0
+  let text = ""
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return text + decoder.decode()
+    read += value.byteLength
+    if (read > MAX_ANSWER_BYTES) {
+      await reader.cancel().catch(() => undefined)
+      throw new TooLarge()
+    }
+    text += decoder.decode(value, { stream: true })
+  }
+}
 // 423: another operation on the same thing is under way; 429: asked too often; 5xx: the service's own trouble. Each is worth a retry.
 const RETRIED = new Set([423, 429, 500, 502, 503, 504])
 
@@ -34,7 +57,10 @@ export const requestJson = <A, I>(service: string, request: JsonRequest, reply: 
         }),
       catch: unreachable
     })
-    const text = yield* Effect.tryPromise({ try: () => response.text(), catch: unreachable })
+    const text = yield* Effect.tryPromise({
+      try: () => textOf(response),
+      catch: (error) => (error instanceof TooLarge ? new Unavailable({ message: `The ${service}'s answer was larger than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB; it was cut off` }) : unreachable())
+    })
     if (response.status === 404) return null
     if (response.status === 401 || response.status === 403) return yield* new ServiceRefused({ status: response.status })
     if (!response.ok) {

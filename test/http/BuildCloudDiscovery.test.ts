@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startBuildCloudFake } from "../fakes/BuildCloudFake"
+import { listenFake } from "../fakes/FakeServer"
 import { request } from "../support/Http"
 import { startInProcess } from "../support/InProcess"
 
@@ -82,6 +83,32 @@ describe("discovering projects on a hosted dbt build service (dbt Cloud's Admin 
     }
     // None of the refused requests reached the service.
     expect(service.requests.length).toBe(asked)
+  })
+
+  it("an answer larger than any listing is cut off, not held", async () => {
+    let sent = 0
+    const endless = await listenFake(async (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.write('{"data": [')
+      const chunk = `${'{"id": 1, "name": "x"},'.repeat(4096)}`
+      // 64 MiB unless the reader stops first.
+      while (sent < 64 * 1024 * 1024 && !res.destroyed) {
+        sent += chunk.length
+        if (!res.write(chunk)) await new Promise((resolve) => res.once("drain", resolve).once("close", resolve))
+      }
+      res.end("]}")
+    })
+    const hostile = await startInProcess({ SP_BUILDCLOUD_URL: `http://127.0.0.1:${endless.port}` })
+    try {
+      const key = await hostile.keyWith(["admin"])
+      const answered = await request(hostile.url, "/api/buildcloud/projects", { key, body: { account_id: 1, api_token: TOKEN } })
+      expect([answered.status, answered.json.code]).toEqual([503, "unavailable"])
+      expect(answered.json.message).toMatch(/answer was larger than/)
+      expect(sent).toBeLessThan(48 * 1024 * 1024)
+    } finally {
+      await hostile.stop()
+      await new Promise<void>((resolve) => endless.server.close(() => resolve()))
+    }
   })
 
   it("a service that is down answers 503", async () => {
