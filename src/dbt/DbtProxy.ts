@@ -27,6 +27,9 @@ const MAX_SESSIONS_PER_ORG = 32
 const MAX_SESSIONS_PER_CREDENTIAL = 8
 // How often an open session checks that the credential behind its token still holds dbt_proxy.
 const RECHECK_MS = 30_000
+// A session's audit rows are written together at most this far apart, or at once when this many wait.
+const AUDIT_EVERY_MS = 20
+const AUDIT_AT_MOST_HELD = 200
 const E = 0x45
 const S = 0x53
 // Our refusals' errors are small: a bigger error frame is passed on as it comes, never held.
@@ -253,13 +256,17 @@ export const makeDbtProxy = Effect.gen(function* () {
       refusals.set(marker, reason)
       return `select ${marker}()`
     }
-    // A chunk's statements are audited once it has gone upstream (their rows' redaction then overlaps the server's work); the rows
-    // join the audit writer's next group commit, and one that cannot be written ends the session.
+    // A chunk's statements are audited once it has gone upstream, and a session's rows go to the audit writer together, at most
+    // AUDIT_EVERY_MS apart (at once when the session ends or many wait): an INSERT per statement competed with the statements
+    // themselves for the servers. A row that cannot be written ends the session.
     let unaudited: Array<ProxyRow> = []
+    let auditDue: NodeJS.Timeout | undefined
     const audited = (sql: string, kind: string, outcome: "success" | "refused", reason: string | null = null) => {
       unaudited.push({ event: "dbt_proxy", sql, kind, outcome, reason })
     }
-    const flushAudit = () => {
+    const writeAudit = () => {
+      clearTimeout(auditDue)
+      auditDue = undefined
       if (unaudited.length === 0) return
       const rows = unaudited.map((row) => rowOf(principal, null, claims, client, row))
       unaudited = []
@@ -267,6 +274,11 @@ export const makeDbtProxy = Effect.gen(function* () {
         if (Exit.isFailure(exit) && !ended) fatal("58000", "Sluice: the audit log cannot be written; the session ends")
       })
     }
+    const flushAudit = () => {
+      if (unaudited.length >= AUDIT_AT_MOST_HELD) return writeAudit()
+      if (unaudited.length > 0) auditDue ??= setTimeout(writeAudit, AUDIT_EVERY_MS)
+    }
+    socket.once("close", writeAudit)
 
     /** The message as it goes upstream: as sent, or its statement swapped for a refusal; null ends the session. */
     const fromClient = (message: Buffer): Buffer | null => {
@@ -317,7 +329,7 @@ export const makeDbtProxy = Effect.gen(function* () {
       while (data.length - at >= 5) {
         const length = data.readInt32BE(at + 1)
         if (length < 4 || length > MAX_FRAME_BYTES) {
-          flushAudit()
+          writeAudit()
           fatal("08P01", "Sluice: a protocol message larger than the dbt proxy takes")
           return true
         }
@@ -325,7 +337,7 @@ export const makeDbtProxy = Effect.gen(function* () {
         const message = data.subarray(at, at + 1 + length)
         const sent = fromClient(message)
         if (sent === null) {
-          flushAudit()
+          writeAudit()
           fatal("42501", "Sluice: fast-path function calls (and messages the proxy cannot read) are not allowed through the dbt proxy")
           return true
         }

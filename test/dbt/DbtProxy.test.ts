@@ -66,6 +66,13 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
     const minted = await api("/api/dbt-proxy/run-tokens", { key, body: { connection_name: "wh", project: "jaffle", branch: "build", run_id: "run-1", ...body } })
     return minted
   }
+  const auditedUntil = async (done: (rows: ReadonlyArray<Record<string, any>>) => boolean) => {
+    for (let tries = 0; ; tries++) {
+      const rows = (await api("/api/audit?event_type=dbt_proxy&limit=200")).json.items as ReadonlyArray<Record<string, any>>
+      if (done(rows) || tries === 50) return rows
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
   const connect = async (password: string) => {
     const client = new pg.Client({ host: "127.0.0.1", port: gateway.dbtProxyPort, user: "dbt", database: "anything", password })
     client.on("error", () => undefined)
@@ -132,10 +139,26 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
     ])
     expect(await queryDatabase(database.name, "select table_schema, table_name from information_schema.tables where table_schema not in ('pg_catalog', 'information_schema') order by 1, 2")).toEqual([{ table_schema: "raw", table_name: "orders" }])
 
-    const rows = (await api("/api/audit?event_type=dbt_proxy&limit=200")).json.items as ReadonlyArray<Record<string, any>>
-    expect(rows.some((r) => r.outcome === "success" && r.details?.statement === "CREATE TABLE AS" && r.details?.run_id === "run-1" && r.connection === "wh")).toBe(true)
+    // A session's rows are written together, a few milliseconds after their statements (and at once as it ends).
+    const rows = await auditedUntil((found) => found.some((r) => r.outcome === "success" && r.details?.statement === "CREATE TABLE AS" && r.details?.run_id === "run-1" && r.connection === "wh"))
     expect(rows.filter((r) => r.outcome === "refused" && r.block_reason === "statement_refused").length).toBeGreaterThanOrEqual(7)
     expect(JSON.stringify(rows)).not.toContain(minted.json.token)
+  })
+
+  it("audits a statement of a session that stays open, within moments, and every statement of a busy one", async () => {
+    const client = await connect((await mint({ run_id: "run-open" })).json.token)
+    try {
+      for (let i = 0; i < 300; i++) await client.query(`select ${i} as busy_${i}`)
+      const rows = await auditedUntil((found) => found.filter((r) => r.details?.run_id === "run-open").length >= 200)
+      expect(rows.filter((r) => r.details?.run_id === "run-open").length).toBe(200)
+      const started = Date.now()
+      await client.query("select 'still open' as marker_open")
+      const marked = await auditedUntil((found) => found.some((r) => r.sql?.includes("marker_open")))
+      expect(marked.some((r) => r.sql?.includes("marker_open"))).toBe(true)
+      expect(Date.now() - started).toBeLessThan(3_000)
+    } finally {
+      await client.end()
+    }
   })
 
   it("psql connects with a run token, and a refused COPY … TO PROGRAM says why", async () => {

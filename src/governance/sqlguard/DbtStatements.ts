@@ -77,7 +77,17 @@ export interface DbtStatement {
 
 export type DbtVerdict = { readonly allowed: true; readonly statements: ReadonlyArray<DbtStatement> } | { readonly allowed: false; readonly reason: string }
 
-const statementName = (key: string) => key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
+const statementNames = new Map<string, string>()
+const statementName = (key: string) => {
+  let name = statementNames.get(key)
+  if (name === undefined) {
+    name = key.replace(/Stmt$/, "").replace(/([a-z])([A-Z])/g, "$1 $2").toUpperCase()
+    if (statementNames.size < 1_000) statementNames.set(key, name)
+  }
+  return name
+}
+/** A statement node's key: CreateStmt, SelectStmt… (a plain test: this runs for every key of every node). */
+const isStatementKey = (key: string) => key.length > 4 && key.charCodeAt(0) >= 65 && key.charCodeAt(0) <= 90 && key.endsWith("Stmt")
 
 // Statements that write rows, and where their target is.
 const WRITES = new Set(["InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt", "CopyStmt", "TruncateStmt"])
@@ -111,9 +121,13 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
   if (systemTarget(key, statement)) return "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
   let reason: string | undefined
   // Checked by shape, wherever the node stands: a relation is a RangeVar whether wrapped (FROM) or bare (INSERT INTO, CREATE … AS's target).
+  // Plain loops: this runs for every node of every statement not seen before (Object.entries cost four times as much).
   const visit = (value: unknown): void => {
-    if (reason !== undefined) return
-    if (Array.isArray(value)) return value.forEach(visit)
+    if (reason !== undefined || typeof value !== "object" || value === null) return
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item)
+      return
+    }
     if (!isNode(value)) return
     if (typeof value.relname === "string" && typeof value.catalogname === "string" && value.catalogname !== database) {
       reason = `${value.catalogname} is another database: statements through the dbt proxy stay in their branch`
@@ -144,13 +158,15 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
         return
       }
     }
-    for (const [key, child] of Object.entries(value)) {
+    for (const key in value) {
+      const child = value[key]
       // A statement inside another (CREATE SCHEMA's elements, a data-modifying CTE) is held to the same list.
-      if (/^[A-Z]\w*Stmt$/.test(key) && !ALLOWED.has(key)) {
+      if (isStatementKey(key) && !ALLOWED.has(key)) {
         reason = `${statementName(key)} is not allowed through the dbt proxy`
         return
       }
-      if (isNode(child) && systemTarget(key, child)) {
+      if (typeof child !== "object" || child === null) continue
+      if (WRITES.has(key) && isNode(child) && systemTarget(key, child)) {
         reason = "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
         return
       }
@@ -186,7 +202,8 @@ export const classifyDbtSql = (sql: string, database: string): DbtVerdict => {
 }
 
 const classify = (sql: string, database: string): DbtVerdict => {
-  if (Buffer.byteLength(sql) > DBT_STATEMENT_MAX_BYTES) return { allowed: false, reason: `statements through the dbt proxy are at most ${DBT_STATEMENT_MAX_BYTES} bytes` }
+  const byteLength = Buffer.byteLength(sql)
+  if (byteLength > DBT_STATEMENT_MAX_BYTES) return { allowed: false, reason: `statements through the dbt proxy are at most ${DBT_STATEMENT_MAX_BYTES} bytes` }
   let parsed: { stmts?: Array<{ stmt?: Node; stmt_location?: number; stmt_len?: number }> }
   try {
     parsed = parsePostgres(sql) as typeof parsed
@@ -195,15 +212,16 @@ const classify = (sql: string, database: string): DbtVerdict => {
     return { allowed: false, reason: `the statement could not be parsed (${error instanceof Error ? error.message : "syntax error"})` }
   }
   const statements: Array<DbtStatement> = []
-  // The parser's locations count bytes of the UTF-8 text.
-  const bytes = Buffer.from(sql, "utf8")
+  // The parser's locations count bytes of the UTF-8 text, which are its characters when it is ASCII.
+  const bytes = byteLength === sql.length ? null : Buffer.from(sql, "utf8")
+  const slice = (from: number, to: number | undefined) => (bytes === null ? sql.slice(from, to) : bytes.subarray(from, to).toString("utf8"))
   for (const { stmt, stmt_location: at = 0, stmt_len: length } of parsed.stmts ?? []) {
     const [key] = Object.keys(stmt ?? {})
     if (key === undefined || stmt === undefined) continue
     const statement = stmt[key]
     const reason = refusalIn(key, isNode(statement) ? statement : {}, database)
     if (reason !== undefined) return { allowed: false, reason }
-    statements.push({ kind: statementName(key), sql: bytes.subarray(at, length === undefined || length === 0 ? undefined : at + length).toString("utf8").trim() })
+    statements.push({ kind: statementName(key), sql: slice(at, length === undefined || length === 0 ? undefined : at + length).trim() })
   }
   return { allowed: true, statements }
 }
