@@ -100,6 +100,20 @@ describe("what the dbt proxy lets through (issue 30)", () => {
     if (!verdict.allowed) expect(verdict.reason).toMatch(why)
   })
 
+  it("a statement that differs from one seen only in its constants shares its verdict and keeps its own text; refusals are always read anew", () => {
+    expect(classifyDbtSql("select id from dbt_ada.orders where id = 1 and note = 'a'", DB)).toEqual({ allowed: true, statements: [{ kind: "SELECT", sql: "select id from dbt_ada.orders where id = 1 and note = 'a'" }] })
+    expect(classifyDbtSql("  select id from dbt_ada.orders where id = 77 and note = 'b''c'  ", DB)).toEqual({
+      allowed: true,
+      statements: [{ kind: "SELECT", sql: "select id from dbt_ada.orders where id = 77 and note = 'b''c'" }]
+    })
+    for (const file of ["/tmp/a", "/tmp/b"]) expect(classifyDbtSql(`copy dbt_ada.orders to '${file}'`, DB)).toMatchObject({ allowed: false })
+    expect(classifyDbtSql("select 1 from dbt_ada.orders where id = 2; select 3", DB)).toMatchObject({ allowed: true, statements: [{ sql: "select 1 from dbt_ada.orders where id = 2" }, { sql: "select 3" }] })
+    expect(classifyDbtSql("select 1 from dbt_ada.orders where id = 5; select 6", DB)).toMatchObject({ allowed: true, statements: [{ sql: "select 1 from dbt_ada.orders where id = 5" }, { sql: "select 6" }] })
+    // Another database's session shares nothing.
+    expect(classifyDbtSql(`create table ${DB}.public.t2 as select 1 where 'x' = 'y'`, DB)).toMatchObject({ allowed: true })
+    expect(classifyDbtSql(`create table ${DB}.public.t2 as select 1 where 'x' = 'z'`, "sb_other")).toMatchObject({ allowed: false })
+  })
+
   it("refuses a statement over 1 MiB, and allows one that names its own database", () => {
     expect(classifyDbtSql(`select '${"x".repeat(DBT_STATEMENT_MAX_BYTES)}'`, DB)).toMatchObject({ allowed: false })
     expect(classifyDbtSql(`select * from ${DB}.dbt_ada.orders`, DB)).toMatchObject({ allowed: true })

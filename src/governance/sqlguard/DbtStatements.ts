@@ -1,5 +1,6 @@
 import { parseSync as parsePostgres } from "libpg-query"
 import { matchesFunction } from "./Dialects"
+import { literalShape } from "./LiteralShape"
 import { isNode, type Node } from "./Tree"
 
 /** The most one statement (a simple query's text, or a Parse's) may hold. */
@@ -181,6 +182,22 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
 const MEMO_ENTRIES = 500
 const MEMO_MAX_SQL = 4_096
 const memo = new Map<string, DbtVerdict>()
+// A single allowed statement's kind by its literal shape: nothing a verdict reads is a constant's value (the walk reads names,
+// kinds and the presence of a file name, never a constant), so statements that differ only in constants share it.
+const shapes = new Map<string, string>()
+
+const remember = <V>(map: Map<string, V>, key: string, value: V) => {
+  map.set(key, value)
+  if (map.size > MEMO_ENTRIES) map.delete(map.keys().next().value!)
+}
+const recall = <V>(map: Map<string, V>, key: string) => {
+  const known = map.get(key)
+  if (known !== undefined) {
+    map.delete(key)
+    map.set(key, known)
+  }
+  return known
+}
 
 /**
  * A dbt proxy's verdict on the text of a simple query or a Parse, for a session in `database`:
@@ -189,15 +206,18 @@ const memo = new Map<string, DbtVerdict>()
 export const classifyDbtSql = (sql: string, database: string): DbtVerdict => {
   if (sql.length > MEMO_MAX_SQL) return classify(sql, database)
   const key = `${database}\u0000${sql}`
-  const known = memo.get(key)
-  if (known !== undefined) {
-    memo.delete(key)
-    memo.set(key, known)
-    return known
-  }
+  const known = recall(memo, key)
+  if (known !== undefined) return known
+  const shape = literalShape(sql)
+  const shapeKey = shape === null ? null : `${database}\u0000${shape}`
+  const kind = shapeKey === null ? undefined : recall(shapes, shapeKey)
+  if (kind !== undefined) return { allowed: true, statements: [{ kind, sql: sql.trim() }] }
   const verdict = classify(sql, database)
-  memo.set(key, verdict)
-  if (memo.size > MEMO_ENTRIES) memo.delete(memo.keys().next().value!)
+  remember(memo, key, verdict)
+  // Only a single statement that is the whole text: the shape's sharers then are too, and their own text is their statement.
+  if (shapeKey !== null && verdict.allowed && verdict.statements.length === 1 && verdict.statements[0]!.sql === sql.trim()) {
+    remember(shapes, shapeKey, verdict.statements[0]!.kind)
+  }
   return verdict
 }
 
