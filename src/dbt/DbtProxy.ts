@@ -34,6 +34,8 @@ const E = 0x45
 const S = 0x53
 // Our refusals' errors are small: a bigger error frame is passed on as it comes, never held.
 const MAX_HELD_ERROR_BYTES = 64 * 1024
+// A client's messages held back while the server answers the one before, at most: then its socket pauses.
+const MAX_WAITING_BYTES = 4 * 1024 * 1024
 // How the server reads statement text must be how the classifier reads it; the session cannot change these (DbtStatements refuses it).
 const READS_AS_CLASSIFIED = { client_encoding: "UTF8", standard_conforming_strings: "on", backslash_quote: "safe_encoding" }
 const utf8 = new TextDecoder("utf-8", { fatal: true })
@@ -320,12 +322,63 @@ export const makeDbtProxy = Effect.gen(function* () {
       return message
     }
 
-    let held = Buffer.alloc(0)
-    /** Sends a client chunk's messages upstream; false where the upstream socket wants a drain first. */
-    const onClientData = (chunk: Uint8Array): boolean => {
-      const data = held.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([held, chunk])
+    // The server reads a message's statement text when the message arrives, under the settings then in force, which the statements
+    // before it may have changed (UPDATE of a view over pg_settings, a function of the copy's). A change is told only as a
+    // ParameterStatus before ReadyForQuery, which ends the session. So a message that ends a batch (Query, Sync) goes up alone and
+    // what follows it waits for its ReadyForQuery (a COPY's data aside); within a batch, no statement text follows an Execute.
+    let partial = Buffer.alloc(0)
+    const waiting: Array<Buffer> = []
+    let waitingBytes = 0
+    let awaitingReady = false
+    let copying = false
+    let executed = false
+    let resumeClient: (() => void) | undefined
+    const COPY_DATA = new Set([0x64 /* CopyData */, 0x63 /* CopyDone */, 0x66 /* CopyFail */])
+
+    /** Sends what may go upstream now; false where the upstream socket wants a drain first. */
+    const release = (): boolean => {
       const out: Array<Buffer> = []
+      while (waiting.length > 0) {
+        const message = waiting[0]!
+        const type = message[0]!
+        if (awaitingReady && !(copying && COPY_DATA.has(type))) break
+        waiting.shift()
+        waitingBytes -= message.length
+        if (COPY_DATA.has(type) && type !== 0x64) copying = false
+        if (executed && (type === 0x50 /* Parse */ || type === 0x51 /* Query */)) {
+          writeAudit()
+          fatal("08P01", "Sluice: the dbt proxy takes no statement text after an Execute until Sync (send Sync between pipelined statements)")
+          return true
+        }
+        const sent = fromClient(message)
+        if (sent === null) {
+          writeAudit()
+          fatal("42501", "Sluice: fast-path function calls (and messages the proxy cannot read) are not allowed through the dbt proxy")
+          return true
+        }
+        out.push(sent)
+        if (type === 0x45 /* Execute */) executed = true
+        if (type === 0x51 /* Query */ || type === 0x53 /* Sync */) {
+          executed = false
+          awaitingReady = true
+        }
+      }
+      // One write per client chunk: a write per message costs a delayed-ACK round trip.
+      const drained = out.length === 0 || upstream.write(out.length === 1 ? out[0]! : Buffer.concat(out))
+      flushAudit()
+      if (waitingBytes < MAX_WAITING_BYTES && resumeClient !== undefined) {
+        const resume = resumeClient
+        resumeClient = undefined
+        resume()
+      }
+      return drained
+    }
+
+    /** Takes a client chunk's messages; false where the client should pause (upstream wants a drain, or much is waiting). */
+    const onClientData = (chunk: Uint8Array): boolean => {
+      const data = partial.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([partial, chunk])
       let at = 0
+      let added = 0
       while (data.length - at >= 5) {
         const length = data.readInt32BE(at + 1)
         if (length < 4 || length > MAX_FRAME_BYTES) {
@@ -335,20 +388,23 @@ export const makeDbtProxy = Effect.gen(function* () {
         }
         if (data.length - at < 1 + length) break
         const message = data.subarray(at, at + 1 + length)
-        const sent = fromClient(message)
-        if (sent === null) {
-          writeAudit()
-          fatal("42501", "Sluice: fast-path function calls (and messages the proxy cannot read) are not allowed through the dbt proxy")
-          return true
-        }
-        out.push(sent)
+        waiting.push(message)
+        waitingBytes += message.length
+        added++
         at += 1 + length
       }
-      held = at === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(at))
-      // One write per client chunk: a write per message costs a delayed-ACK round trip.
-      const drained = out.length === 0 || upstream.write(out.length === 1 ? out[0]! : Buffer.concat(out))
-      flushAudit()
-      return drained
+      partial = at === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(at))
+      const drained = release()
+      // What is still waiting is copied out of the chunk, whose memory the socket may reuse.
+      for (let i = Math.max(0, waiting.length - added); i < waiting.length; i++) waiting[i] = Buffer.from(waiting[i]!)
+      return drained && waitingBytes < MAX_WAITING_BYTES
+    }
+
+    /** The server's ReadyForQuery: what waited for it may go. */
+    const ready = () => {
+      awaitingReady = false
+      copying = false
+      if (waiting.length > 0 && !ended) release()
     }
 
     // Frames from the server pass through as they come. Held whole, to be read: a small error frame while refusals are outstanding
@@ -372,6 +428,15 @@ export const makeDbtProxy = Effect.gen(function* () {
       const pinned = name?.text === null || name === null ? undefined : (READS_AS_CLASSIFIED as Record<string, string>)[name.text]
       return pinned === undefined || value?.text?.toUpperCase() === pinned.toUpperCase()
     }
+    let readySeen = false
+    /** A server frame's type as it starts: ReadyForQuery lets held messages go (once this chunk is sent on); CopyInResponse lets COPY data go. */
+    const noteFrame = (type: number) => {
+      if (type === 0x5a /* ReadyForQuery */) readySeen = true
+      else if (type === 0x47 /* CopyInResponse */ && !copying) {
+        copying = true
+        queueMicrotask(() => !ended && release())
+      }
+    }
     const keptFrame = (type: number, total: number) => type === S || (type === E && refusals.size > 0 && total <= MAX_HELD_ERROR_BYTES)
     upstream.on("data", (chunk: Buffer) => {
       const out: Array<Buffer> = []
@@ -385,6 +450,7 @@ export const makeDbtProxy = Effect.gen(function* () {
           continue
         }
         if (keptBytes === 0 && chunk.length - at >= 5 && !keptFrame(chunk[at]!, 1 + chunk.readInt32BE(at + 1))) {
+          noteFrame(chunk[at]!)
           passing = 1 + chunk.readInt32BE(at + 1)
           continue
         }
@@ -400,6 +466,7 @@ export const makeDbtProxy = Effect.gen(function* () {
           if (header.length < 5) continue
           kept = [header]
           keptTotal = 1 + header.readInt32BE(1)
+          noteFrame(header[0]!)
           if (!keptFrame(header[0]!, keptTotal)) {
             out.push(header)
             passing = keptTotal - 5
@@ -425,6 +492,10 @@ export const makeDbtProxy = Effect.gen(function* () {
         upstream.pause()
         socket.once("drain", () => upstream.resume())
       }
+      if (readySeen) {
+        readySeen = false
+        ready()
+      }
     })
 
     // The credential behind the token is checked again while the session is open: a deleted key ends it.
@@ -447,7 +518,14 @@ export const makeDbtProxy = Effect.gen(function* () {
     socket.on("data", (chunk: Buffer) => {
       if (ended || onClientData(chunk)) return
       socket.pause()
-      upstream.once("drain", () => socket.resume())
+      // Read again once the server has taken what went up and what waits for its answer is small again.
+      const resumeWhenClear = () => {
+        if (ended) return
+        if (upstream.writableNeedDrain) return void upstream.once("drain", resumeWhenClear)
+        if (waitingBytes >= MAX_WAITING_BYTES) return void (resumeClient = resumeWhenClear)
+        socket.resume()
+      }
+      resumeWhenClear()
     })
     socket.once("end", () => upstream.end())
     socket.resume()

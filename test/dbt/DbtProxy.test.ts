@@ -307,6 +307,16 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
           await until("Z")
           return frames()
         },
+        /** Messages sent as one write, then what came back until the proxy closed the session (or 5 s passed). */
+        sendUntilClosed: async (messages: ReadonlyArray<readonly [string, Buffer]>) => {
+          received = Buffer.alloc(0)
+          const closed = new Promise<boolean>((resolve) => {
+            socket.once("close", () => resolve(true))
+            setTimeout(() => resolve(false), 5_000)
+          })
+          socket.write(Buffer.concat(messages.map(([type, body]) => message(type, body))))
+          return { closed: await closed, frames: frames() }
+        },
         close: () => socket.destroy()
       }
     }
@@ -423,6 +433,59 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
         Effect.either(Effect.flatMap(DbtRunTokens, (tokens) => tokens.mint(localOperator, { connection_name: "wh", project: "jaffle", branch: "build", run_id: "r", ttl_seconds: 3600 }, "localhost")))
       )
       expect(minted._tag === "Left" && minted.left._tag).toBe("Forbidden")
+    })
+
+    it("A32-F1: a setting one message changes is seen before the next is read: nothing sent after it runs, simple or extended protocol", async () => {
+      // A view over pg_settings, as a copy of the customer's database may hold, owned by the branch's role: an UPDATE through it sets settings.
+      await queryDatabase(branchDb, `create view public.settings_v32 as select * from pg_settings; alter view public.settings_v32 owner to "${branchDb}"`)
+      const text = (sql: string) => Buffer.from(`${sql}\0`)
+      const off = "update public.settings_v32 set setting = 'off' where name = 'standard_conforming_strings'"
+      const on = "update public.settings_v32 set setting = 'on' where name = 'standard_conforming_strings'"
+      // With standard strings, two constants; without, a constant and then CREATE FUNCTION.
+      const payload = "select 'a\\' || '; create function public.pwn32() returns int language sql as $$select 42$$; select 1 --'"
+      const created = () => queryDatabase(branchDb, "select count(*)::int as n from pg_proc where proname = 'pwn32'")
+      try {
+        const simple = await rawSession((await mint()).json.token)
+        const pipelined = await simple.sendUntilClosed([["Q", text(off)], ["Q", text(payload)]])
+        expect(pipelined.closed).toBe(true)
+        expect(errorsIn(pipelined.frames).join()).toMatch(/changed how the server reads statement text/)
+        expect(await created()).toEqual([{ n: 0 }])
+
+        const extended = await rawSession((await mint()).json.token)
+        const statement = (sql: string): ReadonlyArray<readonly [string, Buffer]> => [
+          ["P", Buffer.concat([text(""), text(sql), Buffer.alloc(2)])],
+          ["B", Buffer.concat([text(""), text(""), Buffer.alloc(6)])],
+          ["E", Buffer.concat([text(""), Buffer.alloc(4)])]
+        ]
+        const batch = await extended.sendUntilClosed([...statement(off), ...statement(payload), ...statement(on), ["S", Buffer.alloc(0)]])
+        expect(batch.closed).toBe(true)
+        expect(errorsIn(batch.frames).join()).toMatch(/statement text after an Execute/)
+        expect(await created()).toEqual([{ n: 0 }])
+        expect(await queryDatabase(branchDb, "select count(*)::int as n from pg_stat_activity where application_name = 'smuggled'")).toEqual([{ n: 0 }])
+      } finally {
+        await queryDatabase(branchDb, "drop view if exists public.settings_v32; drop function if exists public.pwn32()")
+      }
+    })
+
+    it("A32-F1: pipelined statements that change nothing still run in order, each classified", async () => {
+      const raw = await rawSession((await mint()).json.token)
+      try {
+        const answered = await raw.query(Buffer.from("select 1 as one; select 2 as two"))
+        expect(answered.filter((f) => f.type === "D")).toHaveLength(2)
+      } finally {
+        raw.close()
+      }
+      const client = await connect((await mint()).json.token)
+      try {
+        // pg sends Parse/Bind/Execute/Sync per query; queued queries go out as the answers come back.
+        const all = await Promise.all([1, 2, 3, 4, 5].map((n) => client.query(`select ${n}::int as n`)))
+        expect(all.map((r) => r.rows[0].n)).toEqual([1, 2, 3, 4, 5])
+        const refused = await Promise.all([client.query("select pg_read_file('/etc/passwd')").then(() => "ran", (e: { code?: string }) => e.code), client.query("select 6::int as n")])
+        expect(refused[0]).toBe("42501")
+        expect(refused[1].rows[0].n).toBe(6)
+      } finally {
+        await client.end()
+      }
     })
   })
 

@@ -19,9 +19,10 @@ const UNCHANGED = "Unchanged unless you type a new one"
 /** Labels each type's form must show, and labels of other types' fields it must not. */
 const FIELDS_BY_TYPE = {
   postgresql: {
-    groups: ["Connection", "TLS", "SSH tunnel", "Limits", "Schema and tables", "Description and tags"],
+    groups: ["Connection", "TLS", "SSH tunnel", "Database branches", "Limits", "Schema and tables", "Description and tags"],
     shown: ["Host", "Port", "Database", "Schema", "Username", "Password", "TLS mode", "CA certificate (PEM)", "Client certificate (PEM)", "Client key (PEM)",
-      "SSH host", "SSH port", "SSH user", "Private key", "Key passphrase", "SSH password", "Host key fingerprint", "Query timeout (seconds)",
+      "SSH host", "SSH port", "SSH user", "Private key", "Key passphrase", "SSH password", "Host key fingerprint",
+      "Branching service", "Service project ID", "Parent branch ID", "Service API key", "Query timeout (seconds)",
       "Connection timeout (seconds)", "Row limit", "Result cache (seconds)", "Schemas to scan", "Schemas to skip", "Schema refresh (seconds)",
       "Blocked tables", "Allowed tables", "Allowed functions", "Description", "Tags"],
     hidden: ["Account", "Warehouse", "Role", "Database file", "Project", "Maximum bytes billed", "HTTP path", "Catalog", "Protocol"]
@@ -29,7 +30,7 @@ const FIELDS_BY_TYPE = {
   mysql: {
     groups: ["Connection", "TLS", "SSH tunnel", "Limits", "Schema and tables", "Description and tags"],
     shown: ["Host", "Port", "Database", "Username", "Password", "TLS mode", "SSH host", "Private key", "Row limit", "Tags"],
-    hidden: ["Schema", "Account", "Warehouse", "Database file", "Catalog"]
+    hidden: ["Schema", "Account", "Warehouse", "Database file", "Catalog", "Service API key"]
   },
   sqlite: {
     groups: ["Connection", "Limits", "Schema and tables", "Description and tags"],
