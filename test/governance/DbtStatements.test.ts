@@ -29,6 +29,9 @@ describe("what the dbt proxy lets through (issue 30)", () => {
     "comment on table dbt_ada.orders is 'orders model'",
     "analyze dbt_ada.orders",
     "show search_path",
+    "select name, setting from pg_settings where name = 'search_path'",
+    // Options' string lists are no object names (attack 32 F3: three strings read as database.schema.object).
+    "copy dbt_ada.seed_regions from stdin with (format csv, force_null ('a', 'b', 'c'))",
     "select 1; select 2"
   ]
 
@@ -58,6 +61,10 @@ describe("what the dbt proxy lets through (issue 30)", () => {
     ["grant usage on schema dbt_ada to current_user, bob", /GRANT is not allowed/],
     ["comment on table prod.public.t is 'x'", /prod is another database/],
     ["select dblink('dbname=prod', 'select 1')", /dblink is not allowed/],
+    // An UPDATE through a view over pg_settings is set_config (attack 32).
+    ["create view dbt_ada.settings as select * from pg_settings", /view over pg_settings/],
+    ["create or replace view dbt_ada.settings as select name, setting from pg_catalog.pg_settings where name like 'a%'", /view over pg_settings/],
+    ["create view dbt_ada.settings as with s as (select * from pg_settings) select * from s", /view over pg_settings/],
     ["select public.dblink_exec('x')", /dblink_exec is not allowed/],
     ["select pg_read_file('/etc/passwd')", /pg_read_file is not allowed/],
     ["select lo_import('/etc/passwd')", /lo_import is not allowed/],

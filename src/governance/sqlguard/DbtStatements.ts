@@ -121,12 +121,14 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
   }
   if (systemTarget(key, statement)) return "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
   let reason: string | undefined
+  // A view over pg_settings is updatable, and its rule makes an UPDATE through it set_config (any setting, those the proxy pins among them).
+  const view = key === "ViewStmt"
   // Checked by shape, wherever the node stands: a relation is a RangeVar whether wrapped (FROM) or bare (INSERT INTO, CREATE … AS's target).
   // Plain loops: this runs for every node of every statement not seen before (Object.entries cost four times as much).
-  const visit = (value: unknown): void => {
+  const visit = (value: unknown, inOption = false): void => {
     if (reason !== undefined || typeof value !== "object" || value === null) return
     if (Array.isArray(value)) {
-      for (const item of value) visit(item)
+      for (const item of value) visit(item, inOption)
       return
     }
     if (!isNode(value)) return
@@ -134,8 +136,12 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
       reason = `${value.catalogname} is another database: statements through the dbt proxy stay in their branch`
       return
     }
-    // A name list of three parts (DROP, COMMENT ON) is database.schema.object.
-    const names = isNode(value.List) && Array.isArray(value.List.items) ? value.List.items : undefined
+    if (view && typeof value.relname === "string" && value.relname.toLowerCase() === "pg_settings") {
+      reason = "a view over pg_settings is not allowed through the dbt proxy (an UPDATE through it changes settings)"
+      return
+    }
+    // A name list of three parts (DROP, COMMENT ON) is database.schema.object; an option's list of strings (COPY's force_null) is none.
+    const names = !inOption && isNode(value.List) && Array.isArray(value.List.items) ? value.List.items : undefined
     if (names !== undefined && names.length >= 3 && names.every((item) => isNode(item) && isNode(item.String))) {
       const first = String(((names[0] as Node).String as Node).sval ?? "")
       if (first !== database) {
@@ -171,7 +177,7 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
         reason = "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
         return
       }
-      visit(child)
+      visit(child, inOption || key === "DefElem")
     }
   }
   visit(statement)
