@@ -30,6 +30,12 @@ const urlOf = (text: string) => {
   }
 }
 
+/** A branch's reference: `<project>/<branch id>` (one with no project is in the connection's project). */
+const refOf = (ref: string, project: string) => {
+  const slash = ref.indexOf("/")
+  return slash < 0 ? { project, branch: ref } : { project: ref.slice(0, slash), branch: ref.slice(slash + 1) }
+}
+
 /** The connection's branching settings, its API key joined back in. */
 const branchingOf = (target: PoolTarget) => {
   const c = target.connection
@@ -48,11 +54,11 @@ export class NeonBranches extends Effect.Service<NeonBranches>()("sluice/NeonBra
   effect: Effect.gen(function* () {
     const base = (yield* AppConfig).neonApiUrl.toString().replace(/\/+$/, "")
 
-    const call = <A, I>(target: PoolTarget, method: "GET" | "POST" | "DELETE", route: string, reply: Schema.Schema<A, I>, body?: unknown) =>
+    const call = <A, I>(target: PoolTarget, method: "GET" | "POST" | "DELETE", route: string, reply: Schema.Schema<A, I>, body?: unknown, project?: string) =>
       Effect.gen(function* () {
         const branching = branchingOf(target)
         if (branching === null) return yield* new Conflict({ message: "The connection has no branching service configured (its branching settings or API key are missing)" })
-        const url = `${base}/projects/${encodeURIComponent(branching.project_id)}${route}`
+        const url = `${base}/projects/${encodeURIComponent(project ?? branching.project_id)}${route}`
         return yield* requestJson("branching service", { method, url, headers: { authorization: `Bearer ${branching.api_key}` }, body }, reply)
       }).pipe(
         Effect.catchTag("ServiceRefused", () =>
@@ -61,11 +67,11 @@ export class NeonBranches extends Effect.Service<NeonBranches>()("sluice/NeonBra
       )
 
     /** Waits until the service has finished every operation it started. */
-    const settled = (target: PoolTarget, operations: ReadonlyArray<typeof Operation.Type>) =>
+    const settled = (target: PoolTarget, operations: ReadonlyArray<typeof Operation.Type>, project?: string) =>
       Effect.forEach(
         operations,
         (operation) =>
-          call(target, "GET", `/operations/${encodeURIComponent(operation.id)}`, OperationReply).pipe(
+          call(target, "GET", `/operations/${encodeURIComponent(operation.id)}`, OperationReply, undefined, project).pipe(
             Effect.flatMap((reply) => {
               const status = reply?.operation.status ?? "finished"
               if (status === "finished") return Effect.succeed(true)
@@ -95,7 +101,12 @@ export class NeonBranches extends Effect.Service<NeonBranches>()("sluice/NeonBra
     const nameOf = (id: string) => `sluice-${id}`
 
     const create = Effect.fn("NeonBranches.create")(function* (target: PoolTarget, parent: BranchCopy | null, copy: BranchCopy, id: string, placed: (copy: BranchCopy) => Effect.Effect<void, Unavailable>) {
-      const parentId = parent?.ref ?? branchingOf(target)?.parent_branch_id
+      const project = branchingOf(target)?.project_id ?? ""
+      const parentRef = parent?.ref === null || parent?.ref === undefined ? null : refOf(parent.ref, project)
+      if (parentRef !== null && parentRef.project !== project) {
+        return yield* new Conflict({ message: "The parent branch is in another of the service's projects than the connection's: branch from main" })
+      }
+      const parentId = parentRef?.branch ?? branchingOf(target)?.parent_branch_id
       const made = yield* call(target, "POST", "/branches", Created, {
         branch: { name: nameOf(id), ...(parentId === undefined ? {} : { parent_id: parentId }) },
         endpoints: [{ type: "read_write" }]
@@ -103,24 +114,31 @@ export class NeonBranches extends Effect.Service<NeonBranches>()("sluice/NeonBra
       if (made === null) return yield* new Conflict({ message: "The branching service has no such project, or no such parent branch: check the connection's branching settings" })
       const endpoint = made.endpoints[0]
       const uri = made.connection_uris[0] === undefined ? null : urlOf(made.connection_uris[0].connection_uri)
-      const placement: BranchCopy = { ...copy, ref: made.branch.id, host: endpoint?.host ?? uri?.hostname ?? null, port: uri !== null && uri.port !== "" ? Number(uri.port) : 5432 }
+      const placement: BranchCopy = { ...copy, ref: `${project}/${made.branch.id}`, host: endpoint?.host ?? uri?.hostname ?? null, port: uri !== null && uri.port !== "" ? Number(uri.port) : 5432 }
       yield* placed(placement)
       return yield* Effect.gen(function* () {
-        if (placement.host === null) return yield* new Unavailable({ message: "The branching service made the branch without a compute endpoint" })
+        if (placement.host === null || placement.host === "") return yield* new Unavailable({ message: "The branching service made the branch without a compute endpoint" })
+        if (!Number.isInteger(placement.port) || placement.port! < 1 || placement.port! > 65_535) {
+          return yield* new Unavailable({ message: "The branching service answered with an endpoint port that is no port (1-65535); nothing was done there" })
+        }
         yield* settled(target, made.operations)
         return placement
       }).pipe(Effect.tapError(() => Effect.ignore(remove(target, placement, id))))
     })
 
+    /** The branch where it was made: in the project it was made in, whatever the connection names now. */
     const remove = Effect.fn("NeonBranches.remove")(function* (target: PoolTarget, copy: BranchCopy, id: string) {
-      let ref = copy.ref
-      if (ref === null) {
-        const listed = yield* call(target, "GET", `/branches?search=${encodeURIComponent(nameOf(id))}`, Listed)
-        ref = listed?.branches.find((b) => b.name === nameOf(id))?.id ?? null
-        if (ref === null) return
+      const current = branchingOf(target)?.project_id ?? ""
+      const ref = copy.ref === null ? null : refOf(copy.ref, current)
+      const project = ref?.project ?? current
+      let branch = ref?.branch ?? null
+      if (branch === null) {
+        const listed = yield* call(target, "GET", `/branches?search=${encodeURIComponent(nameOf(id))}`, Listed, undefined, project)
+        branch = listed?.branches.find((b) => b.name === nameOf(id))?.id ?? null
+        if (branch === null) return
       }
-      const removed = yield* call(target, "DELETE", `/branches/${encodeURIComponent(ref)}`, Removed)
-      if (removed !== null) yield* settled(target, removed.operations)
+      const removed = yield* call(target, "DELETE", `/branches/${encodeURIComponent(branch)}`, Removed, undefined, project)
+      if (removed !== null) yield* settled(target, removed.operations, project)
     })
 
     const provider: BranchProvider = { kind: "hosted", plan, create, remove }

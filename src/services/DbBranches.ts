@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { Effect, Either } from "effect"
+import type pg from "pg"
 import type { BranchCopy, BranchProvider } from "../../layers/branches/BranchProvider"
 import { NeonBranches } from "../../layers/branches/NeonBranches"
 import { PostgresTemplateBranches } from "../../layers/branches/PostgresTemplateBranches"
@@ -20,8 +21,8 @@ import { Schemas } from "./Schemas"
 
 type PostgresTarget = PoolTarget & { readonly connection: typeof PostgresqlInput.Type; readonly pii: PiiPolicy }
 
-/** The rules a copy is governed under: the connection's version (its blocked tables) and its PII rules' version. */
-const policyOf = (target: PostgresTarget) => `${target.version}:${target.pii.version}`
+/** The rules a copy is governed under: the connection itself (not a later one of its name), its version (its blocked tables) and its PII rules' version. */
+const policyOf = (target: PostgresTarget) => `${target.connectionId}:${target.version}:${target.pii.version}`
 
 /** What a branch shows: never its role's password, nor where a hosted service keeps it (it is reached through the gateway). */
 const shown = ({ org_id: _org, owner_role: _role, owner_secret: _secret, host: _host, port: _port, provider_ref: _ref, ...branch }: DbBranchRow): DbBranch => branch
@@ -118,6 +119,10 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       const target = yield* branchable(principal.orgId, connectionName)
       const parent = input.parent === "main" ? null : yield* findRow(principal.orgId, connectionName, project, input.parent)
       if (parent !== null && parent.status !== "ready") return yield* new Conflict({ message: `The branch ${parent.name} is not ready to be copied` })
+      // A copy of a branch governed under other rules would carry what those rules let into it.
+      if (parent !== null && parent.governance?.policy !== policyOf(target)) {
+        return yield* new Conflict({ message: `The connection's rules (blocked tables or PII rules) changed since the branch ${parent.name} was made: branch from main, or make ${parent.name} again` })
+      }
       if (input.parent !== "main" && protectedName(input.parent)) return yield* new InvalidRequest({ message: "A branch copies main (the connection's database) or another branch of its project" })
       if ((yield* repo.count(principal.orgId)) >= MAX_BRANCHES_PER_ORG) {
         return yield* new CapacityReached({ message: `An organization keeps at most ${MAX_BRANCHES_PER_ORG} database branches: delete some first` })
@@ -152,10 +157,53 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
         const parentCopy = parent === null ? null : copyOf(parent, null)
         const made = yield* provider.create(target, parentCopy, planned, id, place)
         const password = made.password ?? target.connection.password ?? ""
-        return yield* governCopy(principal, target, { ...row, host: made.host, port: made.port, provider_ref: made.ref }, password)
-      }).pipe(Effect.tapError(() => Effect.zipRight(Effect.ignore(provider.remove(target, placed, id)), repo.remove(principal.orgId, id))))
+        const placedRow = { ...row, host: made.host, port: made.port, provider_ref: made.ref }
+        // A copy a service made elsewhere is checked to be one: governance drops and rewrites what it reaches.
+        if (made.host !== null) yield* notTheOriginal(target, placedRow, password)
+        return yield* governCopy(principal, target, placedRow, password)
+      }).pipe(
+        Effect.tapError((failure) =>
+          provider.remove(target, placed, id).pipe(
+            Effect.matchEffect({
+              onSuccess: () => repo.remove(principal.orgId, id),
+              // A provider that refused up front (Conflict) made nothing; else what it may have made is not forgotten: the record is
+              // kept as being deleted, which the reaper takes up again once it is stuck.
+              onFailure: (error) =>
+                failure._tag === "Conflict"
+                  ? repo.remove(principal.orgId, id)
+                  : Effect.zipRight(Effect.logWarning(`branch ${id}: not deleted where it was made; the reaper tries again`, error), repo.markDeleting(principal.orgId, id, true))
+            })
+          )
+        )
+      )
       return shown((yield* repo.markReady(principal.orgId, id, governance)) ?? row)
     })
+
+    /**
+     * Fails unless the branch's database is another than the connection's own: a session on the original is
+     * held open while a session on the copy looks for it (its process and start) among its database's sessions.
+     */
+    const notTheOriginal = (target: PostgresTarget, row: DbBranchRow, password: string) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const unreachable = () => new Unavailable({ message: "The branch could not be checked to be a copy: a database could not be reached" })
+          const query = <R extends pg.QueryResultRow>(client: pg.Client, sql: string, values: Array<unknown> = []) =>
+            Effect.tryPromise({ try: () => client.query<R>(sql, values), catch: unreachable })
+          const original = yield* pools.postgresSession(target, { database: target.connection.database, settings: { search_path: "pg_catalog,pg_temp" } }).pipe(Effect.mapError(unreachable))
+          const seen = yield* query<{ pid: number; started: string }>(original.client, "select pg_catalog.pg_backend_pid() as pid, backend_start::text as started from pg_catalog.pg_stat_activity where pid = pg_catalog.pg_backend_pid()")
+          const copy = yield* pools
+            .postgresSession(branchTargetOf(target, row, password), { database: row.database, user: row.owner_role, password, settings: { search_path: "pg_catalog,pg_temp" } })
+            .pipe(Effect.mapError(unreachable))
+          const same = yield* query<{ same: boolean }>(
+            copy.client,
+            "select exists (select 1 from pg_catalog.pg_stat_activity where pid = $1 and backend_start::text = $2 and datname = pg_catalog.current_database()) as same",
+            [seen.rows[0]?.pid, seen.rows[0]?.started]
+          )
+          if (seen.rows.length !== 1 || same.rows[0]?.same !== false) {
+            return yield* new Unavailable({ message: "The branching service's answer names a database that is not a copy (it is the connection's own); nothing was done there" })
+          }
+        })
+      )
 
     /**
      * Makes a fresh copy one its branch may hand out as it is: what the connection blocks is dropped and

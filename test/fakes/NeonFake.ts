@@ -83,7 +83,16 @@ const rewriteStartup = (message: Buffer, database: string, physical: string): Bu
  * that serves the project's database name from a copy on the test PostgreSQL (the startup message
  * is rewritten), so a client reaches a branch exactly as it would the service's. Bearer API key only.
  */
-export const startNeonFake = async (options: { readonly apiKey: string; readonly projectId: string; readonly database: string; readonly failOperations?: boolean }) => {
+export const startNeonFake = async (options: {
+  readonly apiKey: string
+  readonly projectId: string
+  readonly database: string
+  /** Every branch's making ends "failed" (its deleting does not). */
+  readonly failOperations?: boolean
+  /** A hostile or broken service: the endpoint it answers with, whatever branch it made. */
+  readonly answerEndpoint?: { readonly host: string; readonly port: number }
+}) => {
+  let deleteStatus: number | null = null
   const branches = new Map<string, FakeBranch>()
   const operations = new Map<string, FakeOperation>()
   const requests: Array<NeonRequest> = []
@@ -129,12 +138,12 @@ export const startNeonFake = async (options: { readonly apiKey: string; readonly
     branch.port = (server.address() as net.AddressInfo).port
   }
 
-  const operation = (work: () => Promise<void>): FakeOperation => {
+  const operation = (work: () => Promise<void>, fails = false): FakeOperation => {
     const op: FakeOperation = { id: `op-${randomBytes(6).toString("hex")}`, status: "running" }
     operations.set(op.id, op)
     setTimeout(() => {
       work().then(
-        () => (op.status = options.failOperations === true ? "failed" : "finished"),
+        () => (op.status = fails ? "failed" : "finished"),
         () => (op.status = "failed")
       )
     }, 50)
@@ -174,15 +183,18 @@ export const startNeonFake = async (options: { readonly apiKey: string; readonly
       const op = operation(async () => {
         await copyDatabase(parent.physical, branch.physical)
         branch.ready = true
-      })
+      }, options.failOperations === true)
       return json(res, 201, {
         branch: view(branch),
-        endpoints: withEndpoint ? [{ id: `ep-${branch.id}`, host: "127.0.0.1", branch_id: branch.id, type: "read_write" }] : [],
+        endpoints: withEndpoint ? [{ id: `ep-${branch.id}`, host: options.answerEndpoint?.host ?? "127.0.0.1", branch_id: branch.id, type: "read_write" }] : [],
         operations: [{ id: op.id, status: op.status, action: "create_branch" }],
-        connection_uris: withEndpoint ? [{ connection_uri: `postgresql://owner:secret@127.0.0.1:${branch.port}/${options.database}`, connection_parameters: { database: options.database, host: "127.0.0.1" } }] : []
+        connection_uris: withEndpoint
+          ? [{ connection_uri: `postgresql://owner:secret@${options.answerEndpoint?.host ?? "127.0.0.1"}:${options.answerEndpoint?.port ?? branch.port}/${options.database}`, connection_parameters: { database: options.database, host: "127.0.0.1" } }]
+          : []
       })
     }
     const branchMatch = /^\/branches\/([^/]+)$/.exec(route)
+    if (req.method === "DELETE" && branchMatch !== null && deleteStatus !== null) return json(res, deleteStatus, { message: "try again later" })
     if (req.method === "DELETE" && branchMatch !== null) {
       const branch = branches.get(branchMatch[1]!)
       if (branch === undefined) return json(res, 404, { message: "branch not found" })
@@ -204,6 +216,10 @@ export const startNeonFake = async (options: { readonly apiKey: string; readonly
     /** The branch by its name at the service, with the database on the test PostgreSQL that holds it. */
     branchNamed: (name: string) => [...branches.values()].find((b) => b.name === name),
     branchCount: () => branches.size - 1,
+    /** Deletes answer this status (a service that is down or busy) until set back to null. */
+    failDeletes: (status: number | null) => {
+      deleteStatus = status
+    },
     stop: async () => {
       for (const b of branches.values()) {
         for (const socket of b.sockets) socket.destroy()

@@ -66,7 +66,7 @@ describe.skipIf(skip)("database branches on a hosted branching service (Neon's A
     const made = await api(branches, { body: { name: "dev" } })
     expect(made.status, made.text).toBe(201)
     expect(made.json).toMatchObject({ name: "dev", parent: "main", provider: "hosted", status: "ready", database: database.name })
-    expect(made.json.governance).toEqual({ dropped: ["secret.salaries"], masked: ["analytics.orders"], policy: expect.stringMatching(/^\d+:\d+$/) })
+    expect(made.json.governance).toEqual({ dropped: ["secret.salaries"], masked: ["analytics.orders"], policy: expect.stringMatching(/^.+:\d+:\d+$/) })
     expect(made.text).not.toMatch(/password|secret_|owner_role|provider_ref|127\.0\.0\.1/)
     const atService = neon.branchNamed(`sluice-${made.json.id}`)!
     expect(atService.ready).toBe(true)
@@ -151,7 +151,8 @@ describe.skipIf(skip)("database branches on a hosted branching service (Neon's A
       await failing.stop()
       const down = await request(other.url, branches, { key, body: { name: "nobody-home" } })
       expect([down.status, down.json.code, down.json.message]).toEqual([503, "unavailable", "The branching service could not be reached; try again later"])
-      expect((await request(other.url, branches, { key })).json.items).toEqual([])
+      // What the service may have made before it went quiet is looked for again by the reaper.
+      expect((await request(other.url, branches, { key })).json.items.map((b: { name: string; status: string }) => [b.name, b.status])).toEqual([["nobody-home", "deleting"]])
     } finally {
       await other.stop()
       await failing.stop()
@@ -171,5 +172,91 @@ describe.skipIf(skip)("database branches on a hosted branching service (Neon's A
     expect(await gateway.runtime.runPromise(Effect.flatMap(DbBranches, (b) => b.reapDue()))).toBe(1)
     expect(neon.branchNamed(`sluice-${stuck.id}`)).toBeUndefined()
     expect(neon.branchCount()).toBe(0)
+  })
+  describe("under attack (attack 31)", () => {
+    const hostile = async (answerEndpoint: { host: string; port: number }) => {
+      const service = await startNeonFake({ apiKey: API_KEY, projectId: "proj-quiet-sun", database: database.name, answerEndpoint })
+      const other = await startInProcess({ SP_NEON_API_URL: service.url })
+      const key = await other.keyWith(["read", "write", "admin"])
+      const connection = { name: "lake", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: owner, password: ownerPassword, blocked_tables: ["secret.*"], branching: { service: "neon", project_id: "proj-quiet-sun", api_key: API_KEY } }
+      expect((await request(other.url, "/api/connections", { key, body: connection })).status).toBe(201)
+      return { service, other, key }
+    }
+
+    it("F4: a service that answers with the connection's own database (or port 0) as the branch gets nothing governed or opened there", async () => {
+      for (const endpoint of [{ host: "127.0.0.1", port: 5432 }, { host: "localhost", port: 5432 }, { host: "127.0.0.1", port: 0 }]) {
+        const { service, other, key } = await hostile(endpoint)
+        try {
+          const made = await request(other.url, branches, { key, body: { name: "evil" } })
+          expect([JSON.stringify(endpoint), made.status]).toEqual([JSON.stringify(endpoint), 503])
+          expect(made.json.message).toMatch(/not a copy|port/)
+          expect(service.branchCount()).toBe(0)
+          expect((await request(other.url, branches, { key })).json.items).toEqual([])
+        } finally {
+          await other.stop()
+          await service.stop()
+        }
+        // The connection's own database still holds everything.
+        expect(await database.query("select count(*)::int as n from secret.salaries")).toEqual([{ n: 1 }])
+        expect(await database.query("select email from analytics.orders order by id")).toEqual([{ email: "ada@example.org" }, { email: "bo@example.org" }])
+      }
+    })
+
+    it("F1: a branch whose making failed and whose deleting at the service failed too is kept to delete later, not forgotten", async () => {
+      const failing = await startNeonFake({ apiKey: API_KEY, projectId: "proj-quiet-sun", database: database.name, failOperations: true })
+      const other = await startInProcess({ SP_NEON_API_URL: failing.url })
+      try {
+        const key = await other.keyWith(["read", "write", "admin"])
+        const connection = { name: "lake", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: owner, password: ownerPassword, branching: { service: "neon", project_id: "proj-quiet-sun", api_key: API_KEY } }
+        expect((await request(other.url, "/api/connections", { key, body: connection })).status).toBe(201)
+        failing.failDeletes(501)
+        const failed = await request(other.url, branches, { key, body: { name: "doomed" } })
+        expect(failed.status).toBe(503)
+        expect(failing.branchCount()).toBe(1)
+        const kept = (await request(other.url, branches, { key })).json.items
+        expect(kept.map((b: { name: string; status: string }) => [b.name, b.status])).toEqual([["doomed", "deleting"]])
+        // The reaper takes it once the service answers again.
+        failing.failDeletes(null)
+        await other.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`update db_branches set created_at = now() - interval '1 hour'`))
+        expect(await other.runtime.runPromise(Effect.flatMap(DbBranches, (b) => b.reapDue()))).toBe(1)
+        expect(failing.branchCount()).toBe(0)
+      } finally {
+        await other.stop()
+        await failing.stop()
+      }
+    })
+
+    it("F7: no branch of a branch governed under rules the connection no longer has", async () => {
+      expect((await api(branches, { body: { name: "old-rules" } })).status).toBe(201)
+      expect((await request(gateway.url, "/api/connections/lake/pii", { key: admin, method: "PUT", body: { rules: [] } })).status).toBe(200)
+      try {
+        const child = await api(branches, { body: { name: "laundered", parent: "old-rules" } })
+        expect([child.status, child.json.code]).toEqual([409, "conflict"])
+        expect(child.json.message).toMatch(/rules .* changed/)
+      } finally {
+        const rules = { rules: [{ table: "analytics.orders", column: "email", action: "mask" }] }
+        expect((await request(gateway.url, "/api/connections/lake/pii", { key: admin, method: "PUT", body: rules })).status).toBe(200)
+        expect((await api(`${branches}/old-rules`, { method: "DELETE" })).status).toBe(200)
+      }
+    })
+
+    it("F5: a branch belongs to its connection, not to a name: a new connection of the same name opens none of the old one's", async () => {
+      const other = await startInProcess({ SP_NEON_API_URL: neon.url }, { dbtProxy: true })
+      try {
+        const key = await other.keyWith(["read", "write", "admin", "dbt_proxy"])
+        const connection = { name: "lake2", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: owner, password: ownerPassword, branching: { service: "neon", project_id: "proj-quiet-sun", api_key: API_KEY } }
+        expect((await request(other.url, "/api/connections", { key, body: connection })).status).toBe(201)
+        const route = "/api/connections/lake2/dbbranch/projects/jaffle/branches"
+        expect((await request(other.url, route, { key, body: { name: "unblocked" } })).status).toBe(201)
+        expect((await request(other.url, "/api/connections/lake2", { key, method: "DELETE" })).status).toBe(204)
+        // The same name again, now blocking secret.*, at the same versions as the first.
+        expect((await request(other.url, "/api/connections", { key, body: { ...connection, blocked_tables: ["secret.*"] } })).status).toBe(201)
+        const minted = await request(other.url, "/api/dbt-proxy/run-tokens", { key, body: { connection_name: "lake2", project: "jaffle", branch: "unblocked", run_id: "r" } })
+        expect([minted.status, minted.json.code]).toEqual([409, "conflict"])
+        expect((await request(other.url, `${route}/unblocked`, { key, method: "DELETE" })).status).toBe(200)
+      } finally {
+        await other.stop()
+      }
+    })
   })
 })
