@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import type { BuildCloudProject, DiscoverBuildCloudProjects } from "../src/domain/DbtProject"
-import { InvalidRequest, NotFound } from "../src/domain/Errors"
+import { InvalidRequest, NotFound, Unavailable } from "../src/domain/Errors"
 import { AppConfig } from "./AppConfig"
 import { requestJson } from "./JsonService"
 
@@ -28,13 +28,18 @@ const Page = Schema.Struct({
   )
 })
 
-/** A git remote as shown: any user name or token an https URL carries is left out. */
+/**
+ * A git remote as shown: without a user name or token before an `@`, nor a query or fragment (where
+ * tokens ride too), whether or not a URL parser reads it (scp-like remotes, `host:group` paths).
+ */
 const withoutCredentials = (remote: string | null) => {
-  if (remote === null || !URL.canParse(remote)) return remote
-  const url = new URL(remote)
-  url.username = ""
-  url.password = ""
-  return url.toString()
+  if (remote === null) return null
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(remote)?.[0] ?? ""
+  const rest = remote.slice(scheme.length).replace(/[?#].*$/s, "")
+  const slash = rest.indexOf("/")
+  const authority = slash < 0 ? rest : rest.slice(0, slash)
+  const at = authority.lastIndexOf("@")
+  return scheme + (at < 0 ? rest : rest.slice(at + 1))
 }
 
 /**
@@ -53,10 +58,11 @@ export class BuildCloud extends Effect.Service<BuildCloud>()("sluice/BuildCloud"
       for (let offset = 0; offset < MOST; offset += PAGE) {
         const page = yield* requestJson(
           "build service",
-          { method: "GET", url: `${base}/api/v3/accounts/${input.account_id}/projects/?limit=${PAGE}&offset=${offset}`, headers: { authorization: `Token ${input.api_token}` } },
+          { method: "GET", url: `${base}/api/v3/accounts/${input.account_id}/projects/?limit=${PAGE}&offset=${offset}`, headers: { authorization: `Token ${input.api_token}` }, secrets: [input.api_token] },
           Page
         ).pipe(Effect.catchTag("ServiceRefused", () => Effect.fail(new InvalidRequest({ message: "The build service refused the API token, or the token may not read this account's projects" }))))
         if (page === null) return yield* new NotFound({ message: `The build service has no account ${input.account_id} (or the token cannot see it)` })
+        if (page.data.length > PAGE) return yield* new Unavailable({ message: `The build service answered with more than ${PAGE} projects on a page; it was not read` })
         for (const p of page.data) {
           if (p.state === DELETED) continue
           found.push({

@@ -36,6 +36,8 @@ export interface JsonRequest {
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
   readonly body?: unknown
+  /** What the request carries that a log line must not: a service that echoes it in an error has it replaced. */
+  readonly secrets: ReadonlyArray<string>
 }
 
 /**
@@ -65,7 +67,8 @@ export const requestJson = <A, I>(service: string, request: JsonRequest, reply: 
     if (response.status === 401 || response.status === 403) return yield* new ServiceRefused({ status: response.status })
     if (!response.ok) {
       const where = new URL(request.url).pathname
-      yield* Effect.logWarning(`${service}: ${request.method} ${where} answered ${response.status}: ${text.slice(0, 500)}`)
+      const said = request.secrets.reduce((said, secret) => (secret.length === 0 ? said : said.replaceAll(secret, "[redacted]")), text)
+      yield* Effect.logWarning(`${service}: ${request.method} ${where} answered ${response.status}: ${said.slice(0, 500)}`)
       const error = new Unavailable({ message: `The ${service} answered ${response.status}; the gateway's log has its message` })
       return yield* RETRIED.has(response.status) ? Effect.fail({ retry: error }) : error
     }

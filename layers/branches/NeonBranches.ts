@@ -59,7 +59,7 @@ export class NeonBranches extends Effect.Service<NeonBranches>()("sluice/NeonBra
         const branching = branchingOf(target)
         if (branching === null) return yield* new Conflict({ message: "The connection has no branching service configured (its branching settings or API key are missing)" })
         const url = `${base}/projects/${encodeURIComponent(project ?? branching.project_id)}${route}`
-        return yield* requestJson("branching service", { method, url, headers: { authorization: `Bearer ${branching.api_key}` }, body }, reply)
+        return yield* requestJson("branching service", { method, url, headers: { authorization: `Bearer ${branching.api_key}` }, body, secrets: [branching.api_key ?? ""] }, reply)
       }).pipe(
         Effect.catchTag("ServiceRefused", () =>
           Effect.fail(new Conflict({ message: "The branching service refused the connection's API key (or the key may not use its project): set a valid key in the connection's branching settings" }))

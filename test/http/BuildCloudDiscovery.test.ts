@@ -14,7 +14,11 @@ const projects = [
     repository: { remote_url: "https://x-access-token:ghs_leakyToken123@github.com/acme/jaffle.git" },
     connection: { type: "postgres" }
   },
-  { id: 8, name: "retired", state: 2 }
+  { id: 8, name: "retired", state: 2 },
+  // Remotes that carry credentials where a URL parser gives up, or in the query (attack 31 F2).
+  { id: 9, name: "gitlab", repository: { remote_url: "https://oauth2:glpat-leaky9@gitlab.com:group/repo.git" } },
+  { id: 10, name: "query", repository: { remote_url: "https://gitlab.com/acme/q.git?access_token=leaky10#leaky10b" } },
+  { id: 11, name: "scp", repository: { remote_url: "deploy:leaky11@example.com:acme/s.git" } }
 ]
 
 describe("discovering projects on a hosted dbt build service (dbt Cloud's Admin API v3, a protocol fake) (issue 30)", () => {
@@ -40,7 +44,10 @@ describe("discovering projects on a hosted dbt build service (dbt Cloud's Admin 
     const found = await discover({ account_id: 4242, api_token: TOKEN })
     expect(found.status, found.text).toBe(200)
     expect(found.json.complete).toBe(true)
-    expect(found.json.items).toHaveLength(131)
+    expect(found.json.items).toHaveLength(134)
+    const remotes = Object.fromEntries(found.json.items.map((p: { name: string; repository_url: string | null }) => [p.name, p.repository_url]))
+    expect([remotes.gitlab, remotes.query, remotes.scp]).toEqual(["https://gitlab.com:group/repo.git", "https://gitlab.com/acme/q.git", "example.com:acme/s.git"])
+    expect(found.text).not.toMatch(/leaky/)
     expect(found.json.items.find((p: { id: number }) => p.id === 7)).toEqual({
       id: 7,
       name: "jaffle",
@@ -108,6 +115,28 @@ describe("discovering projects on a hosted dbt build service (dbt Cloud's Admin 
     } finally {
       await hostile.stop()
       await new Promise<void>((resolve) => endless.server.close(() => resolve()))
+    }
+  })
+
+  it("a hostile service: a page of more projects than asked for is refused", async () => {
+    const hostile = await listenFake(async (req, res) => {
+      const url = new URL(req.url ?? "/", "http://x")
+      if (url.searchParams.get("offset") === "0" && req.headers.authorization === `Token ${TOKEN}`) {
+        res.writeHead(200, { "content-type": "application/json" })
+        return void res.end(JSON.stringify({ data: Array.from({ length: 150 }, (_, i) => ({ id: i + 1, name: `p${i}` })), extra: {} }))
+      }
+      res.writeHead(400, { "content-type": "application/json" })
+      res.end("{}")
+    })
+    const other = await startInProcess({ SP_BUILDCLOUD_URL: `http://127.0.0.1:${hostile.port}` })
+    try {
+      const key = await other.keyWith(["admin"])
+      const paged = await request(other.url, "/api/buildcloud/projects", { key, body: { account_id: 1, api_token: TOKEN } })
+      expect([paged.status, paged.json.code]).toEqual([503, "unavailable"])
+      expect(paged.json.message).toMatch(/more than 100 projects on a page/)
+    } finally {
+      await other.stop()
+      await new Promise<void>((resolve) => hostile.server.close(() => resolve()))
     }
   })
 

@@ -226,6 +226,24 @@ describe.skipIf(skip)("database branches on a hosted branching service (Neon's A
       }
     })
 
+    it("F6: a branch is deleted in the project it was made in, whatever project the connection names now", async () => {
+      const made = await api(branches, { body: { name: "moved" } })
+      expect(made.status, made.text).toBe(201)
+      const put = (project_id: string) =>
+        request(gateway.url, "/api/connections/lake", {
+          key: admin,
+          method: "PUT",
+          body: { name: "lake", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: owner, blocked_tables: ["secret.*"], branching: { service: "neon", project_id } }
+        })
+      expect((await put("proj-elsewhere")).status).toBe(200)
+      try {
+        expect((await api(`${branches}/moved`, { method: "DELETE" })).status).toBe(200)
+        expect(neon.branchNamed(`sluice-${made.json.id}`)).toBeUndefined()
+      } finally {
+        expect((await put("proj-quiet-sun")).status).toBe(200)
+      }
+    })
+
     it("F7: no branch of a branch governed under rules the connection no longer has", async () => {
       expect((await api(branches, { body: { name: "old-rules" } })).status).toBe(201)
       expect((await request(gateway.url, "/api/connections/lake/pii", { key: admin, method: "PUT", body: { rules: [] } })).status).toBe(200)
