@@ -325,15 +325,19 @@ export const makeDbtProxy = Effect.gen(function* () {
     // The server reads a message's statement text when the message arrives, under the settings then in force, which the statements
     // before it may have changed (UPDATE of a view over pg_settings, a function of the copy's). A change is told only as a
     // ParameterStatus before ReadyForQuery, which ends the session. So a message that ends a batch (Query, Sync) goes up alone and
-    // what follows it waits for its ReadyForQuery (a COPY's data aside); within a batch, no statement text follows an Execute.
-    let partial = Buffer.alloc(0)
+    // what follows it waits for every ReadyForQuery the server owes (a COPY's data aside); within a batch, no statement text follows
+    // an Execute, and no Query comes between a batch's messages (the server would drop it unanswered after an error).
     const waiting: Array<Buffer> = []
     let waitingBytes = 0
-    let awaitingReady = false
-    let copying = false
+    let owedReady = 0
+    let copyIn = false
+    let batchOpen = false
     let executed = false
+    let lastSyncAfterExecute = false
     let resumeClient: (() => void) | undefined
-    const COPY_DATA = new Set([0x64 /* CopyData */, 0x63 /* CopyDone */, 0x66 /* CopyFail */])
+    // While the server takes COPY data: the data, its end, and the Flush or Sync it ignores meanwhile (a Sync after the end is its own).
+    const COPY_MESSAGES = new Set([0x64 /* CopyData */, 0x63 /* CopyDone */, 0x66 /* CopyFail */, 0x48 /* Flush */, 0x53 /* Sync */])
+    const EXTENDED = new Set([0x50 /* Parse */, 0x42 /* Bind */, 0x44 /* Describe */, 0x45 /* Execute */, 0x43 /* Close */])
 
     /** Sends what may go upstream now; false where the upstream socket wants a drain first. */
     const release = (): boolean => {
@@ -341,13 +345,17 @@ export const makeDbtProxy = Effect.gen(function* () {
       while (waiting.length > 0) {
         const message = waiting[0]!
         const type = message[0]!
-        if (awaitingReady && !(copying && COPY_DATA.has(type))) break
+        if (copyIn ? !COPY_MESSAGES.has(type) : owedReady > 0) break
         waiting.shift()
         waitingBytes -= message.length
-        if (COPY_DATA.has(type) && type !== 0x64) copying = false
-        if (executed && (type === 0x50 /* Parse */ || type === 0x51 /* Query */)) {
+        if ((executed && (type === 0x50 /* Parse */ || type === 0x51 /* Query */)) || (batchOpen && type === 0x51)) {
           writeAudit()
-          fatal("08P01", "Sluice: the dbt proxy takes no statement text after an Execute until Sync (send Sync between pipelined statements)")
+          fatal(
+            "08P01",
+            type === 0x51 && batchOpen
+              ? "Sluice: the dbt proxy takes no Query inside an extended-protocol batch (send Sync first)"
+              : "Sluice: the dbt proxy takes no statement text after an Execute until Sync (send Sync between pipelined statements)"
+          )
           return true
         }
         const sent = fromClient(message)
@@ -357,10 +365,19 @@ export const makeDbtProxy = Effect.gen(function* () {
           return true
         }
         out.push(sent)
+        if (EXTENDED.has(type)) batchOpen = true
         if (type === 0x45 /* Execute */) executed = true
-        if (type === 0x51 /* Query */ || type === 0x53 /* Sync */) {
+        if (type === 0x63 /* CopyDone */ || type === 0x66 /* CopyFail */) copyIn = false
+        if (type === 0x51 /* Query */) {
+          owedReady++
+          lastSyncAfterExecute = false
+        }
+        // A Sync the server takes while COPY data flows is ignored by it: only one after the data's end is answered.
+        if (type === 0x53 /* Sync */ && !copyIn) {
+          owedReady++
+          lastSyncAfterExecute = executed
+          batchOpen = false
           executed = false
-          awaitingReady = true
         }
       }
       // One write per client chunk: a write per message costs a delayed-ACK round trip.
@@ -374,9 +391,27 @@ export const makeDbtProxy = Effect.gen(function* () {
       return drained
     }
 
+    // A message that has not all arrived: its pieces, joined once it has (joining with every piece costs the square of its size).
+    let pieces: Array<Buffer> = []
+    let piecesBytes = 0
+    let pieceNeeds = 0
     /** Takes a client chunk's messages; false where the client should pause (upstream wants a drain, or much is waiting). */
     const onClientData = (chunk: Uint8Array): boolean => {
-      const data = partial.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([partial, chunk])
+      const piece = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+      let data = piece
+      if (piecesBytes > 0) {
+        pieces.push(Buffer.from(piece))
+        piecesBytes += piece.length
+        if (pieceNeeds === 0 && piecesBytes >= 5) {
+          pieces = [Buffer.concat(pieces)]
+          pieceNeeds = 1 + pieces[0]!.readInt32BE(1)
+        }
+        if (pieceNeeds === 0 || (piecesBytes < pieceNeeds && pieceNeeds <= 1 + MAX_FRAME_BYTES && pieceNeeds >= 5)) return true
+        data = Buffer.concat(pieces)
+        pieces = []
+        piecesBytes = 0
+        pieceNeeds = 0
+      }
       let at = 0
       let added = 0
       while (data.length - at >= 5) {
@@ -393,18 +428,23 @@ export const makeDbtProxy = Effect.gen(function* () {
         added++
         at += 1 + length
       }
-      partial = at === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(at))
+      if (at < data.length) {
+        pieces = [Buffer.from(data.subarray(at))]
+        piecesBytes = data.length - at
+        pieceNeeds = piecesBytes >= 5 ? 1 + pieces[0]!.readInt32BE(1) : 0
+      }
       const drained = release()
       // What is still waiting is copied out of the chunk, whose memory the socket may reuse.
       for (let i = Math.max(0, waiting.length - added); i < waiting.length; i++) waiting[i] = Buffer.from(waiting[i]!)
       return drained && waitingBytes < MAX_WAITING_BYTES
     }
 
-    /** The server's ReadyForQuery: what waited for it may go. */
+    /** A ReadyForQuery from the server: once none is owed, what waited may go. */
     const ready = () => {
-      awaitingReady = false
-      copying = false
-      if (waiting.length > 0 && !ended) release()
+      owedReady = Math.max(0, owedReady - 1)
+      copyIn = false
+      lastSyncAfterExecute = false
+      if (owedReady === 0 && waiting.length > 0 && !ended) release()
     }
 
     // Frames from the server pass through as they come. Held whole, to be read: a small error frame while refusals are outstanding
@@ -428,12 +468,15 @@ export const makeDbtProxy = Effect.gen(function* () {
       const pinned = name?.text === null || name === null ? undefined : (READS_AS_CLASSIFIED as Record<string, string>)[name.text]
       return pinned === undefined || value?.text?.toUpperCase() === pinned.toUpperCase()
     }
-    let readySeen = false
+    let readiesSeen = 0
     /** A server frame's type as it starts: ReadyForQuery lets held messages go (once this chunk is sent on); CopyInResponse lets COPY data go. */
     const noteFrame = (type: number) => {
-      if (type === 0x5a /* ReadyForQuery */) readySeen = true
-      else if (type === 0x47 /* CopyInResponse */ && !copying) {
-        copying = true
+      if (type === 0x5a /* ReadyForQuery */) readiesSeen++
+      else if (type === 0x47 /* CopyInResponse */ && !copyIn) {
+        copyIn = true
+        // Started by an Execute whose Sync went up with it: the server takes that Sync while in COPY and ignores it.
+        if (lastSyncAfterExecute && owedReady > 0) owedReady--
+        lastSyncAfterExecute = false
         queueMicrotask(() => !ended && release())
       }
     }
@@ -492,10 +535,7 @@ export const makeDbtProxy = Effect.gen(function* () {
         upstream.pause()
         socket.once("drain", () => upstream.resume())
       }
-      if (readySeen) {
-        readySeen = false
-        ready()
-      }
+      for (; readiesSeen > 0; readiesSeen--) ready()
     })
 
     // The credential behind the token is checked again while the session is open: a deleted key ends it.

@@ -307,6 +307,14 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
           await until("Z")
           return frames()
         },
+        /** Messages sent as one write, then what came back until a frame of `type` (or 5 s passed). */
+        sendAndWait: async (messages: ReadonlyArray<readonly [string, Buffer]>, type: string) => {
+          received = Buffer.alloc(0)
+          socket.write(Buffer.concat(messages.map(([t, body]) => message(t, body))))
+          for (let i = 0; i < 500 && !frames().some((f) => f.type === type); i++) await new Promise((r) => setTimeout(r, 10))
+          return frames()
+        },
+        write: (bytes: Buffer) => new Promise<void>((resolve) => (socket.write(bytes) ? resolve() : socket.once("drain", () => resolve()))),
         /** Messages sent as one write, then what came back until the proxy closed the session (or 5 s passed). */
         sendUntilClosed: async (messages: ReadonlyArray<readonly [string, Buffer]>) => {
           received = Buffer.alloc(0)
@@ -464,6 +472,62 @@ describe.skipIf(skip)("the dbt proxy (issue 30)", () => {
         expect(await queryDatabase(branchDb, "select count(*)::int as n from pg_stat_activity where application_name = 'smuggled'")).toEqual([{ n: 0 }])
       } finally {
         await queryDatabase(branchDb, "drop view if exists public.settings_v32; drop function if exists public.pwn32()")
+      }
+    })
+
+    it("A33-F2, F3: COPY FROM STDIN over the extended protocol completes; a Query inside an extended batch ends the session rather than hanging it", async () => {
+      await queryDatabase(branchDb, `create table public.copy33 (id int); alter table public.copy33 owner to "${branchDb}"`)
+      const text = (sql: string) => Buffer.from(`${sql}\0`)
+      const statement = (sql: string): ReadonlyArray<readonly [string, Buffer]> => [
+        ["P", Buffer.concat([text(""), text(sql), Buffer.alloc(2)])],
+        ["B", Buffer.concat([text(""), text(""), Buffer.alloc(6)])],
+        ["E", Buffer.concat([text(""), Buffer.alloc(4)])]
+      ]
+      const sessions: Array<{ close: () => void }> = []
+      try {
+        // As libpq's PQexecParams sends it: the batch and its Sync, then, once the server asks for it, the data, CopyDone and a Sync.
+        const copy = await rawSession((await mint()).json.token)
+        sessions.push(copy)
+        const asked = await copy.sendAndWait([...statement("copy public.copy33 from stdin"), ["S", Buffer.alloc(0)]], "G")
+        expect(asked.map((f) => f.type)).toContain("G")
+        const done = await copy.sendAndWait([["d", Buffer.from("1\n2\n")], ["c", Buffer.alloc(0)], ["S", Buffer.alloc(0)]], "Z")
+        expect(done.map((f) => f.type)).toEqual(expect.arrayContaining(["C", "Z"]))
+        expect(await queryDatabase(branchDb, "select count(*)::int as n from public.copy33")).toEqual([{ n: 2 }])
+        copy.close()
+
+        const mixed = await rawSession((await mint()).json.token)
+        sessions.push(mixed)
+        const ended = await mixed.sendUntilClosed([["P", Buffer.concat([text(""), text("selec broken"), Buffer.alloc(2)])], ["Q", text("select 1")], ["S", Buffer.alloc(0)]])
+        expect(ended.closed).toBe(true)
+        expect(errorsIn(ended.frames).join()).toMatch(/Query inside an extended-protocol batch/)
+      } finally {
+        for (const session of sessions) session.close()
+        await queryDatabase(branchDb, "select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and query like 'copy public.copy33%'")
+        await queryDatabase(branchDb, "drop table if exists public.copy33")
+      }
+    })
+
+    it("A33-F1: a large message arriving in many pieces is joined once, not again with every piece", async () => {
+      const raw = await rawSession((await mint()).json.token)
+      await queryDatabase(branchDb, `create table public.bulk33 (line text); alter table public.bulk33 owner to "${branchDb}"`)
+      try {
+        const asked = await raw.sendAndWait([["Q", Buffer.from("copy public.bulk33 from stdin\0")]], "G")
+        expect(asked.map((f) => f.type)).toContain("G")
+        // One 15 MiB CopyData message, written 16 KiB at a time: copied again with every piece, that is gigabytes of copying (3 s here).
+        const line = Buffer.alloc(15 * 1024 * 1024, "x")
+        line[line.length - 1] = 0x0a
+        const head = Buffer.alloc(5)
+        head.write("d", 0, "latin1")
+        head.writeInt32BE(line.length + 4, 1)
+        const message = Buffer.concat([head, line])
+        const started = Date.now()
+        for (let at = 0; at < message.length; at += 16 * 1024) await raw.write(message.subarray(at, at + 16 * 1024))
+        const done = await raw.sendAndWait([["c", Buffer.alloc(0)]], "Z")
+        expect(done.map((f) => f.type)).toEqual(expect.arrayContaining(["C", "Z"]))
+        expect(Date.now() - started).toBeLessThan(1_500)
+      } finally {
+        raw.close()
+        await queryDatabase(branchDb, "drop table if exists public.bulk33")
       }
     })
 

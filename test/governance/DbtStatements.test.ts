@@ -65,6 +65,7 @@ describe("what the dbt proxy lets through (issue 30)", () => {
     ["create view dbt_ada.settings as select * from pg_settings", /view over pg_settings/],
     ["create or replace view dbt_ada.settings as select name, setting from pg_catalog.pg_settings where name like 'a%'", /view over pg_settings/],
     ["create view dbt_ada.settings as with s as (select * from pg_settings) select * from s", /view over pg_settings/],
+    ["create schema s32 create view v as select * from pg_settings", /view over pg_settings/],
     ["select public.dblink_exec('x')", /dblink_exec is not allowed/],
     ["select pg_read_file('/etc/passwd')", /pg_read_file is not allowed/],
     ["select lo_import('/etc/passwd')", /lo_import is not allowed/],

@@ -121,14 +121,15 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
   }
   if (systemTarget(key, statement)) return "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
   let reason: string | undefined
-  // A view over pg_settings is updatable, and its rule makes an UPDATE through it set_config (any setting, those the proxy pins among them).
+  // A view over pg_settings is updatable, and its rule makes an UPDATE through it set_config (any setting, those the proxy pins among them);
+  // a view may stand alone or inside CREATE SCHEMA.
   const view = key === "ViewStmt"
   // Checked by shape, wherever the node stands: a relation is a RangeVar whether wrapped (FROM) or bare (INSERT INTO, CREATE … AS's target).
   // Plain loops: this runs for every node of every statement not seen before (Object.entries cost four times as much).
-  const visit = (value: unknown, inOption = false): void => {
+  const visit = (value: unknown, inOption = false, inView = view): void => {
     if (reason !== undefined || typeof value !== "object" || value === null) return
     if (Array.isArray(value)) {
-      for (const item of value) visit(item, inOption)
+      for (const item of value) visit(item, inOption, inView)
       return
     }
     if (!isNode(value)) return
@@ -136,7 +137,7 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
       reason = `${value.catalogname} is another database: statements through the dbt proxy stay in their branch`
       return
     }
-    if (view && typeof value.relname === "string" && value.relname.toLowerCase() === "pg_settings") {
+    if (inView && typeof value.relname === "string" && value.relname.toLowerCase() === "pg_settings") {
       reason = "a view over pg_settings is not allowed through the dbt proxy (an UPDATE through it changes settings)"
       return
     }
@@ -177,7 +178,7 @@ const refusalIn = (key: string, statement: Node, database: string): string | und
         reason = "writes to the system catalogs (pg_settings among them) are not allowed through the dbt proxy"
         return
       }
-      visit(child, inOption || key === "DefElem")
+      visit(child, inOption || key === "DefElem", inView || key === "ViewStmt")
     }
   }
   visit(statement)
