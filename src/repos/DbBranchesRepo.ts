@@ -136,6 +136,17 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
     /** How many branches the org has (each a whole copy of a database on some server). */
     const count = Effect.fn("DbBranchesRepo.count")((orgId: OrgId) => countBranches(orgId).pipe(Effect.map((r) => r.n), withOrg(orgId)), failures)
 
-    return { insert, place, markReady, markDeleting, remove, find, list, due, count } as const
+    const countForConnection = SqlSchema.single({
+      Request: Schema.Struct({ orgId: OrgId, connection: Schema.String }),
+      Result: Schema.Struct({ n: Schema.Number }),
+      execute: ({ orgId, connection }) => sql`select count(*)::int as n from db_branches where org_id = ${orgId} and connection_name = ${connection}`
+    })
+    /** How many branches one connection has. */
+    const countFor = Effect.fn("DbBranchesRepo.countFor")(
+      (orgId: OrgId, connection: string) => countForConnection({ orgId, connection }).pipe(Effect.map((r) => r.n), withOrg(orgId)),
+      failures
+    )
+
+    return { insert, place, markReady, markDeleting, remove, find, list, due, count, countFor } as const
   })
 }) {}

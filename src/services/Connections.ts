@@ -16,6 +16,7 @@ import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ResultCache } from "../governance/ResultCache"
 import { type ConnectionRow, ConnectionsRepo, type NewConnectionRow } from "../repos/ConnectionsRepo"
+import { DbBranchesRepo } from "../repos/DbBranchesRepo"
 import { makeLookupCache } from "./LookupCache"
 
 const Cursor = Schema.Tuple(Schema.String)
@@ -91,6 +92,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
   scoped: Effect.gen(function* () {
     const config = yield* AppConfig
     const repo = yield* ConnectionsRepo
+    const branchesRepo = yield* DbBranchesRepo
     const cipher = yield* CredentialCipher
     const pools = yield* ConnectorPools
     const results = yield* ResultCache
@@ -191,6 +193,8 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
         const row: NewConnectionRow = { id, org_id: orgId, source, ...rowFields(orgId, id, input, secrets) }
         const inserted = yield* repo.insert(row)
         if (piiRules.length > 0) yield* repo.setPiiRules(orgId, id, piiRules)
+        // Whatever was known under its name (a connection since gone, or none) is not this one.
+        yield* forget(orgId, inserted.name, id)
         return toConnection(inserted)
       })
 
@@ -228,6 +232,13 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     const remove = Effect.fn("Connections.remove")(function* (principal: Principal, name: string) {
       const row = yield* findRow(principal.orgId, name)
       yield* writable(row)
+      // Its branches are copies on its server (or its branching service) that only it can reach to delete.
+      const branches = yield* branchesRepo.countFor(principal.orgId, name)
+      if (branches > 0) {
+        return yield* new Conflict({
+          message: `The connection has ${branches} database branch${branches === 1 ? "" : "es"}: delete ${branches === 1 ? "it" : "them"} first (DELETE /api/connections/${name}/dbbranch/projects/{project}/branches/{branch})`
+        })
+      }
       yield* repo.remove(principal.orgId, name)
       yield* pools.retire(principal.orgId, row.id)
       yield* forget(principal.orgId, name, row.id)
@@ -353,5 +364,5 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
 
     return { create, get, list, update, remove, clone, piiPolicy, setPiiRules, target, targetNow, targetIn, dialectIn, transientTarget, everyTarget, syncEnv, checkPlacement: placeLocalFile, reencryptAll } as const
   }),
-  dependencies: [ConnectionsRepo.Default, ConnectorPools.Default, CredentialCipher.Default, ResultCache.Default]
+  dependencies: [ConnectionsRepo.Default, DbBranchesRepo.Default, ConnectorPools.Default, CredentialCipher.Default, ResultCache.Default]
 }) {}

@@ -110,6 +110,20 @@ describe.skipIf(skip)("database branches as template copies on the connection's 
     }
   })
 
+  it("a connection with branches is not deleted out from under them (its copies would be left on its server)", async () => {
+    const admin = await gateway.keyWith(["read", "query", "write", "admin"])
+    const connection = { name: "doomed", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    const route = "/api/connections/doomed/dbbranch/projects/p/branches"
+    expect((await api(route, { body: { name: "kept" } })).status).toBe(201)
+    const refused = await request(gateway.url, "/api/connections/doomed", { key: admin, method: "DELETE" })
+    expect([refused.status, refused.json.code]).toEqual([409, "conflict"])
+    expect(refused.json.message).toMatch(/has 1 database branch: delete it first/)
+    expect((await request(gateway.url, "/api/connections/doomed", { key: admin })).status).toBe(200)
+    expect((await api(`${route}/kept`, { method: "DELETE" })).status).toBe(200)
+    expect((await request(gateway.url, "/api/connections/doomed", { key: admin, method: "DELETE" })).status).toBe(204)
+  })
+
   it("the reaper deletes branches whose lease ran out or whose job ended, and leaves the rest", async () => {
     const leased = (await api(branches, { body: { name: "leased", lease_seconds: 60 } })).json
     expect(leased.lease_expires_at).not.toBeNull()

@@ -266,7 +266,9 @@ describe.skipIf(skip)("database branches on a hosted branching service (Neon's A
         expect((await request(other.url, "/api/connections", { key, body: connection })).status).toBe(201)
         const route = "/api/connections/lake2/dbbranch/projects/jaffle/branches"
         expect((await request(other.url, route, { key, body: { name: "unblocked" } })).status).toBe(201)
-        expect((await request(other.url, "/api/connections/lake2", { key, method: "DELETE" })).status).toBe(204)
+        // The API refuses to delete a connection with branches; one can still go from under them (removed from SP_CONNECTION_*, or from the store).
+        expect((await request(other.url, "/api/connections/lake2", { key, method: "DELETE" })).status).toBe(409)
+        await other.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`delete from connections where name = 'lake2'`))
         // The same name again, now blocking secret.*, at the same versions as the first.
         expect((await request(other.url, "/api/connections", { key, body: { ...connection, blocked_tables: ["secret.*"] } })).status).toBe(201)
         const minted = await request(other.url, "/api/dbt-proxy/run-tokens", { key, body: { connection_name: "lake2", project: "jaffle", branch: "unblocked", run_id: "r" } })
