@@ -36,6 +36,10 @@ const S = 0x53
 const MAX_HELD_ERROR_BYTES = 64 * 1024
 // A client's messages held back while the server answers the one before, at most: then its socket pauses.
 const MAX_WAITING_BYTES = 4 * 1024 * 1024
+// While the server takes COPY data: the data, its end, and the Flush or Sync it ignores meanwhile (a Sync after the end is its own).
+const COPY_MESSAGES = new Set([0x64 /* CopyData */, 0x63 /* CopyDone */, 0x66 /* CopyFail */, 0x48 /* Flush */, 0x53 /* Sync */])
+// The messages of an extended-protocol batch, which a Sync ends.
+const EXTENDED = new Set([0x50 /* Parse */, 0x42 /* Bind */, 0x44 /* Describe */, 0x45 /* Execute */, 0x43 /* Close */])
 // How the server reads statement text must be how the classifier reads it; the session cannot change these (DbtStatements refuses it).
 const READS_AS_CLASSIFIED = { client_encoding: "UTF8", standard_conforming_strings: "on", backslash_quote: "safe_encoding" }
 const utf8 = new TextDecoder("utf-8", { fatal: true })
@@ -335,9 +339,6 @@ export const makeDbtProxy = Effect.gen(function* () {
     let executed = false
     let lastSyncAfterExecute = false
     let resumeClient: (() => void) | undefined
-    // While the server takes COPY data: the data, its end, and the Flush or Sync it ignores meanwhile (a Sync after the end is its own).
-    const COPY_MESSAGES = new Set([0x64 /* CopyData */, 0x63 /* CopyDone */, 0x66 /* CopyFail */, 0x48 /* Flush */, 0x53 /* Sync */])
-    const EXTENDED = new Set([0x50 /* Parse */, 0x42 /* Bind */, 0x44 /* Describe */, 0x45 /* Execute */, 0x43 /* Close */])
 
     /** Sends what may go upstream now; false where the upstream socket wants a drain first. */
     const release = (): boolean => {
