@@ -1,0 +1,1 @@
+-- Runs in the task's branch before the agent starts: nothing to prepare for this task.

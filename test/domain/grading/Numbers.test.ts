@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest"
+import { candidateNumbers, gradeNumbers, statedNumbers } from "../../../src/domain/grading/Numbers"
+
+const values = (text: string) => statedNumbers(text).map((n) => (n.percent ? `${n.value}%` : n.value))
+
+describe("numbers an answer states", () => {
+  it("reads currency, thousands separators, decimals, exponents, percentages and k/m/b", () => {
+    expect(values("$1,234,567.89")).toEqual([1234567.89])
+    expect(values("€ 12")).toEqual([12])
+    expect(values("-$5 and $-6 and −7")).toEqual([-5, -6, -7])
+    expect(values("1.2k, 3.4M, $5bn, 2 million, 7B")).toEqual([1200, 3400000, 5e9, 2e6, 7e9])
+    expect(values("25% and 12.5 %")).toEqual(["25%", "12.5%"])
+    expect(values("1.5e3 and .5")).toEqual([1500, 0.5])
+    expect(values("**42**.")).toEqual([42])
+  })
+
+  it("leaves out dates, times, versions, identifiers and words touching digits", () => {
+    expect(values("2023-01-05, 2023-01-05T10:00:00Z, 01/05/2023, 10:30, Jan 5, 2023, 5 March 2024, March 2024")).toEqual([])
+    expect(values("Q3 order_12 3rd 10x 5min v1.2.3 0x4D2 1,2,3")).toEqual([])
+  })
+
+  it("keeps the step each number shows, for rounding", () => {
+    expect(statedNumbers("1.2k 1,234.50 3M").map((n) => n.step)).toEqual([100, 0.01, 1e6])
+  })
+
+  it("drops numbers the question states and years named as a time, unless the gold value is one", () => {
+    expect(candidateNumbers("42 orders over $100 in 2023", [42], "How many orders over $100?").map((n) => n.value)).toEqual([42])
+    expect(candidateNumbers("The busiest year was 2019", [2019]).map((n) => n.value)).toEqual([2019])
+    expect(candidateNumbers("It was in 2019", [2019]).map((n) => n.value)).toEqual([2019])
+    expect(candidateNumbers("5", [7], "the top 5").map((n) => n.value)).toEqual([])
+    expect(candidateNumbers("5", [5], "the top 5").map((n) => n.value)).toEqual([5])
+  })
+
+  it("drops SQL the answer shows, and a number said twice", () => {
+    expect(candidateNumbers("```sql\nselect count(*) from t limit 10\n```\nThere are 12.", [12]).map((n) => n.value)).toEqual([12])
+    expect(candidateNumbers("12 (that is, 12.00 in total)", [12]).map((n) => n.value)).toEqual([12])
+  })
+})
+
+describe("grading numbers", () => {
+  it("needs exactly as many candidates as gold values", () => {
+    expect(gradeNumbers("It is 10, 20 or 30", 20).score).toBe(0)
+    expect(gradeNumbers("It is 20", 20).score).toBe(1)
+    expect(gradeNumbers("1, 2 and 3", [3, 2, 1]).score).toBe(1)
+    expect(gradeNumbers("1, 2 and 3", [3, 2, 1], { ordered: true }).score).toBeCloseTo(1 / 3)
+    expect(gradeNumbers("1, 2, 3 and 4", [1, 2, 3]).score).toBe(0)
+  })
+
+  it("scores 1 within tolerance, 0.5 for the gold rounded to the answer's digits (two significant at least), else 0", () => {
+    expect(gradeNumbers("1234.57", 1234.5678).score).toBe(1)
+    expect(gradeNumbers("1235", 1234.5678).score).toBe(0.5)
+    expect(gradeNumbers("$1.23M", 1_234_567).score).toBe(0.5)
+    expect(gradeNumbers("$1M", 1_234_567).score).toBe(0)
+    expect(gradeNumbers("1k", 1234).score).toBe(0)
+    expect(gradeNumbers("1200", 1234).score).toBe(0)
+    expect(gradeNumbers("1235", 1234.5678, { tolerance: { abs: 0, rel: 0.001 } }).score).toBe(1)
+  })
+
+  it("reads a percentage as either the number or its fraction", () => {
+    expect(gradeNumbers("42%", 0.42).score).toBe(1)
+    expect(gradeNumbers("42%", 42).score).toBe(1)
+    expect(gradeNumbers("0.42", 42).score).toBe(0)
+    expect(gradeNumbers("41.7%", 0.4172).score).toBe(0.5)
+  })
+})
