@@ -119,6 +119,21 @@ const raw = Config.all({
   // Those origins as browsers reach them, one per session (*: the session): http://*.localhost:<port> unless a proxy fronts them.
   notebookOrigin: Config.option(Config.string("SP_NOTEBOOK_ORIGIN")),
   sandboxSnapshotExpirationSeconds: positiveInt("SP_NOTEBOOK_SNAPSHOT_EXPIRATION_SECONDS", 7 * 24 * 3600),
+  // Where evaluation evidence and eval-set uploads are kept: a folder (the self-hosted default) or an S3-compatible bucket.
+  objectStore: Config.option(Config.literal("filesystem", "s3")("SP_OBJECT_STORE")),
+  objectStoreDir: Config.option(Config.string("SP_OBJECT_STORE_DIR")),
+  s3Bucket: Config.option(Config.string("SP_S3_BUCKET")),
+  s3Region: Config.string("SP_S3_REGION").pipe(Config.withDefault("us-east-1")),
+  // An S3-compatible store's URL (unset: AWS); path-style addressing unless SP_S3_FORCE_PATH_STYLE=false.
+  s3Endpoint: Config.option(Config.url("SP_S3_ENDPOINT")),
+  s3ForcePathStyle: Config.option(Config.boolean("SP_S3_FORCE_PATH_STYLE")),
+  // Unset: the SDK's own credential chain (AWS_* variables, an instance or task role).
+  s3AccessKeyId: Config.option(Config.string("SP_S3_ACCESS_KEY_ID")),
+  s3SecretAccessKey: Config.option(Config.redacted("SP_S3_SECRET_ACCESS_KEY")),
+  // Organizations whose platform staff may run evaluations.
+  evalAllowedOrgs: list("SP_EVAL_ALLOWED_ORGS"),
+  evalMaxParallelTasks: boundedInt("SP_EVAL_MAX_PARALLEL_TASKS", "must be between 1 and 32", (n) => n >= 1 && n <= 32).pipe(Config.withDefault(4)),
+  evalMemoryLimitMb: boundedInt("SP_EVAL_MEMORY_LIMIT", "must be between 64 and 65536 (MiB)", (n) => n >= 64 && n <= 65_536).pipe(Config.withDefault(2048)),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),
   encryptionOldKeys: Config.array(Config.redacted(), "SP_ENCRYPTION_KEY_OLD").pipe(Config.withDefault([]))
@@ -194,6 +209,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
     if (notebookOrigins === null) {
       return yield* Effect.fail(invalid("SP_NOTEBOOK_ORIGIN", "must be an origin whose first label is * (one origin per session), such as https://*.notebooks.example.com"))
     }
+    if (Option.isSome(c.s3AccessKeyId) !== Option.isSome(c.s3SecretAccessKey)) {
+      return yield* Effect.fail(invalid(Option.isSome(c.s3AccessKeyId) ? "SP_S3_SECRET_ACCESS_KEY" : "SP_S3_ACCESS_KEY_ID", "is required with the other S3 key (or set neither, for the SDK's own credential chain)"))
+    }
+    const objectStore = Option.getOrElse(c.objectStore, () => (Option.isSome(c.s3Bucket) ? "s3" : selfHosted ? "filesystem" : "none"))
+    if (objectStore === "s3" && Option.isNone(c.s3Bucket)) return yield* Effect.fail(invalid("SP_S3_BUCKET", "is required when SP_OBJECT_STORE=s3"))
     const dataDir = path.resolve(c.dataDir)
     yield* privateDataDir(dataDir)
     return {
@@ -203,6 +223,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("sluice/AppConfig", {
       dataDir,
       notebookDir: path.resolve(Option.getOrElse(c.notebookDir, () => `${dataDir}-notebooks`)),
       reposDir: path.resolve(Option.getOrElse(c.reposDir, () => path.join(dataDir, "repos"))),
+      objectStore,
+      objectStoreDir: path.resolve(Option.getOrElse(c.objectStoreDir, () => path.join(dataDir, "objects"))),
       projectRoots: c.projectRoots.filter((root) => root.trim().length > 0).map((root) => path.resolve(root.trim())),
       notebookOrigins,
       selfHosted,

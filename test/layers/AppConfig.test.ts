@@ -52,6 +52,8 @@ const cases: Array<[label: string, env: Record<string, string>, variable: string
   ["a BigQuery emulator override", { BIGQUERY_EMULATOR_HOST: "evil.example:9050" }, "BIGQUERY_EMULATOR_HOST"],
   ["a connection URL of no known type", { SP_CONNECTION_LEGACY: "oracle://scott:tiger@db/orcl" }, "SP_CONNECTION_LEGACY"],
   ["an incomplete connection URL", { SP_CONNECTION_SALES: "postgresql://db.example.com" }, "SP_CONNECTION_SALES"],
+  ["an S3 object store without a bucket", { SP_OBJECT_STORE: "s3" }, "SP_S3_BUCKET"],
+  ["an S3 key without its secret", { SP_S3_BUCKET: "evidence", SP_S3_ACCESS_KEY_ID: "AKIAEXAMPLE" }, "SP_S3_SECRET_ACCESS_KEY"],
   [
     "a connection from the environment in cloud",
     { SP_DEPLOYMENT_MODE: "cloud", DATABASE_URL: "postgres://x@127.0.0.1/x", SP_CONNECTION_SALES: "postgresql://u@h/d" },
