@@ -33,7 +33,7 @@ const common = {
   /** Unique within its task; how the check is named in verdicts and evidence. */
   name: Name("a check's name"),
   /** The score (0–1) at which the check passes; 1 unless set. */
-  pass_mark: Schema.optional(NonNegative.pipe(Schema.lessThanOrEqualTo(1)))
+  pass_mark: Schema.optional(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1), Schema.annotations({ message: () => "pass_mark is a score above 0 and at most 1" })))
 }
 
 /** The answer states the gold number (or numbers): exactly as many candidates as gold values. */
@@ -42,6 +42,8 @@ export const NumberCheck = Schema.Struct({
   type: Schema.Literal("number"),
   gold: Schema.Union(Schema.Number.pipe(Schema.finite()), Schema.Array(Schema.Number.pipe(Schema.finite())).pipe(Schema.minItems(1), Schema.maxItems(100))),
   ordered: Schema.optional(Schema.Boolean),
+  /** The gold values are in percent (42 for 42 %): an answer's "42%" then reads as 42, not 0.42. */
+  unit: Schema.optional(Schema.Literal("percent")),
   tolerance: Schema.optional(ToleranceSpec)
 }).annotations(strict)
 

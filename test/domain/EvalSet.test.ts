@@ -32,5 +32,7 @@ describe("eval set manifests", () => {
     expect(decode({ name: "x", tasks: [{ ...task, checks: [{ name: "t", type: "table" }] }] }).issues).toMatch(/exactly one of gold, gold_csv, gold_sql/)
     expect(decode({ name: "x", tasks: [{ ...task, checks: [{ name: "n", type: "number", gold: 1 }, { name: "n", type: "number", gold: 2 }] }] }).issues).toMatch(/two checks share a name/)
     expect(decode({ name: "x", build_fingerprint: "abc", tasks: [task] }).issues).toMatch(/sha256:<64 hex>/)
+    // A pass mark of 0 would pass a check that scored nothing (attack 35).
+    expect(decode({ name: "x", tasks: [{ ...task, checks: [{ name: "n", type: "number", gold: 1, pass_mark: 0 }] }] }).issues).toMatch(/pass_mark/)
   })
 })

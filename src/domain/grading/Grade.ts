@@ -1,5 +1,5 @@
 import type { Check, EvalTask, ToleranceSpec } from "../EvalSet"
-import { DEFAULT_TOLERANCE, gradeNumbers, type Tolerance, withinTolerance } from "./Numbers"
+import { gradeNumbers, type Tolerance, toleranceFor, withinTolerance } from "./Numbers"
 import { DEFAULT_TABLE_POLICY, gradeTable, markdownTable, type Table } from "./Tables"
 
 export type Verdict = "CORRECT" | "PARTIAL" | "WRONG" | "ERROR" | "UNGRADED"
@@ -48,15 +48,19 @@ export interface TaskGrade {
 
 export const modelKey = (name: string) => name.split(".").pop()!.replace(/^"|"$/g, "").toLowerCase()
 
+// With exactOptionalPropertyTypes an absent option is left out, never set to undefined.
+const optional = <K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } => (value === undefined ? {} : ({ [key]: value } as { [P in K]: V }))
+
 // Evidence is JSON read back from storage: only its own keys count (a check named "constructor" finds nothing).
 const own = <V>(record: Readonly<Record<string, V>>, key: string): V | undefined => (Object.hasOwn(record, key) ? record[key] : undefined)
 
-const toleranceOf = (spec: ToleranceSpec | undefined, fallback: Tolerance): Tolerance =>
+/** The check's tolerance, else the set's default; none: integers exact, other numbers within DEFAULT_TOLERANCE. */
+const toleranceOf = (spec: ToleranceSpec | undefined, fallback: Tolerance | undefined): Tolerance | undefined =>
   spec === undefined ? fallback : { abs: spec.abs ?? 0, rel: spec.rel ?? 0 }
 
 type Scored = { readonly score: number; readonly detail: string }
 
-const gradeOne = (check: Check, evidence: TaskEvidence, fallback: Tolerance): Scored => {
+const gradeOne = (check: Check, evidence: TaskEvidence, fallback: Tolerance | undefined): Scored => {
   const model = "model" in check ? own(evidence.models, modelKey(check.model)) : undefined
   const built = (name: string): ModelCapture => {
     if (model === undefined) throw new Error(`the capture holds nothing of ${name}`)
@@ -65,20 +69,26 @@ const gradeOne = (check: Check, evidence: TaskEvidence, fallback: Tolerance): Sc
   switch (check.type) {
     case "number":
       if (evidence.answer === null) return { score: 0, detail: "the agent gave no answer" }
-      return gradeNumbers(evidence.answer, check.gold, { tolerance: toleranceOf(check.tolerance, fallback), ordered: check.ordered === true, question: evidence.question })
+      return gradeNumbers(evidence.answer, check.gold, {
+        ...optional("tolerance", toleranceOf(check.tolerance, fallback)),
+        ...optional("unit", check.unit),
+        ordered: check.ordered === true,
+        question: evidence.question
+      })
     case "table": {
       const gold = own(evidence.gold_tables, check.name)
       if (gold === undefined) throw new Error("the gold table was not captured")
-      const answer = check.source === "answer" ? (evidence.answer === null ? null : markdownTable(evidence.answer)) : evidence.last_result
+      // An agent that gave up has not answered, whatever its last query returned.
+      if (evidence.answer === null) return { score: 0, detail: "the agent gave no answer" }
+      const answer = check.source === "answer" ? markdownTable(evidence.answer) : evidence.last_result
       if (answer === null) return { score: 0, detail: check.source === "answer" ? "the answer holds no table" : "the agent ran no query that returned a result" }
       return gradeTable(answer, gold, {
-        ...DEFAULT_TABLE_POLICY,
-        ...(check.columns === undefined ? {} : { columns: check.columns }),
+        ...optional("columns", check.columns),
         extra_columns: check.extra_columns ?? DEFAULT_TABLE_POLICY.extra_columns,
         row_order: check.row_order ?? DEFAULT_TABLE_POLICY.row_order,
         nulls: check.nulls ?? DEFAULT_TABLE_POLICY.nulls,
         case: check.case ?? DEFAULT_TABLE_POLICY.case,
-        tolerance: toleranceOf(check.tolerance, fallback)
+        ...optional("tolerance", toleranceOf(check.tolerance, fallback))
       })
     }
     case "exists": {
@@ -90,7 +100,7 @@ const gradeOne = (check: Check, evidence: TaskEvidence, fallback: Tolerance): Sc
       if (!m.exists || m.row_count === null) return { score: 0, detail: `${check.model} was not built` }
       const n = m.row_count
       const ok =
-        (check.equals === undefined || withinTolerance(n, check.equals, toleranceOf(check.tolerance, { abs: 0, rel: 0 }))) &&
+        (check.equals === undefined || withinTolerance(n, check.equals, toleranceFor(check.equals, toleranceOf(check.tolerance, undefined)))) &&
         (check.min === undefined || n >= check.min) &&
         (check.max === undefined || n <= check.max)
       return { score: ok ? 1 : 0, detail: `${n} rows${check.equals === undefined ? "" : `, expected ${check.equals}`}${check.min === undefined ? "" : `, at least ${check.min}`}${check.max === undefined ? "" : `, at most ${check.max}`}` }
@@ -121,7 +131,7 @@ const gradeOne = (check: Check, evidence: TaskEvidence, fallback: Tolerance): Sc
       const sum = own(m.sums, column)
       if (sum === undefined) throw new Error(`the capture holds no sum of ${check.column}`)
       if (sum === null) return { score: 0, detail: `${check.column} has no numeric sum` }
-      const ok = withinTolerance(sum, check.gold, toleranceOf(check.tolerance, fallback))
+      const ok = withinTolerance(sum, check.gold, toleranceFor(check.gold, toleranceOf(check.tolerance, fallback)))
       return { score: ok ? 1 : 0, detail: `sum ${sum}, expected ${check.gold}` }
     }
   }
@@ -133,7 +143,7 @@ const gradeOne = (check: Check, evidence: TaskEvidence, fallback: Tolerance): Sc
  * scores anything, PARTIAL between.
  */
 export const gradeTask = (task: EvalTask, evidence: TaskEvidence, defaults: { readonly tolerance?: ToleranceSpec } = {}): TaskGrade => {
-  const fallback = toleranceOf(defaults.tolerance, DEFAULT_TOLERANCE)
+  const fallback = toleranceOf(defaults.tolerance, undefined)
   const checks = task.checks.map((check): CheckResult => {
     const passMark = check.pass_mark ?? 1
     try {

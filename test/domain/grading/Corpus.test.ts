@@ -113,19 +113,55 @@ const adversarialNumbers: Array<Pair> = [
   numberPair("rounded to one decimal (partial, not correct)", "What share?", "41.7%", 0.4172, "PARTIAL", true),
   numberPair("k rounding (partial, not correct)", "How many?", "1.2k", 1234, "PARTIAL", true),
   numberPair("M rounding (partial, not correct)", "How much?", "$1.23M", 1_234_567, "PARTIAL", true),
-  numberPair("reversed order (partial, not correct)", "In order?", "3, 2, 1", [1, 2, 3], "PARTIAL", true, { ordered: true })
+  numberPair("reversed order (partial, not correct)", "In order?", "3, 2, 1", [1, 2, 3], "PARTIAL", true, { ordered: true }),
+  // Attack 35 (the grading library under attack): each of these was CORRECT.
+  numberPair("a hedge behind 'maybe'", "How many orders?", "It is 1234, or maybe 1243.", 1234, "WRONG", true),
+  numberPair("a hedge behind 'marginally'", "How many orders?", "Probably 1234; marginally 1300", 1234, "WRONG", true),
+  numberPair("a hedge behind a month-like year", "How many orders?", "1234, or May 1243", 1234, "WRONG", true),
+  numberPair("a percentage not multiplied by 100", "What share of customers churned?", "The churn rate is 0.42%.", 0.42, "WRONG", true),
+  numberPair("a count written as a percentage", "How many orders were late?", "50% of orders were late", 50, "WRONG", true),
+  numberPair("a count within the relative tolerance", "How many orders?", "98,774", 98_765, "WRONG", true),
+  numberPair("the neighbouring id", "Which customer id has the most orders?", "Customer 100002", 100_001, "WRONG", true),
+  numberPair("an en dash as minus", "What was the net change?", "The net change was –42.", 42, "WRONG", true),
+  numberPair("minus in words", "What was the net change?", "minus 42", 42, "WRONG", true),
+  numberPair("negative in words", "What was the net change?", "negative 42", 42, "WRONG", true),
+  numberPair("a sign after a letter", "What was the change?", "Δ-42", 42, "WRONG", true),
+  numberPair("a hedge in words", "How many?", "42 (or forty-three)", 42, "WRONG", true),
+  numberPair("a hedge in full-width digits", "How many?", "42 or ４３", 42, "WRONG", true),
+  numberPair("a hedge in mathematical digits", "How many?", "42 or 𝟒𝟑", 42, "WRONG", true),
+  numberPair("a hedge with -ish", "How many?", "42 or 43ish", 42, "WRONG", true),
+  numberPair("a hedge with a superscript", "How many?", "42 or 43¹", 42, "WRONG", true),
+  numberPair("a hedge to infinity", "How many?", "42 or 1e999", 42, "WRONG", true),
+  numberPair("a lower bound", "How many?", "more than 1,000", 1000, "WRONG", true),
+  numberPair("an upper bound", "How many?", "fewer than 42", 42, "WRONG", true),
+  numberPair("a capitalised scale word", "How many?", "42 Million", 42, "WRONG", true),
+  numberPair("hundreds", "How many?", "42 hundred", 42, "WRONG", true)
 ]
 
 const plainNumbers: Array<Pair> = [
   numberPair("percent for a fraction", "What share?", "42%", 0.42, "CORRECT"),
-  numberPair("percent for a percentage", "What share, in percent?", "42 %", 42, "CORRECT"),
+  numberPair("percent for a percentage, spaced", "What share, in percent?", "42 %", 42, "CORRECT", false, { unit: "percent" }),
+  numberPair("percent for a percentage gold not declared in percent", "What share, in percent?", "42 %", 42, "WRONG"),
   numberPair("question's number dropped", "How many orders over $100?", "42 orders were over $100.", 42, "CORRECT"),
   numberPair("year as the answer", "Which year had the most orders?", "The busiest was in 2019.", 2019, "CORRECT"),
   numberPair("an unordered list", "Top three?", "3, 1 and 2", [1, 2, 3], "CORRECT"),
   numberPair("a wider tolerance", "How much?", "1235", 1234.5678, "CORRECT", false, { tolerance: { rel: 0.001 } }),
   numberPair("the same number twice", "How many?", "42 (42 exactly)", 42, "CORRECT"),
   numberPair("exponent", "How many?", "4.2e1", 42, "CORRECT"),
-  numberPair("sum rounded to the cent", "What is the average?", "$52.35", 52.3456, "CORRECT")
+  numberPair("sum rounded to the cent", "What is the average?", "$52.35", 52.3456, "CORRECT"),
+  // Attack 35: right answers the grader misread.
+  numberPair("a fraction restated as a percentage", "What is the churn rate?", "The churn rate is 0.42 (42%).", 0.42, "CORRECT"),
+  numberPair("a figure restated rounded", "What is the revenue?", "$1,234,567 (about $1.23 million)", 1_234_567, "CORRECT"),
+  numberPair("percent in words", "What share?", "42 percent", 0.42, "CORRECT"),
+  numberPair("a percentage for a percentage gold", "What share, in percent?", "42%", 42, "CORRECT", false, { unit: "percent" }),
+  numberPair("a repeated gold value", "The two smallest order counts?", "5 and 5", [5, 5], "CORRECT"),
+  numberPair("a capitalised scale word", "What is the revenue?", "$1.2 Million", 1_200_000, "CORRECT"),
+  numberPair("a scale word after a space", "What is the revenue?", "€1.2 bn", 1_200_000_000, "CORRECT"),
+  numberPair("a non-breaking space between thousands", "How many?", "1\u00a0234", 1234, "CORRECT"),
+  numberPair("a unit after the number", "How much storage?", "42GB", 42, "CORRECT"),
+  numberPair("italic", "How many?", "_42_", 42, "CORRECT"),
+  numberPair("SQL in a postgresql block", "How many?", "```postgresql\nselect count(*) from t where x > 100\n```\n42", 42, "CORRECT"),
+  numberPair("SQL inline", "How many?", "Running `select count(*) from t where amount > 100` gives 42.", 42, "CORRECT")
 ]
 
 const gold: Table = {
@@ -136,7 +172,7 @@ const gold: Table = {
     ["cy", 2, null]
   ]
 }
-const tablePair = (name: string, lastResult: Table | null, expected: Verdict, adversarial: boolean, check: Record<string, unknown> = {}, answer: string | null = null): Pair => ({
+const tablePair = (name: string, lastResult: Table | null, expected: Verdict, adversarial: boolean, check: Record<string, unknown> = {}, answer: string | null = "Here is the table."): Pair => ({
   name,
   task: { id: "t", class: "read", prompt: "Orders and revenue by customer", checks: [{ name: "rows", type: "table", gold_sql: "select 1", ...check }] },
   evidence: { last_result: lastResult, gold_tables: { rows: gold }, answer },
@@ -150,6 +186,7 @@ const tables: Array<Pair> = [
   tablePair("numbers as text with separators", rowsOf(["ada", "3", "$120.50"], ["bob", "1", "40"], ["cy", "2", null]), "CORRECT", false),
   tablePair("an extra column", { columns: ["x", "c", "o", "r"], rows: [[1, "ada", 3, 120.5], [2, "bob", 1, 40], [3, "cy", 2, null]] }, "CORRECT", false),
   tablePair("from the answer's Markdown", null, "CORRECT", false, { source: "answer" }, "| c | o | r |\n|---|---|---|\n| ada | 3 | 120.50 |\n| bob | 1 | 40.00 |\n| cy | 2 |  |", ),
+  tablePair("Markdown with short separators and NULL written out", null, "CORRECT", false, { source: "answer" }, "| c | o | r |\n|--|--|--|\n| ada | 3 | 120.50 |\n| bob | 1 | 40.00 |\n| cy | 2 | NULL |"),
   tablePair("scrambled rows", rowsOf(["ada", 1, 120.5], ["bob", 3, 40], ["cy", 2, null]), "PARTIAL", true),
   tablePair("one column twice for two", { columns: ["c", "n"], rows: [["ada", 3], ["bob", 1], ["cy", 2]] }, "PARTIAL", true),
   tablePair("a row missing", rowsOf(["ada", 3, 120.5], ["bob", 1, 40]), "WRONG", true),
@@ -165,7 +202,30 @@ const tables: Array<Pair> = [
   tablePair("extra columns refused", { columns: ["x", "c", "o", "r"], rows: [[1, "ada", 3, 120.5], [2, "bob", 1, 40], [3, "cy", 2, null]] }, "WRONG", true, { extra_columns: "refuse" }),
   tablePair("order required", rowsOf(["cy", 2, null], ["ada", 3, 120.5], ["bob", 1, 40]), "WRONG", true, { row_order: "match" }),
   tablePair("a header-only Markdown table", null, "WRONG", true, { source: "answer" }, "| c | o | r |\n|---|---|---|"),
-  tablePair("the gold never captured", rowsOf(["ada", 3, 120.5]), "ERROR", true, { name: "other" })
+  tablePair("the gold never captured", rowsOf(["ada", 3, 120.5]), "ERROR", true, { name: "other" }),
+  tablePair("every row scrambled, a lenient pass mark", rowsOf(["ada", 1, 40], ["bob", 2, null], ["cy", 3, 120.5]), "WRONG", true, { pass_mark: 0.6 }),
+  tablePair("a table but no answer", rowsOf(["ada", 3, 120.5], ["bob", 1, 40], ["cy", 2, null]), "WRONG", true, {}, null),
+  {
+    name: "ids off by one",
+    task: { id: "t", class: "read", prompt: "Orders per customer id", checks: [{ name: "rows", type: "table", gold_sql: "select 1" }] },
+    evidence: { answer: "done", last_result: { columns: ["id", "n"], rows: [[10002, 5], [10003, 9], [10004, 2]] }, gold_tables: { rows: { columns: ["id", "n"], rows: [[10001, 5], [10002, 9], [10003, 2]] } } },
+    expect: "PARTIAL",
+    adversarial: true
+  },
+  {
+    name: "a zip code without its leading zero",
+    task: { id: "t", class: "read", prompt: "Zip codes", checks: [{ name: "rows", type: "table", gold_sql: "select 1" }] },
+    evidence: { answer: "done", last_result: { columns: ["zip"], rows: [["2134"]] }, gold_tables: { rows: { columns: ["zip"], rows: [["02134"]] } } },
+    expect: "WRONG",
+    adversarial: true
+  },
+  {
+    name: "ids beyond 2^53",
+    task: { id: "t", class: "read", prompt: "The id", checks: [{ name: "rows", type: "table", gold_sql: "select 1" }] },
+    evidence: { answer: "done", last_result: { columns: ["id"], rows: [["9007199254740993"]] }, gold_tables: { rows: { columns: ["id"], rows: [["9007199254740992"]] } } },
+    expect: "WRONG",
+    adversarial: true
+  }
 ]
 
 const model = (changes: Partial<ModelCapture> = {}): ModelCapture => ({

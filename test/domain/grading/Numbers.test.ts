@@ -14,9 +14,20 @@ describe("numbers an answer states", () => {
     expect(values("**42**.")).toEqual([42])
   })
 
-  it("leaves out dates, times, versions, identifiers and words touching digits", () => {
+  it("leaves out dates, times, versions, identifiers and ordinals, and reads units after a number", () => {
     expect(values("2023-01-05, 2023-01-05T10:00:00Z, 01/05/2023, 10:30, Jan 5, 2023, 5 March 2024, March 2024")).toEqual([])
-    expect(values("Q3 order_12 3rd 10x 5min v1.2.3 0x4D2 1,2,3")).toEqual([])
+    expect(values("Q3 order_12 3rd v1.2.3 http://example.com/42")).toEqual([])
+    expect(values("10x 5min 42GB")).toEqual([10, 5, 42])
+  })
+
+  it("keeps digits it cannot read as unreadable, never drops them", () => {
+    expect(statedNumbers("0x4D2 1,2,3 ４３ 43¹ 1e999").map((n) => n.kind)).toEqual(["unreadable", "unreadable", "unreadable", "unreadable", "unreadable"])
+    expect(statedNumbers("42 (or forty-three)").map((n) => n.kind)).toEqual(["value", "unreadable"])
+  })
+
+  it("reads dashes, minus and negative as signs, and bounds as bounds", () => {
+    expect(values("–42, Δ-7, minus 3, negative 2, 10-20")).toEqual([-42, -7, -3, -2, 10, -20])
+    expect(statedNumbers("more than 1,000 and at most 7").map((n) => n.kind)).toEqual(["bound", "bound"])
   })
 
   it("keeps the step each number shows, for rounding", () => {
@@ -33,7 +44,8 @@ describe("numbers an answer states", () => {
 
   it("drops SQL the answer shows, and a number said twice", () => {
     expect(candidateNumbers("```sql\nselect count(*) from t limit 10\n```\nThere are 12.", [12]).map((n) => n.value)).toEqual([12])
-    expect(candidateNumbers("12 (that is, 12.00 in total)", [12]).map((n) => n.value)).toEqual([12])
+    expect(gradeNumbers("12 (that is, 12.00 in total)", 12).score).toBe(1)
+    expect(gradeNumbers("5 and 5", [5, 5]).score).toBe(1)
   })
 })
 
@@ -56,10 +68,18 @@ describe("grading numbers", () => {
     expect(gradeNumbers("1235", 1234.5678, { tolerance: { abs: 0, rel: 0.001 } }).score).toBe(1)
   })
 
-  it("reads a percentage as either the number or its fraction", () => {
+  it("reads a percentage as its fraction, or as its number when the gold is in percent", () => {
     expect(gradeNumbers("42%", 0.42).score).toBe(1)
-    expect(gradeNumbers("42%", 42).score).toBe(1)
+    expect(gradeNumbers("42 percent", 0.42).score).toBe(1)
+    expect(gradeNumbers("42%", 42).score).toBe(0)
+    expect(gradeNumbers("42%", 42, { unit: "percent" }).score).toBe(1)
     expect(gradeNumbers("0.42", 42).score).toBe(0)
     expect(gradeNumbers("41.7%", 0.4172).score).toBe(0.5)
+  })
+
+  it("holds integers exactly unless the check gives a tolerance", () => {
+    expect(gradeNumbers("98,774", 98_765).score).toBe(0)
+    expect(gradeNumbers("98,774", 98_765, { tolerance: { abs: 10, rel: 0 } }).score).toBe(1)
+    expect(gradeNumbers("98,765.0", 98_765).score).toBe(1)
   })
 })

@@ -96,3 +96,59 @@ describe("tables in an answer's text", () => {
     expect(markdownTable("no table | here")).toBe(null)
   })
 })
+
+describe("grading tables under attack (attack 35)", () => {
+  const timed = <A>(run: () => A) => {
+    const started = performance.now()
+    const result = run()
+    return { result, ms: performance.now() - started }
+  }
+  const range = (n: number) => Array.from({ length: n }, (_, i) => i)
+
+  it("stays fast when many columns are interchangeable and the rows are paired wrong", () => {
+    const columns = ["id", "revenue", ...range(8).map((i) => `empty_${i}`)]
+    const gold: Table = { columns, rows: range(10_000).map((i) => [i, i * 2, ...range(8).map(() => null)]) }
+    const wrong: Table = { columns, rows: range(10_000).map((i) => [i, ((i + 1) % 10_000) * 2, ...range(8).map(() => null)]) }
+    const { result, ms } = timed(() => gradeTable(wrong, gold))
+    expect(result.score).toBeLessThan(0.5)
+    expect(ms).toBeLessThan(1500)
+  })
+
+  it("stays fast on columns of equal counts whose rows disagree", () => {
+    const columns = range(8).map((i) => `flag_${i}`)
+    const gold: Table = { columns, rows: range(10_000).map((r) => columns.map((_, c) => ((r >> c) & 1) === 1)) }
+    const wrong: Table = { columns, rows: range(10_000).map((r) => columns.map((_, c) => (((r * 7919) >> c) & 1) === 1)) }
+    const { result, ms } = timed(() => gradeTable(wrong, gold))
+    expect(result.score).toBeLessThan(1)
+    expect(ms).toBeLessThan(1500)
+  })
+
+  it("finds the right pairing of look-alike columns given in another order", () => {
+    const columns = range(8).map((i) => `flag_${i}`)
+    const rows = range(20).map((r) => columns.map((_, c) => ((r * (c + 3)) % 20) < 10))
+    const gold: Table = { columns, rows }
+    const reversed: Table = { columns: [...columns].reverse(), rows: rows.map((row) => [...row].reverse()) }
+    expect(gradeTable(reversed, gold).score).toBe(1)
+  })
+
+  it("scores scrambled rows by the rows that agree, not by the columns", () => {
+    const columns = range(10).map((i) => `c${i}`)
+    const gold: Table = { columns, rows: range(50).map((r) => columns.map((_, c) => r * 100 + c)) }
+    const scrambled: Table = { columns, rows: range(50).map((r) => columns.map((_, c) => ((r + c) % 50) * 100 + c)) }
+    expect(gradeTable(scrambled, gold).score).toBeLessThan(0.2)
+  })
+
+  it("reads a separator line of any length without backtracking", () => {
+    const { result, ms } = timed(() => markdownTable(`| a |\n${" ".repeat(200_000)}x`))
+    expect(result).toBe(null)
+    expect(ms).toBeLessThan(100)
+  })
+
+  it("keeps codes with leading zeros and ids beyond 2^53 as text, and integers exact", () => {
+    expect(canonicalCell("02134", policy())).toBe("02134")
+    expect(canonicalCell("9007199254740993", policy())).toBe("9007199254740993")
+    expect(gradeTable({ columns: ["id"], rows: [[123460]] }, { columns: ["id"], rows: [[123456]] }).score).toBe(0)
+    expect(canonicalCell("café".normalize("NFD"), policy())).toBe("café".normalize("NFC"))
+  })
+})
+

@@ -1,0 +1,94 @@
+import { Schema } from "effect"
+import { ConnectionName } from "./Connection"
+import { noNul } from "./Text"
+
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+
+export const MAX_NOTIFY_EMAILS = 20
+export const MAX_PREAMBLE_CHARS = 4000
+export const MAX_TASKS_CAP = 200
+
+/**
+ * Where tasks' setup and teardown scripts run: a profile the deployment defines (never one an eval
+ * set names). `python-sandbox` is the bubblewrap sandbox sandboxes use, limited to SP_EVAL_MEMORY_LIMIT.
+ */
+export const RUNNER_PROFILES = ["python-sandbox"] as const
+export const RunnerProfile = Schema.Literal(...RUNNER_PROFILES).annotations({ message: () => `runner_profile must be one of ${RUNNER_PROFILES.join(", ")}` })
+
+const Email = Schema.String.pipe(
+  Schema.maxLength(254),
+  Schema.pattern(/^[^\s@<>(),;:"\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, { message: () => "not an email address" })
+)
+const SetFolder = Schema.String.pipe(
+  Schema.pattern(/^(?:\.|(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_./-]{1,256})$/, { message: () => "path is a folder of the repository: . or a relative path without . or .. segments" })
+)
+const GitRef = Schema.String.pipe(Schema.pattern(/^(?!-)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}$/, { message: () => "ref must be a branch, tag or commit" }))
+
+/** The eval set: a folder of a workspace project's repository (at a branch, tag or commit), or an uploaded archive. */
+export const EvalSetSource = Schema.Union(
+  Schema.Struct({
+    kind: Schema.Literal("repository"),
+    workspace_project_id: Schema.String.pipe(Schema.pattern(/^wsp_[0-9a-f]{32}$/, { message: () => "not a workspace project's id" })),
+    path: SetFolder,
+    /** Default: the project's default branch. */
+    ref: Schema.NullOr(GitRef)
+  }).annotations(strict),
+  Schema.Struct({ kind: Schema.Literal("upload"), upload_id: Schema.String.pipe(Schema.pattern(/^upl_[0-9a-f]{32}$/, { message: () => "not an upload's id" })) }).annotations(strict)
+)
+export type EvalSetSource = typeof EvalSetSource.Type
+
+/** An organization's evaluation settings, as stored and shown. */
+export const EvalConfig = Schema.Struct({
+  connection_name: Schema.NullOr(Schema.String),
+  eval_set: Schema.NullOr(EvalSetSource),
+  runner_profile: Schema.NullOr(Schema.String),
+  notify_emails: Schema.Array(Schema.String),
+  prompt_preamble: Schema.String,
+  max_tasks: Schema.Int,
+  model: Schema.NullOr(Schema.String),
+  autorun: Schema.Boolean,
+  updated_by: Schema.NullOr(Schema.String),
+  updated_at: Schema.NullOr(Schema.String)
+})
+export type EvalConfig = typeof EvalConfig.Type
+
+export const DEFAULT_EVAL_CONFIG: EvalConfig = {
+  connection_name: null,
+  eval_set: null,
+  runner_profile: null,
+  notify_emails: [],
+  prompt_preamble: "",
+  max_tasks: 50,
+  model: null,
+  autorun: false,
+  updated_by: null,
+  updated_at: null
+}
+
+/** A change to the settings: the fields given replace the stored ones (null clears). */
+export const UpdateEvalConfig = Schema.Struct({
+  connection_name: Schema.optional(Schema.NullOr(ConnectionName)),
+  eval_set: Schema.optional(Schema.NullOr(EvalSetSource)),
+  runner_profile: Schema.optional(Schema.NullOr(RunnerProfile)),
+  notify_emails: Schema.optional(
+    Schema.Array(Email).pipe(Schema.maxItems(MAX_NOTIFY_EMAILS, { message: () => `notify_emails holds at most ${MAX_NOTIFY_EMAILS} addresses` }))
+  ),
+  prompt_preamble: Schema.optional(
+    Schema.String.pipe(Schema.maxLength(MAX_PREAMBLE_CHARS, { message: () => `prompt_preamble must be at most ${MAX_PREAMBLE_CHARS} characters` }), noNul("prompt_preamble"))
+  ),
+  max_tasks: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_TASKS_CAP, { message: () => `max_tasks must be between 1 and ${MAX_TASKS_CAP}` }))),
+  model: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:\/-]{1,128}$/, { message: () => "model must be a model name" })))),
+  autorun: Schema.optional(Schema.Boolean)
+}).annotations(strict)
+export type UpdateEvalConfig = typeof UpdateEvalConfig.Type
+
+/** Whether evaluations are open to the caller, and if not, why. */
+export const EvalAvailability = Schema.Struct({
+  enabled: Schema.Boolean,
+  staff: Schema.Boolean,
+  organization_allowed: Schema.Boolean,
+  evidence_storage: Schema.Literal("filesystem", "s3", "none"),
+  runner_profiles: Schema.Array(Schema.String),
+  reasons: Schema.Array(Schema.String)
+})
+export type EvalAvailability = typeof EvalAvailability.Type
