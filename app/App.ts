@@ -46,6 +46,10 @@ import { Knowledge } from "../src/services/Knowledge"
 import { KnowledgeSearch } from "../src/services/KnowledgeSearch"
 import { KnowledgeRepo } from "../src/repos/KnowledgeRepo"
 import { ReportsRepo } from "../src/repos/ReportsRepo"
+import { EvalConfigsRepo } from "../src/repos/EvalConfigsRepo"
+import { EvalAccess } from "../src/services/EvalAccess"
+import { EvalConfigs } from "../src/services/EvalConfigs"
+import { ObjectStore } from "../layers/ObjectStore"
 import { SandboxesRepo } from "../src/repos/SandboxesRepo"
 import { Sandboxes } from "../src/services/Sandboxes"
 import { NotebookSessions } from "../src/services/NotebookSessions"
@@ -126,6 +130,10 @@ export const ServicesLive = Layer.mergeAll(
   QueryApprovalSteps.Default,
   RateLimits.Default,
   Reports.Default,
+  EvalAccess.Default,
+  EvalConfigs.Default,
+  EvalConfigsRepo.Default,
+  ObjectStore.Default,
   WorkspaceProjects.Default,
   DbBranches.Default,
   DbtRunTokens.Default,

@@ -22,6 +22,7 @@ import { WorkspaceProjectsHttp } from "../src/http/WorkspaceProjectsHttp"
 import { DbBranchesHttp } from "../src/http/DbBranchesHttp"
 import { DbtProxyHttp } from "../src/http/DbtProxyHttp"
 import { DbtProjectsHttp } from "../src/http/DbtProjectsHttp"
+import { EvalsHttp } from "../src/http/EvalsHttp"
 import { GitRouteLive } from "../src/http/GitRoute"
 import { NotebookSessionsHttp } from "../src/http/NotebookSessionsHttp"
 import { SandboxesHttp } from "../src/http/SandboxesHttp"
@@ -65,6 +66,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     GitRouteLive,
     SandboxesHttp,
     NotebookSessionsHttp,
+    EvalsHttp,
     SecretsHttp,
     SystemHttp,
     PublicHttp,

@@ -9,6 +9,7 @@ import { ConnectionsApi } from "./ConnectionsApi"
 import { ConnectionTransferApi } from "./ConnectionTransferApi"
 import { ConnectionUrlsApi } from "./ConnectionUrlsApi"
 import { endpointPolicies } from "./EndpointPolicies"
+import { EvalsApi } from "./EvalsApi"
 import { KeysApi } from "./KeysApi"
 import { KnowledgeApi } from "./KnowledgeApi"
 import { McpApi } from "./McpApi"
@@ -52,6 +53,7 @@ export class SluiceApi extends HttpApi.make("sluice")
   .add(DbtProjectsApi)
   .add(SandboxesApi)
   .add(NotebookSessionsApi)
+  .add(EvalsApi)
   .add(SecretsApi)
   .add(SystemApi)
   .add(McpApi)

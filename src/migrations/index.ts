@@ -29,6 +29,7 @@ import m0028 from "./0028_workspace_projects"
 import m0029 from "./0029_db_branches"
 import m0030 from "./0030_dbt_projects"
 import m0031 from "./0031_db_branch_placement"
+import m0032 from "./0032_eval_configs"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -61,5 +62,6 @@ export const migrations = {
   "0028_workspace_projects": m0028,
   "0029_db_branches": m0029,
   "0030_dbt_projects": m0030,
-  "0031_db_branch_placement": m0031
+  "0031_db_branch_placement": m0031,
+  "0032_eval_configs": m0032
 }
