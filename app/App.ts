@@ -49,6 +49,7 @@ import { ReportsRepo } from "../src/repos/ReportsRepo"
 import { EvalConfigsRepo } from "../src/repos/EvalConfigsRepo"
 import { EvalAccess } from "../src/services/EvalAccess"
 import { EvalConfigs } from "../src/services/EvalConfigs"
+import { EvalSets } from "../src/services/EvalSets"
 import { ObjectStore } from "../layers/ObjectStore"
 import { SandboxesRepo } from "../src/repos/SandboxesRepo"
 import { Sandboxes } from "../src/services/Sandboxes"
@@ -132,6 +133,7 @@ export const ServicesLive = Layer.mergeAll(
   Reports.Default,
   EvalAccess.Default,
   EvalConfigs.Default,
+  EvalSets.Default,
   EvalConfigsRepo.Default,
   ObjectStore.Default,
   WorkspaceProjects.Default,

@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { promisify } from "node:util"
 import { Effect } from "effect"
 import type { ProjectFiles } from "../src/domain/DbtProject"
+import type { SetFiles } from "../src/domain/EvalSet"
 import { Unavailable } from "../src/domain/Errors"
 import { AppConfig } from "./AppConfig"
 
@@ -141,10 +142,46 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
       }
     }
 
+    /** The commit a branch, tag or commit id names, or null when it names none. */
+    const resolveCommit = (repository: string, ref: string) =>
+      Effect.promise(() =>
+        run("git", ["--git-dir", pathOf(repository), "rev-parse", "--verify", "--quiet", "--end-of-options", `${ref}^{commit}`], { env: gitEnv }).then(
+          ({ stdout }) => (/^[0-9a-f]{40,64}$/.test(stdout.trim()) ? stdout.trim() : null),
+          () => null
+        )
+      )
+
+    /** The files of a commit's folder, with whether each is a plain file (not a link or submodule), read with git itself. */
+    const commitFiles = (repository: string, commit: string, folder: string): SetFiles => {
+      const dir = pathOf(repository)
+      const base = folder === "" ? "" : `${folder}/`
+      return {
+        list: async () => {
+          const { stdout } = await run("git", ["--git-dir", dir, "ls-tree", "-r", "-z", `${commit}:${folder}`], { env: gitEnv, maxBuffer: 64 * 1024 * 1024 })
+          return stdout
+            .split("\0")
+            .filter((line) => line.length > 0)
+            .slice(0, 20_000)
+            .map((line) => {
+              const tab = line.indexOf("\t")
+              const [mode] = line.slice(0, tab).split(" ")
+              return { path: line.slice(tab + 1), regular: mode === "100644" || mode === "100755" }
+            })
+        },
+        read: async (file, maxBytes) => {
+          const object = `${commit}:${base}${file}`
+          const size = await run("git", ["--git-dir", dir, "cat-file", "-s", object], { env: gitEnv }).then(({ stdout }) => Number(stdout.trim()), () => null)
+          if (size === null || size > maxBytes) return null
+          const { stdout } = await run("git", ["--git-dir", dir, "cat-file", "blob", object], { env: gitEnv, maxBuffer: maxBytes + 1024 })
+          return stdout
+        }
+      }
+    }
+
     /** Whether the repository has a commit on `ref`. */
     const hasBranch = (repository: string, ref: string) =>
       Effect.promise(() => run("git", ["--git-dir", pathOf(repository), "rev-parse", "--verify", "--quiet", `refs/heads/${ref}`], { env: gitEnv }).then(() => true, () => false))
 
-    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile, treeFiles, hasBranch } as const
+    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile, treeFiles, hasBranch, resolveCommit, commitFiles } as const
   })
 }) {}

@@ -1,5 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { EvalAvailability, EvalConfig, UpdateEvalConfig } from "../domain/EvalConfig"
+import { Schema } from "effect"
+import { EvalAvailability, EvalConfig, EvalSetSource, UpdateEvalConfig } from "../domain/EvalConfig"
+import { EvalSetManifest } from "../domain/EvalSet"
 import { Forbidden, InvalidRequest, Unavailable } from "../domain/Errors"
 import { docs, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
@@ -36,6 +38,20 @@ export class EvalsApi extends HttpApiGroup.make("evals")
         docs(
           "Change evaluation settings",
           "Replaces the fields given (null clears): `connection_name` (the pinned connection), `eval_set` (`{kind: repository, workspace_project_id, path, ref}` or `{kind: upload, upload_id}`), `runner_profile` (one the deployment offers; the eval set never chooses it), `notify_emails` (at most 20), `prompt_preamble` (at most 4000 characters), `max_tasks` (1–200), `model`, `autorun`."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("tasks", "/evals/tasks")
+      .addSuccess(Schema.Struct({ ref: Schema.String, source: EvalSetSource, manifest: EvalSetManifest }))
+      .addError(InvalidRequest)
+      .addError(Forbidden)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "read")
+      .annotateContext(
+        docs(
+          "The eval set's tasks",
+          "The configured eval set's manifest, parsed and checked, with its ref (`<name>@<commit>`). A set that cannot be used is refused with what is wrong: none configured, its repository or folder missing, links in it, no manifest, a manifest that does not decode, files it names that are missing, a gold CSV that is malformed."
         )
       )
   )

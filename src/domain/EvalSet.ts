@@ -163,5 +163,14 @@ export const EvalSetManifest = Schema.Struct({
   )
 export type EvalSetManifest = typeof EvalSetManifest.Type
 
+/** An eval set's files as a commit or an archive holds them (nothing is checked out or extracted). */
+export interface SetFiles {
+  /** Every entry of the set, relative to its folder; `regular` is false for symbolic links, submodules and other non-files. */
+  readonly list: () => Promise<ReadonlyArray<{ readonly path: string; readonly regular: boolean }>>
+  /** The file's text, or null when it is missing or larger than `maxBytes`. */
+  readonly read: (path: string, maxBytes: number) => Promise<string | null>
+}
+
 /** The files a set's manifest may be in, first found wins. */
 export const MANIFEST_FILES = ["eval.yaml", "eval.yml", "eval.json"] as const
+

@@ -4,14 +4,17 @@ import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { EvalAccess } from "../services/EvalAccess"
 import { EvalConfigs } from "../services/EvalConfigs"
+import { EvalSets } from "../services/EvalSets"
 
 export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
   Effect.gen(function* () {
     const access = yield* EvalAccess
     const configs = yield* EvalConfigs
+    const sets = yield* EvalSets
     return handlers
       .handle("availability", () => Effect.flatMap(CurrentPrincipal, access.availability))
       .handle("getConfig", () => Effect.flatMap(CurrentPrincipal, configs.get))
       .handle("putConfig", ({ payload }) => Effect.flatMap(CurrentPrincipal, (p) => configs.update(p, payload)))
+      .handle("tasks", () => Effect.flatMap(CurrentPrincipal, sets.tasks))
   })
 )

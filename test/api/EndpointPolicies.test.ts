@@ -157,6 +157,7 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "GET /api/evals/availability": "read",
   "GET /api/evals/config": "read",
   "PUT /api/evals/config": "admin",
+  "GET /api/evals/tasks": "read",
   "POST /api/dbt-proxy/run-tokens": "dbt_proxy",
   "GET /api/projects": "read",
   "POST /api/projects": "write",

@@ -1,0 +1,95 @@
+import { Effect, Either, Schema } from "effect"
+import { parse as parseYaml } from "yaml"
+import { GitRepositories } from "../../layers/GitRepositories"
+import type { EvalSetSource } from "../domain/EvalConfig"
+import { EvalSetManifest, MANIFEST_FILES, type SetFiles } from "../domain/EvalSet"
+import { InvalidRequest, Unavailable } from "../domain/Errors"
+import { parseCsv } from "../domain/grading/Csv"
+import type { Table } from "../domain/grading/Tables"
+import { issueMessages } from "../domain/ParseIssues"
+import type { Principal } from "../domain/Principal"
+import { EvalAccess } from "./EvalAccess"
+import { EvalConfigs } from "./EvalConfigs"
+import { WorkspaceProjects } from "./WorkspaceProjects"
+
+const MANIFEST_MAX_BYTES = 4 * 1024 * 1024
+const GOLD_CSV_MAX_BYTES = 16 * 1024 * 1024
+
+/** An eval set as a run uses it: `ref` is `<name>@<commit>`, the manifest checked, its gold CSV files read, its files for scripts. */
+export interface LoadedEvalSet {
+  readonly ref: string
+  readonly source: EvalSetSource
+  readonly manifest: EvalSetManifest
+  readonly goldCsv: ReadonlyMap<string, Table>
+  readonly files: SetFiles
+}
+
+const refused = (message: string) => new InvalidRequest({ message })
+const io = <A>(what: string, run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: () => new Unavailable({ message: `The eval set could not be read (${what})` }) })
+
+/** Reads and checks a set's files: no links, a manifest at its top that decodes, every file it names present, every gold CSV well formed. */
+export const readEvalSet = (files: SetFiles) =>
+  Effect.gen(function* () {
+    const entries = yield* io("its files", files.list)
+    const irregular = entries.filter((e) => !e.regular).map((e) => e.path)
+    if (irregular.length > 0) return yield* refused(`The eval set holds symbolic links or submodules, which it may not: ${irregular.slice(0, 5).join(", ")}`)
+    const present = new Set(entries.map((e) => e.path))
+    const manifestFile = MANIFEST_FILES.find((name) => present.has(name))
+    if (manifestFile === undefined) return yield* refused(`The eval set has no ${MANIFEST_FILES.join(", ")} at its top`)
+    const text = yield* io(manifestFile, () => files.read(manifestFile, MANIFEST_MAX_BYTES))
+    if (text === null) return yield* refused(`${manifestFile} is larger than ${MANIFEST_MAX_BYTES / 1024 / 1024} MiB`)
+    const parsed = yield* Effect.try({
+      try: () => (manifestFile.endsWith(".json") ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100, uniqueKeys: true })) as unknown,
+      catch: (error) => refused(`${manifestFile}: ${error instanceof Error ? error.message.split("\n")[0] : "not valid"}`)
+    })
+    const decoded = Schema.decodeUnknownEither(EvalSetManifest, { errors: "all" })(parsed)
+    if (Either.isLeft(decoded)) return yield* refused(`${manifestFile}: ${issueMessages(decoded.left).slice(0, 20).join("; ")}`)
+    const manifest = decoded.right
+    const named = manifest.tasks.flatMap((task) => [task.setup, task.teardown, ...task.checks.map((c) => (c.type === "table" ? c.gold_csv : undefined))])
+    const missing = [...new Set(named.filter((file): file is string => file !== undefined && !present.has(file)))]
+    if (missing.length > 0) return yield* refused(`${manifestFile} names files the set does not hold: ${missing.slice(0, 10).join(", ")}`)
+    const goldCsv = new Map<string, Table>()
+    for (const file of new Set(manifest.tasks.flatMap((task) => task.checks.flatMap((c) => (c.type === "table" && c.gold_csv !== undefined ? [c.gold_csv] : []))))) {
+      const csv = yield* io(file, () => files.read(file, GOLD_CSV_MAX_BYTES))
+      if (csv === null) return yield* refused(`${file} is larger than ${GOLD_CSV_MAX_BYTES / 1024 / 1024} MiB`)
+      goldCsv.set(file, yield* Effect.try({ try: () => parseCsv(csv), catch: (error) => refused(`${file}: ${error instanceof Error ? error.message : "not CSV"}`) }))
+    }
+    return { manifest, goldCsv }
+  })
+
+/** The configured eval set, read from its workspace project's repository at a commit. */
+export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
+  effect: Effect.gen(function* () {
+    const configs = yield* EvalConfigs
+    const projects = yield* WorkspaceProjects
+    const git = yield* GitRepositories
+    const access = yield* EvalAccess
+
+    const load = Effect.fn("EvalSets.load")(function* (principal: Principal) {
+      const source = (yield* configs.current(principal)).eval_set
+      if (source === null) return yield* refused("No eval set is configured: set eval_set with PUT /api/evals/config (a folder of a workspace project, or an uploaded archive)")
+      if (source.kind === "upload") return yield* refused("The configured eval set is an upload that has not been completed")
+      const project = yield* projects.get(principal, source.workspace_project_id).pipe(
+        Effect.catchTag("NotFound", () => Effect.fail(refused("The eval set's workspace project no longer exists: set eval_set again")))
+      )
+      const ref = source.ref ?? project.default_branch
+      const commit = yield* git.resolveCommit(project.id, ref)
+      if (commit === null) return yield* refused(`The eval repository has no ${ref}: push the eval set to it first`)
+      const files = git.commitFiles(project.id, commit, source.path === "." ? "" : source.path)
+      const { manifest, goldCsv } = yield* readEvalSet(files).pipe(
+        Effect.catchTag("Unavailable", () => Effect.fail(refused(`The eval repository has no folder ${source.path} at ${ref}`)))
+      )
+      return { ref: `${manifest.name}@${commit}`, source, manifest, goldCsv, files } satisfies LoadedEvalSet
+    })
+
+    /** The configured set's parsed manifest, for staff of an allow-listed organization. */
+    const tasks = Effect.fn("EvalSets.tasks")(function* (principal: Principal) {
+      yield* access.allowed(principal)
+      const loaded = yield* load(principal)
+      return { ref: loaded.ref, source: loaded.source, manifest: loaded.manifest }
+    })
+
+    return { load, tasks } as const
+  }),
+  dependencies: [EvalConfigs.Default, WorkspaceProjects.Default, GitRepositories.Default, EvalAccess.Default]
+}) {}
