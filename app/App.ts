@@ -9,6 +9,7 @@ import { jobStarter } from "../actors/jobs/JobStarter"
 import { AuditFoldLoop } from "../actors/loops/AuditFoldLoop"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { SandboxSnapshotExpiryLoop } from "../actors/loops/SandboxSnapshotExpiryLoop"
+import { EvalUploadExpiryLoop } from "../actors/loops/EvalUploadExpiryLoop"
 import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
 import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
@@ -50,6 +51,8 @@ import { EvalConfigsRepo } from "../src/repos/EvalConfigsRepo"
 import { EvalAccess } from "../src/services/EvalAccess"
 import { EvalConfigs } from "../src/services/EvalConfigs"
 import { EvalSets } from "../src/services/EvalSets"
+import { EvalUploads } from "../src/services/EvalUploads"
+import { EvalUploadsRepo } from "../src/repos/EvalUploadsRepo"
 import { ObjectStore } from "../layers/ObjectStore"
 import { SandboxesRepo } from "../src/repos/SandboxesRepo"
 import { Sandboxes } from "../src/services/Sandboxes"
@@ -134,6 +137,8 @@ export const ServicesLive = Layer.mergeAll(
   EvalAccess.Default,
   EvalConfigs.Default,
   EvalSets.Default,
+  EvalUploads.Default,
+  EvalUploadsRepo.Default,
   EvalConfigsRepo.Default,
   ObjectStore.Default,
   WorkspaceProjects.Default,
@@ -173,7 +178,7 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = Layer.merge(AgentRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter(AgentRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, EvalUploadExpiryLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

@@ -24,6 +24,7 @@ import { DbtProxyHttp } from "../src/http/DbtProxyHttp"
 import { DbtProjectsHttp } from "../src/http/DbtProjectsHttp"
 import { EvalsHttp } from "../src/http/EvalsHttp"
 import { GitRouteLive } from "../src/http/GitRoute"
+import { EvalUploadPartRouteLive } from "../src/http/EvalUploadPartRoute"
 import { NotebookSessionsHttp } from "../src/http/NotebookSessionsHttp"
 import { SandboxesHttp } from "../src/http/SandboxesHttp"
 import { SecretsHttp } from "../src/http/SecretsHttp"
@@ -64,6 +65,7 @@ const ApiLive = HttpApiBuilder.api(SluiceApi).pipe(
     DbtProxyHttp,
     DbtProjectsHttp,
     GitRouteLive,
+    EvalUploadPartRouteLive,
     SandboxesHttp,
     NotebookSessionsHttp,
     EvalsHttp,

@@ -92,6 +92,13 @@ export const filesystemObjects = (root: string): ObjectBackend => {
         const body = NodeStream.fromReadable(() => handle.createReadStream(), () => new Unavailable({ message: "The object store stopped mid-read" }))
         return { size: stat.size, body }
       }),
+    getRange: (key, start, end) =>
+      isObjectKey(key) && end > start
+        ? NodeStream.fromReadable(
+            () => fs.createReadStream(fileOf(key), { start, end: end - 1 }),
+            (error) => ((error as NodeJS.ErrnoException).code === "ENOENT" ? new NotFound({ message: "No such object" }) : new Unavailable({ message: "The object store stopped mid-read" }))
+          )
+        : Stream.empty,
     head: (key) =>
       isObjectKey(key)
         ? io("read an object", () => fsp.stat(fileOf(key)).then((s) => (s.isFile() ? Option.some({ key, size: s.size }) : Option.none()), (e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? Option.none() : Promise.reject(e))))

@@ -31,6 +31,8 @@ export interface ObjectBackend {
   readonly kind: "filesystem" | "s3"
   readonly put: (key: string, body: Uint8Array, contentType: string) => Effect.Effect<void, Unavailable>
   readonly get: (key: string) => Effect.Effect<{ readonly size: number; readonly body: Stream.Stream<Uint8Array, Unavailable> }, NotFound | Unavailable>
+  /** Bytes `start` to `end` (exclusive) of an object: how an archive's directory and entries are read without fetching it whole. */
+  readonly getRange: (key: string, start: number, end: number) => Stream.Stream<Uint8Array, NotFound | Unavailable>
   readonly head: (key: string) => Effect.Effect<Option.Option<ObjectInfo>, Unavailable>
   /** Every object under the prefix, in key order. */
   readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<ObjectInfo>, Unavailable>

@@ -104,6 +104,17 @@ export const s3Objects = (settings: S3Settings): ObjectBackend => {
         if (body === undefined) return yield* new Unavailable({ message: "The object store answered without a body" })
         return { size: answer.ContentLength ?? 0, body: NodeStream.fromReadable(() => body, () => new Unavailable({ message: "The object store stopped mid-read" })) }
       }),
+    getRange: (key, start, end) =>
+      !isObjectKey(key) || end <= start
+        ? Stream.empty
+        : Stream.unwrap(
+            send("read an object", (abortSignal) => client.send(new GetObjectCommand({ Bucket, Key: key, Range: `bytes=${start}-${end - 1}` }), { abortSignal })).pipe(
+              Effect.catchTag("InvalidRequest", (e) => Effect.fail(new Unavailable({ message: e.message }))),
+              Effect.map((answer) =>
+                answer.Body === undefined ? Stream.empty : NodeStream.fromReadable(() => answer.Body as Readable, () => new Unavailable({ message: "The object store stopped mid-read" }))
+              )
+            )
+          ),
     head: (key) =>
       isObjectKey(key)
         ? send("read an object", (abortSignal) => client.send(new HeadObjectCommand({ Bucket, Key: key }), { abortSignal })).pipe(

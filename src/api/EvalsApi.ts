@@ -2,7 +2,8 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { EvalAvailability, EvalConfig, EvalSetSource, UpdateEvalConfig } from "../domain/EvalConfig"
 import { EvalSetManifest } from "../domain/EvalSet"
-import { Forbidden, InvalidRequest, Unavailable } from "../domain/Errors"
+import { InitiateUpload, UploadById, UploadSession } from "../domain/EvalUpload"
+import { Conflict, Forbidden, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { docs, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
@@ -54,6 +55,41 @@ export class EvalsApi extends HttpApiGroup.make("evals")
           "The configured eval set's manifest, parsed and checked, with its ref (`<name>@<commit>`). A set that cannot be used is refused with what is wrong: none configured, its repository or folder missing, links in it, no manifest, a manifest that does not decode, files it names that are missing, a gold CSV that is malformed."
         )
       )
+  )
+  .add(
+    HttpApiEndpoint.post("initiateUpload", "/evals/upload/initiate")
+      .setPayload(InitiateUpload)
+      .addSuccess(UploadSession)
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "write")
+      .annotateContext(
+        docs(
+          "Begin or resume an eval-set upload",
+          "`{file_name, size}` begins an upload of a zip archive of at most 8 GiB, sent in 64 MiB parts; `{upload_id}` picks an open one up again. The answer lists the parts already stored and, for each other part, where to PUT it: a presigned URL of the S3 store (send no key: the bytes go straight to the store) or this gateway's part route (send your key; the filesystem store). At most 3 open uploads per user (409); an upload expires 6 hours after it began. Not limited to platform staff."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("completeUpload", "/evals/upload/complete")
+      .setPayload(UploadById)
+      .addSuccess(UploadSession)
+      .addError(InvalidRequest)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "write")
+      .annotateContext(docs("Complete an eval-set upload", "Assembles the archive once every part is stored with its size (400 naming the parts missing or wrong). The archive is kept 7 days; name it in the settings' eval_set as `{kind: upload, upload_id}`."))
+  )
+  .add(
+    HttpApiEndpoint.post("abortUpload", "/evals/upload/abort")
+      .setPayload(UploadById)
+      .addSuccess(UploadSession)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "write")
+      .annotateContext(docs("Abort an eval-set upload", "Forgets an open upload and the parts stored for it."))
   )
   .middleware(Authentication)
   .prefix("/api")

@@ -10,6 +10,7 @@ import { Connections } from "../services/Connections"
 import { Metrics } from "../services/Metrics"
 import { REPORT_REQUEST_MAX_BYTES } from "../domain/Report"
 import { GIT_FETCH_REQUEST_MAX_BYTES } from "../domain/WorkspaceProject"
+import { UPLOAD_PART_BYTES } from "../domain/EvalUpload"
 import { MAX_BODY_BYTES } from "../services/Posture"
 import { announcesBody, declaresJson } from "./BodyHeaders"
 import { resolveClientAddress } from "./ClientAddress"
@@ -32,9 +33,13 @@ const NOTEBOOK_WRITES = /^\/notebook\//
 // Git's two services take bodies of their own type and size: a push is counted against SP_GIT_PUSH_MAX_MB by the git route as it streams.
 const GIT_SERVICE = /^\/git\/[^/?]+\.git\/(git-upload-pack|git-receive-pack)(?:\?|$)/
 const gitServiceOf = (request: RequestLine) => (request.method === "POST" ? GIT_SERVICE.exec(request.url)?.[1] : undefined)
+// An eval-set upload's part (the filesystem store's) is 64 MiB of bytes, streamed to disk by its route.
+const UPLOAD_PART = /^\/api\/evals\/upload\/upl_[0-9a-f]{32}\/parts\/\d{1,5}$/
+export const isUploadPart = (request: RequestLine) => request.method === "PUT" && UPLOAD_PART.test(request.url)
 export const bodyLimitOf = (request: RequestLine) => {
   const git = gitServiceOf(request)
   if (git !== undefined) return git === "git-receive-pack" ? Number.MAX_SAFE_INTEGER : GIT_FETCH_REQUEST_MAX_BYTES
+  if (isUploadPart(request)) return UPLOAD_PART_BYTES
   return ((request.method === "POST" || request.method === "PATCH") && REPORT_WRITES.test(request.url)) || ((request.method === "PUT" || request.method === "POST") && NOTEBOOK_WRITES.test(request.url))
     ? REPORT_REQUEST_MAX_BYTES
     : MAX_BODY_BYTES
@@ -71,6 +76,10 @@ const drainInsteadOfReset = (request: HttpServerRequest.HttpServerRequest, info:
     return this
   }
 }
+
+/** The status a gate or service failure answers with on a route outside the HTTP API, by its kind. */
+export const failureStatus = (tag: string) =>
+  ({ NotFound: 404, Conflict: 409, InsufficientScope: 403, Forbidden: 403, RateLimited: 429, Unavailable: 503, InvalidRequest: 400, PayloadTooLarge: 413 })[tag] ?? 401
 
 export const errorResponse = (status: number, code: string, message: string, extra: Record<string, unknown> = {}) =>
   HttpServerResponse.unsafeJson({ code, message, ...extra }, { status })
@@ -119,11 +128,17 @@ const diedUnanswered = (cause: Cause.Cause<unknown>) => Chunk.some(Cause.defects
 
 const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
-/** A body that changes state must say it is JSON (git's services: their own types), which a page cannot send to another origin without asking, as it can text/plain or a form. */
+/** The type a body of this request must declare other than JSON: git's services' own, an upload part's bytes. */
+const ownBodyType = (request: RequestLine) => {
+  const git = gitServiceOf(request)
+  return git !== undefined ? `application/x-${git}-request` : isUploadPart(request) ? "application/octet-stream" : undefined
+}
+
+/** A body that changes state must say it is JSON (or its route's own type), which a page cannot send to another origin without asking, as it can text/plain or a form. */
 const undeclaredJson = (request: HttpServerRequest.HttpServerRequest) => {
   if (!STATE_CHANGING.has(request.method) || !announcesBody(request.headers)) return false
-  const git = gitServiceOf(request)
-  return git === undefined ? !declaresJson(request.headers) : request.headers["content-type"] !== `application/x-${git}-request`
+  const own = ownBodyType(request)
+  return own === undefined ? !declaresJson(request.headers) : request.headers["content-type"] !== own
 }
 
 /**
@@ -298,8 +313,8 @@ export const makeRequestPipeline = Effect.gen(function* () {
       const bodyLimit = bodyLimitOf(request)
       if (Number(request.headers["content-length"] ?? 0) > bodyLimit) return yield* finish(request, info, started, tooLarge(bodyLimit))
       if (undeclaredJson(request)) {
-        const git = gitServiceOf(request)
-        const refused = errorResponse(415, "unsupported_media_type", git === undefined ? "Send the request body as JSON with Content-Type: application/json" : `Send ${git}'s body with Content-Type: application/x-${git}-request`)
+        const own = ownBodyType(request)
+        const refused = errorResponse(415, "unsupported_media_type", own === undefined ? "Send the request body as JSON with Content-Type: application/json" : `Send this request's body with Content-Type: ${own}`)
         return yield* finish(request, info, started, refused)
       }
       if (request.headers["transfer-encoding"] !== undefined) drainInsteadOfReset(request, info)

@@ -12,7 +12,7 @@ import { resolveClientAddress } from "../gate/ClientAddress"
 import { sessionOfHost } from "../domain/NotebookOrigin"
 import { notebookHostGuard } from "../gate/Envelope"
 import { credentialOf, Gate } from "../gate/Gate"
-import { bodyLimitOf, errorResponse } from "../gate/RequestPipeline"
+import { bodyLimitOf, errorResponse, failureStatus } from "../gate/RequestPipeline"
 import { type RequestInfo, RequestState } from "../gate/RequestState"
 import { Audit } from "../services/Audit"
 import { auditRow, newAuditDraft } from "../services/AuditDraft"
@@ -50,10 +50,6 @@ const forwardedHeaders = (headers: Readonly<Record<string, string | ReadonlyArra
 }
 
 const sessionIdOf = (url: string) => SESSION_PATH.exec(url)?.[1] ?? null
-
-/** The status a gate or session failure answers with, by its kind. */
-const statusOf = (tag: string) =>
-  ({ NotFound: 404, Conflict: 409, InsufficientScope: 403, Forbidden: 403, RateLimited: 429, Unavailable: 503, InvalidRequest: 400 })[tag] ?? 401
 
 /**
  * Notebook sessions' origins: `/notebook/{session_id}/…` over HTTP and (kernel channels only)
@@ -197,10 +193,10 @@ export const makeNotebookProxy = Effect.gen(function* () {
     const ticket = request.method === "GET" ? OPEN_PATH.exec(request.url)?.[1] : undefined
     if (ticket !== undefined) {
       const opened = yield* Effect.either(open(info, id, ticket))
-      return opened._tag === "Right" ? opened.right : errorResponse(statusOf(opened.left._tag), opened.left.code, opened.left.message)
+      return opened._tag === "Right" ? opened.right : errorResponse(failureStatus(opened.left._tag), opened.left.code, opened.left.message)
     }
     const target = yield* Effect.either(admitted(info, request.headers, id))
-    if (target._tag === "Left") return errorResponse(statusOf(target.left._tag), target.left.code, target.left.message)
+    if (target._tag === "Left") return errorResponse(failureStatus(target.left._tag), target.left.code, target.left.message)
     const full = target.right.refusingWrites()
     if (full !== null && (request.method === "POST" || request.method === "PUT" || request.method === "PATCH") && WRITES.test(request.url)) {
       return errorResponse(507, "insufficient_storage", full)
@@ -272,7 +268,7 @@ export const makeNotebookProxy = Effect.gen(function* () {
       }
       const target = yield* Effect.either(admitted(info, headers, id))
       if (target._tag === "Left") {
-        const status = statusOf(target.left._tag)
+        const status = failureStatus(target.left._tag)
         refuse(socket, status, target.left.code, target.left.message)
         return yield* record(status, "refused", target.left.code)
       }

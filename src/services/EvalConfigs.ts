@@ -5,6 +5,7 @@ import { type Principal, principalLabel } from "../domain/Principal"
 import { type EvalConfigRow, EvalConfigsRepo } from "../repos/EvalConfigsRepo"
 import { Connections } from "./Connections"
 import { EvalAccess } from "./EvalAccess"
+import { EvalUploads } from "./EvalUploads"
 import { WorkspaceProjects } from "./WorkspaceProjects"
 
 const shown = (row: EvalConfigRow | null): EvalConfig =>
@@ -19,6 +20,7 @@ export class EvalConfigs extends Effect.Service<EvalConfigs>()("sluice/EvalConfi
     const access = yield* EvalAccess
     const connections = yield* Connections
     const projects = yield* WorkspaceProjects
+    const uploads = yield* EvalUploads
 
     /** The settings as they are, without the access check (for the run machinery, which checked at its start). */
     const current = Effect.fn("EvalConfigs.current")(function* (principal: Principal) {
@@ -43,6 +45,9 @@ export class EvalConfigs extends Effect.Service<EvalConfigs>()("sluice/EvalConfi
           Effect.catchTag("NotFound", () => Effect.fail(new InvalidRequest({ message: `eval_set: there is no workspace project ${set.workspace_project_id}` })))
         )
       }
+      if (set !== undefined && set !== null && set.kind === "upload") {
+        yield* uploads.archive(principal.orgId, set.upload_id).pipe(Effect.catchTag("NotFound", (e) => Effect.fail(new InvalidRequest({ message: `eval_set: ${e.message}` }))))
+      }
       return shown(
         yield* repo.save(principal.orgId, {
           connection_name: given(change.connection_name, before.connection_name),
@@ -60,5 +65,5 @@ export class EvalConfigs extends Effect.Service<EvalConfigs>()("sluice/EvalConfi
 
     return { get, update, current } as const
   }),
-  dependencies: [EvalConfigsRepo.Default, EvalAccess.Default, Connections.Default, WorkspaceProjects.Default]
+  dependencies: [EvalConfigsRepo.Default, EvalAccess.Default, Connections.Default, WorkspaceProjects.Default, EvalUploads.Default]
 }) {}

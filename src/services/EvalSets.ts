@@ -1,6 +1,7 @@
 import { Effect, Either, Schema } from "effect"
 import { parse as parseYaml } from "yaml"
 import { GitRepositories } from "../../layers/GitRepositories"
+import { zipSetFiles } from "../../layers/objects/ZipSetFiles"
 import type { EvalSetSource } from "../domain/EvalConfig"
 import { EvalSetManifest, MANIFEST_FILES, type SetFiles } from "../domain/EvalSet"
 import { InvalidRequest, Unavailable } from "../domain/Errors"
@@ -10,6 +11,7 @@ import { issueMessages } from "../domain/ParseIssues"
 import type { Principal } from "../domain/Principal"
 import { EvalAccess } from "./EvalAccess"
 import { EvalConfigs } from "./EvalConfigs"
+import { EvalUploads } from "./EvalUploads"
 import { WorkspaceProjects } from "./WorkspaceProjects"
 
 const MANIFEST_MAX_BYTES = 4 * 1024 * 1024
@@ -57,18 +59,28 @@ export const readEvalSet = (files: SetFiles) =>
     return { manifest, goldCsv }
   })
 
-/** The configured eval set, read from its workspace project's repository at a commit. */
+/** The configured eval set, read from its workspace project's repository at a commit, or from an uploaded archive in place. */
 export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
   effect: Effect.gen(function* () {
     const configs = yield* EvalConfigs
     const projects = yield* WorkspaceProjects
     const git = yield* GitRepositories
     const access = yield* EvalAccess
+    const uploads = yield* EvalUploads
 
     const load = Effect.fn("EvalSets.load")(function* (principal: Principal) {
       const source = (yield* configs.current(principal)).eval_set
       if (source === null) return yield* refused("No eval set is configured: set eval_set with PUT /api/evals/config (a folder of a workspace project, or an uploaded archive)")
-      if (source.kind === "upload") return yield* refused("The configured eval set is an upload that has not been completed")
+      if (source.kind === "upload") {
+        const archive = yield* uploads.archive(principal.orgId, source.upload_id).pipe(
+          Effect.catchTag("NotFound", (e) => Effect.fail(refused(`The eval set's upload cannot be used: ${e.message}`)))
+        )
+        const files = zipSetFiles(archive.backend, archive.key, archive.size)
+        const { manifest, goldCsv } = yield* readEvalSet(files).pipe(
+          Effect.catchTag("Unavailable", () => Effect.fail(refused("The uploaded eval set is not a zip archive, or is damaged")))
+        )
+        return { ref: `${manifest.name}@${source.upload_id}`, source, manifest, goldCsv, files } satisfies LoadedEvalSet
+      }
       const project = yield* projects.get(principal, source.workspace_project_id).pipe(
         Effect.catchTag("NotFound", () => Effect.fail(refused("The eval set's workspace project no longer exists: set eval_set again")))
       )
@@ -91,5 +103,5 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
 
     return { load, tasks } as const
   }),
-  dependencies: [EvalConfigs.Default, WorkspaceProjects.Default, GitRepositories.Default, EvalAccess.Default]
+  dependencies: [EvalConfigs.Default, WorkspaceProjects.Default, GitRepositories.Default, EvalAccess.Default, EvalUploads.Default]
 }) {}

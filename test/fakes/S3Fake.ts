@@ -68,7 +68,9 @@ export const startS3Fake = async (options: S3FakeOptions = {}) => {
   const region = options.region ?? "us-east-1"
   const objects = new Map<string, StoredObject>()
   const uploads = new Map<string, Upload>()
-  let now = Date.now()
+  // Real time, moved on by `advance`.
+  let offset = 0
+  const now = () => Date.now() + offset
   const requests: Array<S3Request> = []
 
   /** Checks the request's SigV4 signature; returns an error code and message, or null. */
@@ -84,7 +86,7 @@ export const startS3Fake = async (options: S3FakeOptions = {}) => {
       const expires = Number(url.searchParams.get("X-Amz-Expires"))
       if (!Number.isInteger(expires) || expires < 1 || expires > 604_800) return [400, "AuthorizationQueryParametersError", "X-Amz-Expires must be 1 to 604800 seconds"]
       const signedAt = Date.parse(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, "$1-$2-$3T$4:$5:$6Z"))
-      if (!Number.isFinite(signedAt) || now > signedAt + expires * 1000) return [403, "AccessDenied", "Request has expired"]
+      if (!Number.isFinite(signedAt) || now() > signedAt + expires * 1000) return [403, "AccessDenied", "Request has expired"]
       payloadHash = "UNSIGNED-PAYLOAD"
     } else {
       const auth = req.headers.authorization ?? ""
@@ -166,7 +168,7 @@ export const startS3Fake = async (options: S3FakeOptions = {}) => {
 
     if (q.has("uploads") && method === "POST") {
       const id = randomBytes(24).toString("base64url")
-      uploads.set(id, { key, created: now, parts: new Map() })
+      uploads.set(id, { key, created: now(), parts: new Map() })
       return xml(res, 200, `<InitiateMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escapeXml(key)}</Key><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`)
     }
     if (q.has("uploadId")) {
@@ -206,7 +208,7 @@ export const startS3Fake = async (options: S3FakeOptions = {}) => {
           chosen.push(part.body)
         }
         const etag = `${md5(Buffer.concat(listed.map(({ n }) => Buffer.from(upload.parts.get(n)!.etag, "hex"))))}-${listed.length}`
-        objects.set(key, { body: Buffer.concat(chosen), etag, contentType: "application/octet-stream", created: now })
+        objects.set(key, { body: Buffer.concat(chosen), etag, contentType: "application/octet-stream", created: now() })
         uploads.delete(id)
         return xml(res, 200, `<CompleteMultipartUploadResult><Bucket>${bucket}</Bucket><Key>${escapeXml(key)}</Key><ETag>&quot;${etag}&quot;</ETag></CompleteMultipartUploadResult>`)
       }
@@ -215,7 +217,7 @@ export const startS3Fake = async (options: S3FakeOptions = {}) => {
       if (declared === undefined) return s3Error(res, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.")
       if (body.length > MIN_PART * 1024) return s3Error(res, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed object size.")
       const etag = md5(body)
-      objects.set(key, { body, etag, contentType: String(req.headers["content-type"] ?? "application/octet-stream"), created: now })
+      objects.set(key, { body, etag, contentType: String(req.headers["content-type"] ?? "application/octet-stream"), created: now() })
       res.writeHead(200, { etag: `"${etag}"` }).end()
       return
     }
@@ -259,7 +261,7 @@ export const startS3Fake = async (options: S3FakeOptions = {}) => {
     uploads,
     /** Moves the fake's clock (presigned URLs expire by it). */
     advance: (ms: number) => {
-      now += ms
+      offset += ms
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
