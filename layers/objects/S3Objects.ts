@@ -148,10 +148,28 @@ export const s3Objects = (settings: S3Settings): ObjectBackend => {
     putPart: (key, uploadId, partNumber, length, body) =>
       Effect.gen(function* () {
         if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > MAX_PARTS) return yield* new InvalidRequest({ message: `part numbers run from 1 to ${MAX_PARTS}` })
-        // A part is at most 64 MiB (the upload service's cap): held whole, so its payload is signed and its length known.
-        const bytes = yield* Stream.runCollect(body).pipe(Effect.map((chunks) => Buffer.concat([...chunks])))
-        if (bytes.length !== length) return yield* new InvalidRequest({ message: `the part was ${bytes.length} bytes, its length said ${length}` })
-        const answer = yield* send("store a part", (abortSignal) => client.send(new UploadPartCommand({ Bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: bytes, ContentLength: length }), { abortSignal }))
+        // Streamed to the store as it arrives (its length declared up front), never held whole; a body
+        // longer or shorter than its length fails the stream, which ends the store's request.
+        let sent = 0
+        let refusal: InvalidRequest | null = null
+        // The SDK does not end its request when the body fails: the refusal aborts it.
+        const stop = new AbortController()
+        const wrongLength = () => {
+          refusal = new InvalidRequest({ message: `the part is not ${length} bytes, as its length said` })
+          stop.abort()
+          return refusal
+        }
+        const counted = Stream.concat(
+          body.pipe(Stream.tap((chunk) => Effect.suspend(() => ((sent += chunk.length) > length ? Effect.fail(wrongLength()) : Effect.void)))),
+          Stream.suspend(() => (sent === length ? Stream.empty : Stream.fail(wrongLength())))
+        )
+        const readable = yield* NodeStream.toReadable(counted)
+        const answer = yield* send("store a part", (abortSignal) => {
+          abortSignal.addEventListener("abort", () => stop.abort())
+          return client.send(new UploadPartCommand({ Bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: readable, ContentLength: length }), { abortSignal: stop.signal })
+        }).pipe(
+          Effect.catchAll((error) => Effect.fail(refusal ?? error))
+        )
         return { part_number: partNumber, etag: (answer.ETag ?? "").replace(/"/g, ""), size: length }
       }),
     listParts: partsOf,
