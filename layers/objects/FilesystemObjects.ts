@@ -76,11 +76,21 @@ export const filesystemObjects = (root: string): ObjectBackend => {
   return {
     kind: "filesystem",
     put: (key, body) =>
-      io("write an object", async () => {
-        const tmp = await tmpFile()
-        await fsp.writeFile(tmp, body, { mode: 0o600 })
-        await placeFile(tmp, key)
-      }),
+      checkedKey(key).pipe(
+        Effect.mapError(() => new Unavailable({ message: "The object store could not write an object" })),
+        Effect.zipRight(
+          io("write an object", async () => {
+            const tmp = await tmpFile()
+            try {
+              await fsp.writeFile(tmp, body, { mode: 0o600 })
+              await placeFile(tmp, key)
+            } catch (error) {
+              await fsp.rm(tmp, { force: true })
+              throw error
+            }
+          })
+        )
+      ),
     get: (key) =>
       Effect.gen(function* () {
         yield* checkedKey(key).pipe(Effect.mapError(() => new NotFound({ message: "No such object" })))
@@ -146,10 +156,19 @@ export const filesystemObjects = (root: string): ObjectBackend => {
           return yield* new InvalidRequest({ message: `the part ended after ${size} of its ${length} bytes` })
         }
         const part: StoredPart = { part_number: partNumber, etag: md5.digest("hex"), size }
-        yield* io("write a part", async () => {
-          await fsp.rename(tmp, path.join(dir, `${partNumber}.part`))
-          await fsp.writeFile(path.join(dir, `${partNumber}.json`), JSON.stringify(part))
+        // The upload may have been aborted (its folder deleted) while the part arrived: the part goes too.
+        const kept = yield* io("write a part", async () => {
+          try {
+            await fsp.rename(tmp, path.join(dir, `${partNumber}.part`))
+            await fsp.writeFile(path.join(dir, `${partNumber}.json`), JSON.stringify(part))
+            return true
+          } catch (error) {
+            await fsp.rm(tmp, { force: true })
+            if ((error as NodeJS.ErrnoException).code === "ENOENT") return false
+            throw error
+          }
         })
+        if (!kept) return yield* new NotFound({ message: NO_UPLOAD })
         return part
       }),
     listParts: (key, uploadId) => openUpload(key, uploadId).pipe(Effect.flatMap(partsOf)),

@@ -39,8 +39,8 @@ export interface ObjectBackend {
   /** Deletes every object under the prefix; how many went. */
   readonly removePrefix: (prefix: string) => Effect.Effect<number, Unavailable>
   readonly createUpload: (key: string) => Effect.Effect<string, Unavailable>
-  /** A URL the client PUTs the part to, for `seconds`; none when parts come through the gateway. */
-  readonly presignPart: (key: string, uploadId: string, partNumber: number, seconds: number) => Effect.Effect<Option.Option<string>, Unavailable>
+  /** A URL the client PUTs the part (of exactly `size` bytes) to, for `seconds`; none when parts come through the gateway. */
+  readonly presignPart: (key: string, uploadId: string, partNumber: number, size: number, seconds: number) => Effect.Effect<Option.Option<string>, Unavailable>
   readonly putPart: <E>(key: string, uploadId: string, partNumber: number, length: number, body: Stream.Stream<Uint8Array, E>) => Effect.Effect<StoredPart, NotFound | InvalidRequest | Unavailable | E>
   readonly listParts: (key: string, uploadId: string) => Effect.Effect<ReadonlyArray<StoredPart>, NotFound | Unavailable>
   readonly completeUpload: (key: string, uploadId: string, parts: ReadonlyArray<{ readonly part_number: number; readonly etag: string }>) => Effect.Effect<ObjectInfo, NotFound | InvalidRequest | Unavailable>

@@ -140,9 +140,14 @@ export const s3Objects = (settings: S3Settings): ObjectBackend => {
           Effect.flatMap((o) => (o.UploadId === undefined ? Effect.fail(new Unavailable({ message: "The object store began an upload without an id" })) : Effect.succeed(o.UploadId)))
         )
       ),
-    presignPart: (key, uploadId, partNumber, seconds) =>
+    presignPart: (key, uploadId, partNumber, size, seconds) =>
       Effect.tryPromise({
-        try: () => getSignedUrl(client, new UploadPartCommand({ Bucket, Key: key, UploadId: uploadId, PartNumber: partNumber }), { expiresIn: seconds }),
+        // Signed with its Content-Length: the store takes exactly the part's size at this URL, no more.
+        try: () =>
+          getSignedUrl(client, new UploadPartCommand({ Bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, ContentLength: size }), {
+            expiresIn: seconds,
+            signableHeaders: new Set(["content-length"])
+          }),
         catch: () => new Unavailable({ message: "The object store's part URL could not be signed" })
       }).pipe(Effect.map(Option.some)),
     putPart: (key, uploadId, partNumber, length, body) =>
@@ -164,11 +169,17 @@ export const s3Objects = (settings: S3Settings): ObjectBackend => {
           Stream.suspend(() => (sent === length ? Stream.empty : Stream.fail(wrongLength())))
         )
         const readable = yield* NodeStream.toReadable(counted)
+        // A body that fails (its sender gone) ends the store's request; its error has a listener, never an unhandled one.
+        let bodyFailed = false
+        readable.on("error", () => {
+          bodyFailed = true
+          stop.abort()
+        })
         const answer = yield* send("store a part", (abortSignal) => {
           abortSignal.addEventListener("abort", () => stop.abort())
           return client.send(new UploadPartCommand({ Bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: readable, ContentLength: length }), { abortSignal: stop.signal })
         }).pipe(
-          Effect.catchAll((error) => Effect.fail(refusal ?? error))
+          Effect.catchAll((error) => Effect.fail(refusal ?? (bodyFailed ? new InvalidRequest({ message: "The part's body stopped before its end" }) : error)))
         )
         return { part_number: partNumber, etag: (answer.ETag ?? "").replace(/"/g, ""), size: length }
       }),

@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream"
 import { NodeStream } from "@effect/platform-node"
 import * as yauzl from "yauzl"
-import type { SetFiles } from "../../src/domain/EvalSet"
+import { type SetFiles, SetFilesRefusal } from "../../src/domain/EvalSet"
 import type { ObjectBackend } from "./ObjectBackend"
 
 const MAX_ENTRIES = 20_000
@@ -28,12 +28,12 @@ interface Listed {
   readonly listing: ReadonlyArray<{ readonly path: string; readonly regular: boolean }>
 }
 
-/** Whether an entry is a plain file: made on Unix, its mode says so; made elsewhere, it is a file unless its name ends in /. */
+/** Whether an entry is a plain file: made on Unix, its mode's type says so (or it has none, as Python's zipfile writes); made elsewhere, unless its name ends in /. */
 const isRegular = (entry: yauzl.Entry) => {
   if (entry.fileName.endsWith("/")) return false
   if (entry.versionMadeBy >> 8 !== UNIX) return true
-  const mode = entry.externalFileAttributes >>> 16
-  return mode === 0 || (mode & S_IFMT) === S_IFREG
+  const type = (entry.externalFileAttributes >>> 16) & S_IFMT
+  return type === 0 || type === S_IFREG
 }
 
 /**
@@ -47,11 +47,11 @@ export const zipSetFiles = (backend: ObjectBackend, key: string, size: number): 
   const open = () =>
     (opened ??= new Promise<Listed>((resolve, reject) => {
       yauzl.fromRandomAccessReader(new StoreRangeReader(backend, key), size, { lazyEntries: true, autoClose: false, strictFileNames: true, validateEntrySizes: true }, (error, zip) => {
-        if (error !== null) return reject(new Error(`not a zip archive (${error.message})`))
+        if (error !== null) return reject(new SetFilesRefusal(`not a zip archive (${error.message})`))
         const found: Array<yauzl.Entry> = []
-        zip.on("error", (e: Error) => reject(new Error(`the archive is damaged (${e.message})`)))
+        zip.on("error", (e: Error) => reject(new SetFilesRefusal(`the archive is damaged (${e.message})`)))
         zip.on("entry", (entry: yauzl.Entry) => {
-          if (found.length >= MAX_ENTRIES) return reject(new Error(`the archive holds more than ${MAX_ENTRIES} entries`))
+          if (found.length >= MAX_ENTRIES) return reject(new SetFilesRefusal(`the archive holds more than ${MAX_ENTRIES} entries`))
           found.push(entry)
           zip.readEntry()
         })
@@ -61,6 +61,11 @@ export const zipSetFiles = (backend: ObjectBackend, key: string, size: number): 
           const wrapped = top !== undefined && !names.some((n) => n === "eval.yaml" || n === "eval.yml" || n === "eval.json") && names.every((n) => n.startsWith(`${top}/`))
           const relative = (name: string) => (wrapped ? name.slice(top!.length + 1) : name)
           const files = found.filter((e) => !e.fileName.endsWith("/"))
+          const seen = new Set<string>()
+          for (const e of files) {
+            if (seen.has(e.fileName)) return reject(new SetFilesRefusal(`the archive holds two entries named ${relative(e.fileName)}`))
+            seen.add(e.fileName)
+          }
           resolve({
             zip,
             entries: new Map(files.map((e) => [relative(e.fileName), e])),

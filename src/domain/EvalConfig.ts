@@ -20,7 +20,9 @@ const Email = Schema.String.pipe(
   Schema.pattern(/^[^\s@<>(),;:"\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, { message: () => "not an email address" })
 )
 const SetFolder = Schema.String.pipe(
-  Schema.pattern(/^(?:\.|(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_./-]{1,256})$/, { message: () => "path is a folder of the repository: . or a relative path without . or .. segments" })
+  Schema.pattern(/^(?:\.|(?!.*(?:^|\/)\.\.?(?:\/|$))(?=.{1,256}$)[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*)$/, {
+    message: () => "path is a folder of the repository: . or a relative path without . or .. segments, empty segments or a trailing /"
+  })
 )
 const GitRef = Schema.String.pipe(Schema.pattern(/^(?!-)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}$/, { message: () => "ref must be a branch, tag or commit" }))
 
@@ -77,7 +79,7 @@ export const UpdateEvalConfig = Schema.Struct({
     Schema.String.pipe(Schema.maxLength(MAX_PREAMBLE_CHARS, { message: () => `prompt_preamble must be at most ${MAX_PREAMBLE_CHARS} characters` }), noNul("prompt_preamble"))
   ),
   max_tasks: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_TASKS_CAP, { message: () => `max_tasks must be between 1 and ${MAX_TASKS_CAP}` }))),
-  model: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:\/-]{1,128}$/, { message: () => "model must be a model name" })))),
+  model: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^(?!.*\.\.)[A-Za-z0-9_.:\/-]{1,128}$/, { message: () => "model must be a model name" })))),
   autorun: Schema.optional(Schema.Boolean)
 }).annotations(strict)
 export type UpdateEvalConfig = typeof UpdateEvalConfig.Type

@@ -12,7 +12,7 @@ const Text = (field: string, max: number) =>
   )
 /** A file of the set, relative to its folder: no absolute path, no `..`, no backslash (the set is read from git or a zip, never the gateway's disk). */
 export const SetPath = Schema.String.pipe(
-  Schema.pattern(/^(?!\/)(?!.*(?:^|\/)\.\.?(?:\/|$))[A-Za-z0-9_./-]{1,256}$/, {
+  Schema.pattern(/^(?!.*(?:^|\/)\.\.?(?:\/|$))(?=.{1,256}$)[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*$/, {
     message: () => "a path inside the eval set: letters, digits, _ . - and /, not absolute, no . or .. segments"
   })
 )
@@ -170,6 +170,9 @@ export interface SetFiles {
   /** The file's text, or null when it is missing or larger than `maxBytes`. */
   readonly read: (path: string, maxBytes: number) => Promise<string | null>
 }
+
+/** Why a set's files cannot be used (not an archive, damaged, two entries of one name): told to the caller as it is. */
+export class SetFilesRefusal extends Error {}
 
 /** The files a set's manifest may be in, first found wins. */
 export const MANIFEST_FILES = ["eval.yaml", "eval.yml", "eval.json"] as const

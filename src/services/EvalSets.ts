@@ -1,9 +1,9 @@
 import { Effect, Either, Schema } from "effect"
-import { parse as parseYaml } from "yaml"
+import { isScalar, parseDocument, visit } from "yaml"
 import { GitRepositories } from "../../layers/GitRepositories"
 import { zipSetFiles } from "../../layers/objects/ZipSetFiles"
 import type { EvalSetSource } from "../domain/EvalConfig"
-import { EvalSetManifest, MANIFEST_FILES, type SetFiles } from "../domain/EvalSet"
+import { EvalSetManifest, MANIFEST_FILES, type SetFiles, SetFilesRefusal } from "../domain/EvalSet"
 import { InvalidRequest, Unavailable } from "../domain/Errors"
 import { parseCsv } from "../domain/grading/Csv"
 import type { Table } from "../domain/grading/Tables"
@@ -26,8 +26,49 @@ export interface LoadedEvalSet {
   readonly files: SetFiles
 }
 
+// A manifest of 2,000 tasks with their checks holds well under this; the schema is not asked to read more.
+const MANIFEST_MAX_VALUES = 200_000
+
+/**
+ * YAML as a manifest is read: aliases bounded, a key said twice in one mapping refused. The
+ * library's own duplicate check compares every key with every other (minutes for one mapping of
+ * 100,000 keys); this one is a set per mapping.
+ */
+const parseManifestYaml = (text: string): unknown => {
+  const document = parseDocument(text, { uniqueKeys: false })
+  if (document.errors.length > 0) throw document.errors[0]!
+  visit(document, {
+    Map: (_, map) => {
+      const seen = new Set<string>()
+      for (const pair of map.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key)
+        if (seen.has(key)) throw new Error(`the key ${key.slice(0, 80)} appears twice in one mapping`)
+        seen.add(key)
+      }
+    }
+  })
+  return document.toJS({ maxAliasCount: 100 })
+}
+
+/** How many values a parsed document holds, counted up to just past `max`. */
+const countValues = (root: unknown, max: number) => {
+  let count = 0
+  const stack: Array<unknown> = [root]
+  while (stack.length > 0 && count <= max) {
+    const value = stack.pop()
+    count++
+    if (Array.isArray(value)) for (const item of value) stack.push(item)
+    else if (typeof value === "object" && value !== null) for (const key in value) stack.push((value as Record<string, unknown>)[key])
+  }
+  return count
+}
+
 const refused = (message: string) => new InvalidRequest({ message })
-const io = <A>(what: string, run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: () => new Unavailable({ message: `The eval set could not be read (${what})` }) })
+const io = <A>(what: string, run: () => Promise<A>) =>
+  Effect.tryPromise({
+    try: run,
+    catch: (error) => (error instanceof SetFilesRefusal ? refused(`The eval set cannot be used: ${error.message}`) : new Unavailable({ message: `The eval set could not be read (${what})` }))
+  })
 
 /** Reads and checks a set's files: no links, a manifest at its top that decodes, every file it names present, every gold CSV well formed. */
 export const readEvalSet = (files: SetFiles) =>
@@ -41,7 +82,12 @@ export const readEvalSet = (files: SetFiles) =>
     const text = yield* io(manifestFile, () => files.read(manifestFile, MANIFEST_MAX_BYTES))
     if (text === null) return yield* refused(`${manifestFile} is larger than ${MANIFEST_MAX_BYTES / 1024 / 1024} MiB`)
     const parsed = yield* Effect.try({
-      try: () => (manifestFile.endsWith(".json") ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 100, uniqueKeys: true })) as unknown,
+      try: () => {
+        const value = manifestFile.endsWith(".json") ? (JSON.parse(text) as unknown) : parseManifestYaml(text)
+        const values = countValues(value, MANIFEST_MAX_VALUES)
+        if (values > MANIFEST_MAX_VALUES) throw new Error(`the manifest is too large (more than ${MANIFEST_MAX_VALUES} values)`)
+        return value
+      },
       catch: (error) => refused(`${manifestFile}: ${error instanceof Error ? error.message.split("\n")[0] : "not valid"}`)
     })
     const decoded = Schema.decodeUnknownEither(EvalSetManifest, { errors: "all" })(parsed)
@@ -76,9 +122,7 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
           Effect.catchTag("NotFound", (e) => Effect.fail(refused(`The eval set's upload cannot be used: ${e.message}`)))
         )
         const files = zipSetFiles(archive.backend, archive.key, archive.size)
-        const { manifest, goldCsv } = yield* readEvalSet(files).pipe(
-          Effect.catchTag("Unavailable", () => Effect.fail(refused("The uploaded eval set is not a zip archive, or is damaged")))
-        )
+        const { manifest, goldCsv } = yield* readEvalSet(files)
         return { ref: `${manifest.name}@${source.upload_id}`, source, manifest, goldCsv, files } satisfies LoadedEvalSet
       }
       const project = yield* projects.get(principal, source.workspace_project_id).pipe(

@@ -54,7 +54,7 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
           : yield* Effect.forEach(
               Array.from({ length: partCount(row) }, (_, i) => i + 1).filter((n) => !have.has(n)),
               (n) =>
-                backend.presignPart(row.object_key, row.store_upload_id, n, Math.min(secondsLeft, UPLOAD_SESSION_HOURS * 3600)).pipe(
+                backend.presignPart(row.object_key, row.store_upload_id, n, partSize(row, n), Math.min(secondsLeft, UPLOAD_SESSION_HOURS * 3600)).pipe(
                   Effect.map((url) =>
                     Option.match(url, {
                       onSome: (presigned) => ({ part_number: n, size: partSize(row, n), method: "PUT" as const, url: presigned, auth: "presigned" as const }),
@@ -83,12 +83,14 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
       const key = `uploads/${principal.orgId}/${id}.zip`
       const at = yield* now
       const storeUploadId = yield* backend.createUpload(key)
-      const row = yield* repo.insertIfUnder(
-        principal.orgId,
-        { id, user_id: principal.userId, file_name: input.file_name, object_key: key, store_upload_id: storeUploadId, size: input.size, part_size: UPLOAD_PART_BYTES, expires_at: new Date(at.getTime() + UPLOAD_SESSION_HOURS * HOUR) },
-        OPEN_UPLOADS_PER_USER,
-        at
-      )
+      const row = yield* repo
+        .insertIfUnder(
+          principal.orgId,
+          { id, user_id: principal.userId, file_name: input.file_name, object_key: key, store_upload_id: storeUploadId, size: input.size, part_size: UPLOAD_PART_BYTES, expires_at: new Date(at.getTime() + UPLOAD_SESSION_HOURS * HOUR) },
+          OPEN_UPLOADS_PER_USER,
+          at
+        )
+        .pipe(Effect.onError(() => backend.abortUpload(key, storeUploadId).pipe(Effect.ignoreLogged)))
       if (row === null) {
         yield* backend.abortUpload(key, storeUploadId).pipe(Effect.ignoreLogged)
         return yield* new Conflict({ message: `You have ${OPEN_UPLOADS_PER_USER} uploads open: complete or abort one (an upload expires ${UPLOAD_SESSION_HOURS} hours after it began)` })
@@ -118,7 +120,8 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
       yield* backend.completeUpload(row.object_key, row.store_upload_id, parts.map(({ part }) => ({ part_number: part!.part_number, etag: part!.etag })))
       const at = yield* now
       const done = yield* repo.move(principal.orgId, id, "open", "complete", new Date(at.getTime() + UPLOAD_ARCHIVE_DAYS * 24 * HOUR))
-      if (done === null) return yield* noUpload(id)
+      // Aborted while it was being assembled: the archive goes with it, or nothing would ever expire it.
+      if (done === null) return yield* Effect.zipRight(backend.removePrefix(row.object_key), noUpload(id))
       return yield* sessionOf(backend, done)
     })
 
@@ -128,6 +131,8 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
       yield* backend.abortUpload(row.object_key, row.store_upload_id)
       const aborted = yield* repo.move(principal.orgId, id, "open", "aborted", null)
       if (aborted === null) return yield* noUpload(id)
+      // A complete racing this one may have assembled the archive already.
+      yield* backend.removePrefix(row.object_key)
       return yield* sessionOf(backend, aborted)
     })
 

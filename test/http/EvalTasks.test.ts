@@ -74,17 +74,28 @@ describe("the eval set's tasks from a workspace project's repository (issue 31)"
       ["bad-task", (set) => fs.writeFileSync(path.join(set, "eval.yaml"), "name: s\ntasks:\n  - id: a\n    class: read\n    prompt: p\n    checks: [{name: n, type: number, gold: 1, image: x}]\n"), /eval\.yaml: .*image/],
       ["missing-file", (set) => fs.rmSync(path.join(set, "scripts/setup.sql")), /names files the set does not hold: scripts\/setup\.sql/],
       ["bad-csv", (set) => fs.writeFileSync(path.join(set, "gold/top_customers.csv"), "customer_id,number_of_orders\n51\n"), /gold\/top_customers\.csv: line 2: 1 fields, the header has 2/],
-      ["json", (set) => fs.renameSync(path.join(set, "eval.yaml"), path.join(set, "eval.json")), /^eval\.json: /]
+      ["json", (set) => fs.renameSync(path.join(set, "eval.yaml"), path.join(set, "eval.json")), /^eval\.json: /],
+      // Attack 36 F2: a gold CSV of nothing but line ends took 3.3 GB to parse.
+      ["csv-rows", (set) => fs.writeFileSync(path.join(set, "gold/top_customers.csv"), `a\n${"\n".repeat(200_000)}`), /gold\/top_customers\.csv: more than 10000 rows/],
+      // Attack 36 F3: one mapping of many keys froze the gateway in the YAML library's duplicate-key check.
+      ["many-keys", (set) => fs.writeFileSync(path.join(set, "eval.yaml"), `name: s\ntasks: []\nx:\n${Array.from({ length: 60_000 }, (_, i) => `  k${i}: 1`).join("\n")}\n`), /eval\.yaml: /],
+      ["dup-key", (set) => fs.writeFileSync(path.join(set, "eval.yaml"), "name: s\nname: t\ntasks: []\n"), /eval\.yaml: .*name.*twice/],
+      ["many-tasks", (set) => fs.writeFileSync(path.join(set, "eval.yaml"), `name: s\ntasks: [${"{},".repeat(400_000)}{}]\n`), /eval\.yaml: .*too large/]
     ]
     for (const [branch, edit, message] of cases) {
       await pushBranch(branch, edit)
+      const started = Date.now()
       const answer = await useBranch(branch)
+      expect(Date.now() - started, branch).toBeLessThan(10_000)
       expect(answer.status, `${branch}: ${answer.text}`).toBe(400)
       expect(answer.json.code).toBe("invalid_request")
       expect(answer.json.message, branch).toMatch(message)
     }
     expect((await useBranch("nowhere")).json.message).toMatch(/has no nowhere: push the eval set/)
     expect((await useBranch(null, "evals/absent")).json.message).toMatch(/has no folder evals\/absent/)
+    // A folder with a trailing slash is refused when set, not misread later (attack 36).
+    const slash = await request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body: { eval_set: { kind: "repository", workspace_project_id: projectId, path: "evals/jaffle/", ref: null } } })
+    expect(slash.status).toBe(400)
     // A commit id names the set as well as a branch does.
     expect((await useBranch(branches.get("main")!)).json.ref).toBe(`jaffle_orders@${branches.get("main")}`)
   })

@@ -137,7 +137,12 @@ describe("eval-set uploads into the filesystem store, through the gateway (issue
     }
     const linked = await zipOf(0, (zip) => zip.addBuffer(Buffer.from("/etc/passwd"), "jaffle/gold/passwd.csv", { mode: 0o120777 }))
     expect((await upload(linked)).json.message).toMatch(/symbolic links.*gold\/passwd\.csv/)
-    expect((await upload(randomBytes(5000))).json.message).toMatch(/not a zip archive/)
+    expect((await upload(randomBytes(5000))).json.message).toMatch(/not a zip archive \(/)
+    const twice = await zipOf(0, (zip) => zip.addBuffer(Buffer.from("name: other\n"), "jaffle/eval.yaml"))
+    expect((await upload(twice)).json.message).toMatch(/two entries named eval\.yaml/)
+    // Python's zipfile.writestr gives a file permission bits but no file type: a file all the same.
+    const python = await zipOf(0, (zip) => zip.addBuffer(Buffer.from("x\n1\n"), "jaffle/gold/extra.csv", { mode: 0o600 }))
+    expect((await upload(python)).status).toBe(200)
   })
 })
 
@@ -162,11 +167,29 @@ describe("eval-set uploads into an S3 bucket, parts sent straight to it (issue 3
     await fake?.stop()
   })
 
+  it("survives a part sent through its own route that stops halfway (attack 36 F1)", async () => {
+    const begun = await request(gateway.url, "/api/evals/upload/initiate", { key: writer, body: { file_name: "x.zip", size: 1000 } })
+    await new Promise<void>((resolve) => {
+      const sending = http.request(`${gateway.url}/api/evals/upload/${begun.json.upload_id}/parts/1`, {
+        method: "PUT",
+        headers: { "x-api-key": writer, "content-type": "application/octet-stream", "content-length": "1000" }
+      })
+      sending.on("error", () => resolve())
+      sending.write(Buffer.alloc(500, 0x41), () => setTimeout(() => (sending.destroy(), resolve()), 500))
+    })
+    await new Promise((r) => setTimeout(r, 1500))
+    expect((await request(gateway.url, "/health")).status).toBe(200)
+    expect((await request(gateway.url, "/api/evals/upload/initiate", { key: writer, body: { upload_id: begun.json.upload_id } })).json.stored_parts).toEqual([])
+    await request(gateway.url, "/api/evals/upload/abort", { key: writer, body: { upload_id: begun.json.upload_id } })
+  })
+
   it("hands out presigned part URLs, completes in the bucket, and reads the set in place by ranges", async () => {
     const archive = await zipOf(PART)
     const begun = await request(gateway.url, "/api/evals/upload/initiate", { key: writer, body: { file_name: "set.zip", size: archive.length } })
     expect(begun.status, begun.text).toBe(200)
     expect(begun.json.parts.map((p: { auth: string }) => p.auth)).toEqual(["presigned", "presigned"])
+    // A part's URL is signed for its size: more bytes than the part holds are refused by the store (attack 36 F6).
+    expect((await fetch(begun.json.parts[1].url, { method: "PUT", body: Buffer.alloc(begun.json.parts[1].size + 1000) })).status).toBe(403)
     const before = fake.requests.length
     for (const part of begun.json.parts as Array<{ url: string; part_number: number; size: number }>) {
       const start = (part.part_number - 1) * PART

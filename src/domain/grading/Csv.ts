@@ -1,5 +1,10 @@
 import type { Cell, Table } from "./Tables"
 
+// A gold CSV holds what an inline gold table may: parsing stops at the first row or field past these.
+export const CSV_MAX_ROWS = 10_000
+export const CSV_MAX_COLUMNS = 100
+export const CSV_MAX_FIELD = 10_000
+
 /**
  * A gold table from CSV (RFC 4180: quoted fields, doubled quotes, CRLF or LF): the first line names
  * the columns; an empty unquoted field is NULL, a quoted empty one the empty string. Throws on a
@@ -13,9 +18,16 @@ export const parseCsv = (text: string): Table => {
   let inQuotes = false
   let line = 1
   const endField = () => {
+    if (field.length > CSV_MAX_FIELD) throw new Error(`line ${line}: a field of more than ${CSV_MAX_FIELD} characters`)
+    if (row.length >= CSV_MAX_COLUMNS) throw new Error(`line ${line}: more than ${CSV_MAX_COLUMNS} fields`)
     row.push(!quoted && field === "" ? null : field)
     field = ""
     quoted = false
+  }
+  const endRow = () => {
+    if (rows.length > CSV_MAX_ROWS) throw new Error(`more than ${CSV_MAX_ROWS} rows`)
+    rows.push(row)
+    row = []
   }
   for (let i = 0; i < text.length; i++) {
     const ch = text[i]!
@@ -39,8 +51,7 @@ export const parseCsv = (text: string): Table => {
     } else if (ch === "\n" || ch === "\r") {
       if (ch === "\r" && text[i + 1] === "\n") i++
       endField()
-      rows.push(row)
-      row = []
+      endRow()
       line++
     } else {
       field += ch
@@ -49,7 +60,7 @@ export const parseCsv = (text: string): Table => {
   if (inQuotes) throw new Error(`line ${line}: a quoted field is never closed`)
   if (field !== "" || quoted || row.length > 0) {
     endField()
-    rows.push(row)
+    endRow()
   }
   const [header, ...body] = rows
   if (header === undefined || header.length === 0) throw new Error("the file has no header line")

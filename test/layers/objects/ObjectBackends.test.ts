@@ -108,6 +108,20 @@ describe.each(backends)("%s", (_name, make) => {
   })
 })
 
+describe("the filesystem store under attack (attack 36)", () => {
+  it("leaves no part on disk when its upload is aborted while the part arrives", async () => {
+    const backend = filesystemObjects(dir)
+    const key = "uploads/org_race/x.zip"
+    const uploadId = await run(backend.createUpload(key))
+    const slow = Stream.fromIterable([Buffer.alloc(1000, 1), Buffer.alloc(1000, 2)]).pipe(Stream.tap(() => Effect.sleep("100 millis")))
+    const sending = Effect.runPromise(Effect.either(backend.putPart(key, uploadId, 1, 2000, slow)))
+    await new Promise((r) => setTimeout(r, 50))
+    await run(backend.abortUpload(key, uploadId))
+    expect((await sending)._tag).toBe("Left")
+    expect(fs.readdirSync(path.join(dir, "tmp"))).toEqual([])
+  })
+})
+
 describe("the S3 backend", () => {
   const settings = () => ({ bucket: fake.bucket, region: fake.region, endpoint: fake.endpoint, forcePathStyle: true, credentials: { accessKeyId: fake.accessKeyId, secretAccessKey: fake.secretAccessKey } })
 
@@ -115,7 +129,7 @@ describe("the S3 backend", () => {
     const backend = s3Objects(settings())
     const key = "uploads/org_presign/set.zip"
     const uploadId = await run(backend.createUpload(key))
-    const url = Option.getOrThrow(await run(backend.presignPart(key, uploadId, 1, 900)))
+    const url = Option.getOrThrow(await run(backend.presignPart(key, uploadId, 1, 4096, 900)))
     const body = randomBytes(4096)
     const answer = await fetch(url, { method: "PUT", body })
     expect(answer.status).toBe(200)
