@@ -6,6 +6,8 @@ const strict = { parseOptions: { onExcessProperty: "error" } } as const
 export const UPLOAD_PART_BYTES = 64 * 1024 * 1024
 export const UPLOAD_MAX_BYTES = 8 * 1024 * 1024 * 1024
 export const OPEN_UPLOADS_PER_USER = 3
+/** Completed archives a user keeps at once (each up to 8 GiB for 7 days); abort deletes one sooner. */
+export const KEPT_ARCHIVES_PER_USER = 10
 export const UPLOAD_SESSION_HOURS = 6
 export const UPLOAD_ARCHIVE_DAYS = 7
 

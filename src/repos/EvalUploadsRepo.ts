@@ -44,9 +44,10 @@ export class EvalUploadsRepo extends Effect.Service<EvalUploadsRepo>()("sluice/E
 
     const countOpen = SqlSchema.single({
       Request: Schema.Struct({ orgId: OrgId, userId: Schema.String, now: Schema.DateFromSelf }),
-      Result: Schema.Struct({ open: Schema.Number }),
+      Result: Schema.Struct({ open: Schema.Number, kept: Schema.Number }),
       execute: ({ orgId, userId, now }) =>
-        sql`select count(*)::int as open from eval_uploads where org_id = ${orgId} and user_id = ${userId} and status = 'open' and expires_at > ${now}`
+        sql`select count(*) filter (where status = 'open')::int as open, count(*) filter (where status = 'complete')::int as kept
+          from eval_uploads where org_id = ${orgId} and user_id = ${userId} and status in ('open', 'complete') and expires_at > ${now}`
     })
     const insertUpload = SqlSchema.single({
       Request: Schema.Struct({
@@ -58,15 +59,17 @@ export class EvalUploadsRepo extends Effect.Service<EvalUploadsRepo>()("sluice/E
         sql`insert into eval_uploads ${sql.insert({ ...row, org_id: orgId, status: "open" })} returning ${sql.unsafe(COLUMNS)}`
     })
     /**
-     * Records a new open upload unless the user holds `max` open already (null then). One user's
-     * initiates take turns (a transaction lock on org and user), so two at once cannot both pass the count.
+     * Records a new open upload unless the user holds `limits.open` open uploads or `limits.kept`
+     * archives already (the reason then). One user's initiates take turns (a transaction lock on org
+     * and user), so two at once cannot both pass the count.
      */
     const insertIfUnder = Effect.fn("EvalUploadsRepo.insertIfUnder")(
-      (orgId: OrgId, row: typeof NewUpload.Type, max: number, now: Date) =>
+      (orgId: OrgId, row: typeof NewUpload.Type, limits: { readonly open: number; readonly kept: number }, now: Date) =>
         Effect.gen(function* () {
           yield* sql`select pg_advisory_xact_lock(hashtext(${`eval_uploads:${orgId}:${row.user_id}`}))`
-          const { open } = yield* countOpen({ orgId, userId: row.user_id, now })
-          if (open >= max) return null
+          const { open, kept } = yield* countOpen({ orgId, userId: row.user_id, now })
+          if (open >= limits.open) return "open" as const
+          if (kept >= limits.kept) return "kept" as const
           return yield* insertUpload({ orgId, row })
         }).pipe(withOrg(orgId)),
       failures

@@ -4,6 +4,7 @@ import { ObjectStore } from "../../layers/ObjectStore"
 import type { ObjectBackend } from "../../layers/objects/ObjectBackend"
 import {
   type InitiateUpload,
+  KEPT_ARCHIVES_PER_USER,
   OPEN_UPLOADS_PER_USER,
   UPLOAD_ARCHIVE_DAYS,
   UPLOAD_PART_BYTES,
@@ -87,13 +88,17 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
         .insertIfUnder(
           principal.orgId,
           { id, user_id: principal.userId, file_name: input.file_name, object_key: key, store_upload_id: storeUploadId, size: input.size, part_size: UPLOAD_PART_BYTES, expires_at: new Date(at.getTime() + UPLOAD_SESSION_HOURS * HOUR) },
-          OPEN_UPLOADS_PER_USER,
+          { open: OPEN_UPLOADS_PER_USER, kept: KEPT_ARCHIVES_PER_USER },
           at
         )
         .pipe(Effect.onError(() => backend.abortUpload(key, storeUploadId).pipe(Effect.ignoreLogged)))
-      if (row === null) {
+      if (typeof row === "string") {
         yield* backend.abortUpload(key, storeUploadId).pipe(Effect.ignoreLogged)
-        return yield* new Conflict({ message: `You have ${OPEN_UPLOADS_PER_USER} uploads open: complete or abort one (an upload expires ${UPLOAD_SESSION_HOURS} hours after it began)` })
+        return yield* new Conflict({
+          message: row === "open"
+            ? `You have ${OPEN_UPLOADS_PER_USER} uploads open: complete or abort one (an upload expires ${UPLOAD_SESSION_HOURS} hours after it began)`
+            : `You keep ${KEPT_ARCHIVES_PER_USER} completed archives: abort one you no longer need (each is deleted ${UPLOAD_ARCHIVE_DAYS} days after completion)`
+        })
       }
       return yield* sessionOf(backend, row)
     })
@@ -125,11 +130,13 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
       return yield* sessionOf(backend, done)
     })
 
+    /** Forgets an open upload and its parts, or deletes a completed archive of the caller's. */
     const abort = Effect.fn("EvalUploads.abort")(function* (principal: Principal, id: string) {
       const backend = yield* objects.backend
-      const row = yield* openUpload(principal, id)
-      yield* backend.abortUpload(row.object_key, row.store_upload_id)
-      const aborted = yield* repo.move(principal.orgId, id, "open", "aborted", null)
+      const found = yield* repo.get(principal.orgId, id)
+      const row = found !== null && found.user_id === principal.userId && found.status === "complete" ? found : yield* openUpload(principal, id)
+      if (row.status === "open") yield* backend.abortUpload(row.object_key, row.store_upload_id)
+      const aborted = yield* repo.move(principal.orgId, id, row.status, "aborted", null)
       if (aborted === null) return yield* noUpload(id)
       // A complete racing this one may have assembled the archive already.
       yield* backend.removePrefix(row.object_key)

@@ -125,6 +125,20 @@ describe("eval-set uploads into the filesystem store, through the gateway (issue
     expect(again.status).toBe(200)
     expect((await request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body: { eval_set: { kind: "upload", upload_id: id } } })).json.message).toMatch(/no completed upload/)
     for (const open of [second, third, again]) expect((await request(gateway.url, "/api/evals/upload/abort", { key: writer, body: { upload_id: open.json.upload_id } })).status).toBe(200)
+    // Completed archives are limited too (attack 36 F6): ten kept at once, and abort deletes one sooner.
+    const kept: Array<string> = []
+    let refused = await begin()
+    for (; refused.status === 200 && kept.length <= 10; refused = await begin()) {
+      expect((await putPart(gateway, writer, refused.json.parts[0].url, small)).status).toBe(200)
+      expect((await request(gateway.url, "/api/evals/upload/complete", { key: writer, body: { upload_id: refused.json.upload_id } })).status).toBe(200)
+      kept.push(refused.json.upload_id)
+    }
+    expect(refused.status).toBe(409)
+    expect(refused.json.message).toMatch(/keep 10 completed archives/)
+    for (const id of kept) expect((await request(gateway.url, "/api/evals/upload/abort", { key: writer, body: { upload_id: id } })).json.status).toBe("aborted")
+    const after = await begin()
+    expect(after.status).toBe(200)
+    await request(gateway.url, "/api/evals/upload/abort", { key: writer, body: { upload_id: after.json.upload_id } })
   })
 
   it("refuses a set whose archive holds a link, or that is no archive", async () => {
