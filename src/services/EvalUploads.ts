@@ -146,7 +146,7 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
     /** A completed archive of the organization (any user's): where it is in the store. */
     const archive = Effect.fn("EvalUploads.archive")(function* (orgId: OrgId, id: string) {
       const row = yield* repo.get(orgId, id)
-      if (row === null || row.status !== "complete") return yield* new NotFound({ message: `There is no completed upload ${id} (archives are kept ${UPLOAD_ARCHIVE_DAYS} days)` })
+      if (row === null || row.status !== "complete" || row.expires_at <= (yield* now)) return yield* new NotFound({ message: `There is no completed upload ${id} (archives are kept ${UPLOAD_ARCHIVE_DAYS} days)` })
       return { key: row.object_key, size: row.size, backend: yield* objects.backend }
     })
 
@@ -155,11 +155,16 @@ export class EvalUploads extends Effect.Service<EvalUploads>()("sluice/EvalUploa
       if (!objects.configured) return 0
       const backend = yield* objects.backend
       const due = yield* repo.expired(yield* now, 500)
+      let expired = 0
       for (const row of due) {
-        yield* (row.status === "open" ? backend.abortUpload(row.object_key, row.store_upload_id) : backend.removePrefix(row.object_key))
-        yield* repo.move(OrgId.make(row.org_id), row.id, row.status, "expired", null)
+        // One the store cannot delete now is tried again next sweep; it does not hold up the others.
+        yield* (row.status === "open" ? backend.abortUpload(row.object_key, row.store_upload_id) : backend.removePrefix(row.object_key)).pipe(
+          Effect.zipRight(repo.move(OrgId.make(row.org_id), row.id, row.status, "expired", null)),
+          Effect.tap(() => Effect.sync(() => void expired++)),
+          Effect.catchAll((error) => Effect.logWarning(`eval upload ${row.id} could not be expired yet`, error.message))
+        )
       }
-      return due.length
+      return expired
     })
 
     return { initiate, putPart, complete, abort, archive, expire } as const
