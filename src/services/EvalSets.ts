@@ -50,6 +50,19 @@ const parseManifestYaml = (text: string): unknown => {
   return document.toJS({ maxAliasCount: 100 })
 }
 
+/**
+ * Line ends, commas, colons and opening brackets: an upper bound on the values a text can hold, read
+ * before the parser, which spends far more on each value than on its bytes (and holds the event loop meanwhile).
+ */
+const structureOf = (text: string) => {
+  let count = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 10 || c === 44 || c === 58 || c === 91 || c === 123) count++
+  }
+  return count
+}
+
 /** How many values a parsed document holds, counted up to just past `max`. */
 const countValues = (root: unknown, max: number) => {
   let count = 0
@@ -83,6 +96,7 @@ export const readEvalSet = (files: SetFiles) =>
     if (text === null) return yield* refused(`${manifestFile} is larger than ${MANIFEST_MAX_BYTES / 1024 / 1024} MiB`)
     const parsed = yield* Effect.try({
       try: () => {
+        if (structureOf(text) > MANIFEST_MAX_VALUES) throw new Error(`the manifest is too large (more structure than ${MANIFEST_MAX_VALUES} values)`)
         const value = manifestFile.endsWith(".json") ? (JSON.parse(text) as unknown) : parseManifestYaml(text)
         const values = countValues(value, MANIFEST_MAX_VALUES)
         if (values > MANIFEST_MAX_VALUES) throw new Error(`the manifest is too large (more than ${MANIFEST_MAX_VALUES} values)`)
