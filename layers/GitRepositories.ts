@@ -122,6 +122,14 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
         }
       })
 
+    /** A blob's text (`<tree-ish>:<path>`), or null when it is missing or larger than `maxBytes`. */
+    const blobText = async (dir: string, object: string, maxBytes: number) => {
+      const size = await run("git", ["--git-dir", dir, "cat-file", "-s", object], { env: gitEnv }).then(({ stdout }) => Number(stdout.trim()), () => null)
+      if (size === null || size > maxBytes) return null
+      const { stdout } = await run("git", ["--git-dir", dir, "cat-file", "blob", object], { env: gitEnv, maxBuffer: maxBytes + 1024 })
+      return stdout
+    }
+
     /** The files of `ref`'s tree (under `subdirectory`), read with git itself: nothing is checked out. */
     const treeFiles = (repository: string, ref: string, subdirectory: string): ProjectFiles => {
       const dir = pathOf(repository)
@@ -132,13 +140,7 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
           const { stdout } = await run("git", ["--git-dir", dir, "ls-tree", "-r", "-z", "--name-only", tree], { env: gitEnv, maxBuffer: 64 * 1024 * 1024 })
           return stdout.split("\0").filter((name) => name.length > 0).slice(0, 20_000)
         },
-        read: async (file, maxBytes) => {
-          const object = `refs/heads/${ref}:${base}${file}`
-          const size = await run("git", ["--git-dir", dir, "cat-file", "-s", object], { env: gitEnv }).then(({ stdout }) => Number(stdout.trim()), () => null)
-          if (size === null || size > maxBytes) return null
-          const { stdout } = await run("git", ["--git-dir", dir, "cat-file", "blob", object], { env: gitEnv, maxBuffer: maxBytes + 1024 })
-          return stdout
-        }
+        read: (file, maxBytes) => blobText(dir, `refs/heads/${ref}:${base}${file}`, maxBytes)
       }
     }
 
@@ -168,13 +170,7 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
               return { path: line.slice(tab + 1), regular: mode === "100644" || mode === "100755" }
             })
         },
-        read: async (file, maxBytes) => {
-          const object = `${commit}:${base}${file}`
-          const size = await run("git", ["--git-dir", dir, "cat-file", "-s", object], { env: gitEnv }).then(({ stdout }) => Number(stdout.trim()), () => null)
-          if (size === null || size > maxBytes) return null
-          const { stdout } = await run("git", ["--git-dir", dir, "cat-file", "blob", object], { env: gitEnv, maxBuffer: maxBytes + 1024 })
-          return stdout
-        }
+        read: (file, maxBytes) => blobText(dir, `${commit}:${base}${file}`, maxBytes)
       }
     }
 

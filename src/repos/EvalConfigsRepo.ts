@@ -1,22 +1,12 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { EvalSetSource } from "../domain/EvalConfig"
+import { EvalConfig } from "../domain/EvalConfig"
 import { OrgId } from "../domain/Ids"
 import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
-const ConfigRow = Schema.Struct({
-  connection_name: Schema.NullOr(Schema.String),
-  eval_set: Schema.NullOr(EvalSetSource),
-  runner_profile: Schema.NullOr(Schema.String),
-  notify_emails: Schema.Array(Schema.String),
-  prompt_preamble: Schema.String,
-  max_tasks: Schema.Int,
-  model: Schema.NullOr(Schema.String),
-  autorun: Schema.Boolean,
-  updated_by: Schema.String,
-  updated_at: Schema.DateFromSelf
-})
+// A stored row always has who saved it and when.
+const ConfigRow = Schema.Struct({ ...EvalConfig.fields, updated_by: Schema.String, updated_at: Schema.DateFromSelf })
 export type EvalConfigRow = typeof ConfigRow.Type
 
 const { updated_at: _updatedAt, eval_set: _evalSet, notify_emails: _notify, ...plainFields } = ConfigRow.fields
