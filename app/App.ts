@@ -10,6 +10,10 @@ import { AuditFoldLoop } from "../actors/loops/AuditFoldLoop"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { SandboxSnapshotExpiryLoop } from "../actors/loops/SandboxSnapshotExpiryLoop"
 import { EvalUploadExpiryLoop } from "../actors/loops/EvalUploadExpiryLoop"
+import { EvalRunReaperLoop } from "../actors/loops/EvalRunReaperLoop"
+import { EvalRunJob } from "../actors/jobs/EvalRunJob"
+import { EvalRunLifecycle } from "../actors/jobs/evalRun/EvalRunLifecycle"
+import { EvalTaskSteps } from "../actors/jobs/evalRun/EvalTaskSteps"
 import { KnowledgeRetentionLoop } from "../actors/loops/KnowledgeRetentionLoop"
 import { HealthLoop } from "../actors/loops/HealthLoop"
 import { SchemaRefreshLoop } from "../actors/loops/SchemaRefreshLoop"
@@ -19,6 +23,7 @@ import { Gate } from "../src/gate/Gate"
 import { ToolCatalogue } from "../src/tools/ToolCatalogue"
 import { ToolCalls } from "../src/tools/ToolCalls"
 import { AgentRunKind } from "../src/jobs/AgentRunWorkflow"
+import { EvalRunKind } from "../src/jobs/EvalRunWorkflow"
 import { JobSteps } from "../src/jobs/JobSteps"
 import { AgentRunsRepo } from "../src/repos/AgentRunsRepo"
 import { AuditRepo } from "../src/repos/AuditRepo"
@@ -53,6 +58,10 @@ import { EvalConfigs } from "../src/services/EvalConfigs"
 import { EvalSets } from "../src/services/EvalSets"
 import { EvalUploads } from "../src/services/EvalUploads"
 import { EvalUploadsRepo } from "../src/repos/EvalUploadsRepo"
+import { EvalRunsRepo } from "../src/repos/EvalRunsRepo"
+import { EvalRuns } from "../src/services/EvalRuns"
+import { EvalQueries } from "../src/services/EvalQueries"
+import { BuildFingerprints } from "../src/services/BuildFingerprints"
 import { ObjectStore } from "../layers/ObjectStore"
 import { SandboxesRepo } from "../src/repos/SandboxesRepo"
 import { Sandboxes } from "../src/services/Sandboxes"
@@ -139,6 +148,12 @@ export const ServicesLive = Layer.mergeAll(
   EvalSets.Default,
   EvalUploads.Default,
   EvalUploadsRepo.Default,
+  EvalRuns.Default,
+  EvalRunsRepo.Default,
+  EvalQueries.Default,
+  BuildFingerprints.Default,
+  EvalRunLifecycle.Default,
+  EvalTaskSteps.Default,
   EvalConfigsRepo.Default,
   ObjectStore.Default,
   WorkspaceProjects.Default,
@@ -175,10 +190,10 @@ export const ServicesLive = Layer.mergeAll(
 ).pipe(Layer.provideMerge(Foundation))
 
 /** Every kind of durable job, registered on this process's runner: every runner registers every kind. */
-export const JobsLive = Layer.merge(AgentRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter(AgentRunKind))
+export const JobsLive = Layer.mergeAll(AgentRunJob.pipe(Layer.provide(JobEngineLive)), EvalRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter<AgentRunsRepo | EvalRunsRepo>(AgentRunKind, EvalRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, EvalUploadExpiryLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, EvalUploadExpiryLoop, EvalRunReaperLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

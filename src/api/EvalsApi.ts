@@ -3,9 +3,14 @@ import { Schema } from "effect"
 import { EvalAvailability, EvalConfig, EvalSetSource, UpdateEvalConfig } from "../domain/EvalConfig"
 import { EvalSetManifest } from "../domain/EvalSet"
 import { InitiateUpload, UploadById, UploadSession } from "../domain/EvalUpload"
+import { EvalRun, EvalRunDetail, EvalRunProgress, StartEvalRun } from "../domain/EvalRun"
+import { Page, PageParams } from "../domain/Pagination"
+import { ResourceId } from "../domain/Text"
 import { Conflict, Forbidden, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { docs, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
+
+const ById = Schema.Struct({ id: ResourceId })
 
 export class EvalsApi extends HttpApiGroup.make("evals")
   .add(
@@ -90,6 +95,66 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .addError(Unavailable)
       .annotate(RequiredScope, "write")
       .annotateContext(docs("Abort an eval-set upload", "Forgets an open upload and the parts stored for it, or deletes a completed archive of yours before its 7 days (a user keeps at most 10)."))
+  )
+  .add(
+    HttpApiEndpoint.post("startRun", "/evals/runs")
+      .setPayload(StartEvalRun)
+      .addSuccess(EvalRun, { status: 202 })
+      .addError(InvalidRequest)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "admin")
+      .annotateContext(
+        docs(
+          "Start an evaluation run",
+          "Runs the configured eval set's tasks (or `task_ids` of them, at most `max_tasks`) with the built-in agent against the pinned connection (or `connection_name`), and grades them. The run records the eval set's ref (`<name>@<commit>`) and the warehouse's build fingerprint; a set that declares another fingerprint is refused. Refused, each with its own message: no runner profile, no evidence storage, no eval set, no or an unknown connection, a fingerprint mismatch, caps exceeded (max_tasks ≤ 200, prompt_preamble ≤ 4000 characters, ≤ 20 notify_emails, ≤ 20 doc_ids, ≤ 200 task_ids). A third run in flight on one gateway process: 409 `Too many eval runs in flight`."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listRuns", "/evals/runs")
+      .setUrlParams(PageParams)
+      .addSuccess(Page(EvalRun))
+      .addError(InvalidRequest)
+      .addError(Forbidden)
+      .annotate(RequiredScope, "read")
+      .annotateContext(docs("List evaluation runs", "The organization's evaluation runs, newest first, with status, eval set ref, build fingerprint, verdict counts and accuracy."))
+  )
+  .add(
+    HttpApiEndpoint.get("getRun", "/evals/runs/:id")
+      .setPath(ById)
+      .addSuccess(EvalRunDetail)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .annotate(RequiredScope, "read")
+      .annotateContext(docs("Get an evaluation run", "One run with its tasks: each task's phase, verdict, checks (score, pass mark, detail) and agent run."))
+  )
+  .add(
+    HttpApiEndpoint.get("runProgress", "/evals/runs/:id/progress")
+      .setPath(ById)
+      .addSuccess(EvalRunProgress)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .annotate(RequiredScope, "read")
+      .annotateContext(docs("An evaluation run's progress", "Tasks done and in all, the tasks under way with their phase (provisioning, setup, agent, grading, capture, teardown), and seconds since the run began."))
+  )
+  .add(
+    HttpApiEndpoint.post("regradeRun", "/evals/runs/:id/regrade")
+      .setPath(ById)
+      .addSuccess(EvalRunDetail)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Conflict)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "admin")
+      .annotateContext(
+        docs(
+          "Grade a finished run again",
+          "Grades each task again from its stored evidence alone (the answer, the last result, the gold tables as captured), without running the agent or the warehouse: the same evidence gives the same verdicts. 409 while the run is under way."
+        )
+      )
   )
   .middleware(Authentication)
   .prefix("/api")

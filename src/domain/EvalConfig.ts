@@ -19,6 +19,12 @@ const Email = Schema.String.pipe(
   Schema.maxLength(254),
   Schema.pattern(/^[^\s@<>(),;:"\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, { message: () => "not an email address" })
 )
+export const NotifyEmails = Schema.Array(Email).pipe(Schema.maxItems(MAX_NOTIFY_EMAILS, { message: () => `notify_emails holds at most ${MAX_NOTIFY_EMAILS} addresses` }))
+export const PromptPreamble = Schema.String.pipe(
+  Schema.maxLength(MAX_PREAMBLE_CHARS, { message: () => `prompt_preamble must be at most ${MAX_PREAMBLE_CHARS} characters` }),
+  noNul("prompt_preamble")
+)
+export const MaxTasks = Schema.Int.pipe(Schema.between(1, MAX_TASKS_CAP, { message: () => `max_tasks must be between 1 and ${MAX_TASKS_CAP}` }))
 const SetFolder = Schema.String.pipe(
   Schema.pattern(/^(?:\.|(?!.*(?:^|\/)\.\.?(?:\/|$))(?=.{1,256}$)[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*)$/, {
     message: () => "path is a folder of the repository: . or a relative path without . or .. segments, empty segments or a trailing /"
@@ -72,13 +78,9 @@ export const UpdateEvalConfig = Schema.Struct({
   connection_name: Schema.optional(Schema.NullOr(ConnectionName)),
   eval_set: Schema.optional(Schema.NullOr(EvalSetSource)),
   runner_profile: Schema.optional(Schema.NullOr(RunnerProfile)),
-  notify_emails: Schema.optional(
-    Schema.Array(Email).pipe(Schema.maxItems(MAX_NOTIFY_EMAILS, { message: () => `notify_emails holds at most ${MAX_NOTIFY_EMAILS} addresses` }))
-  ),
-  prompt_preamble: Schema.optional(
-    Schema.String.pipe(Schema.maxLength(MAX_PREAMBLE_CHARS, { message: () => `prompt_preamble must be at most ${MAX_PREAMBLE_CHARS} characters` }), noNul("prompt_preamble"))
-  ),
-  max_tasks: Schema.optional(Schema.Int.pipe(Schema.between(1, MAX_TASKS_CAP, { message: () => `max_tasks must be between 1 and ${MAX_TASKS_CAP}` }))),
+  notify_emails: Schema.optional(NotifyEmails),
+  prompt_preamble: Schema.optional(PromptPreamble),
+  max_tasks: Schema.optional(MaxTasks),
   model: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^(?!.*\.\.)[A-Za-z0-9_.:\/-]{1,128}$/, { message: () => "model must be a model name" })))),
   autorun: Schema.optional(Schema.Boolean)
 }).annotations(strict)

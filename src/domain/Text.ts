@@ -16,3 +16,15 @@ export const StoredText = (field: string, max: number) =>
 
 /** An id this API gave out (runs, conversations, queries), as a path or query parameter. */
 export const ResourceId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,100}$/, { message: () => "not an id this API gives out" }))
+
+/**
+ * Text kept as evidence with what looks like a credential replaced: Sluice keys, the password of a
+ * URL, bearer tokens, and private key blocks. A transcript quotes what a model and the tools wrote,
+ * which can repeat a secret a prompt or a row held.
+ */
+export const withoutSecrets = (text: string): string =>
+  text
+    .replace(/\bsp_[0-9a-f]{32}\b/g, "sp_[redacted]")
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]*):[^\s/@]+@/gi, "$1:[redacted]@")
+    .replace(/\b(bearer\s+)[A-Za-z0-9._~+/-]{8,}=*/gi, "$1[redacted]")
+    .replace(/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g, "[redacted private key]")

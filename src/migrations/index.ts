@@ -31,6 +31,7 @@ import m0030 from "./0030_dbt_projects"
 import m0031 from "./0031_db_branch_placement"
 import m0032 from "./0032_eval_configs"
 import m0033 from "./0033_eval_uploads"
+import m0034 from "./0034_eval_runs"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -65,5 +66,6 @@ export const migrations = {
   "0030_dbt_projects": m0030,
   "0031_db_branch_placement": m0031,
   "0032_eval_configs": m0032,
-  "0033_eval_uploads": m0033
+  "0033_eval_uploads": m0033,
+  "0034_eval_runs": m0034
 }

@@ -6,6 +6,7 @@ import { KeyId, OrgId, UserId } from "../domain/Ids"
 import { JobEvent } from "../domain/JobEvent"
 import type { Principal } from "../domain/Principal"
 import { appendJobEvent } from "./JobEventsRepo"
+import { unbegunJobs } from "./UnbegunJobs"
 import { conflictOnDuplicate, storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
@@ -76,7 +77,6 @@ const stored = (row: RunRow): StoredRun => ({
 })
 
 const NewRun = RunRow.pick("id", "org_id", "user_id", "principal_kind", "key_id", "prompt", "connection_name", "conversation_id", "max_turns", "model")
-const RunOfOrg = Schema.Struct({ id: Schema.String, org_id: OrgId })
 const EventData = JobEvent.fields.data
 const Count = Schema.Struct({ n: Schema.Number })
 const Exchange = Schema.Struct({ prompt: Schema.String, answer: Schema.String })
@@ -191,19 +191,8 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
       failures
     )
 
-    const unbegunRuns = SqlSchema.findAll({
-      Request: Schema.Struct({ graceSeconds: Schema.Number, giveUpSeconds: Schema.Number, limit: Schema.Number }),
-      Result: RunOfOrg,
-      execute: ({ graceSeconds, giveUpSeconds, limit }) => sql`select id, org_id from agent_runs
-        where status = 'queued' and created_at < now() - make_interval(secs => ${graceSeconds})
-          and created_at >= now() - make_interval(secs => ${giveUpSeconds})
-        order by created_at limit ${limit}`
-    })
     /** System lookup across orgs: runs still queued between `graceSeconds` and `giveUpSeconds` after their row committed, oldest first (their job may never have started). */
-    const unbegun = Effect.fn("AgentRunsRepo.unbegun")(
-      (graceSeconds: number, giveUpSeconds: number, limit: number) => unbegunRuns({ graceSeconds, giveUpSeconds, limit }),
-      failures
-    )
+    const unbegun = Effect.fn("AgentRunsRepo.unbegun")(unbegunJobs(sql, "agent_runs"), failures)
 
     /** System change across orgs: runs still queued `giveUpSeconds` after their row committed fail as not started. */
     const giveUpUnbegun = Effect.fn("AgentRunsRepo.giveUpUnbegun")(

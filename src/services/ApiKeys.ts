@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto"
 import { Effect, FiberSet, Schema } from "effect"
 import { ApiKey, type CreateApiKey, CreatedApiKey, KEY_PATTERN } from "../domain/ApiKey"
 import { Conflict, Forbidden, InvalidApiKey, InvalidRequest, NotFound } from "../domain/Errors"
-import { isLocalKeyId, KeyId } from "../domain/Ids"
+import { isLocalKeyId, KeyId, type OrgId } from "../domain/Ids"
 import { decodeCursor, pageOf } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { ApiKeysRepo, type ApiKeyRow, type KeyCredentialRow } from "../repos/ApiKeysRepo"
@@ -73,6 +73,9 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
       userKeySeen ? Effect.succeed(true) : Effect.tap(repo.userKeysExist(), (exists) => Effect.sync(() => (userKeySeen = exists)))
     )
 
+    /** Deletes the key and drops this replica's cached verifications (others drop theirs within 500 ms); false when it was gone. */
+    const revoke = (orgId: OrgId, id: KeyId) => Effect.tap(repo.remove(orgId, id), () => forgetVerified)
+
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
       if (isLocalKeyId(id)) {
         return yield* new Conflict({
@@ -80,9 +83,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
             "The local key cannot be deleted: this machine's web app and CLI sign in with it, and the gateway would make it again at its next start. To stop local access, start the gateway with SP_LOCAL_ACCESS=false and use keys you make"
         })
       }
-      const removed = yield* repo.remove(principal.orgId, id)
-      yield* forgetVerified
-      if (!removed) return yield* new NotFound({ message: `No API key with id ${id}` })
+      if (!(yield* revoke(principal.orgId, id))) return yield* new NotFound({ message: `No API key with id ${id}` })
     })
 
     type UsableRow = KeyCredentialRow & { readonly role: NonNullable<KeyCredentialRow["role"]> }
@@ -137,7 +138,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     const orgOf = (raw: string) =>
       KEY_PATTERN.test(raw) ? repo.orgOfHash(hashKey(raw)).pipe(Effect.orElseSucceed(() => null)) : Effect.succeed(null)
 
-    return { create, list, remove, verify, verifiedInMemory, current, orgOf, forgetVerified, userKeysExist } as const
+    return { create, list, remove, revoke, verify, verifiedInMemory, current, orgOf, forgetVerified, userKeysExist } as const
   }),
   dependencies: [ApiKeysRepo.Default]
 }) {}

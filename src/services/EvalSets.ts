@@ -21,6 +21,8 @@ const GOLD_CSV_MAX_BYTES = 16 * 1024 * 1024
 export interface LoadedEvalSet {
   readonly ref: string
   readonly source: EvalSetSource
+  /** The source at the commit it was read at (an upload is its own pin). */
+  readonly pinned: EvalSetSource
   readonly manifest: EvalSetManifest
   readonly goldCsv: ReadonlyMap<string, Table>
   readonly files: SetFiles
@@ -128,16 +130,18 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
     const access = yield* EvalAccess
     const uploads = yield* EvalUploads
 
-    const load = Effect.fn("EvalSets.load")(function* (principal: Principal) {
-      const source = (yield* configs.current(principal)).eval_set
-      if (source === null) return yield* refused("No eval set is configured: set eval_set with PUT /api/evals/config (a folder of a workspace project, or an uploaded archive)")
+    /**
+     * The set at `source`; its `pinned` source names the commit it was read at, so a run reads the
+     * same set to its end whatever is pushed or configured meanwhile.
+     */
+    const loadSource = Effect.fn("EvalSets.loadSource")(function* (principal: Principal, source: EvalSetSource) {
       if (source.kind === "upload") {
         const archive = yield* uploads.archive(principal.orgId, source.upload_id).pipe(
           Effect.catchTag("NotFound", (e) => Effect.fail(refused(`The eval set's upload cannot be used: ${e.message}`)))
         )
         const files = zipSetFiles(archive.backend, archive.key, archive.size)
         const { manifest, goldCsv } = yield* readEvalSet(files)
-        return { ref: `${manifest.name}@${source.upload_id}`, source, manifest, goldCsv, files } satisfies LoadedEvalSet
+        return { ref: `${manifest.name}@${source.upload_id}`, source, pinned: source, manifest, goldCsv, files } satisfies LoadedEvalSet
       }
       const project = yield* projects.get(principal, source.workspace_project_id).pipe(
         Effect.catchTag("NotFound", () => Effect.fail(refused("The eval set's workspace project no longer exists: set eval_set again")))
@@ -149,7 +153,14 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
       const { manifest, goldCsv } = yield* readEvalSet(files).pipe(
         Effect.catchTag("Unavailable", () => Effect.fail(refused(`The eval repository has no folder ${source.path} at ${ref}`)))
       )
-      return { ref: `${manifest.name}@${commit}`, source, manifest, goldCsv, files } satisfies LoadedEvalSet
+      return { ref: `${manifest.name}@${commit}`, source, pinned: { ...source, ref: commit }, manifest, goldCsv, files } satisfies LoadedEvalSet
+    })
+
+    /** The configured eval set. */
+    const load = Effect.fn("EvalSets.load")(function* (principal: Principal) {
+      const source = (yield* configs.current(principal)).eval_set
+      if (source === null) return yield* refused("No eval set is configured: set eval_set with PUT /api/evals/config (a folder of a workspace project, or an uploaded archive)")
+      return yield* loadSource(principal, source)
     })
 
     /** The configured set's parsed manifest, for staff of an allow-listed organization. */
@@ -159,7 +170,7 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
       return { ref: loaded.ref, source: loaded.source, manifest: loaded.manifest }
     })
 
-    return { load, tasks } as const
+    return { load, loadSource, tasks } as const
   }),
   dependencies: [EvalConfigs.Default, WorkspaceProjects.Default, GitRepositories.Default, EvalAccess.Default, EvalUploads.Default]
 }) {}

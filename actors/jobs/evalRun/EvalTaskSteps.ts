@@ -1,0 +1,284 @@
+import { createHash } from "node:crypto"
+import { WorkflowEngine } from "@effect/workflow"
+import { Cause, Data, Duration, Effect, Either, Option, Schema } from "effect"
+import { JobRuntime } from "../../../layers/JobRuntime"
+import { ObjectStore } from "../../../layers/ObjectStore"
+import { AGENT_RUN_KIND, DEFAULT_MAX_TURNS, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
+import type { EvalTask } from "../../../src/domain/EvalSet"
+import { type TaskPhase, taskEvidenceKey } from "../../../src/domain/EvalRun"
+import type { Cell, Table } from "../../../src/domain/grading/Tables"
+import { markdownTable } from "../../../src/domain/grading/Tables"
+import { gradeStored, StoredEvidence } from "../../../src/domain/grading/StoredEvidence"
+import type { Unavailable } from "../../../src/domain/Errors"
+import type { OrgId } from "../../../src/domain/Ids"
+import type { Principal } from "../../../src/domain/Principal"
+import { withoutSecrets } from "../../../src/domain/Text"
+import { startAgentRun } from "../../../src/jobs/AgentRunWorkflow"
+import type { EvalRunStopped, TaskOutcome } from "../../../src/jobs/EvalRunWorkflow"
+import { AgentRunsRepo } from "../../../src/repos/AgentRunsRepo"
+import { EvalRunsRepo } from "../../../src/repos/EvalRunsRepo"
+import { JobEventsRepo } from "../../../src/repos/JobEventsRepo"
+import { isStoreOutage } from "../../../src/repos/StoreErrors"
+import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
+import { ApiKeys } from "../../../src/services/ApiKeys"
+import { EvalQueries } from "../../../src/services/EvalQueries"
+import { EvalRunLifecycle } from "./EvalRunLifecycle"
+
+const DEFAULT_TASK_TIMEOUT_SECONDS = 300
+
+class TaskUnusable extends Data.TaggedError("TaskUnusable")<{ readonly message: string }> {}
+const AGENT_POLL = Duration.millis(250)
+// A task key outlives no run: revoked when its task ends, and expiring on its own a day after it was made.
+const TASK_KEY_HOURS = 24
+const GOLD_SQL_ROWS = 10_000
+const TRANSCRIPT_EVENTS = 10_000
+
+/** The agent run a task starts: one per task of a run, whichever runner starts it. */
+export const agentRunIdOf = (runId: string, taskId: string) => `run_${createHash("sha256").update(`${runId}/${taskId}`).digest("hex").slice(0, 32)}`
+
+const cellOf = (value: unknown): Cell =>
+  value === null || value === undefined || typeof value === "string" || typeof value === "number" || typeof value === "boolean"
+    ? (value ?? null)
+    : value instanceof Date
+      ? value.toISOString()
+      : typeof value === "bigint"
+        ? value.toString()
+        : JSON.stringify(value)
+
+/**
+ * A task's phases as durable steps: provisioning (its key), setup, agent (the built-in agent as the
+ * task's key, waited for), grading (evidence gathered and stored, then graded from what was stored),
+ * capture (the transcript), teardown (its key revoked). A task that cannot go on is graded ERROR
+ * with why, never counted as an answer; only the run's own end stops it otherwise.
+ */
+export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalTaskSteps", {
+  effect: Effect.gen(function* () {
+    const lifecycle = yield* EvalRunLifecycle
+    const repo = yield* EvalRunsRepo
+    const agentRuns = yield* AgentRunsRepo
+    const jobEvents = yield* JobEventsRepo
+    const keys = yield* ApiKeys
+    const acting = yield* ActingPrincipals
+    const evalQueries = yield* EvalQueries
+    const objects = yield* ObjectStore
+    const { engine } = yield* JobRuntime
+
+    const taskOf = (set: { readonly manifest: { readonly tasks: ReadonlyArray<EvalTask> } }, taskId: string) =>
+      Option.fromNullable(set.manifest.tasks.find((task) => task.id === taskId)).pipe(
+        Effect.orElseFail(() => new TaskUnusable({ message: `the eval set no longer holds task ${taskId}` }))
+      )
+    const rowOf = (orgId: OrgId, runId: string, taskId: string) =>
+      Effect.flatMap(repo.tasks(orgId, runId), (tasks) => Option.fromNullable(tasks.find((task) => task.task_id === taskId)).pipe(Effect.orDie))
+
+    /** Records the task's ERROR: a phase could not be done (the gateway's log has why). */
+    const failedPhase = (orgId: OrgId, runId: string, taskId: string, phase: TaskPhase) => (cause: Cause.Cause<unknown>) =>
+      Effect.zipRight(
+        Effect.logError(`eval run ${runId}: task ${taskId}'s ${phase} phase failed`, cause),
+        repo.grade(orgId, runId, taskId, { verdict: "ERROR", checks: [], detail: `The task's ${phase} phase failed; the gateway's log has the details` })
+      )
+
+    /**
+     * A task step's effect, done again while the store is out; the run's end goes through, any other
+     * failure is the task's ERROR (then `fallback`), so one task's trouble is not its run's.
+     */
+    const taskGuarded = <A, E extends { readonly _tag: string }>(orgId: OrgId, runId: string, taskId: string, phase: TaskPhase, fallback: A, effect: Effect.Effect<A, E>): Effect.Effect<A, EvalRunStopped> =>
+      lifecycle.guarded(
+        orgId,
+        runId,
+        effect.pipe(
+          Effect.catchAllCause((cause): Effect.Effect<A, E | Unavailable> => {
+            if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+            const failure = Cause.failureOption(cause)
+            // The run's end, and a store that is out (waited for, then the run's failure), are the run's, not the task's.
+            if (Option.exists(failure, (e) => isStoreOutage(e) || e._tag === "EvalRunStopped")) return Effect.failCause(cause)
+            return Effect.as(failedPhase(orgId, runId, taskId, phase)(cause), fallback)
+          })
+        )
+      )
+
+    /** The task's own key: read and query, for the agent and the gold queries; made once. */
+    const provision = (orgId: OrgId, runId: string, taskId: string) =>
+      taskGuarded(
+        orgId,
+        runId,
+        taskId,
+        "provisioning",
+        false,
+        Effect.gen(function* () {
+          const { principal } = yield* lifecycle.context(orgId, runId)
+          if ((yield* rowOf(orgId, runId, taskId)).key_id !== null) return true
+          const key = yield* keys.create(principal, {
+            name: `eval ${runId.slice(4, 16)} ${taskId}`.slice(0, 64),
+            scopes: ["read", "query"],
+            expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000)
+          })
+          if (!(yield* repo.setPhase(orgId, runId, taskId, "provisioning", { key_id: key.id }))) {
+            yield* keys.revoke(orgId, key.id)
+            return yield* lifecycle.load(orgId, runId).pipe(Effect.as(false))
+          }
+          return true
+        })
+      )
+
+    /** The task as the task's key: what the agent and its gold queries act as. */
+    const taskPrincipal = (orgId: OrgId, runId: string, taskId: string, userId: Principal["userId"]) =>
+      Effect.gen(function* () {
+        const row = yield* rowOf(orgId, runId, taskId)
+        if (row.key_id === null) return yield* new TaskUnusable({ message: "the task's key is gone" })
+        return yield* acting.actingAs({ orgId, userId, principalKind: "api_key", keyId: row.key_id }, new Set(["read", "query"]), "eval task")
+      })
+
+    /** Setup, then the built-in agent on the task's prompt as the task's key, waited for to its end or the task's timeout. */
+    const agent = (orgId: OrgId, runId: string, taskId: string) =>
+      taskGuarded(
+        orgId,
+        runId,
+        taskId,
+        "agent",
+        { agentRunId: null, failure: "The task's agent phase failed" } as TaskOutcome,
+        Effect.gen(function* () {
+          const { stored, set } = yield* lifecycle.context(orgId, runId)
+          const task = yield* taskOf(set, taskId)
+          yield* repo.setPhase(orgId, runId, taskId, "setup")
+          if (task.class === "write") return { agentRunId: null, failure: "Write tasks are not run by this gateway yet: the task was not attempted" }
+          if (task.setup !== undefined || task.teardown !== undefined) return { agentRunId: null, failure: "Setup and teardown scripts are not run by this gateway yet: the task was not attempted" }
+          const row = yield* rowOf(orgId, runId, taskId)
+          if (row.key_id === null) return { agentRunId: null, failure: "The task has no key: its provisioning failed" }
+          const agentRunId = agentRunIdOf(runId, taskId)
+          yield* repo.setPhase(orgId, runId, taskId, "agent", { agent_run_id: agentRunId })
+          if ((yield* agentRuns.find(orgId, agentRunId)) === null) {
+            const preamble = stored.run.settings.prompt_preamble.trim()
+            yield* agentRuns.insert({
+              id: agentRunId,
+              org_id: orgId,
+              user_id: stored.userId,
+              principal_kind: "api_key",
+              key_id: row.key_id,
+              prompt: preamble.length > 0 ? `${preamble}\n\n${task.prompt}` : task.prompt,
+              connection_name: stored.run.settings.connection_name,
+              conversation_id: null,
+              max_turns: DEFAULT_MAX_TURNS,
+              model: null
+            })
+          }
+          yield* startAgentRun({ runId: agentRunId, orgId }).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
+          const timeoutSeconds = task.timeout_seconds ?? set.manifest.defaults?.timeout_seconds ?? DEFAULT_TASK_TIMEOUT_SECONDS
+          while (true) {
+            const found = yield* agentRuns.find(orgId, agentRunId)
+            if (found === null) return { agentRunId, failure: "The task's agent run is gone" }
+            const run = found.run
+            if (TERMINAL_STATUSES.has(run.status)) {
+              return { agentRunId, failure: run.status === "completed" ? null : `The agent's run ${run.status}${run.error === null ? "" : `: ${run.error.message}`}` }
+            }
+            // Measured from the agent run's creation, so a task resumed on another runner keeps its deadline.
+            if (Date.now() - run.created_at.getTime() > timeoutSeconds * 1000) {
+              yield* agentRuns.requestCancel(orgId, agentRunId)
+              return { agentRunId, failure: `The agent did not answer within the task's ${timeoutSeconds} s` }
+            }
+            yield* lifecycle.load(orgId, runId).pipe(Effect.tapError(() => agentRuns.requestCancel(orgId, agentRunId).pipe(Effect.ignore)))
+            yield* Effect.sleep(AGENT_POLL)
+          }
+        })
+      )
+
+    /** The table the agent's last successful query returned, as its tool result showed it. */
+    const lastResultOf = (orgId: OrgId, agentRunId: string) =>
+      Effect.map(jobEvents.events(AGENT_RUN_KIND, orgId, agentRunId, 0, TRANSCRIPT_EVENTS), (events) => {
+        const queried = events.filter((e) => e.type === "tool_call" && typeof e.data["sql"] === "string" && e.data["is_error"] !== true && typeof e.data["result"] === "string")
+        const last = queried[queried.length - 1]
+        return last === undefined ? null : markdownTable(last.data["result"] as string)
+      })
+
+    /** The gold tables of the task's table checks: inline, from the set's CSV, or by its SQL through the governed executor as the task's key. */
+    const goldTables = (runId: string, taskId: string, task: EvalTask, gold: ReadonlyMap<string, Table>, connection: string, principal: Principal) =>
+      Effect.gen(function* () {
+        const tables: Record<string, Table> = {}
+        for (const check of task.checks) {
+          if (check.type !== "table") continue
+          if (check.gold !== undefined) tables[check.name] = check.gold
+          else if (check.gold_csv !== undefined) {
+            const csv = gold.get(check.gold_csv)
+            if (csv === undefined) return Either.left(`The gold CSV ${check.gold_csv} of check ${check.name} is missing`)
+            tables[check.name] = csv
+          } else if (check.gold_sql !== undefined) {
+            const ran = yield* evalQueries.run(principal, connection, check.gold_sql, GOLD_SQL_ROWS, { eval_run_id: runId, task_id: taskId })
+            if (Either.isLeft(ran)) return Either.left(`The gold SQL of check ${check.name} failed: ${(ran.left as { message?: string }).message ?? "it could not run"}`)
+            if (ran.right.completeness === "truncated") return Either.left(`The gold SQL of check ${check.name} returned more than ${GOLD_SQL_ROWS} rows`)
+            tables[check.name] = { columns: ran.right.columns.map((c) => c.name), rows: ran.right.rows.map((row) => row.map(cellOf)) }
+          }
+        }
+        return Either.right(tables)
+      })
+
+    /** Gathers the task's evidence and stores it, then grades from what was stored. */
+    const grade = (orgId: OrgId, runId: string, taskId: string, outcome: TaskOutcome) =>
+      taskGuarded(
+        orgId,
+        runId,
+        taskId,
+        "grading",
+        undefined,
+        Effect.gen(function* () {
+          const { stored, set } = yield* lifecycle.context(orgId, runId)
+          const task = yield* taskOf(set, taskId)
+          yield* repo.setPhase(orgId, runId, taskId, "grading")
+          const answer = outcome.agentRunId === null ? null : ((yield* agentRuns.find(orgId, outcome.agentRunId))?.run.answer ?? null)
+          const lastResult = outcome.agentRunId === null ? null : yield* lastResultOf(orgId, outcome.agentRunId)
+          let failure = outcome.failure
+          let gold: Record<string, Table> = {}
+          if (failure === null) {
+            const principal = yield* taskPrincipal(orgId, runId, taskId, stored.userId)
+            const tables = yield* goldTables(runId, taskId, task, set.goldCsv, stored.run.settings.connection_name, principal)
+            if (Either.isLeft(tables)) failure = tables.left
+            else gold = tables.right
+          }
+          const evidence: StoredEvidence = {
+            task,
+            defaults: set.manifest.defaults?.tolerance === undefined ? {} : { tolerance: set.manifest.defaults.tolerance },
+            evidence: { question: task.prompt, answer, last_result: lastResult, gold_tables: gold, models: {}, failure }
+          }
+          const encoded = yield* Schema.encode(StoredEvidence)(evidence)
+          const backend = yield* objects.backend
+          yield* backend.put(taskEvidenceKey(orgId, runId, taskId, "evidence.json"), Buffer.from(JSON.stringify(encoded)), "application/json")
+          const graded = gradeStored(evidence)
+          yield* repo.grade(orgId, runId, taskId, { verdict: graded.verdict, checks: graded.checks, detail: graded.detail })
+        })
+      )
+
+    /** The agent's transcript (its run's events), secrets redacted, kept with the task's evidence. */
+    const capture = (orgId: OrgId, runId: string, taskId: string, outcome: TaskOutcome) =>
+      taskGuarded(
+        orgId,
+        runId,
+        taskId,
+        "capture",
+        undefined,
+        Effect.gen(function* () {
+          yield* lifecycle.load(orgId, runId)
+          yield* repo.setPhase(orgId, runId, taskId, "capture")
+          if (outcome.agentRunId === null) return
+          const events = yield* jobEvents.events(AGENT_RUN_KIND, orgId, outcome.agentRunId, 0, TRANSCRIPT_EVENTS)
+          const transcript = withoutSecrets(JSON.stringify({ agent_run_id: outcome.agentRunId, events }, null, 1))
+          const backend = yield* objects.backend
+          yield* backend.put(taskEvidenceKey(orgId, runId, taskId, "transcript.json"), Buffer.from(transcript), "application/json")
+        })
+      )
+
+    /** The task's key revoked, the task done. */
+    const teardown = (orgId: OrgId, runId: string, taskId: string) =>
+      lifecycle.guarded(
+        orgId,
+        runId,
+        Effect.gen(function* () {
+          yield* lifecycle.load(orgId, runId)
+          yield* repo.setPhase(orgId, runId, taskId, "teardown")
+          const row = yield* rowOf(orgId, runId, taskId)
+          if (row.key_id !== null) yield* keys.revoke(orgId, row.key_id)
+          yield* repo.taskDone(orgId, runId, taskId)
+        })
+      )
+
+    return { provision, agent, grade, capture, teardown } as const
+  }),
+  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default]
+}) {}

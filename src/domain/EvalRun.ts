@@ -1,0 +1,124 @@
+import { Schema } from "effect"
+import { ConnectionName } from "./Connection"
+import { MaxTasks, NotifyEmails, PromptPreamble } from "./EvalConfig"
+
+const strict = { parseOptions: { onExcessProperty: "error" } } as const
+
+export const EVAL_RUN_KIND = "eval_run"
+export const MAX_DOC_IDS = 20
+export const MAX_TASK_IDS = 200
+/** Runs in flight started on one gateway process; N replicas allow 2N. */
+export const MAX_RUNS_IN_FLIGHT_PER_PROCESS = 2
+
+export const EVAL_RUN_STATUSES = ["queued", "running", "completed", "failed", "cancelled"] as const
+export const EvalRunStatus = Schema.Literal(...EVAL_RUN_STATUSES)
+export type EvalRunStatus = typeof EvalRunStatus.Type
+export const EVAL_RUN_ENDED: ReadonlySet<EvalRunStatus> = new Set(["completed", "failed", "cancelled"])
+
+/** A task's phases in the order it goes through them; `pending` before it begins, `done` after its teardown. */
+export const TASK_PHASES = ["pending", "provisioning", "setup", "agent", "grading", "capture", "teardown", "done"] as const
+export const TaskPhase = Schema.Literal(...TASK_PHASES)
+export type TaskPhase = typeof TaskPhase.Type
+
+export const Verdict = Schema.Literal("CORRECT", "PARTIAL", "WRONG", "ERROR", "UNGRADED")
+
+/** `POST /api/evals/runs`: what a run may change of the saved settings, within the specification's caps. */
+export const StartEvalRun = Schema.Struct({
+  doc_ids: Schema.optional(
+    Schema.Array(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,64}$/, { message: () => "a knowledge entry's id" }))).pipe(
+      Schema.maxItems(MAX_DOC_IDS, { message: () => `doc_ids lists at most ${MAX_DOC_IDS} knowledge entries` })
+    )
+  ),
+  task_ids: Schema.optional(
+    Schema.Array(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.-]{1,64}$/, { message: () => "a task id" }))).pipe(
+      Schema.minItems(1, { message: () => "task_ids, when given, names at least one task" }),
+      Schema.maxItems(MAX_TASK_IDS, { message: () => `task_ids lists at most ${MAX_TASK_IDS} tasks` })
+    )
+  ),
+  max_tasks: Schema.optional(MaxTasks),
+  prompt_preamble: Schema.optional(PromptPreamble),
+  notify_emails: Schema.optional(NotifyEmails),
+  connection_name: Schema.optional(ConnectionName)
+}).annotations(strict)
+export type StartEvalRun = typeof StartEvalRun.Type
+
+/** What a run was started with: the saved settings, with the start's own changes applied. */
+export const EvalRunSettings = Schema.Struct({
+  connection_name: Schema.String,
+  prompt_preamble: Schema.String,
+  max_tasks: Schema.Int,
+  notify_emails: Schema.Array(Schema.String),
+  doc_ids: Schema.Array(Schema.String),
+  task_ids: Schema.NullOr(Schema.Array(Schema.String)),
+  runner_profile: Schema.String,
+  model: Schema.NullOr(Schema.String)
+})
+export type EvalRunSettings = typeof EvalRunSettings.Type
+
+export const VerdictCounts = Schema.Struct({
+  CORRECT: Schema.Int,
+  PARTIAL: Schema.Int,
+  WRONG: Schema.Int,
+  ERROR: Schema.Int,
+  UNGRADED: Schema.Int
+})
+export type VerdictCounts = typeof VerdictCounts.Type
+
+export const EvalRun = Schema.Struct({
+  id: Schema.String,
+  status: EvalRunStatus,
+  trigger: Schema.Literal("api"),
+  eval_set_ref: Schema.String,
+  build_fingerprint: Schema.String,
+  settings: EvalRunSettings,
+  total: Schema.Int,
+  done: Schema.Int,
+  verdicts: VerdictCounts,
+  /** CORRECT over every graded task (ERROR counts as not correct; UNGRADED is left out); null until one is graded. */
+  accuracy: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.Struct({ code: Schema.String, message: Schema.String })),
+  created_by: Schema.String,
+  created_at: Schema.Date,
+  started_at: Schema.NullOr(Schema.Date),
+  ended_at: Schema.NullOr(Schema.Date),
+  lease_expires_at: Schema.NullOr(Schema.Date)
+})
+export type EvalRun = typeof EvalRun.Type
+
+export const EvalCheckResult = Schema.Struct({
+  name: Schema.String,
+  type: Schema.String,
+  score: Schema.NullOr(Schema.Number),
+  passed: Schema.Boolean,
+  pass_mark: Schema.Number,
+  detail: Schema.String
+})
+
+export const EvalRunTask = Schema.Struct({
+  task_id: Schema.String,
+  class: Schema.Literal("read", "write"),
+  phase: TaskPhase,
+  verdict: Schema.NullOr(Verdict),
+  checks: Schema.Array(EvalCheckResult),
+  detail: Schema.NullOr(Schema.String),
+  agent_run_id: Schema.NullOr(Schema.String),
+  started_at: Schema.NullOr(Schema.Date),
+  ended_at: Schema.NullOr(Schema.Date)
+})
+export type EvalRunTask = typeof EvalRunTask.Type
+
+export const EvalRunDetail = Schema.Struct({ ...EvalRun.fields, tasks: Schema.Array(EvalRunTask) })
+
+export const EvalRunProgress = Schema.Struct({
+  run_id: Schema.String,
+  status: EvalRunStatus,
+  done: Schema.Int,
+  total: Schema.Int,
+  active: Schema.Array(Schema.Struct({ task_id: Schema.String, phase: TaskPhase })),
+  elapsed_seconds: Schema.Number
+})
+
+/** Where a run's evidence is kept in the object store. */
+export const runPrefix = (orgId: string, runId: string) => `evals/${orgId}/${runId}`
+// A task id may be `..`: under its own prefix it is never a path segment of its own.
+export const taskEvidenceKey = (orgId: string, runId: string, taskId: string, file: string) => `${runPrefix(orgId, runId)}/tasks/task_${taskId}/${file}`

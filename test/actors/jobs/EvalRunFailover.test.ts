@@ -1,0 +1,134 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ModelReply, startModelFake } from "../../fakes/ModelFake"
+import { type GatewayProcess, localKey, startGateway, tempDataDir } from "../../support/Gateway"
+import { git } from "../../support/Git"
+import { request } from "../../support/Http"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../../support/Servers"
+
+const skip = !(await postgresAvailable())
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+const MANIFEST = `name: failover
+tasks:
+  - { id: one, class: read, prompt: "TASK one: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
+  - { id: two, class: read, prompt: "TASK two: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
+`
+
+describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its lease, failed after it (issue 31)", () => {
+  let store: TestDatabase
+  let data: TestDatabase
+  let fake: Awaited<ReturnType<typeof startModelFake>>
+  let gateway: GatewayProcess
+  let env: Record<string, string>
+  let admin: string
+  let work: string
+  let release: () => void = () => {}
+  let held: Promise<void> = Promise.resolve()
+  // The restarted gateway is the same installation: its workspace repositories and evidence are where the killed one left them.
+  const dataDir = tempDataDir()
+
+  const script = async (): Promise<ModelReply> => {
+    await held
+    return { text: "There are 42 orders." }
+  }
+  const hold = () => (held = new Promise((resolve) => (release = resolve)))
+  const runOf = (id: string) => request(gateway.url, `/api/evals/runs/${id}`, { key: admin }).then((r) => r.json)
+  const until = async (id: string, done: (run: any) => boolean, ms: number) => {
+    const deadline = Date.now() + ms
+    while (Date.now() < deadline) {
+      const run = await runOf(id)
+      if (done(run)) return run
+      await sleep(200)
+    }
+    throw new Error(`run ${id} is still ${JSON.stringify(await runOf(id))}`)
+  }
+  const taskKeys = async () => (await store.query("select count(*)::int as n from api_keys where name like 'eval %'"))[0].n as number
+
+  beforeAll(async () => {
+    store = await createTestDatabase()
+    data = await createTestDatabase()
+    await data.query("create table orders (id int primary key, total numeric); insert into orders select g, g from generate_series(1, 42) g")
+    fake = await startModelFake(() => script())
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-evalfailover-"))
+    env = {
+      SP_LLM_PROVIDER: "anthropic",
+      SP_LLM_BASE_URL: fake.url,
+      SP_LLM_API_KEY: "sk-ant-test-failover",
+      SP_LLM_MODEL: "claude-sonnet-4-5",
+      SP_PER_KEY_RPM: "100000",
+      SP_PER_ORG_RPM: "100000",
+    }
+    gateway = await startGateway({ databaseUrl: store.url, dataDir, env })
+    admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
+    const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: data.name, username: "root" }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    const projectId = (await request(gateway.url, "/api/workspace-projects", { key: admin, body: { name: "evals" } })).json.id
+    const remote = `${gateway.url.replace("http://", `http://git:${admin}@`)}/git/${projectId}.git`
+    expect((await git(["clone", "-q", remote, "repo"], work)).code).toBe(0)
+    const repo = path.join(work, "repo")
+    fs.writeFileSync(path.join(repo, "eval.yaml"), MANIFEST)
+    await git(["add", "-A"], repo)
+    await git(["commit", "-q", "-m", "set"], repo)
+    expect((await git(["push", "-q", "origin", "HEAD:main"], repo)).code).toBe(0)
+    const saved = await request(gateway.url, "/api/evals/config", {
+      key: admin,
+      method: "PUT",
+      body: { runner_profile: "python-sandbox", connection_name: "shop", eval_set: { kind: "repository", workspace_project_id: projectId, path: ".", ref: null } }
+    })
+    expect(saved.status, saved.text).toBe(200)
+  }, 120_000)
+  afterAll(async () => {
+    release()
+    await gateway?.kill()
+    await fake?.close()
+    await store?.drop()
+    await data?.drop()
+    if (work !== undefined) fs.rmSync(work, { recursive: true, force: true })
+  })
+
+  /** Starts a run whose agent turns wait, and waits until both its tasks are with the agent (their keys made). */
+  const startHeld = async () => {
+    hold()
+    const started = await request(gateway.url, "/api/evals/runs", { key: admin, body: {} })
+    expect(started.status, started.text).toBe(202)
+    await until(started.json.id, (run) => run.tasks.every((t: any) => t.phase === "agent"), 30_000)
+    expect(await taskKeys()).toBe(2)
+    return started.json.id as string
+  }
+
+  it("a runner killed mid-run and back within the lease: the run resumes where it was and completes", async () => {
+    const id = await startHeld()
+    await gateway.kill()
+    gateway = await startGateway({ databaseUrl: store.url, dataDir, env })
+    release()
+    const run = await until(id, (r) => r.status !== "running", 60_000)
+    expect(run.status, JSON.stringify(run.error)).toBe("completed")
+    expect(run.tasks.map((t: any) => t.verdict)).toEqual(["CORRECT", "CORRECT"])
+    expect(await taskKeys()).toBe(0)
+  }, 120_000)
+
+  it("a runner killed mid-run with no runner for 180 s: the run is failed at the next start, its keys revoked", async () => {
+    const id = await startHeld()
+    await gateway.kill()
+    // 180 s without a runner, without waiting them out: the lease the dead runner held is set to have expired.
+    await store.query("update eval_runs set lease_expires_at = now() - interval '1 second' where id = $1", [id])
+    gateway = await startGateway({ databaseUrl: store.url, dataDir, env })
+    const run = await until(id, (r) => r.status !== "running", 30_000)
+    expect(run).toMatchObject({ status: "failed", error: { code: "lease_expired" } })
+    expect(await taskKeys()).toBe(0)
+    // The tasks' agent runs stop at their next step: their key opens nothing.
+    release()
+    const deadline = Date.now() + 30_000
+    let statuses: Array<string> = []
+    while (Date.now() < deadline) {
+      statuses = (await store.query("select status from agent_runs where id = any($1)", [run.tasks.map((t: any) => t.agent_run_id)])).map((r: any) => r.status)
+      if (statuses.every((s) => s !== "running" && s !== "queued")) break
+      await sleep(200)
+    }
+    expect(statuses).toEqual(["failed", "failed"])
+    expect((await store.query("select count(*)::int as n from agent_runs where error_code = 'credential_revoked'"))[0].n).toBe(2)
+  }, 120_000)
+})

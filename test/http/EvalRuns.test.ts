@@ -1,0 +1,230 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
+import { git } from "../support/Git"
+import { request } from "../support/Http"
+import { type Gateway, localKey, tempDataDir } from "../support/Gateway"
+import { startApp } from "../support/InProcess"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const TOP_SQL = "select customer_id, count(*) as orders from orders group by customer_id order by customer_id"
+
+/** The eval set the runs grade: answers right, off by rounding, listing several numbers, wrong; a table from the agent's last query; a write task. */
+const MANIFEST = (extra = "") => `name: shop_evals
+${extra}
+defaults:
+  timeout_seconds: 60
+tasks:
+  - id: revenue
+    class: read
+    prompt: "TASK revenue: what is the total of all orders?"
+    covers: [orders]
+    checks: [{ name: total, type: number, gold: 9030 }]
+  - id: third
+    class: read
+    prompt: "TASK third: what is a third of 100?"
+    covers: [orders]
+    checks: [{ name: third, type: number, gold: 33.333333 }]
+  - id: many
+    class: read
+    prompt: "TASK many: how many orders are there?"
+    covers: [orders]
+    checks: [{ name: count, type: number, gold: 42 }]
+  - id: wrong
+    class: read
+    prompt: "TASK wrong: how many orders are there?"
+    covers: [orders]
+    checks: [{ name: count, type: number, gold: 42 }]
+  - id: top
+    class: read
+    prompt: "TASK top: orders per customer?"
+    covers: [orders, customers]
+    checks:
+      - { name: per_customer, type: table, gold_sql: "${TOP_SQL}", row_order: ignore }
+  - id: build
+    class: write
+    prompt: "TASK build: build orders_daily"
+    builds: [orders_daily]
+    checks: [{ name: built, type: exists, model: orders_daily }]
+`
+
+const ANSWERS: Record<string, string> = {
+  revenue: "All orders together come to $9,030.00.",
+  third: "A third of 100 is about 33.33.",
+  many: "There are 40, 42 or 44 orders, depending on how you count.",
+  wrong: "There are 41 orders."
+}
+
+describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-in agent (issue 31)", () => {
+  let gateway: Gateway
+  let admin: string
+  let database: TestDatabase
+  let fake: Awaited<ReturnType<typeof startModelFake>>
+  let repo: string
+  let work: string
+  let projectId: string
+  /** Model turns wait on this while it is set (to hold runs in flight). */
+  let hold: Promise<void> | null = null
+  const dataDir = tempDataDir()
+  const evidence = (runId: string, file: string) => path.join(dataDir, "objects/objects/evals/local", runId, file)
+
+  const script = async (req: ModelRequest): Promise<ModelReply> => {
+    if (hold !== null) await hold
+    const task = /TASK (\w+)/.exec(req.raw)?.[1] ?? ""
+    if (task === "top") {
+      if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: TOP_SQL } }] }
+      return { text: "Here are the orders per customer." }
+    }
+    return { text: ANSWERS[task] ?? "I do not know." }
+  }
+
+  const pushSet = async (manifest: string) => {
+    fs.mkdirSync(path.join(repo, "evals"), { recursive: true })
+    fs.writeFileSync(path.join(repo, "evals/eval.yaml"), manifest)
+    await git(["add", "-A"], repo)
+    await git(["commit", "-q", "-m", "set"], repo)
+    const pushed = await git(["push", "-q", "origin", "HEAD:main"], repo)
+    expect(pushed.code, pushed.stderr).toBe(0)
+  }
+  const configure = (body: object) => request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body })
+  const start = (body: object = {}) => request(gateway.url, "/api/evals/runs", { key: admin, body })
+  const runOf = (id: string) => request(gateway.url, `/api/evals/runs/${id}`, { key: admin }).then((r) => r.json)
+  const ended = async (id: string, ms = 60_000) => {
+    const deadline = Date.now() + ms
+    while (Date.now() < deadline) {
+      const run = await runOf(id)
+      if (["completed", "failed", "cancelled"].includes(run.status)) return run
+      await sleep(200)
+    }
+    throw new Error(`run ${id} is still ${JSON.stringify(await runOf(id))}`)
+  }
+
+  beforeAll(async () => {
+    database = await createTestDatabase()
+    await database.query(`create table customers (id int primary key, name text);
+      insert into customers values (1, 'Ada'), (2, 'Grace');
+      create table orders (id int primary key, customer_id int references customers, total numeric);
+      insert into orders select g, 1 + g % 2, g * 10 from generate_series(1, 42) g;`)
+    fake = await startModelFake((req) => script(req))
+    gateway = await startApp({
+      dataDir,
+      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-evals", SP_LLM_MODEL: "claude-sonnet-4-5" }
+    })
+    admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
+    const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    projectId = (await request(gateway.url, "/api/workspace-projects", { key: admin, body: { name: "evals" } })).json.id
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-evalruns-"))
+    const remote = `${gateway.url.replace("http://", `http://git:${admin}@`)}/git/${projectId}.git`
+    expect((await git(["clone", "-q", remote, "repo"], work)).code).toBe(0)
+    repo = path.join(work, "repo")
+    await pushSet(MANIFEST())
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.stop()
+    await fake?.close()
+    await database?.drop()
+    if (work !== undefined) fs.rmSync(work, { recursive: true, force: true })
+  })
+
+  it("refuses a start the settings cannot carry, each with its own message, and starts nothing", async () => {
+    const cases: Array<[object, RegExp]> = [[{}, /No runner profile is set/]]
+    for (const [body, message] of cases) {
+      const answer = await start(body)
+      expect(answer.status, answer.text).toBe(400)
+      expect(answer.json.message).toMatch(message)
+    }
+    expect((await configure({ runner_profile: "python-sandbox" })).status).toBe(200)
+    expect((await start()).json.message).toMatch(/No eval repository is set/)
+    expect((await configure({ eval_set: { kind: "repository", workspace_project_id: projectId, path: "evals", ref: null } })).status).toBe(200)
+    expect((await start()).json.message).toMatch(/No connection is pinned/)
+    expect((await start({ connection_name: "nowhere" })).json.message).toMatch(/The pinned connection nowhere does not exist/)
+    expect((await configure({ connection_name: "shop" })).status).toBe(200)
+    const caps: Array<[object, RegExp]> = [
+      [{ max_tasks: 201 }, /max_tasks must be between 1 and 200/],
+      [{ prompt_preamble: "x".repeat(4001) }, /prompt_preamble must be at most 4000 characters/],
+      [{ notify_emails: Array.from({ length: 21 }, (_, i) => `a${i}@example.com`) }, /notify_emails holds at most 20 addresses/],
+      [{ doc_ids: Array.from({ length: 21 }, (_, i) => `doc_${i}`) }, /doc_ids lists at most 20/],
+      [{ task_ids: Array.from({ length: 201 }, (_, i) => `t${i}`) }, /task_ids lists at most 200 tasks/],
+      [{ connection_name: "no spaces" }, /connection_name/],
+      [{ task_ids: ["revenue", "nonesuch"] }, /has no task nonesuch/],
+      [{ image: "evil:latest" }, /image/]
+    ]
+    for (const [body, message] of caps) {
+      const answer = await start(body)
+      expect(answer.status, `${JSON.stringify(body).slice(0, 80)}: ${answer.text}`).toBe(400)
+      expect(answer.json.message).toMatch(message)
+    }
+    expect((await request(gateway.url, "/api/evals/runs", { key: admin })).json.items).toEqual([])
+  })
+
+  it("runs read and write tasks to their verdicts, keeps the evidence, and regrades it to the same verdicts", async () => {
+    const started = await start()
+    expect(started.status, started.text).toBe(202)
+    expect(started.json).toMatchObject({ status: "queued", total: 6, eval_set_ref: expect.stringMatching(/^shop_evals@[0-9a-f]{40}$/), build_fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) })
+    const run = await ended(started.json.id)
+    expect(run.status, JSON.stringify(run.error)).toBe("completed")
+    const verdicts = Object.fromEntries(run.tasks.map((t: any) => [t.task_id, t.verdict]))
+    expect(verdicts).toEqual({ revenue: "CORRECT", third: "CORRECT", many: "WRONG", wrong: "WRONG", top: "CORRECT", build: "ERROR" })
+    expect(run.tasks.find((t: any) => t.task_id === "build").detail).toMatch(/Write tasks are not run/)
+    expect(run).toMatchObject({ done: 6, verdicts: { CORRECT: 3, PARTIAL: 0, WRONG: 2, ERROR: 1, UNGRADED: 0 }, accuracy: 0.5 })
+    expect(run.tasks.every((t: any) => t.phase === "done")).toBe(true)
+    // The evidence is in the object store: each graded task's, the agent's transcript (no secret in it), and run.json.
+    const stored = JSON.parse(fs.readFileSync(evidence(run.id, "tasks/task_top/evidence.json"), "utf8"))
+    expect(stored.evidence.last_result).toEqual({ columns: ["customer_id", "orders"], rows: [["1", "21"], ["2", "21"]] })
+    expect(stored.evidence.gold_tables.per_customer).toEqual({ columns: ["customer_id", "orders"], rows: [[1, "21"], [2, "21"]] })
+    const transcript = fs.readFileSync(evidence(run.id, "tasks/task_top/transcript.json"), "utf8")
+    expect(transcript).toContain("query_database")
+    expect(transcript).not.toContain("sk-ant-test-evals")
+    expect(fs.existsSync(evidence(run.id, "tasks/task_build/evidence.json"))).toBe(true)
+    expect(JSON.parse(fs.readFileSync(evidence(run.id, "run.json"), "utf8")).run).toMatchObject({ id: run.id, status: "completed", accuracy: 0.5 })
+    // Every task's key is revoked: none is left among the organization's keys.
+    const keys = (await request(gateway.url, "/api/keys", { key: admin })).json.items as Array<{ name: string }>
+    expect(keys.filter((k) => k.name.startsWith("eval "))).toEqual([])
+    const progress = await request(gateway.url, `/api/evals/runs/${run.id}/progress`, { key: admin })
+    expect(progress.json).toMatchObject({ run_id: run.id, status: "completed", done: 6, total: 6, active: [] })
+    const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
+    expect(regraded.status, regraded.text).toBe(200)
+    expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))
+    expect(regraded.json.accuracy).toBe(0.5)
+  }, 90_000)
+
+  it("refuses a warehouse whose build fingerprint differs from the set's, and runs one that matches", async () => {
+    const previous = (await request(gateway.url, "/api/evals/runs", { key: admin })).json.items[0]
+    await pushSet(MANIFEST(`build_fingerprint: sha256:${"0".repeat(64)}`))
+    const refused = await start()
+    expect(refused.status).toBe(400)
+    expect(refused.json.message).toMatch(new RegExp(`does not match the eval set's build fingerprint.*${previous.build_fingerprint}`))
+    await pushSet(MANIFEST(`build_fingerprint: ${previous.build_fingerprint}`))
+    const matched = await start({ task_ids: ["revenue"] })
+    expect(matched.status, matched.text).toBe(202)
+    expect((await ended(matched.json.id)).tasks.map((t: any) => t.verdict)).toEqual(["CORRECT"])
+  }, 60_000)
+
+  it("refuses a third run in flight on one process with 409", async () => {
+    let release = () => {}
+    hold = new Promise((resolve) => (release = resolve))
+    try {
+      const first = await start({ task_ids: ["revenue"] })
+      const second = await start({ task_ids: ["third"] })
+      expect([first.status, second.status]).toEqual([202, 202])
+      const third = await start({ task_ids: ["many"] })
+      expect(third.status).toBe(409)
+      expect(third.json).toEqual({ code: "conflict", message: "Too many eval runs in flight" })
+      const progress = await request(gateway.url, `/api/evals/runs/${first.json.id}/progress`, { key: admin })
+      expect(progress.json).toMatchObject({ done: 0, total: 1 })
+      release()
+      hold = null
+      await ended(first.json.id)
+      await ended(second.json.id)
+      expect((await start({ task_ids: ["many"] })).status).toBe(202)
+    } finally {
+      hold = null
+      release()
+    }
+  }, 90_000)
+})
