@@ -32,6 +32,7 @@ import m0031 from "./0031_db_branch_placement"
 import m0032 from "./0032_eval_configs"
 import m0033 from "./0033_eval_uploads"
 import m0034 from "./0034_eval_runs"
+import m0035 from "./0035_api_key_connections"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -67,5 +68,6 @@ export const migrations = {
   "0031_db_branch_placement": m0031,
   "0032_eval_configs": m0032,
   "0033_eval_uploads": m0033,
-  "0034_eval_runs": m0034
+  "0034_eval_runs": m0034,
+  "0035_api_key_connections": m0035
 }

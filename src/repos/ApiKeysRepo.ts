@@ -14,7 +14,8 @@ const ApiKeyRow = Schema.Struct({
   scopes: Schema.Array(Scope),
   created_at: Schema.DateFromSelf,
   last_used_at: Schema.NullOr(Schema.DateFromSelf),
-  expires_at: Schema.NullOr(Schema.DateFromSelf)
+  expires_at: Schema.NullOr(Schema.DateFromSelf),
+  connections: Schema.NullOr(Schema.Array(Schema.String))
 })
 export type ApiKeyRow = typeof ApiKeyRow.Type
 
@@ -29,13 +30,14 @@ const NewKey = Schema.Struct({
   prefix: Schema.String,
   scopes: Schema.Array(Scope),
   expires_at: Schema.NullOr(Schema.DateFromSelf),
+  connections: Schema.NullOr(Schema.Array(Schema.String)),
   key_hash: Schema.String
 })
-const LocalKey = NewKey.omit("expires_at")
+const LocalKey = NewKey.omit("expires_at", "connections")
 
 const KeySummary = Schema.Struct({ total: Schema.Number, admin: Schema.Number, expiring_7d: Schema.Number, never_used: Schema.Number })
 
-const COLUMNS = "k.id, k.org_id, k.user_id, k.name, k.prefix, k.scopes, k.created_at, k.last_used_at, k.expires_at"
+const COLUMNS = "k.id, k.org_id, k.user_id, k.name, k.prefix, k.scopes, k.created_at, k.last_used_at, k.expires_at, k.connections"
 
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRepo", {
   effect: Effect.gen(function* () {

@@ -1,6 +1,6 @@
 import { Data, Effect } from "effect"
 import type { KeyId, OrgId, UserId } from "../domain/Ids"
-import type { Principal } from "../domain/Principal"
+import { connectionLimit, type Principal } from "../domain/Principal"
 import type { Scope } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "./ApiKeys"
@@ -48,7 +48,8 @@ export class ActingPrincipals extends Effect.Service<ActingPrincipals>()("sluice
             keyId: key.id,
             keyPrefix: key.prefix,
             scopes: key.scopes.filter((scope) => allowed.has(scope)),
-            role: key.role
+            role: key.role,
+            ...connectionLimit(key.connections)
           })
         ),
         Effect.catchTag("InvalidApiKey", (e) => Effect.fail(new CredentialGone({ message: `The ${what}'s API key no longer opens anything: ${e.message}` })))

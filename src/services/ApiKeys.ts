@@ -37,7 +37,8 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     /** Drops every cached verification on this replica, after a change to what a key may do. */
     const forgetVerified = byHash.invalidateAll
 
-    const create = Effect.fn("ApiKeys.create")(function* (principal: Principal, input: CreateApiKey) {
+    /** A new key of the principal's; `connections` limits it to those of its org's connections (an evaluation task's key). */
+    const create = Effect.fn("ApiKeys.create")(function* (principal: Principal, input: CreateApiKey, limits: { readonly connections?: ReadonlyArray<string> } = {}) {
       const scopes = [...new Set(input.scopes)]
       if (scopes.includes("admin") && principal.role !== "admin") {
         return yield* new Forbidden({ message: "Creating a key with the admin scope needs an admin role in the organization" })
@@ -55,6 +56,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
           prefix: keyPrefix(raw),
           scopes,
           expires_at: input.expires_at ?? null,
+          connections: limits.connections ?? null,
           key_hash: hashKey(raw)
         })
       return new CreatedApiKey({ ...toApiKey(row), key: raw })

@@ -3,7 +3,7 @@ import { createRemoteJWKSet, errors as JoseErrors, jwtVerify, type JWTPayload } 
 import { AppConfig } from "../../layers/AppConfig"
 import { InvalidApiKey, Unauthenticated, Unavailable } from "../domain/Errors"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
-import type { Principal } from "../domain/Principal"
+import { connectionLimit, type Principal } from "../domain/Principal"
 import { ALL_SCOPES, type Role, type Scope } from "../domain/Scope"
 import type { KeyCredentialRow } from "../repos/ApiKeysRepo"
 import { OrgsRepo } from "../repos/OrgsRepo"
@@ -31,7 +31,8 @@ export const keyPrincipal = (row: KeyCredentialRow & { readonly role: Role }): P
   keyId: row.id,
   keyPrefix: row.prefix,
   scopes: row.scopes,
-  role: row.role
+  role: row.role,
+  ...connectionLimit(row.connections)
 })
 
 const MEMBER_SESSION_SCOPES: ReadonlyArray<Scope> = ["read", "query", "write", "execute", "agent:run"]

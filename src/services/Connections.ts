@@ -13,7 +13,7 @@ import { carryOverSecrets, joinSecrets, type Secrets, splitSecrets } from "../do
 import { Conflict, Forbidden, InvalidRequest, NotFound } from "../domain/Errors"
 import { ConnectionId, LOCAL_ORG, type OrgId } from "../domain/Ids"
 import { decodeCursor, pageOf } from "../domain/Pagination"
-import type { Principal } from "../domain/Principal"
+import { mayUseConnection, type Principal } from "../domain/Principal"
 import { ResultCache } from "../governance/ResultCache"
 import { type ConnectionRow, ConnectionsRepo, type NewConnectionRow } from "../repos/ConnectionsRepo"
 import { DbBranchesRepo } from "../repos/DbBranchesRepo"
@@ -168,13 +168,11 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       return outcome
     })
 
+    const unknownConnection = (name: string) => new NotFound({ message: `No connection named "${name}" in this organization` })
     const findRow = (orgId: OrgId, name: string) =>
-      repo.find(orgId, name).pipe(
-        Effect.filterOrFail(
-          (row): row is ConnectionRow => row !== null,
-          () => new NotFound({ message: `No connection named "${name}" in this organization` })
-        )
-      )
+      repo.find(orgId, name).pipe(Effect.filterOrFail((row): row is ConnectionRow => row !== null, () => unknownConnection(name)))
+    // A key limited to some connections finds no other, as if it did not exist.
+    const usable = (principal: Principal, name: string) => (mayUseConnection(principal, name) ? Effect.void : Effect.fail(unknownConnection(name)))
 
     const writable = (row: ConnectionRow) =>
       row.source === "env"
@@ -204,6 +202,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     })
 
     const get = Effect.fn("Connections.get")(function* (principal: Principal, name: string) {
+      yield* usable(principal, name)
       return toConnection(yield* findRow(principal.orgId, name))
     })
 
@@ -211,7 +210,7 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
       const limit = params.limit ?? 100
       const after = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, Cursor)
       const rows = yield* repo.list(principal.orgId, limit + 1, after && after[0])
-      return pageOf(rows.map(toConnection), limit, (connection) => [connection.name])
+      return pageOf(rows.filter((row) => mayUseConnection(principal, row.name)).map(toConnection), limit, (connection) => [connection.name])
     })
 
     /** Replaces the connection; secrets left out keep their stored values while the db_type and target stay the same. */
@@ -287,10 +286,11 @@ export class Connections extends Effect.Service<Connections>()("sluice/Connectio
     // Untraced: on the per-query path a span per call is measurable CPU (bench/README.md).
     /** Everything a connector needs to open this connection, secrets included. Never leaves the process. */
     const target = Effect.fnUntraced(function* (principal: Principal, name: string) {
+      yield* usable(principal, name)
       return yield* targets.get(targetKey(principal.orgId, name))
     })
-    /** `target` from what this replica holds in memory; undefined where only `target` can tell (not cached, or unknown). */
-    const targetNow = (principal: Principal, name: string) => targets.peek(targetKey(principal.orgId, name))
+    /** `target` from what this replica holds in memory; undefined where only `target` can tell (not cached, or unknown, or not this key's). */
+    const targetNow = (principal: Principal, name: string) => (mayUseConnection(principal, name) ? targets.peek(targetKey(principal.orgId, name)) : undefined)
     /** The same for background work, which runs for an org rather than a caller. */
     const targetIn = (orgId: OrgId, name: string) => targets.get(targetKey(orgId, name))
 

@@ -3,6 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
+import { eventually } from "../support/Eventually"
 import { git } from "../support/Git"
 import { request } from "../support/Http"
 import { type Gateway, localKey, tempDataDir } from "../support/Gateway"
@@ -45,6 +46,10 @@ tasks:
     covers: [orders, customers]
     checks:
       - { name: per_customer, type: table, gold_sql: "${TOP_SQL}", row_order: ignore }
+  - id: escape
+    class: read
+    prompt: "TASK escape: what does the other connection hold?"
+    checks: [{ name: secret, type: number, gold: 424242 }]
   - id: build
     class: write
     prompt: "TASK build: build orders_daily"
@@ -75,6 +80,11 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
   const script = async (req: ModelRequest): Promise<ModelReply> => {
     if (hold !== null) await hold
     const task = /TASK (\w+)/.exec(req.raw)?.[1] ?? ""
+    if (task === "escape") {
+      // A steered agent reaching past the pinned connection: its key opens no other.
+      if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "other", sql: "select 424242 as secret" } }] }
+      return { text: `The other connection says: ${req.toolResults[0]!.text}` }
+    }
     if (task === "top") {
       if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: TOP_SQL } }] }
       return { text: "Here are the orders per customer." }
@@ -117,6 +127,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
     const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
     expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+    expect((await request(gateway.url, "/api/connections", { key: admin, body: { ...connection, name: "other", database: "postgres" } })).status).toBe(201)
     projectId = (await request(gateway.url, "/api/workspace-projects", { key: admin, body: { name: "evals" } })).json.id
     work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-evalruns-"))
     const remote = `${gateway.url.replace("http://", `http://git:${admin}@`)}/git/${projectId}.git`
@@ -165,13 +176,17 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
   it("runs read and write tasks to their verdicts, keeps the evidence, and regrades it to the same verdicts", async () => {
     const started = await start()
     expect(started.status, started.text).toBe(202)
-    expect(started.json).toMatchObject({ status: "queued", total: 6, eval_set_ref: expect.stringMatching(/^shop_evals@[0-9a-f]{40}$/), build_fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) })
+    expect(started.json).toMatchObject({ status: "queued", total: 7, eval_set_ref: expect.stringMatching(/^shop_evals@[0-9a-f]{40}$/), build_fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) })
     const run = await ended(started.json.id)
     expect(run.status, JSON.stringify(run.error)).toBe("completed")
     const verdicts = Object.fromEntries(run.tasks.map((t: any) => [t.task_id, t.verdict]))
-    expect(verdicts).toEqual({ revenue: "CORRECT", third: "CORRECT", many: "WRONG", wrong: "WRONG", top: "CORRECT", build: "ERROR" })
+    expect(verdicts).toEqual({ revenue: "CORRECT", third: "CORRECT", many: "WRONG", wrong: "WRONG", top: "CORRECT", escape: "WRONG", build: "ERROR" })
     expect(run.tasks.find((t: any) => t.task_id === "build").detail).toMatch(/Write tasks are not run/)
-    expect(run).toMatchObject({ done: 6, verdicts: { CORRECT: 3, PARTIAL: 0, WRONG: 2, ERROR: 1, UNGRADED: 0 }, accuracy: 0.5 })
+    expect(run).toMatchObject({ done: 7, verdicts: { CORRECT: 3, PARTIAL: 0, WRONG: 3, ERROR: 1, UNGRADED: 0 }, accuracy: 3 / 7 })
+    // The task's key is limited to the pinned connection: the other one does not exist for it.
+    const escape = fs.readFileSync(evidence(run.id, "tasks/task_escape/transcript.json"), "utf8")
+    expect(escape).toMatch(/No connection named \\"other\\"/)
+    expect(escape).not.toContain("424242 |")
     expect(run.tasks.every((t: any) => t.phase === "done")).toBe(true)
     // The evidence is in the object store: each graded task's, the agent's transcript (no secret in it), and run.json.
     const stored = JSON.parse(fs.readFileSync(evidence(run.id, "tasks/task_top/evidence.json"), "utf8"))
@@ -181,16 +196,18 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect(transcript).toContain("query_database")
     expect(transcript).not.toContain("sk-ant-test-evals")
     expect(fs.existsSync(evidence(run.id, "tasks/task_build/evidence.json"))).toBe(true)
-    expect(JSON.parse(fs.readFileSync(evidence(run.id, "run.json"), "utf8")).run).toMatchObject({ id: run.id, status: "completed", accuracy: 0.5 })
+    // run.json is written as the run ends, just after its row says so.
+    await eventually(async () => fs.existsSync(evidence(run.id, "run.json")), Boolean, "run.json written")
+    expect(JSON.parse(fs.readFileSync(evidence(run.id, "run.json"), "utf8")).run).toMatchObject({ id: run.id, status: "completed", accuracy: 3 / 7 })
     // Every task's key is revoked: none is left among the organization's keys.
     const keys = (await request(gateway.url, "/api/keys", { key: admin })).json.items as Array<{ name: string }>
     expect(keys.filter((k) => k.name.startsWith("eval "))).toEqual([])
     const progress = await request(gateway.url, `/api/evals/runs/${run.id}/progress`, { key: admin })
-    expect(progress.json).toMatchObject({ run_id: run.id, status: "completed", done: 6, total: 6, active: [] })
+    expect(progress.json).toMatchObject({ run_id: run.id, status: "completed", done: 7, total: 7, active: [] })
     const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
     expect(regraded.status, regraded.text).toBe(200)
     expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))
-    expect(regraded.json.accuracy).toBe(0.5)
+    expect(regraded.json.accuracy).toBe(3 / 7)
   }, 90_000)
 
   it("refuses a warehouse whose build fingerprint differs from the set's, and runs one that matches", async () => {

@@ -42,6 +42,7 @@ const seed = Effect.gen(function* () {
       prefix: "sp_00000000",
       scopes: ["read"],
       expires_at: null,
+      connections: null,
       key_hash: (org === A ? "a" : "b").repeat(64)
     })
     yield* settings.put(org, { default_row_limit: org === A ? 1 : 2 })

@@ -96,7 +96,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         )
       )
 
-    /** The task's own key: read and query, for the agent and the gold queries; made once. */
+    /** The task's own key: read and query on the run's pinned connection alone, for the agent and the gold queries; made once. */
     const provision = (orgId: OrgId, runId: string, taskId: string) =>
       taskGuarded(
         orgId,
@@ -105,13 +105,13 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         "provisioning",
         false,
         Effect.gen(function* () {
-          const { principal } = yield* lifecycle.context(orgId, runId)
+          const { stored, principal } = yield* lifecycle.context(orgId, runId)
           if ((yield* rowOf(orgId, runId, taskId)).key_id !== null) return true
-          const key = yield* keys.create(principal, {
-            name: `eval ${runId.slice(4, 16)} ${taskId}`.slice(0, 64),
-            scopes: ["read", "query"],
-            expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000)
-          })
+          const key = yield* keys.create(
+            principal,
+            { name: `eval ${runId.slice(4, 16)} ${taskId}`.slice(0, 64), scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
+            { connections: [stored.run.settings.connection_name] }
+          )
           if (!(yield* repo.setPhase(orgId, runId, taskId, "provisioning", { key_id: key.id }))) {
             yield* keys.revoke(orgId, key.id)
             return yield* lifecycle.load(orgId, runId).pipe(Effect.as(false))
