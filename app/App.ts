@@ -61,6 +61,7 @@ import { EvalUploadsRepo } from "../src/repos/EvalUploadsRepo"
 import { EvalRunsRepo } from "../src/repos/EvalRunsRepo"
 import { EvalRuns } from "../src/services/EvalRuns"
 import { EvalQueries } from "../src/services/EvalQueries"
+import { EvalEvidence } from "../src/services/EvalEvidence"
 import { BuildFingerprints } from "../src/services/BuildFingerprints"
 import { ObjectStore } from "../layers/ObjectStore"
 import { SandboxesRepo } from "../src/repos/SandboxesRepo"
@@ -151,6 +152,7 @@ export const ServicesLive = Layer.mergeAll(
   EvalRuns.Default,
   EvalRunsRepo.Default,
   EvalQueries.Default,
+  EvalEvidence.Default,
   BuildFingerprints.Default,
   EvalRunLifecycle.Default,
   EvalTaskSteps.Default,

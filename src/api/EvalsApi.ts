@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { EvalAvailability, EvalConfig, EvalSetSource, UpdateEvalConfig } from "../domain/EvalConfig"
 import { EvalSetManifest } from "../domain/EvalSet"
@@ -7,10 +7,15 @@ import { EvalRun, EvalRunDetail, EvalRunProgress, StartEvalRun } from "../domain
 import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
 import { Conflict, Forbidden, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
-import { docs, RequiredScope } from "./Annotations"
+import { EVIDENCE_FILES } from "../domain/EvalRun"
+import { docs, RateClass, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 const ById = Schema.Struct({ id: ResourceId })
+const TaskId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.-]{1,64}$/, { message: () => "a task id" }))
+const ByTask = Schema.Struct({ id: ResourceId, task: TaskId })
+const Json = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "application/json" }))
+const EVIDENCE_SCOPE_NOTE = "Needs the query scope: evidence quotes what the agent read."
 
 export class EvalsApi extends HttpApiGroup.make("evals")
   .add(
@@ -153,6 +158,62 @@ export class EvalsApi extends HttpApiGroup.make("evals")
         docs(
           "Grade a finished run again",
           "Grades each task again from its stored evidence alone (the answer, the last result, the gold tables as captured), without running the agent or the warehouse: the same evidence gives the same verdicts. 409 while the run is under way."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("taskTranscript", "/evals/runs/:id/tasks/:task/transcript")
+      .setPath(ByTask)
+      .addSuccess(Json)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "query")
+      .annotateContext(docs("A task's transcript", `The agent's run for the task, event by event (model turns, tool calls and their results), with secrets redacted. ${EVIDENCE_SCOPE_NOTE}`))
+  )
+  .add(
+    HttpApiEndpoint.get("taskLog", "/evals/runs/:id/tasks/:task/setup/:phase/log")
+      .setPath(Schema.Struct({ ...ByTask.fields, phase: Schema.Literal("setup", "teardown") }))
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/plain" })))
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "query")
+      .annotateContext(docs("A task's setup or teardown log", `What the task's setup or teardown script printed. 404 when the task ran none. ${EVIDENCE_SCOPE_NOTE}`))
+  )
+  .add(
+    HttpApiEndpoint.get("runArtifacts", "/evals/runs/:id/artifacts")
+      .setPath(ById)
+      .addSuccess(Schema.Struct({ items: Schema.Array(Schema.Struct({ path: Schema.String, size: Schema.Number })) }))
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "query")
+      .annotateContext(docs("A run's evidence files", `Every file the run stored, by path (\`tasks/task_<id>/evidence.json\`, \`…/transcript.json\`, \`run.json\`) and size. ${EVIDENCE_SCOPE_NOTE}`))
+  )
+  .add(
+    HttpApiEndpoint.get("taskArtifact", "/evals/runs/:id/artifacts/:task/:file")
+      .setPath(Schema.Struct({ ...ByTask.fields, file: Schema.Literal(...EVIDENCE_FILES) }))
+      .addSuccess(Json)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "query")
+      .annotateContext(docs("Download a task's evidence file", `One of evidence.json (what grading read), transcript.json, setup.log, teardown.log. ${EVIDENCE_SCOPE_NOTE}`))
+  )
+  .add(
+    HttpApiEndpoint.get("exportRun", "/evals/runs/:id/export")
+      .setPath(ById)
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "application/zip" })))
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Unavailable)
+      .annotate(RequiredScope, "query")
+      .annotate(RateClass, "expensive")
+      .annotateContext(
+        docs(
+          "Export a run's evidence",
+          `A zip of the run's evidence (run.json as the run stands, each task's evidence and transcript), streamed as it is written. It stops before 256 MB; a TRUNCATED.txt entry then lists the files left out. ${EVIDENCE_SCOPE_NOTE}`
         )
       )
   )

@@ -122,3 +122,5 @@ export const EvalRunProgress = Schema.Struct({
 export const runPrefix = (orgId: string, runId: string) => `evals/${orgId}/${runId}`
 // A task id may be `..`: under its own prefix it is never a path segment of its own.
 export const taskEvidenceKey = (orgId: string, runId: string, taskId: string, file: string) => `${runPrefix(orgId, runId)}/tasks/task_${taskId}/${file}`
+/** The files a task's evidence holds; downloads name one of these, nothing else. */
+export const EVIDENCE_FILES = ["evidence.json", "transcript.json", "setup.log", "teardown.log"] as const

@@ -1,12 +1,21 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, type Stream } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { EvalAccess } from "../services/EvalAccess"
 import { EvalConfigs } from "../services/EvalConfigs"
 import { EvalSets } from "../services/EvalSets"
+import { EvalEvidence } from "../services/EvalEvidence"
 import { EvalRuns } from "../services/EvalRuns"
 import { EvalUploads } from "../services/EvalUploads"
+
+/** A stored object as a response: streamed from the store with its length; named for a download when `filename` is given. */
+const objectResponse = (object: { readonly size: number; readonly body: Stream.Stream<Uint8Array, unknown> }, contentType: string, filename?: string) =>
+  HttpServerResponse.stream(object.body, {
+    contentType,
+    contentLength: object.size,
+    headers: filename === undefined ? {} : { "content-disposition": `attachment; filename="${filename.replace(/[^A-Za-z0-9_.-]/g, "_")}"` }
+  })
 
 export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
   Effect.gen(function* () {
@@ -15,6 +24,7 @@ export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
     const sets = yield* EvalSets
     const uploads = yield* EvalUploads
     const runs = yield* EvalRuns
+    const evidence = yield* EvalEvidence
     return handlers
       .handle("availability", () => Effect.flatMap(CurrentPrincipal, access.availability))
       .handle("getConfig", () => Effect.flatMap(CurrentPrincipal, configs.get))
@@ -28,5 +38,22 @@ export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
       .handle("getRun", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.get(p, path.id)))
       .handle("runProgress", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.progress(p, path.id)))
       .handle("regradeRun", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.regrade(p, path.id)))
+      .handleRaw("taskTranscript", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => Effect.map(evidence.file(p, path.id, path.task, "transcript.json"), (f) => objectResponse(f, "application/json"))))
+      .handleRaw("taskLog", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => Effect.map(evidence.file(p, path.id, path.task, `${path.phase}.log`), (f) => objectResponse(f, "text/plain; charset=utf-8"))))
+      .handle("runArtifacts", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => evidence.artifacts(p, path.id)))
+      .handleRaw("taskArtifact", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (p) =>
+          Effect.map(evidence.file(p, path.id, path.task, path.file), (f) =>
+            objectResponse(f, path.file.endsWith(".json") ? "application/json" : "text/plain; charset=utf-8", `${path.task}-${path.file}`)
+          )
+        )
+      )
+      .handleRaw("exportRun", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (p) =>
+          Effect.map(evidence.exportRun(p, path.id), (zip) =>
+            HttpServerResponse.stream(zip, { contentType: "application/zip", headers: { "content-disposition": `attachment; filename="${path.id}.zip"` } })
+          )
+        )
+      )
   })
 )

@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
 import { eventually } from "../support/Eventually"
@@ -11,6 +13,7 @@ import { startApp } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
+const execFileAsync = promisify(execFile)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const TOP_SQL = "select customer_id, count(*) as orders from orders group by customer_id order by customer_id"
 
@@ -209,6 +212,50 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))
     expect(regraded.json.accuracy).toBe(3 / 7)
   }, 90_000)
+
+  it("serves a run's evidence: transcripts, files, and the whole run as a streamed zip that stops before 256 MB", async () => {
+    const run = (await request(gateway.url, "/api/evals/runs", { key: admin })).json.items.find((r: any) => r.total === 7)
+    const transcript = await request(gateway.url, `/api/evals/runs/${run.id}/tasks/top/transcript`, { key: admin })
+    expect(transcript.status, transcript.text).toBe(200)
+    expect(transcript.headers["content-type"]).toMatch(/application\/json/)
+    expect(transcript.json.events.some((e: any) => e.type === "tool_call" && e.data.tool === "query_database")).toBe(true)
+    const reader = (await request(gateway.url, "/api/keys", { key: admin, body: { name: "staff reader", scopes: ["read"] } })).json.key
+    expect((await request(gateway.url, `/api/evals/runs/${run.id}/tasks/top/transcript`, { key: reader })).status).toBe(403)
+    const noLog = await request(gateway.url, `/api/evals/runs/${run.id}/tasks/top/setup/setup/log`, { key: admin })
+    expect(noLog.status).toBe(404)
+    expect(noLog.json.message).toMatch(/has no setup\.log/)
+    expect((await request(gateway.url, `/api/evals/runs/${run.id}/tasks/nonesuch/transcript`, { key: admin })).status).toBe(404)
+    const listed = await request(gateway.url, `/api/evals/runs/${run.id}/artifacts`, { key: admin })
+    expect(listed.json.items.map((i: any) => i.path)).toEqual(expect.arrayContaining(["run.json", "tasks/task_top/evidence.json", "tasks/task_top/transcript.json"]))
+    const file = await request(gateway.url, `/api/evals/runs/${run.id}/artifacts/top/evidence.json`, { key: admin })
+    expect(file.json.evidence.answer).toBe("Here are the orders per customer.")
+    expect((await request(gateway.url, `/api/evals/runs/${run.id}/artifacts/top/..%2F..%2Frun.json`, { key: admin })).status).toBe(400)
+
+    const exported = path.join(work, "export.zip")
+    const download = async () => {
+      const response = await fetch(`${gateway.url}/api/evals/runs/${run.id}/export`, { headers: { authorization: `Bearer ${admin}` } })
+      expect(response.status).toBe(200)
+      expect(response.headers.get("content-type")).toBe("application/zip")
+      fs.writeFileSync(exported, Buffer.from(await response.arrayBuffer()))
+      const listing = await execFileAsync("unzip", ["-l", exported])
+      return listing.stdout
+    }
+    const whole = await download()
+    expect(whole).toMatch(/ run\.json\n/)
+    expect(whole).toContain("tasks/task_top/transcript.json")
+    expect(whole).not.toContain("TRUNCATED.txt")
+    // A run whose evidence outgrows the cap: the zip stops at the file of 257 MB (sparse on disk); it and every file after it are named in TRUNCATED.txt.
+    const big = evidence(run.id, "tasks/task_revenue/transcript.json")
+    fs.truncateSync(big, 257 * 1024 * 1024)
+    const capped = await download()
+    expect(capped).toContain("TRUNCATED.txt")
+    expect(capped).not.toContain("tasks/task_revenue/transcript.json")
+    expect(capped).not.toContain("tasks/task_top/transcript.json")
+    expect(capped).toContain("tasks/task_many/transcript.json")
+    const truncated = await execFileAsync("unzip", ["-p", exported, "TRUNCATED.txt"])
+    expect(truncated.stdout).toMatch(/stopped before 256 MB: \d+ file\(s\)[\s\S]*tasks\/task_revenue\/transcript\.json[\s\S]*tasks\/task_top\/transcript\.json/)
+    fs.rmSync(exported)
+  }, 60_000)
 
   it("refuses a warehouse whose build fingerprint differs from the set's, and runs one that matches", async () => {
     const previous = (await request(gateway.url, "/api/evals/runs", { key: admin })).json.items[0]
