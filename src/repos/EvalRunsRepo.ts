@@ -181,6 +181,16 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
+    const task = Effect.fn("EvalRunsRepo.task")(
+      (orgId: OrgId, runId: string, taskId: string) =>
+        sql`select ${sql.unsafe(TASK_COLUMNS)} from eval_run_tasks where org_id = ${orgId} and run_id = ${runId} and task_id = ${taskId}`.pipe(
+          Effect.flatMap(taskRows),
+          Effect.map((rows) => rows[0] ?? null),
+          withOrg(orgId)
+        ),
+      failures
+    )
+
     /**
      * Marks a queued run running (or renews a running one's lease) with a lease of `seconds`; false
      * when it has ended or its lease has expired: an expired lease is never taken up again.
@@ -289,6 +299,6 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
-    return { insert, inFlightOn, find, page, tasks, holdLease, setPhase, grade, taskDone, finish, retally, heldKeys, forgetKey, expired, unbegun, giveUpUnbegun } as const
+    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, heldKeys, forgetKey, expired, unbegun, giveUpUnbegun } as const
   })
 }) {}

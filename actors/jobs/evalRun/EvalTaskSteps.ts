@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { WorkflowEngine } from "@effect/workflow"
-import { Cause, Data, Duration, Effect, Either, Option, Schema } from "effect"
+import { Cause, Data, Effect, Either, identity, Option, Schema, Stream } from "effect"
 import { JobRuntime } from "../../../layers/JobRuntime"
 import { ObjectStore } from "../../../layers/ObjectStore"
 import { AGENT_RUN_KIND, DEFAULT_MAX_TURNS, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
@@ -22,12 +22,12 @@ import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
 import { EvalQueries } from "../../../src/services/EvalQueries"
+import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 import { EvalRunLifecycle } from "./EvalRunLifecycle"
 
 const DEFAULT_TASK_TIMEOUT_SECONDS = 300
 
 class TaskUnusable extends Data.TaggedError("TaskUnusable")<{ readonly message: string }> {}
-const AGENT_POLL = Duration.millis(250)
 // A task key outlives no run: revoked when its task ends, and expiring on its own a day after it was made.
 const TASK_KEY_HOURS = 24
 const GOLD_SQL_ROWS = 10_000
@@ -62,13 +62,14 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const evalQueries = yield* EvalQueries
     const objects = yield* ObjectStore
     const { engine } = yield* JobRuntime
+    const feed = yield* RunEventsFeed
 
     const taskOf = (set: { readonly manifest: { readonly tasks: ReadonlyArray<EvalTask> } }, taskId: string) =>
       Option.fromNullable(set.manifest.tasks.find((task) => task.id === taskId)).pipe(
         Effect.orElseFail(() => new TaskUnusable({ message: `the eval set no longer holds task ${taskId}` }))
       )
     const rowOf = (orgId: OrgId, runId: string, taskId: string) =>
-      Effect.flatMap(repo.tasks(orgId, runId), (tasks) => Option.fromNullable(tasks.find((task) => task.task_id === taskId)).pipe(Effect.orDie))
+      Effect.flatMap(repo.task(orgId, runId, taskId), (row) => (row === null ? Effect.dieMessage(`eval run ${runId} has no task row ${taskId}`) : Effect.succeed(row)))
 
     /** Records the task's ERROR: a phase could not be done (the gateway's log has why). */
     const failedPhase = (orgId: OrgId, runId: string, taskId: string, phase: TaskPhase) => (cause: Cause.Cause<unknown>) =>
@@ -163,21 +164,20 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           }
           yield* startAgentRun({ runId: agentRunId, orgId }).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
           const timeoutSeconds = task.timeout_seconds ?? set.manifest.defaults?.timeout_seconds ?? DEFAULT_TASK_TIMEOUT_SECONDS
-          while (true) {
-            const found = yield* agentRuns.find(orgId, agentRunId)
-            if (found === null) return { agentRunId, failure: "The task's agent run is gone" }
-            const run = found.run
-            if (TERMINAL_STATUSES.has(run.status)) {
-              return { agentRunId, failure: run.status === "completed" ? null : `The agent's run ${run.status}${run.error === null ? "" : `: ${run.error.message}`}` }
-            }
-            // Measured from the agent run's creation, so a task resumed on another runner keeps its deadline.
-            if (Date.now() - run.created_at.getTime() > timeoutSeconds * 1000) {
-              yield* agentRuns.requestCancel(orgId, agentRunId)
-              return { agentRunId, failure: `The agent did not answer within the task's ${timeoutSeconds} s` }
-            }
-            yield* lifecycle.load(orgId, runId).pipe(Effect.tapError(() => agentRuns.requestCancel(orgId, agentRunId).pipe(Effect.ignore)))
-            yield* Effect.sleep(AGENT_POLL)
+          const finished = Effect.map(agentRuns.find(orgId, agentRunId), (found) => found === null || TERMINAL_STATUSES.has(found.run.status))
+          const created = (yield* agentRuns.find(orgId, agentRunId))?.run.created_at ?? new Date()
+          // Measured from the agent run's creation, so a task resumed on another runner keeps its deadline.
+          const remainingMs = Math.max(0, created.getTime() + timeoutSeconds * 1000 - Date.now())
+          // Its events' feed wakes this wait when the run ends here, or within one poll of the store when it ends on another runner.
+          yield* feed.follow(AGENT_RUN_KIND, orgId, agentRunId, 0, { ended: finished, shown: identity, withText: false }).pipe(Stream.runDrain, Effect.timeoutOption(remainingMs))
+          const found = yield* agentRuns.find(orgId, agentRunId)
+          if (found === null) return { agentRunId, failure: "The task's agent run is gone" }
+          const run = found.run
+          if (TERMINAL_STATUSES.has(run.status)) {
+            return { agentRunId, failure: run.status === "completed" ? null : `The agent's run ${run.status}${run.error === null ? "" : `: ${run.error.message}`}` }
           }
+          yield* agentRuns.requestCancel(orgId, agentRunId)
+          return { agentRunId, failure: `The agent did not answer within the task's ${timeoutSeconds} s` }
         })
       )
 
@@ -280,5 +280,5 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
 
     return { provision, agent, grade, capture, teardown } as const
   }),
-  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default]
+  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default]
 }) {}
