@@ -8,8 +8,11 @@ import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/Mod
 import { eventually } from "../support/Eventually"
 import { git } from "../support/Git"
 import { request } from "../support/Http"
-import { type Gateway, localKey, tempDataDir } from "../support/Gateway"
-import { startApp } from "../support/InProcess"
+import { Effect } from "effect"
+import { LOCAL_ORG, LOCAL_USER } from "../../src/domain/Ids"
+import { OrgsRepo } from "../../src/repos/OrgsRepo"
+import { CLOUD_ENCRYPTION, type Gateway, localKey, tempDataDir } from "../support/Gateway"
+import { startApp, startInProcess } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
@@ -291,4 +294,24 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
       release()
     }
   }, 90_000)
+})
+
+describe.skipIf(skip)("evaluation runs on a deployment without evidence storage (issue 31)", () => {
+  it("refuses to start a run: there is nowhere to keep its evidence", async () => {
+    const store = await createTestDatabase()
+    const gateway = await startInProcess({ SP_DEPLOYMENT_MODE: "cloud", DATABASE_URL: store.url, ...CLOUD_ENCRYPTION, SP_ADMIN_USER_IDS: LOCAL_USER, SP_EVAL_ALLOWED_ORGS: LOCAL_ORG })
+    try {
+      await gateway.runtime.runPromise(
+        Effect.flatMap(OrgsRepo, (orgs) => orgs.ensureMember({ orgId: LOCAL_ORG, orgName: "staff", userId: LOCAL_USER, role: "admin" })).pipe(Effect.provide(OrgsRepo.Default))
+      )
+      const admin = await gateway.keyWith(["read", "write", "admin"])
+      expect((await request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body: { runner_profile: "python-sandbox" } })).status).toBe(200)
+      const refused = await request(gateway.url, "/api/evals/runs", { key: admin, body: {} })
+      expect(refused.status).toBe(503)
+      expect(refused.json).toEqual({ code: "unavailable", message: expect.stringMatching(/^Evidence storage is not configured: set SP_S3_BUCKET/) })
+    } finally {
+      await gateway.stop()
+      await store.drop()
+    }
+  })
 })
