@@ -55,7 +55,10 @@ const DATES = new RegExp(
 const EMPHASIS = /(?<![\p{L}\p{N}])[_*]{1,3}(?=[\p{N}$€£¥.\-−–])|(?<=[\p{N}%])[_*]{1,3}(?![\p{L}\p{N}])/gu
 const YEAR_RANGE = new RegExp(`\\b${YEAR}\\s*[-–]\\s*${YEAR}\\b`, "g")
 // Code the answer shows is how it got there, not what it says: fenced blocks with a language, inline SQL, links, list markers.
-const CODE_AND_LINKS = /```[ \t]*[A-Za-z][\w+-]*[^\n]*\n[\s\S]*?(?:```|$)|`[^`\n]*\b(?:select|from|where|join|group\s+by|order\s+by|limit)\b[^`\n]*`|\bhttps?:\/\/[^\s)>\]]+|^[ \t]*\d{1,3}[.)][ \t]/gim
+const CODE_AND_LINKS = /```[ \t]*[A-Za-z][\w+-]*[^\n]*\n[\s\S]*?(?:```|$)|\bhttps?:\/\/[^\s)>\]]+|^[ \t]*\d{1,3}[.)][ \t]/gim
+// Inline code is found whole first, then looked into: one pattern doing both backtracked over every SQL word of an unclosed span (quadratic).
+const INLINE_CODE = /`[^`\n]*`/g
+const SQL_WORD = /\b(?:select|from|where|join|group\s+by|order\s+by|limit)\b/i
 // A year named as a time ("in 2023", "between 2021 and 2023", "Q3 2023") when the gold value is not itself a year.
 const YEAR_CONTEXT = /(?:\b(?:in|for|during|since|until|through|year|of|fy|between|and|to|from|q[1-4]|h[12])\s*)$/i
 const BOUND = /(?:\b(?:more|greater|higher|fewer|less|lower)\s+than|\b(?:over|above|under|below|at\s+least|at\s+most|up\s+to|nearly|almost|exceeding)|[<>≤≥]=?)\s*$/i
@@ -79,7 +82,8 @@ const blank = (text: string, pattern: RegExp) => text.replace(pattern, (found) =
  * negative; digits the grader cannot read are kept as unreadable, never dropped.
  */
 export const statedNumbers = (text: string, options: { readonly yearRanges?: boolean } = {}): Array<StatedNumber> => {
-  let masked = blank(blank(blank(text, CODE_AND_LINKS), DATES), EMPHASIS)
+  const withoutSql = text.replace(INLINE_CODE, (code) => (SQL_WORD.test(code) ? " ".repeat(code.length) : code))
+  let masked = blank(blank(blank(withoutSql, CODE_AND_LINKS), DATES), EMPHASIS)
   if (options.yearRanges === true) masked = blank(masked, YEAR_RANGE)
   const found: Array<StatedNumber> = []
   const consumed = new Uint8Array(masked.length)

@@ -49,6 +49,17 @@ describe("numbers an answer states", () => {
   })
 })
 
+describe("numbers an answer states, in time linear in its length", () => {
+  // Attack 37 F2: an unclosed backtick before many SQL words took 56 s for 700 KB, holding the gateway's event loop.
+  it("reads an answer of an unclosed backtick and 100,000 SQL words in well under a second", () => {
+    for (const text of ["`" + "select ".repeat(100_000), "`" + "from x where ".repeat(50_000) + "42"]) {
+      const started = performance.now()
+      statedNumbers(text)
+      expect(performance.now() - started).toBeLessThan(1_000)
+    }
+  })
+})
+
 describe("grading numbers", () => {
   it("needs exactly as many candidates as gold values", () => {
     expect(gradeNumbers("It is 10, 20 or 30", 20).score).toBe(0)
