@@ -60,6 +60,9 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       const maxTasks = input.max_tasks ?? config.max_tasks
       const tasks = set.manifest.tasks.filter((task) => wanted === null || wanted.has(task.id)).slice(0, maxTasks)
       if (tasks.length === 0) return yield* refused(`The eval set ${set.ref} has no tasks to run`)
+      // Refused before the fingerprint's counts, not after them (attack 37 F8); checked again, one start at a time, at the insert.
+      const inFlight = yield* repo.inFlightOn(THIS_PROCESS)
+      if (inFlight >= MAX_RUNS_IN_FLIGHT_PER_PROCESS) return yield* new Conflict({ message: "Too many eval runs in flight" })
       const id = `evr_${randomUUID().replaceAll("-", "")}`
       const covers = set.manifest.tasks.flatMap((task) => task.covers ?? [])
       const { fingerprint } = yield* fingerprints.fingerprint(principal, connectionName, covers, id)

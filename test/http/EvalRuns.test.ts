@@ -86,6 +86,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
   const script = async (req: ModelRequest): Promise<ModelReply> => {
     if (hold !== null) await hold
     const task = /TASK (\w+)/.exec(req.raw)?.[1] ?? ""
+    if (task === "inf") return { text: "| x |\n|---|\n| Infinity |" }
     if (task === "escape") {
       // A steered agent reaching past the pinned connection: its key opens no other.
       if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "other", sql: "select 424242 as secret" } }] }
@@ -294,6 +295,26 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
       release()
     }
   }, 90_000)
+
+  it("grades what it stores: tasks whose ids share a long prefix each get a key, and a gold value JSON cannot hold is graded as stored", async () => {
+    const long = "x".repeat(60)
+    await pushSet(`name: edge
+tasks:
+  - { id: ${long}_a, class: read, prompt: "TASK revenue: total?", checks: [{ name: total, type: number, gold: 9030 }] }
+  - { id: ${long}_b, class: read, prompt: "TASK revenue: total?", checks: [{ name: total, type: number, gold: 9030 }] }
+  - { id: inf, class: read, prompt: "TASK inf: infinity?", checks: [{ name: t, type: table, gold_sql: "select 'Infinity'::float8 as x", source: answer }] }
+`)
+    const started = await start()
+    expect(started.status, started.text).toBe(202)
+    const run = await ended(started.json.id)
+    expect(run.tasks.map((t: any) => [t.task_id, t.verdict])).toEqual([
+      [`${long}_a`, "CORRECT"],
+      [`${long}_b`, "CORRECT"],
+      ["inf", "CORRECT"]
+    ])
+    const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
+    expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))
+  }, 60_000)
 })
 
 describe.skipIf(skip)("evaluation runs on a deployment without evidence storage (issue 31)", () => {

@@ -31,13 +31,17 @@ class TaskUnusable extends Data.TaggedError("TaskUnusable")<{ readonly message: 
 // A task key outlives no run: revoked when its task ends, and expiring on its own a day after it was made.
 const TASK_KEY_HOURS = 24
 const GOLD_SQL_ROWS = 10_000
+/** A task's stored evidence (gold tables, the agent's answer and result) is at most this many characters of JSON. */
+const MAX_EVIDENCE_CHARS = 16_000_000
 const TRANSCRIPT_EVENTS = 10_000
 
 /** The agent run a task starts: one per task of a run, whichever runner starts it. */
 export const agentRunIdOf = (runId: string, taskId: string) => `run_${createHash("sha256").update(`${runId}/${taskId}`).digest("hex").slice(0, 32)}`
 
 const cellOf = (value: unknown): Cell =>
-  value === null || value === undefined || typeof value === "string" || typeof value === "number" || typeof value === "boolean"
+  typeof value === "number" && !Number.isFinite(value)
+    ? String(value)
+    : value === null || value === undefined || typeof value === "string" || typeof value === "number" || typeof value === "boolean"
     ? (value ?? null)
     : value instanceof Date
       ? value.toISOString()
@@ -71,11 +75,14 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const rowOf = (orgId: OrgId, runId: string, taskId: string) =>
       Effect.flatMap(repo.task(orgId, runId, taskId), (row) => (row === null ? Effect.dieMessage(`eval run ${runId} has no task row ${taskId}`) : Effect.succeed(row)))
 
+    /** The task is ERROR for `detail`, with no evidence kept (a regrade leaves it as it is). */
+    const gradeFailure = (orgId: OrgId, runId: string, taskId: string, detail: string) => repo.grade(orgId, runId, taskId, { verdict: "ERROR", checks: [], detail })
+
     /** Records the task's ERROR: a phase could not be done (the gateway's log has why). */
     const failedPhase = (orgId: OrgId, runId: string, taskId: string, phase: TaskPhase) => (cause: Cause.Cause<unknown>) =>
       Effect.zipRight(
         Effect.logError(`eval run ${runId}: task ${taskId}'s ${phase} phase failed`, cause),
-        repo.grade(orgId, runId, taskId, { verdict: "ERROR", checks: [], detail: `The task's ${phase} phase failed; the gateway's log has the details` })
+        gradeFailure(orgId, runId, taskId, `The task's ${phase} phase failed; the gateway's log has the details`)
       )
 
     /**
@@ -107,10 +114,12 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         false,
         Effect.gen(function* () {
           const { stored, principal } = yield* lifecycle.context(orgId, runId)
-          if ((yield* rowOf(orgId, runId, taskId)).key_id !== null) return true
+          const row = yield* rowOf(orgId, runId, taskId)
+          if (row.key_id !== null) return true
           const key = yield* keys.create(
             principal,
-            { name: `eval ${runId.slice(4, 16)} ${taskId}`.slice(0, 64), scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
+            // Named by the task's place in the run: task ids may share their first 50 characters, names must differ.
+            { name: `eval ${runId} task ${row.ordinal}`, scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
             { connections: [stored.run.settings.connection_name] }
           )
           if (!(yield* repo.setPhase(orgId, runId, taskId, "provisioning", { key_id: key.id }))) {
@@ -193,6 +202,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const goldTables = (runId: string, taskId: string, task: EvalTask, gold: ReadonlyMap<string, Table>, connection: string, principal: Principal) =>
       Effect.gen(function* () {
         const tables: Record<string, Table> = {}
+        let goldChars = 0
         for (const check of task.checks) {
           if (check.type !== "table") continue
           if (check.gold !== undefined) tables[check.name] = check.gold
@@ -206,6 +216,9 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
             if (ran.right.completeness === "truncated") return Either.left(`The gold SQL of check ${check.name} returned more than ${GOLD_SQL_ROWS} rows`)
             tables[check.name] = { columns: ran.right.columns.map((c) => c.name), rows: ran.right.rows.map((row) => row.map(cellOf)) }
           }
+          // Counted as each gold table comes, so a task's gold never holds more than the cap in memory.
+          goldChars += JSON.stringify(tables[check.name]).length
+          if (goldChars > MAX_EVIDENCE_CHARS) return Either.left(`The task's gold tables are larger than ${MAX_EVIDENCE_CHARS / 1_000_000} MB: it cannot be graded`)
         }
         return Either.right(tables)
       })
@@ -237,10 +250,14 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
             defaults: set.manifest.defaults?.tolerance === undefined ? {} : { tolerance: set.manifest.defaults.tolerance },
             evidence: { question: task.prompt, answer, last_result: lastResult, gold_tables: gold, models: {}, failure }
           }
-          const encoded = yield* Schema.encode(StoredEvidence)(evidence)
+          const evidenceJson = JSON.stringify(yield* Schema.encode(StoredEvidence)(evidence))
+          if (evidenceJson.length > MAX_EVIDENCE_CHARS) {
+            return yield* gradeFailure(orgId, runId, taskId, `The task's evidence is larger than ${MAX_EVIDENCE_CHARS / 1_000_000} MB (its gold tables or the agent's result): it cannot be graded`)
+          }
           const backend = yield* objects.backend
-          yield* backend.put(taskEvidenceKey(orgId, runId, taskId, "evidence.json"), Buffer.from(JSON.stringify(encoded)), "application/json")
-          const graded = gradeStored(evidence)
+          yield* backend.put(taskEvidenceKey(orgId, runId, taskId, "evidence.json"), Buffer.from(evidenceJson), "application/json")
+          // Graded from what was stored, read back as a regrade reads it (a value JSON cannot hold, such as NaN, is graded as stored).
+          const graded = gradeStored(yield* Schema.decodeUnknown(Schema.parseJson(StoredEvidence))(evidenceJson))
           yield* repo.grade(orgId, runId, taskId, { verdict: graded.verdict, checks: graded.checks, detail: graded.detail })
         })
       )
