@@ -18,6 +18,7 @@ import { createTestDatabase, postgresAvailable, type TestDatabase } from "../sup
 const skip = !(await postgresAvailable())
 const execFileAsync = promisify(execFile)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const WIDE_SQL = "select g, '<' || g || '>' as label from generate_series(1, 500) g"
 const TOP_SQL = "select customer_id, count(*) as orders from orders group by customer_id order by customer_id"
 
 /** The eval set the runs grade: answers right, off by rounding, listing several numbers, wrong; a table from the agent's last query; a write task. */
@@ -87,6 +88,10 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     if (hold !== null) await hold
     const task = /TASK (\w+)/.exec(req.raw)?.[1] ?? ""
     if (task === "inf") return { text: "| x |\n|---|\n| Infinity |" }
+    if (task === "wide" || task === "over") {
+      if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: WIDE_SQL } }] }
+      return { text: "Done." }
+    }
     if (task === "escape") {
       // A steered agent reaching past the pinned connection: its key opens no other.
       if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "other", sql: "select 424242 as secret" } }] }
@@ -197,7 +202,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect(run.tasks.every((t: any) => t.phase === "done")).toBe(true)
     // The evidence is in the object store: each graded task's, the agent's transcript (no secret in it), and run.json.
     const stored = JSON.parse(fs.readFileSync(evidence(run.id, "tasks/task_top/evidence.json"), "utf8"))
-    expect(stored.evidence.last_result).toEqual({ columns: ["customer_id", "orders"], rows: [["1", "21"], ["2", "21"]] })
+    expect(stored.evidence.last_result).toEqual({ columns: ["customer_id", "orders"], rows: [[1, "21"], [2, "21"]] })
     expect(stored.evidence.gold_tables.per_customer).toEqual({ columns: ["customer_id", "orders"], rows: [[1, "21"], [2, "21"]] })
     const transcript = fs.readFileSync(evidence(run.id, "tasks/task_top/transcript.json"), "utf8")
     expect(transcript).toContain("query_database")
@@ -296,21 +301,26 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     }
   }, 90_000)
 
-  it("grades what it stores: tasks whose ids share a long prefix each get a key, and a gold value JSON cannot hold is graded as stored", async () => {
+  it("grades what it stores: tasks whose ids share a long prefix each get a key, a gold value JSON cannot hold is graded as stored, the last result is read whole", async () => {
     const long = "x".repeat(60)
     await pushSet(`name: edge
 tasks:
   - { id: ${long}_a, class: read, prompt: "TASK revenue: total?", checks: [{ name: total, type: number, gold: 9030 }] }
   - { id: ${long}_b, class: read, prompt: "TASK revenue: total?", checks: [{ name: total, type: number, gold: 9030 }] }
   - { id: inf, class: read, prompt: "TASK inf: infinity?", checks: [{ name: t, type: table, gold_sql: "select 'Infinity'::float8 as x", source: answer }] }
+  - { id: wide, class: read, prompt: "TASK wide: labels?", checks: [{ name: t, type: table, gold_sql: "${WIDE_SQL}" }] }
+  - { id: over, class: read, prompt: "TASK over: labels?", checks: [{ name: t, type: table, gold_sql: "${WIDE_SQL} limit 59" }] }
 `)
     const started = await start()
     expect(started.status, started.text).toBe(202)
     const run = await ended(started.json.id)
+    // The agent's last result is its query's rows read whole, not the text the model was shown (cut at 400 rows, markup escaped): attack 37 F3.
     expect(run.tasks.map((t: any) => [t.task_id, t.verdict])).toEqual([
       [`${long}_a`, "CORRECT"],
       [`${long}_b`, "CORRECT"],
-      ["inf", "CORRECT"]
+      ["inf", "CORRECT"],
+      ["wide", "CORRECT"],
+      ["over", "WRONG"]
     ])
     const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
     expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))

@@ -7,7 +7,6 @@ import { AGENT_RUN_KIND, DEFAULT_MAX_TURNS, TERMINAL_STATUSES } from "../../../s
 import type { EvalTask } from "../../../src/domain/EvalSet"
 import { type TaskPhase, taskEvidenceKey } from "../../../src/domain/EvalRun"
 import type { Cell, Table } from "../../../src/domain/grading/Tables"
-import { markdownTable } from "../../../src/domain/grading/Tables"
 import { gradeStored, StoredEvidence } from "../../../src/domain/grading/StoredEvidence"
 import type { Unavailable } from "../../../src/domain/Errors"
 import type { OrgId } from "../../../src/domain/Ids"
@@ -48,6 +47,11 @@ const cellOf = (value: unknown): Cell =>
       : typeof value === "bigint"
         ? value.toString()
         : JSON.stringify(value)
+
+const tableOfResult = (result: { readonly columns: ReadonlyArray<{ readonly name: string }>; readonly rows: ReadonlyArray<ReadonlyArray<unknown>> }): Table => ({
+  columns: result.columns.map((c) => c.name),
+  rows: result.rows.map((row) => row.map(cellOf))
+})
 
 /**
  * A task's phases as durable steps: provisioning (its key), setup, agent (the built-in agent as the
@@ -190,12 +194,18 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         })
       )
 
-    /** The table the agent's last successful query returned, as its tool result showed it. */
-    const lastResultOf = (orgId: OrgId, agentRunId: string) =>
-      Effect.map(jobEvents.events(AGENT_RUN_KIND, orgId, agentRunId, 0, TRANSCRIPT_EVENTS), (events) => {
-        const queried = events.filter((e) => e.type === "tool_call" && typeof e.data["sql"] === "string" && e.data["is_error"] !== true && typeof e.data["result"] === "string")
-        const last = queried[queried.length - 1]
-        return last === undefined ? null : markdownTable(last.data["result"] as string)
+    /**
+     * The rows the agent's last successful query returns, read again whole through the governed
+     * executor as the task's key (at most 10,000): what its tool result showed the model was cut to
+     * fit a prompt (400 rows, long cells shortened, markup escaped), so it is not what is graded.
+     */
+    const lastResultOf = (orgId: OrgId, runId: string, taskId: string, agentRunId: string, principal: Principal) =>
+      Effect.gen(function* () {
+        const events = yield* jobEvents.events(AGENT_RUN_KIND, orgId, agentRunId, 0, TRANSCRIPT_EVENTS)
+        const last = events.findLast((e) => e.type === "tool_call" && typeof e.data["sql"] === "string" && typeof e.data["connection"] === "string" && e.data["is_error"] !== true)
+        if (last === undefined) return null
+        const ran = yield* evalQueries.run(principal, last.data["connection"] as string, last.data["sql"] as string, GOLD_SQL_ROWS, { eval_run_id: runId, task_id: taskId })
+        return Either.isRight(ran) ? tableOfResult(ran.right) : null
       })
 
     /** The gold tables of the task's table checks: inline, from the set's CSV, or by its SQL through the governed executor as the task's key. */
@@ -214,7 +224,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
             const ran = yield* evalQueries.run(principal, connection, check.gold_sql, GOLD_SQL_ROWS, { eval_run_id: runId, task_id: taskId })
             if (Either.isLeft(ran)) return Either.left(`The gold SQL of check ${check.name} failed: ${(ran.left as { message?: string }).message ?? "it could not run"}`)
             if (ran.right.completeness === "truncated") return Either.left(`The gold SQL of check ${check.name} returned more than ${GOLD_SQL_ROWS} rows`)
-            tables[check.name] = { columns: ran.right.columns.map((c) => c.name), rows: ran.right.rows.map((row) => row.map(cellOf)) }
+            tables[check.name] = tableOfResult(ran.right)
           }
           // Counted as each gold table comes, so a task's gold never holds more than the cap in memory.
           goldChars += JSON.stringify(tables[check.name]).length
@@ -236,14 +246,16 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           const task = yield* taskOf(set, taskId)
           yield* repo.setPhase(orgId, runId, taskId, "grading")
           const answer = outcome.agentRunId === null ? null : ((yield* agentRuns.find(orgId, outcome.agentRunId))?.run.answer ?? null)
-          const lastResult = outcome.agentRunId === null ? null : yield* lastResultOf(orgId, outcome.agentRunId)
           let failure = outcome.failure
           let gold: Record<string, Table> = {}
+          let lastResult: Table | null = null
           if (failure === null) {
             const principal = yield* taskPrincipal(orgId, runId, taskId, stored.userId)
             const tables = yield* goldTables(runId, taskId, task, set.goldCsv, stored.run.settings.connection_name, principal)
             if (Either.isLeft(tables)) failure = tables.left
             else gold = tables.right
+            const readsLastResult = task.checks.some((check) => check.type === "table" && check.source !== "answer")
+            if (readsLastResult && outcome.agentRunId !== null) lastResult = yield* lastResultOf(orgId, runId, taskId, outcome.agentRunId, principal)
           }
           const evidence: StoredEvidence = {
             task,
