@@ -109,7 +109,8 @@ export const AgentRunJob = AgentRunWorkflow.toLayer(({ runId, orgId: org }) =>
       const results: Array<ToolResult> = []
       for (const [index, call] of reply.toolCalls.entries()) {
         const step = `${turn}/${index}`
-        const question = call.name === ASK_USER ? questionOf(call.params) : null
+        // A run that may not ask has no such tool: the call is refused as any unknown tool's is.
+        const question = call.name === ASK_USER && start.interactive ? questionOf(call.params) : null
         if (question === null) {
           results.push(yield* toolCall(step, call))
           continue

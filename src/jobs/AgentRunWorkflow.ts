@@ -37,7 +37,9 @@ export const RunStart = Schema.Struct({
   connectionName: Schema.NullOr(Schema.String),
   maxTurns: Schema.Int,
   // Optional: a run journaled before conversations existed resumes with none.
-  history: Schema.optionalWith(Schema.Array(Exchange), { default: () => [] })
+  history: Schema.optionalWith(Schema.Array(Exchange), { default: () => [] }),
+  // Optional: a run journaled before it existed may ask, as every run could then.
+  interactive: Schema.optionalWith(Schema.Boolean, { default: () => true })
 })
 
 /** A tool call's estimated query cost (null: none, or unknown), and whether it must wait for the user's approval before it runs. */

@@ -33,6 +33,7 @@ import m0032 from "./0032_eval_configs"
 import m0033 from "./0033_eval_uploads"
 import m0034 from "./0034_eval_runs"
 import m0035 from "./0035_api_key_connections"
+import m0036 from "./0036_agent_run_interactive"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -69,5 +70,6 @@ export const migrations = {
   "0032_eval_configs": m0032,
   "0033_eval_uploads": m0033,
   "0034_eval_runs": m0034,
-  "0035_api_key_connections": m0035
+  "0035_api_key_connections": m0035,
+  "0036_agent_run_interactive": m0036
 }

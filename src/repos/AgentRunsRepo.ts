@@ -32,6 +32,7 @@ const RunRow = Schema.Struct({
   error_message: Schema.NullOr(Schema.String),
   pending: Schema.NullOr(PendingAsk),
   cancel_requested: Schema.Boolean,
+  interactive: Schema.Boolean,
   created_at: Schema.DateFromSelf,
   updated_at: Schema.DateFromSelf,
   finished_at: Schema.NullOr(Schema.DateFromSelf)
@@ -46,6 +47,8 @@ export interface StoredRun {
   readonly principalKind: Principal["kind"]
   readonly keyId: KeyId | null
   readonly cancelRequested: boolean
+  /** Whether it may ask its user a question (an evaluation task's agent may not). */
+  readonly interactive: boolean
 }
 
 const stored = (row: RunRow): StoredRun => ({
@@ -54,6 +57,7 @@ const stored = (row: RunRow): StoredRun => ({
   principalKind: row.principal_kind,
   keyId: row.key_id,
   cancelRequested: row.cancel_requested,
+  interactive: row.interactive,
   run: {
     id: row.id,
     status: row.status,
@@ -76,7 +80,7 @@ const stored = (row: RunRow): StoredRun => ({
   }
 })
 
-const NewRun = RunRow.pick("id", "org_id", "user_id", "principal_kind", "key_id", "prompt", "connection_name", "conversation_id", "max_turns", "model")
+const NewRun = RunRow.pick("id", "org_id", "user_id", "principal_kind", "key_id", "prompt", "connection_name", "conversation_id", "max_turns", "model", "interactive")
 const EventData = JobEvent.fields.data
 const Count = Schema.Struct({ n: Schema.Number })
 const Exchange = Schema.Struct({ prompt: Schema.String, answer: Schema.String })

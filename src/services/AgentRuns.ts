@@ -82,7 +82,8 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         connection_name: input.connection_name ?? null,
         conversation_id: conversationId,
         max_turns: input.max_turns ?? DEFAULT_MAX_TURNS,
-        model: null
+        model: null,
+        interactive: true
       })
       yield* launch(principal, id).pipe(
         // A run whose job could not be started is not left queued: it fails (if the store takes that write).

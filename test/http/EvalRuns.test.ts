@@ -81,12 +81,18 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
   let projectId: string
   /** Model turns wait on this while it is set (to hold runs in flight). */
   let hold: Promise<void> | null = null
+  let askOffered = false
   const dataDir = tempDataDir()
   const evidence = (runId: string, file: string) => path.join(dataDir, "objects/objects/evals/local", runId, file)
 
   const script = async (req: ModelRequest): Promise<ModelReply> => {
     if (hold !== null) await hold
     const task = /TASK (\w+)/.exec(req.raw)?.[1] ?? ""
+    if (task === "ask") {
+      askOffered ||= req.tools.includes("ask_user")
+      if (req.toolResults.length === 0) return { toolCalls: [{ name: "ask_user", args: { question: "Which orders?" } }] }
+      return { text: "There are 42 orders." }
+    }
     if (task === "inf") return { text: "| x |\n|---|\n| Infinity |" }
     if (task === "wide" || task === "over") {
       if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: WIDE_SQL } }] }
@@ -310,6 +316,7 @@ tasks:
   - { id: inf, class: read, prompt: "TASK inf: infinity?", checks: [{ name: t, type: table, gold_sql: "select 'Infinity'::float8 as x", source: answer }] }
   - { id: wide, class: read, prompt: "TASK wide: labels?", checks: [{ name: t, type: table, gold_sql: "${WIDE_SQL}" }] }
   - { id: over, class: read, prompt: "TASK over: labels?", checks: [{ name: t, type: table, gold_sql: "${WIDE_SQL} limit 59" }] }
+  - { id: ask, class: read, prompt: "TASK ask: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
 `)
     const started = await start()
     expect(started.status, started.text).toBe(202)
@@ -320,8 +327,12 @@ tasks:
       [`${long}_b`, "CORRECT"],
       ["inf", "CORRECT"],
       ["wide", "CORRECT"],
-      ["over", "WRONG"]
+      ["over", "WRONG"],
+      ["ask", "ERROR"]
     ])
+    // No one answers an evaluation's agent: it is not offered ask_user, and a model that calls it anyway fails its task, never waits for a person (attack 37 F6).
+    expect(askOffered).toBe(false)
+    expect(run.tasks.find((t: any) => t.task_id === "ask").detail).toMatch(/The agent's run failed/)
     const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
     expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))
   }, 60_000)

@@ -117,6 +117,7 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
             prompt: stored.run.prompt,
             connectionName: stored.run.connection_name,
             maxTurns: stored.run.max_turns,
+            interactive: stored.interactive,
             history: history.map((exchange) => ({ prompt: exchange.prompt, answer: answerOf(exchange.answer) }))
           }
         })

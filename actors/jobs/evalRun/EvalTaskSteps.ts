@@ -172,7 +172,9 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
               connection_name: stored.run.settings.connection_name,
               conversation_id: null,
               max_turns: DEFAULT_MAX_TURNS,
-              model: null
+              model: null,
+              // No one answers an evaluation's agent, and no one may steer it by answering.
+              interactive: false
             })
           }
           yield* startAgentRun({ runId: agentRunId, orgId }).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
