@@ -124,3 +124,8 @@ export const runPrefix = (orgId: string, runId: string) => `evals/${orgId}/${run
 export const taskEvidenceKey = (orgId: string, runId: string, taskId: string, file: string) => `${runPrefix(orgId, runId)}/tasks/task_${taskId}/${file}`
 /** The files a task's evidence holds; downloads name one of these, nothing else. */
 export const EVIDENCE_FILES = ["evidence.json", "transcript.json", "setup.log", "teardown.log"] as const
+
+/** The names of a run's task keys: found by this prefix when the run ends, whether or not a task kept its key's id. */
+export const taskKeyPrefix = (runId: string) => `eval ${runId} task `
+/** A task's key, named by its place in the run (three digits: one name is never the prefix of another). */
+export const taskKeyName = (runId: string, ordinal: number) => `${taskKeyPrefix(runId)}${String(ordinal).padStart(3, "0")}`

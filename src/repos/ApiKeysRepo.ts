@@ -85,6 +85,18 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
       failures
     )
 
+    /** Deletes the org's keys whose name starts with `prefix` (a job's own keys), tombstoned as `remove` does; how many went. */
+    const removeNamed = Effect.fn("ApiKeysRepo.removeNamed")(
+      (orgId: OrgId, prefix: string) =>
+        sql`with gone as (delete from api_keys where org_id = ${orgId} and starts_with(name, ${prefix}) returning org_id, key_hash),
+            kept as (insert into api_key_tombstones (key_hash, org_id) select key_hash, org_id from gone on conflict (key_hash) do nothing)
+          select count(*)::int as n from gone`.pipe(
+          Effect.map((rows) => Number((rows[0] as { n?: number } | undefined)?.n ?? 0)),
+          withOrg(orgId)
+        ),
+      failures
+    )
+
     // A key with its hash and its holder's role: what a credential is checked against.
     const credentials = sql`select ${columns}, k.key_hash, m.role from api_keys k
       left join memberships m on m.org_id = k.org_id and m.user_id = k.user_id`
@@ -169,6 +181,6 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRe
     })
     const summary = Effect.fn("ApiKeysRepo.summary")((orgId: OrgId) => summarize(orgId).pipe(withOrg(orgId)), failures)
 
-    return { insert, list, remove, findByHash, findById, orgOfHash, touch, userKeysExist, ensureLocalKey, summary } as const
+    return { insert, list, remove, removeNamed, findByHash, findById, orgOfHash, touch, userKeysExist, ensureLocalKey, summary } as const
   })
 }) {}

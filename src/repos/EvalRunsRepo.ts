@@ -147,7 +147,7 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
-    /** System count: runs started on this process that have not ended. */
+    /** System count: runs that have not ended, started or resumed on this process (`started_on`, moved by holdLease). */
     const inFlightOn = Effect.fn("EvalRunsRepo.inFlightOn")(
       (startedOn: string) =>
         sql<{ n: number }>`select count(*)::int as n from eval_runs where started_on = ${startedOn} and status in ('queued', 'running')`.pipe(Effect.map((rows) => rows[0]?.n ?? 0)),
@@ -193,12 +193,14 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
 
     /**
      * Marks a queued run running (or renews a running one's lease) with a lease of `seconds`; false
-     * when it has ended or its lease has expired: an expired lease is never taken up again.
+     * when it has ended or its lease has expired: an expired lease is never taken up again. The run
+     * counts from then on among the runs in flight of `runner`, the process running it (a run
+     * resumed after a restart counts on the process that resumed it).
      */
     const holdLease = Effect.fn("EvalRunsRepo.holdLease")(
-      (orgId: OrgId, id: string, seconds: number) =>
+      (orgId: OrgId, id: string, seconds: number, runner: string) =>
         sql`update eval_runs set status = 'running', started_at = coalesce(started_at, date_trunc('milliseconds', now())),
-            lease_expires_at = now() + make_interval(secs => ${seconds})
+            lease_expires_at = now() + make_interval(secs => ${seconds}), started_on = ${runner}
           where org_id = ${orgId} and id = ${id} and (status = 'queued' or (status = 'running' and lease_expires_at > now())) returning id`.pipe(
           Effect.map((rows) => rows.length > 0),
           withOrg(orgId)
@@ -268,16 +270,10 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
-    /** The keys its tasks still hold. */
-    const heldKeys = Effect.fn("EvalRunsRepo.heldKeys")(
+    /** Its tasks hold no key any more (revoked with the run). */
+    const forgetKeys = Effect.fn("EvalRunsRepo.forgetKeys")(
       (orgId: OrgId, runId: string) =>
-        sql<{ task_id: string; key_id: KeyId }>`select task_id, key_id from eval_run_tasks where org_id = ${orgId} and run_id = ${runId} and key_id is not null`.pipe(withOrg(orgId)),
-      failures
-    )
-
-    const forgetKey = Effect.fn("EvalRunsRepo.forgetKey")(
-      (orgId: OrgId, runId: string, taskId: string) =>
-        sql`update eval_run_tasks set key_id = null where org_id = ${orgId} and run_id = ${runId} and task_id = ${taskId}`.pipe(Effect.asVoid, withOrg(orgId)),
+        sql`update eval_run_tasks set key_id = null where org_id = ${orgId} and run_id = ${runId} and key_id is not null`.pipe(Effect.asVoid, withOrg(orgId)),
       failures
     )
 
@@ -299,6 +295,6 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
-    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, heldKeys, forgetKey, expired, unbegun, giveUpUnbegun } as const
+    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, forgetKeys, expired, unbegun, giveUpUnbegun } as const
   })
 }) {}

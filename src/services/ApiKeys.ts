@@ -78,6 +78,9 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     /** Deletes the key and drops this replica's cached verifications (others drop theirs within 500 ms); false when it was gone. */
     const revoke = (orgId: OrgId, id: KeyId) => Effect.tap(repo.remove(orgId, id), () => forgetVerified)
 
+    /** Deletes the org's keys named with `prefix` (a job's own keys, whether or not it kept their ids), as `revoke` does each. */
+    const revokeNamed = (orgId: OrgId, prefix: string) => Effect.tap(repo.removeNamed(orgId, prefix), () => forgetVerified)
+
     const remove = Effect.fn("ApiKeys.remove")(function* (principal: Principal, id: KeyId) {
       if (isLocalKeyId(id)) {
         return yield* new Conflict({
@@ -140,7 +143,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     const orgOf = (raw: string) =>
       KEY_PATTERN.test(raw) ? repo.orgOfHash(hashKey(raw)).pipe(Effect.orElseSucceed(() => null)) : Effect.succeed(null)
 
-    return { create, list, remove, revoke, verify, verifiedInMemory, current, orgOf, forgetVerified, userKeysExist } as const
+    return { create, list, remove, revoke, revokeNamed, verify, verifiedInMemory, current, orgOf, forgetVerified, userKeysExist } as const
   }),
   dependencies: [ApiKeysRepo.Default]
 }) {}

@@ -8,8 +8,8 @@ import { Queries } from "./Queries"
 
 /**
  * The queries an evaluation run makes itself (the build fingerprint's counts, a check's gold SQL):
- * through the governed executor as whoever the run acts as at that moment, each audited as a query
- * under `eval_query` with the run (and task) it served, as a sandbox's code queries are.
+ * through the governed executor as whoever the run acts as at that moment, each audited with the run
+ * (and task) it served, as an `eval_query` row of its own.
  */
 export class EvalQueries extends Effect.Service<EvalQueries>()("sluice/EvalQueries", {
   effect: Effect.gen(function* () {
@@ -22,7 +22,9 @@ export class EvalQueries extends Effect.Service<EvalQueries>()("sluice/EvalQueri
         draft.connection = connection
         const report = (facts: QueryFacts) => Effect.sync(() => void draft.childQueries.set(facts.query_id, { facts, sql, connection, parent: { event_type: "eval_query", ...origin } }))
         const ran = yield* queries.run(principal, { connection_name: connection, sql, row_limit: rowLimit }, { surface: "rest", requestId: draft.requestId, report }).pipe(Effect.scoped, Effect.either)
-        yield* audit.record(null, ...childQueryRows(draft, auditRow(draft, { route: `/api/evals/runs/${origin.eval_run_id}`, durationMs: 0, outcome: "success" })))
+        // Audited as eval_query, not query: an agent's query_history lists an organization's queries, and a set's gold SQL must not be among them (attack 37 F4).
+        const rows = childQueryRows(draft, auditRow(draft, { route: `/api/evals/runs/${origin.eval_run_id}`, durationMs: 0, outcome: "success" }))
+        yield* audit.record(null, ...rows.map((row) => ({ ...row, event_type: "eval_query" })))
         return ran
       })
 

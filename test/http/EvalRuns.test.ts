@@ -220,6 +220,10 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     // Every task's key is revoked: none is left among the organization's keys.
     const keys = (await request(gateway.url, "/api/keys", { key: admin })).json.items as Array<{ name: string }>
     expect(keys.filter((k) => k.name.startsWith("eval "))).toEqual([])
+    // The gold SQL is audited as eval_query, so no agent's query_history (which lists the organization's queries) shows it.
+    const auditedAs = async (type: string) => (await request(gateway.url, `/api/audit?event_type=${type}&limit=200`, { key: admin })).json.items as Array<any>
+    expect((await auditedAs("eval_query")).some((e) => e.details?.parent?.task_id === "top" && e.sql?.includes("group by customer_id"))).toBe(true)
+    expect((await auditedAs("query")).some((e) => e.details?.parent?.event_type === "eval_query")).toBe(false)
     const progress = await request(gateway.url, `/api/evals/runs/${run.id}/progress`, { key: admin })
     expect(progress.json).toMatchObject({ run_id: run.id, status: "completed", done: 7, total: 7, active: [] })
     const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
@@ -296,10 +300,16 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
       expect(third.json).toEqual({ code: "conflict", message: "Too many eval runs in flight" })
       const progress = await request(gateway.url, `/api/evals/runs/${first.json.id}/progress`, { key: admin })
       expect(progress.json).toMatchObject({ done: 0, total: 1 })
+      // A task key an earlier try made but could not record (a store outage between the two) goes with its run all the same (attack 37 F10).
+      const orphan = await request(gateway.url, "/api/keys", { key: admin, body: { name: `eval ${first.json.id} task 007`, scopes: ["read"] } })
+      expect(orphan.status).toBe(201)
       release()
       hold = null
       await ended(first.json.id)
       await ended(second.json.id)
+      // Revoked as the run ends, just after its row says so.
+      const names = async () => ((await request(gateway.url, "/api/keys", { key: admin })).json.items as Array<{ name: string }>).map((k) => k.name)
+      await eventually(names, (all) => !all.some((name) => name.startsWith(`eval ${first.json.id}`)), "the run's keys revoked")
       expect((await start({ task_ids: ["many"] })).status).toBe(202)
     } finally {
       hold = null

@@ -447,7 +447,7 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       const context = await browser.newContext({ viewport, colorScheme })
       const fresh = await context.newPage()
       const errors = collectErrors(fresh)
-      for (const route of ["/", "/connections", "/schema", "/query", "/chat", "/runs", "/knowledge", "/reports", "/audit", "/governance", "/keys", "/connect"]) {
+      for (const route of ["/", "/connections", "/schema", "/query", "/chat", "/runs", "/evals", "/knowledge", "/reports", "/audit", "/governance", "/keys", "/connect"]) {
         await step(fresh, `pages ${viewport.width} ${route}`, async () => {
           await fresh.goto(`${web}${route}`)
           await fresh.getByRole("heading", { level: 1 }).waitFor()
@@ -473,7 +473,8 @@ describe.skipIf(skip)("the web app in a real browser, against a started gateway"
       expect(errors, `console errors at ${viewport.width}px`).toEqual([])
       await context.close()
     }
-  })
+    // Thirteen pages at two sizes, each waited on to be idle: 45-60 s on two loaded cores.
+  }, 150_000)
 })
 
 describe.skipIf(skip || !hasPostgres)("signing in to a cloud gateway's web app: pasted key, session token, sign out", () => {

@@ -1,6 +1,6 @@
 import { Cause, Effect, Option, Schedule } from "effect"
 import { ObjectStore } from "../../../layers/ObjectStore"
-import { EVAL_RUN_ENDED, runPrefix } from "../../../src/domain/EvalRun"
+import { EVAL_RUN_ENDED, runPrefix, taskKeyPrefix } from "../../../src/domain/EvalRun"
 import type { Unavailable } from "../../../src/domain/Errors"
 import type { OrgId } from "../../../src/domain/Ids"
 import type { Principal } from "../../../src/domain/Principal"
@@ -11,6 +11,7 @@ import { EvalRunsRepo, shownTask, type StoredEvalRun } from "../../../src/repos/
 import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
+import { THIS_PROCESS } from "../../../src/services/EvalRuns"
 import { EvalSets, type LoadedEvalSet } from "../../../src/services/EvalSets"
 
 /** A running run's lease: renewed every 45 s by whichever runner runs it; 180 s without a renewal and the reaper fails it. */
@@ -49,11 +50,8 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
             : Effect.succeed(found)
       )
 
-    /** Revokes every key its tasks still hold: a task's key opens nothing once the task or its run has ended. */
-    const revokeKeys = (orgId: OrgId, runId: string) =>
-      Effect.flatMap(repo.heldKeys(orgId, runId), (held) =>
-        Effect.forEach(held, ({ task_id, key_id }) => Effect.zipRight(keys.revoke(orgId, key_id), repo.forgetKey(orgId, runId, task_id)), { discard: true })
-      )
+    /** Revokes every key of its tasks, by name (one a task made but could not record too): a task's key opens nothing once its run has ended. */
+    const revokeKeys = (orgId: OrgId, runId: string) => Effect.zipRight(keys.revokeNamed(orgId, taskKeyPrefix(runId)), repo.forgetKeys(orgId, runId))
 
     /** `run.json`: the run, its tasks, their verdicts and checks, as the run ended. */
     const writeRunJson = (orgId: OrgId, runId: string) =>
@@ -126,7 +124,7 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
      * whoever gets there first. A store that blinks misses one renewal of four in a lease.
      */
     const holdLease = (orgId: OrgId, runId: string) =>
-      repo.holdLease(orgId, runId, LEASE_SECONDS).pipe(
+      repo.holdLease(orgId, runId, LEASE_SECONDS, THIS_PROCESS).pipe(
         Effect.tap((held) => (held ? Effect.void : reap(orgId, runId))),
         Effect.catchAll((error) => Effect.as(Effect.logWarning(`eval run ${runId}: its lease could not be renewed`, error), true))
       )

@@ -5,7 +5,7 @@ import { JobRuntime } from "../../../layers/JobRuntime"
 import { ObjectStore } from "../../../layers/ObjectStore"
 import { AGENT_RUN_KIND, DEFAULT_MAX_TURNS, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
 import type { EvalTask } from "../../../src/domain/EvalSet"
-import { type TaskPhase, taskEvidenceKey } from "../../../src/domain/EvalRun"
+import { type TaskPhase, taskEvidenceKey, taskKeyName } from "../../../src/domain/EvalRun"
 import type { Cell, Table } from "../../../src/domain/grading/Tables"
 import { gradeStored, StoredEvidence } from "../../../src/domain/grading/StoredEvidence"
 import type { Unavailable } from "../../../src/domain/Errors"
@@ -120,10 +120,12 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           const { stored, principal } = yield* lifecycle.context(orgId, runId)
           const row = yield* rowOf(orgId, runId, taskId)
           if (row.key_id !== null) return true
+          // Named by the task's place in the run (task ids may share their first 50 characters); a key an earlier try made but could not record goes first (attack 37 F10).
+          const name = taskKeyName(runId, row.ordinal)
+          yield* keys.revokeNamed(orgId, name)
           const key = yield* keys.create(
             principal,
-            // Named by the task's place in the run: task ids may share their first 50 characters, names must differ.
-            { name: `eval ${runId} task ${row.ordinal}`, scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
+            { name, scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
             { connections: [stored.run.settings.connection_name] }
           )
           if (!(yield* repo.setPhase(orgId, runId, taskId, "provisioning", { key_id: key.id }))) {
