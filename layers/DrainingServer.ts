@@ -31,6 +31,25 @@ export type FrontLane = (request: IncomingMessage, response: ServerResponse, han
 /** Takes a WebSocket upgrade (the socket is its own from then on). */
 export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void
 
+type Listener = (request: IncomingMessage, response: ServerResponse) => void
+
+/**
+ * Pipelined requests are served in turn: one queued behind another's response on its keep-alive
+ * socket is served once that socket is its response's, and dropped if its client leaves first (no
+ * one could read its answer). A queued response never closes when its socket does, so whatever
+ * served it early would wait on it for good.
+ */
+const inTurn = (serve: Listener): Listener => (request, response) => {
+  if (response.socket !== null) return serve(request, response)
+  const turn = () => {
+    request.off("close", dropped)
+    serve(request, response)
+  }
+  const dropped = () => response.off("socket", turn)
+  response.once("socket", turn)
+  request.once("close", dropped)
+}
+
 /** The request again with the body a front lane read from it, for the app to read. */
 const replayed = (request: IncomingMessage, body: Buffer) => {
   const copy = new IncomingMessage(request.socket)
@@ -122,17 +141,9 @@ export const drainingServer = (
               if (response.writableFinished) return
               const entry: InFlight = { method: request.method ?? "", path: (request.url ?? "").split("?")[0]!, since: Date.now(), response, eventStream: false }
               inFlight.add(entry)
-              // A response queued behind another on a keep-alive socket never closes when that socket does: the socket's end ends it too.
-              const socket = request.socket
-              const ended = () => {
-                inFlight.delete(entry)
-                response.off("close", ended)
-                socket.off("close", ended)
-              }
-              response.once("close", ended)
-              socket.once("close", ended)
+              response.once("close", () => inFlight.delete(entry))
             }
-      node.on("request", listener)
+      node.on("request", inTurn(listener))
       const upgrade = options.upgrade
       if (upgrade !== undefined) {
         const upgradeListener = (request: IncomingMessage, socket: Duplex, head: Buffer) => (draining ? socket.destroy() : upgrade(request, socket, head))
