@@ -9,6 +9,9 @@ import { RunnerAddress } from "@effect/cluster"
  */
 export const RUNNER_ADDRESS = RunnerAddress.make(`${randomBytes(3).toString("hex")}.${os.hostname()}`, process.pid)
 
+/** This process as operators read it on a job's records (which runner did a step, holds a lease, started a run). */
+export const RUNNER_LABEL = `${RUNNER_ADDRESS.host}:${RUNNER_ADDRESS.port}`
+
 /**
  * The application_name of a runner's store sessions (at most 63 bytes, as PostgreSQL keeps it). They
  * end when its process dies, the kernel closing its sockets, so other runners tell a dead runner from

@@ -3,7 +3,7 @@ import { WorkflowEngine } from "@effect/workflow"
 import { Effect, Either, Schema, Stream } from "effect"
 import { JobRuntime } from "../../layers/JobRuntime"
 import { ObjectStore } from "../../layers/ObjectStore"
-import { RUNNER_ADDRESS } from "../../layers/RunnerIdentity"
+import { RUNNER_LABEL } from "../../layers/RunnerIdentity"
 import { EVAL_RUN_ENDED, type EvalRun, MAX_RUNS_IN_FLIGHT_PER_PROCESS, type StartEvalRun, taskEvidenceKey } from "../domain/EvalRun"
 import { gradeStored, StoredEvidence } from "../domain/grading/StoredEvidence"
 import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
@@ -16,9 +16,6 @@ import { Connections } from "./Connections"
 import { EvalAccess } from "./EvalAccess"
 import { EvalConfigs } from "./EvalConfigs"
 import { EvalSets } from "./EvalSets"
-
-/** Which process took a run's start: the in-flight limit is per process. */
-export const THIS_PROCESS = `${RUNNER_ADDRESS.host}:${RUNNER_ADDRESS.port}`
 
 const refused = (message: string) => new InvalidRequest({ message })
 const notFound = (id: string) => new NotFound({ message: `There is no eval run ${id}` })
@@ -61,7 +58,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       const tasks = set.manifest.tasks.filter((task) => wanted === null || wanted.has(task.id)).slice(0, maxTasks)
       if (tasks.length === 0) return yield* refused(`The eval set ${set.ref} has no tasks to run`)
       // Refused before the fingerprint's counts, not after them (attack 37 F8); checked again, one start at a time, at the insert.
-      const inFlight = yield* repo.inFlightOn(THIS_PROCESS)
+      const inFlight = yield* repo.inFlightOn(RUNNER_LABEL)
       if (inFlight >= MAX_RUNS_IN_FLIGHT_PER_PROCESS) return yield* new Conflict({ message: "Too many eval runs in flight" })
       const id = `evr_${randomUUID().replaceAll("-", "")}`
       const covers = set.manifest.tasks.flatMap((task) => task.covers ?? [])
@@ -72,7 +69,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       }
       yield* starting.withPermits(1)(
         Effect.gen(function* () {
-          if ((yield* repo.inFlightOn(THIS_PROCESS)) >= MAX_RUNS_IN_FLIGHT_PER_PROCESS) return yield* new Conflict({ message: "Too many eval runs in flight" })
+          if ((yield* repo.inFlightOn(RUNNER_LABEL)) >= MAX_RUNS_IN_FLIGHT_PER_PROCESS) return yield* new Conflict({ message: "Too many eval runs in flight" })
           yield* repo.insert(
             {
               id,
@@ -94,7 +91,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
                 model: config.model
               },
               total: tasks.length,
-              started_on: THIS_PROCESS
+              started_on: RUNNER_LABEL
             },
             tasks.map((task) => ({ task_id: task.id, class: task.class }))
           )

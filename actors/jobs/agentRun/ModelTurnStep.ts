@@ -1,6 +1,7 @@
 import { AiError, LanguageModel, Prompt, type Response, Tool, Toolkit } from "@effect/ai"
 import { Chunk, Duration, Effect, JSONSchema, Option, Schedule, Schema, Stream } from "effect"
 import { costOf, LanguageModels } from "../../../layers/LanguageModels"
+import { RUNNER_LABEL } from "../../../layers/RunnerIdentity"
 import { AGENT_RUN_KIND } from "../../../src/domain/AgentRun"
 import type { OrgId } from "../../../src/domain/Ids"
 import { LLM_KEY_SECRET } from "../../../src/domain/Secrets"
@@ -9,7 +10,7 @@ import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 import { Secrets } from "../../../src/services/Secrets"
 import { describeTool } from "../../../src/tools/ToolDefinition"
 import { ToolCatalogue } from "../../../src/tools/ToolCatalogue"
-import { firstSuccess, RUNNER, RunLifecycle } from "./RunLifecycle"
+import { firstSuccess, RunLifecycle } from "./RunLifecycle"
 
 const MODEL_CALL_TIMEOUT = Duration.minutes(3)
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504, 529])
@@ -172,7 +173,7 @@ export class ModelTurnStep extends Effect.Service<ModelTurnStep>()("sluice/Model
             "model_call",
             {
               turn,
-              runner: RUNNER,
+              runner: RUNNER_LABEL,
               model: choice.name,
               duration_ms: Math.round(performance.now() - started),
               input_tokens: inputTokens,

@@ -1,6 +1,5 @@
-import { Cause, Effect, Option, Schedule } from "effect"
+import { Effect } from "effect"
 import { LanguageModels } from "../../../layers/LanguageModels"
-import { RUNNER_ADDRESS } from "../../../layers/RunnerIdentity"
 import { AGENT_RUN_KIND, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
 import type { Unavailable } from "../../../src/domain/Errors"
 import type { OrgId } from "../../../src/domain/Ids"
@@ -8,9 +7,9 @@ import type { Principal } from "../../../src/domain/Principal"
 import type { Scope } from "../../../src/domain/Scope"
 import { mayReadRows, WITHHELD_FOR_ROWS } from "../../../src/domain/Visibility"
 import { RunStopped } from "../../../src/jobs/AgentRunWorkflow"
+import { guardedStep } from "../../../src/jobs/GuardedStep"
 import { JobSteps } from "../../../src/jobs/JobSteps"
 import { AgentRunsRepo, type StoredRun } from "../../../src/repos/AgentRunsRepo"
-import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 
@@ -18,12 +17,8 @@ import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 // sandboxes (execute: their queries go through the gate as the run's do); whatever else its credential may do.
 const RUN_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write", "execute"])
 
-/** Which runner did a step, for operators following a run across a failover. */
-export const RUNNER = `${RUNNER_ADDRESS.host}:${RUNNER_ADDRESS.port}`
 
 // Earlier exchanges of a conversation the model is given, newest kept, each answer cut to a length.
-/** A store that blinks or is slow to hand out a session (a loaded machine) is waited for, 0.5 to 4 s apart, before a step gives up. */
-const storeOutageRetry = Schedule.exponential("500 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(5)))
 const HISTORY_EXCHANGES = 20
 const HISTORY_ANSWER_CHARS = 8_000
 
@@ -70,19 +65,15 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
      * a store out for good as `unavailable`, anything else as `internal_error`.
      */
     const guarded = <A, E extends { readonly _tag: string }>(orgId: OrgId, runId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, RunStopped> =>
-      effect.pipe(
-        Effect.retry({ schedule: storeOutageRetry, while: isStoreOutage }),
-        Effect.catchAllCause((cause) => {
-          // An interrupted step (its runner stopping, its shard moving) is not a failure: it runs again where the run resumes.
-          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-          const failure = Cause.failureOption(cause)
-          const stopped = failure.pipe(Option.filter((e): e is E & RunStopped => e._tag === "RunStopped"))
-          if (Option.isSome(stopped)) return Effect.fail(stopped.value as RunStopped)
-          if (Option.exists(failure, isStoreOutage)) {
-            return Effect.zipRight(Effect.logError("agent run step failed: the store stayed unavailable", cause), stop(orgId, runId, "failed", "unavailable", "The gateway's store stayed unavailable; the run stopped"))
-          }
-          return Effect.zipRight(Effect.logError("agent run step failed", cause), stop(orgId, runId, "failed", "internal_error", "The run failed; the gateway's log has the details"))
-        })
+      guardedStep(
+        {
+          tag: "RunStopped",
+          fail: ({ outage }, cause) =>
+            outage
+              ? Effect.zipRight(Effect.logError("agent run step failed: the store stayed unavailable", cause), stop(orgId, runId, "failed", "unavailable", "The gateway's store stayed unavailable; the run stopped"))
+              : Effect.zipRight(Effect.logError("agent run step failed", cause), stop(orgId, runId, "failed", "internal_error", "The run failed; the gateway's log has the details"))
+        },
+        effect
       )
 
     /** The run as stored, while it has not ended: a step done again after its run ended (it failed or was cancelled elsewhere) does nothing. */

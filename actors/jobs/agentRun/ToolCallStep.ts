@@ -1,5 +1,6 @@
 import { Effect, Either, identity, Schedule } from "effect"
 import { AppConfig } from "../../../layers/AppConfig"
+import { RUNNER_LABEL } from "../../../layers/RunnerIdentity"
 import type { Unavailable } from "../../../src/domain/Errors"
 import type { OrgId } from "../../../src/domain/Ids"
 import type { Principal } from "../../../src/domain/Principal"
@@ -13,7 +14,7 @@ import { QueryCostCap, QueryPlanning } from "../../../src/services/Queries"
 import { ToolCalls } from "../../../src/tools/ToolCalls"
 import { ToolCatalogue } from "../../../src/tools/ToolCatalogue"
 import type { ToolDefinition, ToolFailure, ToolOutput } from "../../../src/tools/ToolDefinition"
-import { firstSuccess, RUNNER, RunLifecycle } from "./RunLifecycle"
+import { firstSuccess, RunLifecycle } from "./RunLifecycle"
 
 const PROPOSE_KNOWLEDGE = "propose_knowledge"
 const MAX_PROPOSALS_PER_RUN = 10
@@ -146,7 +147,7 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
           })
           yield* writeEvent(orgId, runId, `tool/${step}`, "tool_call", {
             step,
-            runner: RUNNER,
+            runner: RUNNER_LABEL,
             tool: call.name,
             connection: draft.connection,
             sql: draft.sql,

@@ -1,17 +1,17 @@
-import { Cause, Effect, Option, Schedule } from "effect"
+import { Effect } from "effect"
 import { ObjectStore } from "../../../layers/ObjectStore"
+import { RUNNER_LABEL } from "../../../layers/RunnerIdentity"
 import { EVAL_RUN_ENDED, runPrefix, taskKeyPrefix } from "../../../src/domain/EvalRun"
 import type { Unavailable } from "../../../src/domain/Errors"
 import type { OrgId } from "../../../src/domain/Ids"
 import type { Principal } from "../../../src/domain/Principal"
 import type { Scope } from "../../../src/domain/Scope"
 import { EvalRunStopped } from "../../../src/jobs/EvalRunWorkflow"
+import { guardedStep } from "../../../src/jobs/GuardedStep"
 import { JobSteps } from "../../../src/jobs/JobSteps"
 import { EvalRunsRepo, shownTask, type StoredEvalRun } from "../../../src/repos/EvalRunsRepo"
-import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
-import { THIS_PROCESS } from "../../../src/services/EvalRuns"
 import { EvalSets, type LoadedEvalSet } from "../../../src/services/EvalSets"
 
 /** A running run's lease: renewed every 45 s by whichever runner runs it; 180 s without a renewal and the reaper fails it. */
@@ -19,7 +19,6 @@ export const LEASE_SECONDS = 180
 export const LEASE_RENEWAL = "45 seconds"
 // The starter's credential reads the set, and makes the tasks' keys (read and query only).
 const STARTER_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write", "admin"])
-const storeOutageRetry = Schedule.exponential("500 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(5)))
 
 
 /**
@@ -79,24 +78,18 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
     const stop = (orgId: OrgId, runId: string, code: string, message: string) =>
       Effect.zipRight(Effect.orDie(end(orgId, runId, { status: "failed", error: { code, message } })), Effect.fail(stopped("failed", code, message)))
 
-    /**
-     * A run-level step's effect, done again while the store is out, and any other failure or defect
-     * turned into the run's failure (recorded), so no run is left running.
-     */
+    /** A run-level step's effect, done again while the store is out, and any other failure or defect the run's (recorded). */
     const guarded = <A, E extends { readonly _tag: string }>(orgId: OrgId, runId: string, effect: Effect.Effect<A, E>): Effect.Effect<A, EvalRunStopped> =>
-      effect.pipe(
-        Effect.retry({ schedule: storeOutageRetry, while: isStoreOutage }),
-        Effect.catchAllCause((cause) => {
-          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-          const failure = Cause.failureOption(cause)
-          const already = failure.pipe(Option.filter((e): e is E & EvalRunStopped => e._tag === "EvalRunStopped"))
-          if (Option.isSome(already)) return Effect.fail(already.value as EvalRunStopped)
-          const message = Option.match(failure, {
-            onNone: () => "The run failed; the gateway's log has the details",
-            onSome: (e) => ("message" in e && typeof e.message === "string" && e._tag !== "SqlError" ? e.message : "The run failed; the gateway's log has the details")
-          })
-          return Effect.zipRight(Effect.logError(`eval run ${runId} failed`, cause), stop(orgId, runId, Option.isSome(failure) && isStoreOutage(failure.value) ? "unavailable" : "internal_error", message))
-        })
+      guardedStep(
+        {
+          tag: "EvalRunStopped",
+          fail: ({ outage, message }, cause) =>
+            Effect.zipRight(
+              Effect.logError(`eval run ${runId} failed`, cause),
+              stop(orgId, runId, outage ? "unavailable" : "internal_error", message ?? "The run failed; the gateway's log has the details")
+            )
+        },
+        effect
       )
 
     /** Who the run acts as now: its starter's credential checked again (deleted, the run fails). */
@@ -124,7 +117,7 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
      * whoever gets there first. A store that blinks misses one renewal of four in a lease.
      */
     const holdLease = (orgId: OrgId, runId: string) =>
-      repo.holdLease(orgId, runId, LEASE_SECONDS, THIS_PROCESS).pipe(
+      repo.holdLease(orgId, runId, LEASE_SECONDS, RUNNER_LABEL).pipe(
         Effect.tap((held) => (held ? Effect.void : reap(orgId, runId))),
         Effect.catchAll((error) => Effect.as(Effect.logWarning(`eval run ${runId}: its lease could not be renewed`, error), true))
       )

@@ -1,6 +1,7 @@
-import { Fragment, useState } from "react"
+import { Fragment } from "react"
 import { formatUsd } from "../../domain/Usd"
 import { useApi } from "../client/useApi"
+import { useOpenRow } from "../components/OpenRow"
 import { RunSteps } from "../components/RunSteps"
 import { Empty, Loaded } from "../components/States"
 import { TableHead } from "../components/TableHead"
@@ -19,7 +20,7 @@ const STATUS_LABEL: Readonly<Record<string, string>> = {
 /** Every agent run of the organization (chat and API ones): status, model, turns, tokens, cost, and its steps on demand. */
 export const AgentRunsPage = () => {
   const [runs, reload] = useApi((client) => client.agentRuns.list({ urlParams: { limit: 100 } }))
-  const [open, setOpen] = useState<string | null>(null)
+  const rows = useOpenRow()
   return (
     <section aria-labelledby="runs-title">
       <h1 id="runs-title">Agent runs</h1>
@@ -57,19 +58,15 @@ export const AgentRunsPage = () => {
                         </td>
                         <td>{formatUsd(run.cost_usd)}</td>
                         <td>
-                          <button type="button" className="link" aria-expanded={open === run.id} onClick={() => setOpen(open === run.id ? null : run.id)}>
-                            {open === run.id ? "Hide steps" : "Show steps"}
-                          </button>
+                          {rows.toggle(run.id, "Show steps", "Hide steps")}
                         </td>
                       </tr>
-                      {open === run.id && (
-                        <tr>
-                          <td colSpan={8}>
-                            <RunSteps path={`/api/agent-runs/${run.id}/events`} answered={run.answer !== null} />
-                            {run.answer !== null && <p className="answer">{run.answer}</p>}
-                          </td>
-                        </tr>
-                      )}
+                      {rows.detail(run.id, 8, () => (
+                        <>
+                          <RunSteps path={`/api/agent-runs/${run.id}/events`} answered={run.answer !== null} />
+                          {run.answer !== null && <p className="answer">{run.answer}</p>}
+                        </>
+                      ))}
                     </Fragment>
                   ))}
                 </tbody>

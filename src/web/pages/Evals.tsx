@@ -1,6 +1,7 @@
 import { Fragment, useEffect, useState } from "react"
 import { useAction, useApi } from "../client/useApi"
 import { useSession } from "../client/SessionContext"
+import { useOpenRow } from "../components/OpenRow"
 import { RunSteps } from "../components/RunSteps"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { TableHead } from "../components/TableHead"
@@ -25,7 +26,7 @@ const Transcript = ({ agentRunId, done }: { readonly agentRunId: string; readonl
 /** A run's tasks, live while it runs: phase, verdict, checks, and the agent's steps on demand. */
 const RunTasks = ({ runId }: { readonly runId: string }) => {
   const [run, reload] = useApi((client) => client.evals.getRun({ path: { id: runId } }), [runId])
-  const [open, setOpen] = useState<string | null>(null)
+  const rows = useOpenRow()
   const running = run.state === "ready" && !ENDED.has(run.value.status)
   useEffect(() => {
     if (!running) return
@@ -54,20 +55,10 @@ const RunTasks = ({ runId }: { readonly runId: string }) => {
                   </td>
                   <td className="clip">{task.detail ?? ""}</td>
                   <td>
-                    {task.agent_run_id !== null && (
-                      <button type="button" className="link" aria-expanded={open === task.task_id} onClick={() => setOpen(open === task.task_id ? null : task.task_id)}>
-                        {open === task.task_id ? "Hide transcript" : "Show transcript"}
-                      </button>
-                    )}
+                    {task.agent_run_id !== null && rows.toggle(task.task_id, "Show transcript", "Hide transcript")}
                   </td>
                 </tr>
-                {open === task.task_id && task.agent_run_id !== null && (
-                  <tr>
-                    <td colSpan={7}>
-                      <Transcript agentRunId={task.agent_run_id} done={task.phase === "done"} />
-                    </td>
-                  </tr>
-                )}
+                {task.agent_run_id !== null && rows.detail(task.task_id, 7, () => <Transcript agentRunId={task.agent_run_id!} done={task.phase === "done"} />)}
               </Fragment>
             ))}
           </tbody>
@@ -83,7 +74,7 @@ export const EvalsPage = () => {
   const [config, reloadConfig] = useApi((client) => client.evals.getConfig())
   const [runs, reload] = useApi((client) => client.evals.listRuns({ urlParams: { limit: 50 } }))
   const starting = useAction()
-  const [open, setOpen] = useState<string | null>(null)
+  const rows = useOpenRow()
   const [exportError, setExportError] = useState<string | null>(null)
   const anyRunning = runs.state === "ready" && runs.value.items.some((run) => !ENDED.has(run.status))
   useEffect(() => {
@@ -96,7 +87,7 @@ export const EvalsPage = () => {
     const run = await starting.perform((client) => client.evals.startRun({ payload: {} }))
     if (run === undefined) return
     reload()
-    setOpen(run.id)
+    rows.show(run.id)
   }
   // The zip is binary: fetched as bytes with this tab's key, then saved.
   const download = async (runId: string) => {
@@ -165,21 +156,13 @@ export const EvalsPage = () => {
                         </td>
                         <td>{percent(run.accuracy)}</td>
                         <td>
-                          <button type="button" className="link" aria-expanded={open === run.id} onClick={() => setOpen(open === run.id ? null : run.id)}>
-                            {open === run.id ? "Hide tasks" : "Show tasks"}
-                          </button>{" "}
+                          {rows.toggle(run.id, "Show tasks", "Hide tasks")}{" "}
                           <button type="button" className="link" onClick={() => download(run.id)}>
                             Export
                           </button>
                         </td>
                       </tr>
-                      {open === run.id && (
-                        <tr>
-                          <td colSpan={7}>
-                            <RunTasks runId={run.id} />
-                          </td>
-                        </tr>
-                      )}
+                      {rows.detail(run.id, 7, () => <RunTasks runId={run.id} />)}
                     </Fragment>
                   ))}
                 </tbody>
