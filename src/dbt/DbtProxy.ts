@@ -8,7 +8,7 @@ import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
 import { Unavailable } from "../domain/Errors"
 import { LOCAL_ORG, type OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
-import { classifyDbtSql, DBT_STATEMENT_MAX_BYTES } from "../governance/sqlguard/DbtStatements"
+import { classifyDbtSql, DBT_STATEMENT_MAX_BYTES, READS_AS_CLASSIFIED } from "../governance/sqlguard/DbtStatements"
 import { Audit } from "../services/Audit"
 import { auditRow, newAuditDraft } from "../services/AuditDraft"
 import { DbBranches } from "../services/DbBranches"
@@ -40,8 +40,6 @@ const MAX_WAITING_BYTES = 4 * 1024 * 1024
 const COPY_MESSAGES = new Set([0x64 /* CopyData */, 0x63 /* CopyDone */, 0x66 /* CopyFail */, 0x48 /* Flush */, 0x53 /* Sync */])
 // The messages of an extended-protocol batch, which a Sync ends.
 const EXTENDED = new Set([0x50 /* Parse */, 0x42 /* Bind */, 0x44 /* Describe */, 0x45 /* Execute */, 0x43 /* Close */])
-// How the server reads statement text must be how the classifier reads it; the session cannot change these (DbtStatements refuses it).
-const READS_AS_CLASSIFIED = { client_encoding: "UTF8", standard_conforming_strings: "on", backslash_quote: "safe_encoding" }
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 /** The text of a statement, or null where it is not UTF-8 (which the server, reading UTF-8, would not take either). */
 const textOf = (bytes: Buffer) => {

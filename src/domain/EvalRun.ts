@@ -129,3 +129,10 @@ export const EVIDENCE_FILES = ["evidence.json", "transcript.json", "setup.log", 
 export const taskKeyPrefix = (runId: string) => `eval ${runId} task `
 /** A task's key, named by its place in the run (three digits: one name is never the prefix of another). */
 export const taskKeyName = (runId: string, ordinal: number) => `${taskKeyPrefix(runId)}${String(ordinal).padStart(3, "0")}`
+
+/** The branch project an evaluation's branches are made in, on its pinned connection. */
+export const EVAL_BRANCH_PROJECT = "evals"
+/** A run's own copy of the warehouse, which its write tasks' branches copy (no one is connected to it, so a copy never waits on a session). */
+export const runBranchName = (runId: string) => `eval-${runId.replace(/^evr_/, "")}`
+/** A write task's branch, by its place in the run. */
+export const taskBranchName = (runId: string, ordinal: number) => `${runBranchName(runId)}-${String(ordinal).padStart(3, "0")}`

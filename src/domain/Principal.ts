@@ -13,13 +13,30 @@ export interface Principal {
   readonly role: Role
   /** The connections a key is limited to (an evaluation task's key: its run's); absent, every connection of its org. */
   readonly connections?: ReadonlyArray<string>
+  /** The database branch of its one connection a key may write in, as the branch's own role (an evaluation write task's key). */
+  readonly branch?: BranchGrant
+}
+
+export interface BranchGrant {
+  readonly connection: string
+  readonly project: string
+  readonly name: string
 }
 
 /** Whether the principal may use the connection named `name` at all (its key's limit, where it has one). */
 export const mayUseConnection = (p: Principal, name: string) => p.connections === undefined || p.connections.includes(name)
 
-/** The key's connection limit as a principal carries it: absent when it has none. */
-export const connectionLimit = (connections: ReadonlyArray<string> | null): Pick<Principal, "connections"> => (connections === null ? {} : { connections })
+/** A key's limits as a principal carries them: its connections (absent when it has none), and the branch it may write in. */
+export const keyLimits = (key: {
+  readonly connections: ReadonlyArray<string> | null
+  readonly branch_project: string | null
+  readonly branch_name: string | null
+}): Pick<Principal, "connections" | "branch"> => ({
+  ...(key.connections === null ? {} : { connections: key.connections }),
+  ...(key.connections?.length === 1 && key.branch_project !== null && key.branch_name !== null
+    ? { branch: { connection: key.connections[0]!, project: key.branch_project, name: key.branch_name } }
+    : {})
+})
 
 export class CurrentPrincipal extends Context.Tag("sluice/CurrentPrincipal")<CurrentPrincipal, Principal>() {}
 

@@ -34,6 +34,7 @@ import m0033 from "./0033_eval_uploads"
 import m0034 from "./0034_eval_runs"
 import m0035 from "./0035_api_key_connections"
 import m0036 from "./0036_agent_run_interactive"
+import m0037 from "./0037_api_key_branch"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -71,5 +72,6 @@ export const migrations = {
   "0033_eval_uploads": m0033,
   "0034_eval_runs": m0034,
   "0035_api_key_connections": m0035,
-  "0036_agent_run_interactive": m0036
+  "0036_agent_run_interactive": m0036,
+  "0037_api_key_branch": m0037
 }

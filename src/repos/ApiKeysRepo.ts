@@ -15,7 +15,9 @@ const ApiKeyRow = Schema.Struct({
   created_at: Schema.DateFromSelf,
   last_used_at: Schema.NullOr(Schema.DateFromSelf),
   expires_at: Schema.NullOr(Schema.DateFromSelf),
-  connections: Schema.NullOr(Schema.Array(Schema.String))
+  connections: Schema.NullOr(Schema.Array(Schema.String)),
+  branch_project: Schema.NullOr(Schema.String),
+  branch_name: Schema.NullOr(Schema.String)
 })
 export type ApiKeyRow = typeof ApiKeyRow.Type
 
@@ -31,13 +33,15 @@ const NewKey = Schema.Struct({
   scopes: Schema.Array(Scope),
   expires_at: Schema.NullOr(Schema.DateFromSelf),
   connections: Schema.NullOr(Schema.Array(Schema.String)),
+  branch_project: Schema.NullOr(Schema.String),
+  branch_name: Schema.NullOr(Schema.String),
   key_hash: Schema.String
 })
-const LocalKey = NewKey.omit("expires_at", "connections")
+const LocalKey = NewKey.omit("expires_at", "connections", "branch_project", "branch_name")
 
 const KeySummary = Schema.Struct({ total: Schema.Number, admin: Schema.Number, expiring_7d: Schema.Number, never_used: Schema.Number })
 
-const COLUMNS = "k.id, k.org_id, k.user_id, k.name, k.prefix, k.scopes, k.created_at, k.last_used_at, k.expires_at, k.connections"
+const COLUMNS = "k.id, k.org_id, k.user_id, k.name, k.prefix, k.scopes, k.created_at, k.last_used_at, k.expires_at, k.connections, k.branch_project, k.branch_name"
 
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRepo", {
   effect: Effect.gen(function* () {

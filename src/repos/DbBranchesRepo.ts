@@ -119,6 +119,14 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
     })
     const list = Effect.fn("DbBranchesRepo.list")((orgId: OrgId, connection: string, project: string) => listBranches({ orgId, connection, project }).pipe(withOrg(orgId)), failures)
 
+    const ownedRows = SqlSchema.findAll({
+      Request: Schema.Struct({ orgId: OrgId, job: Schema.String }),
+      Result: BranchRow,
+      execute: ({ orgId, job }) => sql`select ${sql.unsafe(COLUMNS)} from db_branches where org_id = ${orgId} and owner_job = ${job} order by created_at desc limit 1000`
+    })
+    /** The branches a job owns, newest first (a branch before the one it copies). */
+    const ownedBy = Effect.fn("DbBranchesRepo.ownedBy")((orgId: OrgId, job: string) => ownedRows({ orgId, job }).pipe(withOrg(orgId)), failures)
+
     const dueRows = SqlSchema.findAll({
       Request: Schema.Void,
       Result: BranchRow,
@@ -127,6 +135,7 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
           where b.lease_expires_at < now()
              or (b.status <> 'ready' and b.created_at < now() - make_interval(mins => ${STUCK_MINUTES}))
              or exists (select 1 from agent_runs r where r.org_id = b.org_id and r.id = b.owner_job and r.status in ${sql.unsafe(ENDED_RUNS)})
+             or exists (select 1 from eval_runs e where e.org_id = b.org_id and e.id = b.owner_job and e.status in ${sql.unsafe(ENDED_RUNS)})
           order by b.created_at limit 100`
     })
     /** Branches every org has that are due for deleting: lease run out, owning job ended, or left mid-way by a process that died. */
@@ -147,6 +156,6 @@ export class DbBranchesRepo extends Effect.Service<DbBranchesRepo>()("sluice/DbB
       failures
     )
 
-    return { insert, place, markReady, markDeleting, remove, find, list, due, count, countFor } as const
+    return { insert, place, markReady, markDeleting, remove, find, list, ownedBy, due, count, countFor } as const
   })
 }) {}

@@ -49,11 +49,12 @@ const TaskRow = Schema.Struct({
   detail: Schema.NullOr(Schema.String),
   key_id: Schema.NullOr(KeyId),
   agent_run_id: Schema.NullOr(Schema.String),
+  branch_name: Schema.NullOr(Schema.String),
   started_at: Schema.NullOr(Schema.DateFromSelf),
   ended_at: Schema.NullOr(Schema.DateFromSelf)
 })
 export type EvalTaskRow = typeof TaskRow.Type
-const TASK_COLUMNS = "task_id, ordinal, class, phase, verdict, checks::text as checks, detail, key_id, agent_run_id, started_at, ended_at"
+const TASK_COLUMNS = "task_id, ordinal, class, phase, verdict, checks::text as checks, detail, key_id, agent_run_id, branch_name, started_at, ended_at"
 
 /** A run as shown, and who it acts as. */
 export interface StoredEvalRun {
@@ -210,11 +211,12 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
 
     /** Moves a task of a run that has not ended to `phase`, with what it holds from then on (its key, its agent run). */
     const setPhase = Effect.fn("EvalRunsRepo.setPhase")(
-      (orgId: OrgId, runId: string, taskId: string, phase: TaskPhase, holds: { readonly key_id?: KeyId | null; readonly agent_run_id?: string } = {}) =>
+      (orgId: OrgId, runId: string, taskId: string, phase: TaskPhase, holds: { readonly key_id?: KeyId | null; readonly agent_run_id?: string; readonly branch_name?: string } = {}) =>
         sql`update eval_run_tasks t set phase = ${phase},
             started_at = coalesce(t.started_at, date_trunc('milliseconds', now())),
             key_id = ${holds.key_id === undefined ? sql`t.key_id` : sql`${holds.key_id}`},
-            agent_run_id = coalesce(${holds.agent_run_id ?? null}, t.agent_run_id)
+            agent_run_id = coalesce(${holds.agent_run_id ?? null}, t.agent_run_id),
+            branch_name = coalesce(${holds.branch_name ?? null}, t.branch_name)
           from eval_runs r
           where t.org_id = ${orgId} and t.run_id = ${runId} and t.task_id = ${taskId} and r.id = t.run_id and r.status in ('queued', 'running')
           returning t.task_id`.pipe(Effect.map((rows) => rows.length > 0), withOrg(orgId)),

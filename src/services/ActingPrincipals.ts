@@ -1,6 +1,6 @@
 import { Data, Effect } from "effect"
 import type { KeyId, OrgId, UserId } from "../domain/Ids"
-import { connectionLimit, type Principal } from "../domain/Principal"
+import { keyLimits, type Principal } from "../domain/Principal"
 import type { Scope } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "./ApiKeys"
@@ -49,7 +49,7 @@ export class ActingPrincipals extends Effect.Service<ActingPrincipals>()("sluice
             keyPrefix: key.prefix,
             scopes: key.scopes.filter((scope) => allowed.has(scope)),
             role: key.role,
-            ...connectionLimit(key.connections)
+            ...keyLimits(key)
           })
         ),
         Effect.catchTag("InvalidApiKey", (e) => Effect.fail(new CredentialGone({ message: `The ${what}'s API key no longer opens anything: ${e.message}` })))

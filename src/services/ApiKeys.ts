@@ -37,8 +37,16 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
     /** Drops every cached verification on this replica, after a change to what a key may do. */
     const forgetVerified = byHash.invalidateAll
 
-    /** A new key of the principal's; `connections` limits it to those of its org's connections (an evaluation task's key). */
-    const create = Effect.fn("ApiKeys.create")(function* (principal: Principal, input: CreateApiKey, limits: { readonly connections?: ReadonlyArray<string> } = {}) {
+    /**
+     * A new key of the principal's; `connections` limits it to those of its org's connections, and
+     * `branch` lets it write in one branch of its one connection (an evaluation task's key).
+     */
+    const create = Effect.fn("ApiKeys.create")(function* (
+      principal: Principal,
+      input: CreateApiKey,
+      limits: { readonly connections?: ReadonlyArray<string>; readonly branch?: { readonly project: string; readonly name: string } } = {}
+    ) {
+      if (limits.branch !== undefined && limits.connections?.length !== 1) return yield* Effect.dieMessage("a key that writes in a branch is limited to that branch's connection")
       const scopes = [...new Set(input.scopes)]
       if (scopes.includes("admin") && principal.role !== "admin") {
         return yield* new Forbidden({ message: "Creating a key with the admin scope needs an admin role in the organization" })
@@ -57,6 +65,8 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
           scopes,
           expires_at: input.expires_at ?? null,
           connections: limits.connections ?? null,
+          branch_project: limits.branch?.project ?? null,
+          branch_name: limits.branch?.name ?? null,
           key_hash: hashKey(raw)
         })
       return new CreatedApiKey({ ...toApiKey(row), key: raw })

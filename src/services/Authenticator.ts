@@ -3,7 +3,7 @@ import { createRemoteJWKSet, errors as JoseErrors, jwtVerify, type JWTPayload } 
 import { AppConfig } from "../../layers/AppConfig"
 import { InvalidApiKey, Unauthenticated, Unavailable } from "../domain/Errors"
 import { LOCAL_ORG, LOCAL_USER, OrgId, UserId } from "../domain/Ids"
-import { connectionLimit, type Principal } from "../domain/Principal"
+import { keyLimits, type Principal } from "../domain/Principal"
 import { ALL_SCOPES, type Role, type Scope } from "../domain/Scope"
 import type { KeyCredentialRow } from "../repos/ApiKeysRepo"
 import { OrgsRepo } from "../repos/OrgsRepo"
@@ -32,7 +32,7 @@ export const keyPrincipal = (row: KeyCredentialRow & { readonly role: Role }): P
   keyPrefix: row.prefix,
   scopes: row.scopes,
   role: row.role,
-  ...connectionLimit(row.connections)
+  ...keyLimits(row)
 })
 
 const MEMBER_SESSION_SCOPES: ReadonlyArray<Scope> = ["read", "query", "write", "execute", "agent:run"]

@@ -283,6 +283,14 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       return { name, deleted: true }
     })
 
+    /** Every branch a job owns, deleted as its job ends (one being deleted elsewhere is left to that); one that fails is the reaper's. */
+    const removeOwned = Effect.fn("DbBranches.removeOwned")(function* (orgId: OrgId, job: string) {
+      for (const row of yield* repo.ownedBy(orgId, job)) {
+        const done = yield* Effect.either(reap(row, row.status !== "ready"))
+        if (done._tag === "Left") yield* Effect.logWarning(`branch ${row.id} of ${job} could not be deleted; the reaper tries again`, done.left)
+      }
+    })
+
     /** Branches due for deleting in every org, each deleted; one that fails is retried on the next pass. */
     const reapDue = Effect.fn("DbBranches.reapDue")(function* () {
       let reaped = 0
@@ -321,7 +329,7 @@ export class DbBranches extends Effect.Service<DbBranches>()("sluice/DbBranches"
       return { target, branch: row, branchTarget, password }
     })
 
-    return { list, create, remove, reapDue, diff, upstreamOf } as const
+    return { list, create, remove, removeOwned, reapDue, diff, upstreamOf } as const
   }),
   dependencies: [DbBranchesRepo.Default, Connections.Default, PostgresTemplateBranches.Default, NeonBranches.Default, Schemas.Default, ConnectorPools.Default, CredentialCipher.Default]
 }) {}

@@ -28,6 +28,8 @@ import { SchemaContext } from "../services/SchemaContext"
 import { SchemaExplorer } from "../services/SchemaExplorer"
 import { SchemaRelations } from "../services/SchemaRelations"
 import { Schemas } from "../services/Schemas"
+import { BranchStatements } from "../services/BranchStatements"
+import { branchTools } from "./BranchTools"
 
 /** The lean set (`/mcp?tools=core`), for clients that pay for every tool description in their context. */
 export const CORE_TOOLS: ReadonlySet<string> = new Set(["list_connections", "schema_search", "describe_table", "query_database"])
@@ -48,9 +50,10 @@ export class ToolCatalogue extends Effect.Service<ToolCatalogue>()("sluice/ToolC
       ...(yield* reportTools),
       ...(yield* sandboxTools),
       ...(yield* agentTools),
-      ...(yield* workspaceTools)
+      ...(yield* workspaceTools),
+      ...(yield* branchTools)
     ]
     return { tools, byName: new Map(tools.map((t) => [t.name, t])) } as const
   }),
-  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, Reports.Default, Sandboxes.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default, WorkspaceProjects.Default, DbtProjects.Default, DbBranches.Default, DbtRunTokens.Default]
+  dependencies: [AgentRuns.Default, Audit.Default, Budgets.Default, ConnectionHealth.Default, Connections.Default, Knowledge.Default, Queries.Default, Reports.Default, Sandboxes.Default, SchemaChanges.Default, SchemaContext.Default, SchemaExplorer.Default, SchemaRelations.Default, Schemas.Default, WorkspaceProjects.Default, DbtProjects.Default, DbBranches.Default, DbtRunTokens.Default, BranchStatements.Default]
 }) {}

@@ -45,9 +45,14 @@ export interface ToolDefinition<I = any> {
   readonly input: Schema.Schema<I, any>
   readonly output?: Schema.Schema<any, any>
   readonly annotations: ToolAnnotations
+  /** Besides its scope, what a caller must hold to be offered the tool (its `run` checks it again, failing closed). */
+  readonly offeredTo?: (principal: Principal) => boolean
   /** Runs in the request's scope: results it holds are given back once the reply is written. */
   readonly run: (args: I, call: ToolCall) => Effect.Effect<ToolOutput, ToolFailure, EffectScope.Scope>
 }
+
+/** Whether the principal is offered the tool: its scope, and whatever else the tool asks of a caller. */
+export const offered = (tool: ToolDefinition, principal: Principal) => principal.scopes.includes(tool.scope) && (tool.offeredTo?.(principal) ?? true)
 
 /** Any service error of ours carries a code and a message already fit for a caller. */
 export const asFailure = (error: { readonly code: string; readonly message: string }): ToolFailure => ({ code: error.code, message: error.message })

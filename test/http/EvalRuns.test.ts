@@ -59,10 +59,26 @@ tasks:
     checks: [{ name: secret, type: number, gold: 424242 }]
   - id: build
     class: write
-    prompt: "TASK build: build orders_daily"
-    builds: [orders_daily]
-    checks: [{ name: built, type: exists, model: orders_daily }]
+    prompt: "TASK build: build customer_orders"
+    setup: setup/targets.sql
+    builds: [customer_orders]
+    checks:
+      - { name: built, type: exists, model: customer_orders }
+      - { name: one_per_customer, type: grain, model: customer_orders, columns: [customer_id] }
+      - { name: rows, type: row_count, model: customer_orders, equals: 2 }
+      - { name: shape, type: columns, model: customer_orders, required: [customer_id, orders, revenue, goal] }
+      - { name: revenue, type: sum, model: customer_orders, column: revenue, gold: 9030 }
+  - id: sloppy
+    class: write
+    prompt: "TASK sloppy: build customer_orders"
+    checks:
+      - { name: built, type: exists, model: public.customer_orders }
+      - { name: one_per_customer, type: grain, model: customer_orders, columns: [customer_id] }
 `
+/** The build task's setup, run in its branch before the agent: a table the warehouse does not have. */
+const TARGETS_SQL = "create table targets (customer_id int primary key, goal numeric); insert into targets values (1, 5000), (2, 5000);"
+const BUILD_SQL = `create table customer_orders as
+  select o.customer_id, count(*) as orders, sum(o.total) as revenue, t.goal from orders o join targets t using (customer_id) group by o.customer_id, t.goal`
 
 const ANSWERS: Record<string, string> = {
   revenue: "All orders together come to $9,030.00.",
@@ -82,6 +98,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
   /** Model turns wait on this while it is set (to hold runs in flight). */
   let hold: Promise<void> | null = null
   let askOffered = false
+  let branchOffered = false
   const dataDir = tempDataDir()
   const evidence = (runId: string, file: string) => path.join(dataDir, "objects/objects/evals/local", runId, file)
 
@@ -103,6 +120,16 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
       if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "other", sql: "select 424242 as secret" } }] }
       return { text: `The other connection says: ${req.toolResults[0]!.text}` }
     }
+    if (task === "build" || task === "sloppy") {
+      // The built task's model, a statement the warehouse itself would refuse (it runs in the task's branch), and a reach out of the branch.
+      const steps = task === "build"
+        ? [BUILD_SQL, "drop table orders", "create extension dblink"]
+        : ["create table customer_orders as select customer_id, total from orders"]
+      const step = req.toolResults.length
+      if (step < steps.length) return { toolCalls: [{ name: "branch_sql", args: { sql: steps[step]! } }] }
+      branchOffered ||= req.tools.includes("branch_sql")
+      return { text: "Built customer_orders." }
+    }
     if (task === "top") {
       if (req.toolResults.length === 0) return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: TOP_SQL } }] }
       return { text: "Here are the orders per customer." }
@@ -113,6 +140,10 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
   const pushSet = async (manifest: string) => {
     fs.mkdirSync(path.join(repo, "evals"), { recursive: true })
     fs.writeFileSync(path.join(repo, "evals/eval.yaml"), manifest)
+    fs.mkdirSync(path.join(repo, "evals/setup"), { recursive: true })
+    fs.writeFileSync(path.join(repo, "evals/setup/targets.sql"), TARGETS_SQL)
+    fs.writeFileSync(path.join(repo, "evals/setup/broken.sql"), "create table staged (x int); insert into nowhere values (1);")
+    fs.writeFileSync(path.join(repo, "evals/setup/make.py"), "print('made')")
     await git(["add", "-A"], repo)
     await git(["commit", "-q", "-m", "set"], repo)
     const pushed = await git(["push", "-q", "origin", "HEAD:main"], repo)
@@ -194,13 +225,26 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
   it("runs read and write tasks to their verdicts, keeps the evidence, and regrades it to the same verdicts", async () => {
     const started = await start()
     expect(started.status, started.text).toBe(202)
-    expect(started.json).toMatchObject({ status: "queued", total: 7, eval_set_ref: expect.stringMatching(/^shop_evals@[0-9a-f]{40}$/), build_fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) })
+    expect(started.json).toMatchObject({ status: "queued", total: 8, eval_set_ref: expect.stringMatching(/^shop_evals@[0-9a-f]{40}$/), build_fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) })
     const run = await ended(started.json.id)
     expect(run.status, JSON.stringify(run.error)).toBe("completed")
     const verdicts = Object.fromEntries(run.tasks.map((t: any) => [t.task_id, t.verdict]))
-    expect(verdicts).toEqual({ revenue: "CORRECT", third: "CORRECT", many: "WRONG", wrong: "WRONG", top: "CORRECT", escape: "WRONG", build: "ERROR" })
-    expect(run.tasks.find((t: any) => t.task_id === "build").detail).toMatch(/Write tasks are not run/)
-    expect(run).toMatchObject({ done: 7, verdicts: { CORRECT: 3, PARTIAL: 0, WRONG: 3, ERROR: 1, UNGRADED: 0 }, accuracy: 3 / 7 })
+    const details = Object.fromEntries(run.tasks.map((t: any) => [t.task_id, t.detail]))
+    expect(verdicts, JSON.stringify(details)).toEqual({ revenue: "CORRECT", third: "CORRECT", many: "WRONG", wrong: "WRONG", top: "CORRECT", escape: "WRONG", build: "CORRECT", sloppy: "PARTIAL" })
+    expect(run).toMatchObject({ done: 8, verdicts: { CORRECT: 4, PARTIAL: 1, WRONG: 3, ERROR: 0, UNGRADED: 0 }, accuracy: 4 / 8 })
+    expect(run.tasks.find((t: any) => t.task_id === "sloppy").checks.find((c: any) => c.name === "one_per_customer").detail).toMatch(/rows share a key/)
+    // A write task's agent writes in its branch alone (offered branch_sql; read tasks are not), set up by the task's SQL; the warehouse is untouched.
+    expect(branchOffered).toBe(true)
+    const built = fs.readFileSync(evidence(run.id, "tasks/task_build/transcript.json"), "utf8")
+    expect(built).toMatch(/SELECT done: 2 rows/)
+    expect(built).toMatch(/DROP done/)
+    expect(built).toMatch(/Refused in the branch: [^"]*extension/i)
+    expect(fs.readFileSync(evidence(run.id, "tasks/task_build/setup.log"), "utf8")).toMatch(/setup\/targets\.sql: INSERT done \(2 rows\)/)
+    expect(await database.query("select count(*)::int as n from orders")).toEqual([{ n: 42 }])
+    expect(await database.query("select to_regclass('customer_orders') as t, to_regclass('targets') as u")).toEqual([{ t: null, u: null }])
+    // Every branch the run made (its copy of the warehouse, each write task's) is gone with it (a record goes once its database is dropped).
+    const branches = await request(gateway.url, "/api/connections/shop/dbbranch/projects/evals/branches", { key: admin })
+    expect(branches.json.items).toEqual([])
     // The task's key is limited to the pinned connection: the other one does not exist for it.
     const escape = fs.readFileSync(evidence(run.id, "tasks/task_escape/transcript.json"), "utf8")
     expect(escape).toMatch(/No connection named \\"other\\"/)
@@ -216,7 +260,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect(fs.existsSync(evidence(run.id, "tasks/task_build/evidence.json"))).toBe(true)
     // run.json is written as the run ends, just after its row says so.
     await eventually(async () => fs.existsSync(evidence(run.id, "run.json")), Boolean, "run.json written")
-    expect(JSON.parse(fs.readFileSync(evidence(run.id, "run.json"), "utf8")).run).toMatchObject({ id: run.id, status: "completed", accuracy: 3 / 7 })
+    expect(JSON.parse(fs.readFileSync(evidence(run.id, "run.json"), "utf8")).run).toMatchObject({ id: run.id, status: "completed", accuracy: 4 / 8 })
     // Every task's key is revoked: none is left among the organization's keys.
     const keys = (await request(gateway.url, "/api/keys", { key: admin })).json.items as Array<{ name: string }>
     expect(keys.filter((k) => k.name.startsWith("eval "))).toEqual([])
@@ -225,15 +269,15 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect((await auditedAs("eval_query")).some((e) => e.details?.parent?.task_id === "top" && e.sql?.includes("group by customer_id"))).toBe(true)
     expect((await auditedAs("query")).some((e) => e.details?.parent?.event_type === "eval_query")).toBe(false)
     const progress = await request(gateway.url, `/api/evals/runs/${run.id}/progress`, { key: admin })
-    expect(progress.json).toMatchObject({ run_id: run.id, status: "completed", done: 7, total: 7, active: [] })
+    expect(progress.json).toMatchObject({ run_id: run.id, status: "completed", done: 8, total: 8, active: [] })
     const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
     expect(regraded.status, regraded.text).toBe(200)
     expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))
-    expect(regraded.json.accuracy).toBe(3 / 7)
+    expect(regraded.json.accuracy).toBe(4 / 8)
   }, 90_000)
 
   it("serves a run's evidence: transcripts, files, and the whole run as a streamed zip that stops before 256 MB", async () => {
-    const run = (await request(gateway.url, "/api/evals/runs", { key: admin })).json.items.find((r: any) => r.total === 7)
+    const run = (await request(gateway.url, "/api/evals/runs", { key: admin })).json.items.find((r: any) => r.total === 8)
     const transcript = await request(gateway.url, `/api/evals/runs/${run.id}/tasks/top/transcript`, { key: admin })
     expect(transcript.status, transcript.text).toBe(200)
     expect(transcript.headers["content-type"]).toMatch(/application\/json/)
@@ -327,6 +371,8 @@ tasks:
   - { id: wide, class: read, prompt: "TASK wide: labels?", checks: [{ name: t, type: table, gold_sql: "${WIDE_SQL}" }] }
   - { id: over, class: read, prompt: "TASK over: labels?", checks: [{ name: t, type: table, gold_sql: "${WIDE_SQL} limit 59" }] }
   - { id: ask, class: read, prompt: "TASK ask: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
+  - { id: broken, class: write, prompt: "TASK build: build it", setup: setup/broken.sql, checks: [{ name: b, type: exists, model: customer_orders }] }
+  - { id: script, class: write, prompt: "TASK build: build it", setup: setup/make.py, checks: [{ name: b, type: exists, model: customer_orders }] }
 `)
     const started = await start()
     expect(started.status, started.text).toBe(202)
@@ -338,8 +384,15 @@ tasks:
       ["inf", "CORRECT"],
       ["wide", "CORRECT"],
       ["over", "WRONG"],
-      ["ask", "ERROR"]
+      ["ask", "ERROR"],
+      ["broken", "ERROR"],
+      ["script", "ERROR"]
     ])
+    // A write task's SQL setup that fails is its ERROR, said with the server's words (and kept in setup.log); a script needs a sandbox, not built yet.
+    const detail = (id: string) => run.tasks.find((t: any) => t.task_id === id).detail
+    expect(detail("broken")).toMatch(/The task's setup setup\/broken\.sql failed: .*relation "nowhere" does not exist/)
+    expect(fs.readFileSync(evidence(run.id, "tasks/task_broken/setup.log"), "utf8")).toMatch(/nowhere/)
+    expect(detail("script")).toMatch(/not run by this gateway yet: the task was not attempted/)
     // No one answers an evaluation's agent: it is not offered ask_user, and a model that calls it anyway fails its task, never waits for a person (attack 37 F6).
     expect(askOffered).toBe(false)
     expect(run.tasks.find((t: any) => t.task_id === "ask").detail).toMatch(/The agent's run failed/)

@@ -317,6 +317,10 @@ describe("MCP at /mcp: the governed tool catalogue over Streamable HTTP", () => 
       expect(textOf(result)).toMatch(expected)
       expect(textOf(result)).not.toMatch(/127\.0\.0\.1|password|\/tmp\/|at .*\.ts:\d+/)
     }
+    // branch_sql is offered only to a key that may write in a branch (an evaluation write task's): any other key's call is refused before anything runs.
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("branch_sql")
+    const branch = await client.callTool({ name: "branch_sql", arguments: { sql: "drop table customers" } })
+    expect([branch.isError, textOf(branch)]).toEqual([true, expect.stringMatching(/^forbidden: This key writes in no database branch/)])
     expect((await database.query("select count(*)::int as n from customers"))[0].n).toBe(1500)
     const blocked = (await auditRows("mcp_tool_call")).find((row: { details: { arguments: string } }) => row.details.arguments.includes("delete from"))
     // The same row an agent run's refused tool call gets: the refusal's code is its block reason.

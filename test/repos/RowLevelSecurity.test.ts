@@ -43,6 +43,8 @@ const seed = Effect.gen(function* () {
       scopes: ["read"],
       expires_at: null,
       connections: null,
+      branch_project: null,
+      branch_name: null,
       key_hash: (org === A ? "a" : "b").repeat(64)
     })
     yield* settings.put(org, { default_row_limit: org === A ? 1 : 2 })

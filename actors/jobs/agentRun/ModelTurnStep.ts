@@ -8,7 +8,7 @@ import { LLM_KEY_SECRET } from "../../../src/domain/Secrets"
 import { ASK_USER, type ToolCallRequest } from "../../../src/jobs/AgentRunWorkflow"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 import { Secrets } from "../../../src/services/Secrets"
-import { describeTool } from "../../../src/tools/ToolDefinition"
+import { describeTool, offered } from "../../../src/tools/ToolDefinition"
 import { ToolCatalogue } from "../../../src/tools/ToolCatalogue"
 import { firstSuccess, RunLifecycle } from "./RunLifecycle"
 
@@ -81,7 +81,7 @@ const modelFailure = (error: AiError.AiError) =>
           ? (error.description ?? "The model's answer broke off")
           : "The model's answer could not be read"
 
-const SYSTEM = (connection: string | null, interactive: boolean) =>
+const SYSTEM = (connection: string | null, interactive: boolean, writesInBranch: boolean) =>
   [
     "You are Sluice's data assistant. You answer questions about the organization's databases using the tools, which go through a governed, read-only gateway.",
     "Start with get_knowledge (with the question as task_description): the organization's approved context, rules and notes on its data.",
@@ -91,7 +91,8 @@ const SYSTEM = (connection: string | null, interactive: boolean) =>
     interactive
       ? `If the question is ambiguous, call ${ASK_USER} with one short question. Answer concisely, and say which query the answer rests on.`
       : "No one can answer a question of yours: answer as well as the data allows. Answer concisely, and say which query the answer rests on.",
-    ...(connection === null ? [] : [`Use the connection named ${connection} unless the user names another.`])
+    ...(connection === null ? [] : [`Use the connection named ${connection} unless the user names another.`]),
+    ...(writesInBranch ? ["Build what the task asks for (tables, views) in your database branch with branch_sql: a governed copy of the warehouse that only you change. Read the warehouse with query_database; it stays read-only."] : [])
   ].join("\n")
 
 /**
@@ -134,13 +135,13 @@ export class ModelTurnStep extends Effect.Service<ModelTurnStep>()("sluice/Model
               onSome: Effect.succeed
             })
           )
-          const allowed = tools.filter((tool) => principal.scopes.includes(tool.scope)).map((tool) => modelTools.get(tool.name)!)
+          const allowed = tools.filter((tool) => offered(tool, principal)).map((tool) => modelTools.get(tool.name)!)
           const toolkit: Toolkit.WithHandler<Record<string, Tool.Any>> = {
             tools: Object.fromEntries([...allowed, ...(stored.interactive ? [askUserTool] : [])].map((tool) => [tool.name, tool])),
             handle: () => Effect.dieMessage("tool calls are run by the agent's own steps")
           }
           const started = performance.now()
-          const prompt = Prompt.make([{ role: "system", content: SYSTEM(connection, stored.interactive) }, ...conversation])
+          const prompt = Prompt.make([{ role: "system", content: SYSTEM(connection, stored.interactive, principal.branch !== undefined) }, ...conversation])
           // The text reaches the run's followers as it streams, a few pieces at a time; each attempt writes it from offset 0.
           const response = yield* modelCall(LanguageModel.streamText({ prompt, toolkit, disableToolCallResolution: true }).pipe(
             Stream.groupedWithin(STREAM_BATCH, STREAM_FLUSH),

@@ -13,7 +13,7 @@ import { Audit, changeRecord, closeChangeRecord } from "../../../src/services/Au
 import { QueryCostCap, QueryPlanning } from "../../../src/services/Queries"
 import { ToolCalls } from "../../../src/tools/ToolCalls"
 import { ToolCatalogue } from "../../../src/tools/ToolCatalogue"
-import type { ToolDefinition, ToolFailure, ToolOutput } from "../../../src/tools/ToolDefinition"
+import { offered, type ToolDefinition, type ToolFailure, type ToolOutput } from "../../../src/tools/ToolDefinition"
 import { firstSuccess, RunLifecycle } from "./RunLifecycle"
 
 const PROPOSE_KNOWLEDGE = "propose_knowledge"
@@ -76,7 +76,7 @@ export class ToolCallStep extends Effect.Service<ToolCallStep>()("sluice/ToolCal
         let stoppedAtCostCap = false
         const costCap: QueryCostCap["Type"] | undefined = options.costCapUsd === undefined ? undefined : { usd: options.costCapUsd, stopped: Effect.sync(() => (stoppedAtCostCap = true)) }
         const found: ToolDefinition | undefined = byName.get(name)
-        const tool = found !== undefined && principal.scopes.includes(found.scope) ? found : undefined
+        const tool = found !== undefined && offered(found, principal) ? found : undefined
         const draft = toolCallDraft(principal, runId, step, options.planning !== undefined)
         const started = performance.now()
         // The call's row as known so far commits with the first change the tool makes (a proposal, a report), as a request's does.

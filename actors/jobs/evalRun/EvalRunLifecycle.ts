@@ -12,6 +12,7 @@ import { JobSteps } from "../../../src/jobs/JobSteps"
 import { EvalRunsRepo, shownTask, type StoredEvalRun } from "../../../src/repos/EvalRunsRepo"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
+import { DbBranches } from "../../../src/services/DbBranches"
 import { EvalSets, type LoadedEvalSet } from "../../../src/services/EvalSets"
 
 /** A running run's lease: renewed every 45 s by whichever runner runs it; 180 s without a renewal and the reaper fails it. */
@@ -34,6 +35,7 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
     const keys = yield* ApiKeys
     const objects = yield* ObjectStore
     const jobSteps = yield* JobSteps
+    const branches = yield* DbBranches
     // A run's set, read once per runner while it runs: every step of its tasks reads it.
     const loadedSets = new Map<string, LoadedEvalSet>()
 
@@ -62,13 +64,15 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
         yield* backend.put(`${runPrefix(orgId, runId)}/run.json`, Buffer.from(JSON.stringify({ run: found.run, tasks }, null, 2)), "application/json")
       }).pipe(Effect.catchAll((error) => Effect.logWarning(`eval run ${runId}: run.json could not be written`, error)))
 
-    /** Ends the run once (the reaper's only if its lease has indeed expired): keys revoked, tally and `run.json` written. */
+    /** Ends the run once (the reaper's only if its lease has indeed expired): keys revoked, branches deleted, tally and `run.json` written. */
     const end = (orgId: OrgId, runId: string, outcome: Parameters<typeof repo.finish>[2]) =>
       Effect.gen(function* () {
         const ended = yield* repo.finish(orgId, runId, outcome)
         // Its runner renewed the lease after the reaper looked: the run goes on, with its keys.
         if (!ended && outcome.leaseExpired === true) return false
         yield* revokeKeys(orgId, runId)
+        // Its own copy of the warehouse and any task's left; one that cannot be deleted now is the branch reaper's (its job has ended).
+        yield* branches.removeOwned(orgId, runId).pipe(Effect.catchAll((error) => Effect.logWarning(`eval run ${runId}: its branches are left to the branch reaper`, error)))
         if (ended) yield* writeRunJson(orgId, runId)
         yield* jobSteps.forget(runId)
         loadedSets.delete(runId)
@@ -141,5 +145,5 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
 
     return { load, guarded, context, holdLease, begin, complete, reap, stop } as const
   }),
-  dependencies: [EvalRunsRepo.Default, ActingPrincipals.Default, EvalSets.Default, ApiKeys.Default, ObjectStore.Default, JobSteps.Default]
+  dependencies: [EvalRunsRepo.Default, ActingPrincipals.Default, EvalSets.Default, ApiKeys.Default, ObjectStore.Default, JobSteps.Default, DbBranches.Default]
 }) {}

@@ -5,7 +5,7 @@ import { JobRuntime } from "../../../layers/JobRuntime"
 import { ObjectStore } from "../../../layers/ObjectStore"
 import { AGENT_RUN_KIND, DEFAULT_MAX_TURNS, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
 import type { EvalTask } from "../../../src/domain/EvalSet"
-import { type TaskPhase, taskEvidenceKey, taskKeyName } from "../../../src/domain/EvalRun"
+import { EVAL_BRANCH_PROJECT, runBranchName, type TaskPhase, taskBranchName, taskEvidenceKey, taskKeyName } from "../../../src/domain/EvalRun"
 import type { Cell, Table } from "../../../src/domain/grading/Tables"
 import { gradeStored, StoredEvidence } from "../../../src/domain/grading/StoredEvidence"
 import type { Unavailable } from "../../../src/domain/Errors"
@@ -20,7 +20,10 @@ import { JobEventsRepo } from "../../../src/repos/JobEventsRepo"
 import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
+import { BranchStatements, type ModelWanted } from "../../../src/services/BranchStatements"
+import { DbBranches } from "../../../src/services/DbBranches"
 import { EvalQueries } from "../../../src/services/EvalQueries"
+import type { LoadedEvalSet } from "../../../src/services/EvalSets"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 import { EvalRunLifecycle } from "./EvalRunLifecycle"
 
@@ -33,6 +36,24 @@ const GOLD_SQL_ROWS = 10_000
 /** A task's stored evidence (gold tables, the agent's answer and result) is at most this many characters of JSON. */
 const MAX_EVIDENCE_CHARS = 16_000_000
 const TRANSCRIPT_EVENTS = 10_000
+const SETUP_SQL_MAX_BYTES = 1_000_000
+
+/** Whether this gateway runs the task's scripts: a write task's SQL setup, in its branch; other scripts need a sandbox, not built yet. */
+const scriptsRunHere = (task: EvalTask) => task.teardown === undefined && (task.setup === undefined || (task.class === "write" && task.setup.endsWith(".sql")))
+
+/** What a write task's checks read of each model it builds (and of each it names in `builds`). */
+const modelsWanted = (task: EvalTask): ReadonlyArray<ModelWanted> => {
+  const wanted = new Map<string, { grains: Array<ReadonlyArray<string>>; sums: Array<string> }>()
+  const of = (model: string) => wanted.get(model) ?? wanted.set(model, { grains: [], sums: [] }).get(model)!
+  for (const model of task.builds ?? []) of(model)
+  for (const check of task.checks) {
+    if (!("model" in check)) continue
+    const entry = of(check.model)
+    if (check.type === "grain") entry.grains.push(check.columns)
+    if (check.type === "sum") entry.sums.push(check.column)
+  }
+  return [...wanted].map(([model, { grains, sums }]) => ({ model, grains, sums }))
+}
 
 /** The agent run a task starts: one per task of a run, whichever runner starts it. */
 export const agentRunIdOf = (runId: string, taskId: string) => `run_${createHash("sha256").update(`${runId}/${taskId}`).digest("hex").slice(0, 32)}`
@@ -56,7 +77,7 @@ const tableOfResult = (result: { readonly columns: ReadonlyArray<{ readonly name
 /**
  * A task's phases as durable steps: provisioning (its key), setup, agent (the built-in agent as the
  * task's key, waited for), grading (evidence gathered and stored, then graded from what was stored),
- * capture (the transcript), teardown (its key revoked). A task that cannot go on is graded ERROR
+ * capture (the transcript), teardown (its key revoked, its branch deleted). A task that cannot go on is graded ERROR
  * with why, never counted as an answer; only the run's own end stops it otherwise.
  */
 export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalTaskSteps", {
@@ -71,6 +92,8 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const objects = yield* ObjectStore
     const { engine } = yield* JobRuntime
     const feed = yield* RunEventsFeed
+    const branches = yield* DbBranches
+    const statements = yield* BranchStatements
 
     const taskOf = (set: { readonly manifest: { readonly tasks: ReadonlyArray<EvalTask> } }, taskId: string) =>
       Option.fromNullable(set.manifest.tasks.find((task) => task.id === taskId)).pipe(
@@ -103,12 +126,60 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
             const failure = Cause.failureOption(cause)
             // The run's end, and a store that is out (waited for, then the run's failure), are the run's, not the task's.
             if (Option.exists(failure, (e) => isStoreOutage(e) || e._tag === "EvalRunStopped")) return Effect.failCause(cause)
+            const unusable = Option.filter(failure, (e): e is E & TaskUnusable => e._tag === "TaskUnusable")
+            if (Option.isSome(unusable)) return Effect.as(gradeFailure(orgId, runId, taskId, unusable.value.message), fallback)
             return Effect.as(failedPhase(orgId, runId, taskId, phase)(cause), fallback)
           })
         )
       )
 
-    /** The task's own key: read and query on the run's pinned connection alone, for the agent and the gold queries; made once. */
+    // A run's own copy of the warehouse is made once, by the first of its write tasks to need it.
+    const makingRunBranch = yield* Effect.makeSemaphore(1)
+
+    /** A branch of the run's (owned by it), made again from `parent` where one of its name was left by an earlier try. */
+    const freshBranch = (principal: Principal, connection: string, runId: string, name: string, parent: string) =>
+      Effect.gen(function* () {
+        yield* branches.remove(principal, connection, EVAL_BRANCH_PROJECT, name).pipe(Effect.catchTag("NotFound", () => Effect.void))
+        yield* branches.create(principal, connection, EVAL_BRANCH_PROJECT, { name, parent, owner_job: runId })
+      })
+
+    /** The run's copy of the warehouse, made if it is not there yet. */
+    const runBranch = (principal: Principal, connection: string, runId: string) =>
+      makingRunBranch.withPermits(1)(
+        Effect.gen(function* () {
+          const name = runBranchName(runId)
+          const made = (yield* branches.list(principal, connection, EVAL_BRANCH_PROJECT)).items.find((branch) => branch.name === name)
+          if (made?.status === "ready") return
+          yield* freshBranch(principal, connection, runId, name, "main")
+        })
+      )
+
+    /** A write task's setup SQL (a file of the set), run in its branch as its key: recorded in `setup.log`, its failure the task's ERROR. */
+    const setUp = (orgId: OrgId, runId: string, taskId: string, task: EvalTask, files: LoadedEvalSet["files"], principal: Principal) =>
+      Effect.gen(function* () {
+        if (task.setup === undefined) return
+        yield* repo.setPhase(orgId, runId, taskId, "setup")
+        const text = yield* Effect.promise(() => files.read(task.setup!, SETUP_SQL_MAX_BYTES))
+        const backend = yield* objects.backend
+        const log = (line: string) => backend.put(taskEvidenceKey(orgId, runId, taskId, "setup.log"), Buffer.from(`${line}\n`), "text/plain")
+        if (text === null) {
+          yield* log(`${task.setup}: missing, or larger than ${SETUP_SQL_MAX_BYTES} bytes`)
+          return yield* new TaskUnusable({ message: `The task's setup ${task.setup} is missing or larger than ${SETUP_SQL_MAX_BYTES} bytes` })
+        }
+        const ran = yield* Effect.either(statements.run(principal, text))
+        if (Either.isLeft(ran)) {
+          yield* log(`${task.setup}: ${ran.left.message}`)
+          return yield* new TaskUnusable({ message: `The task's setup ${task.setup} failed: ${ran.left.message}` })
+        }
+        yield* log(`${task.setup}: ${ran.right.command} done${ran.right.row_count === null ? "" : ` (${ran.right.row_count} rows)`}`)
+      })
+
+    /**
+     * The task's own key: read and query on the run's pinned connection alone, for the agent and
+     * the gold queries; for a write task, also its branch (a copy of the run's copy of the
+     * warehouse), where the key may write and its setup SQL runs. Recorded once all is made, so a
+     * try that stopped part way is made again from the start.
+     */
     const provision = (orgId: OrgId, runId: string, taskId: string) =>
       taskGuarded(
         orgId,
@@ -117,21 +188,34 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         "provisioning",
         false,
         Effect.gen(function* () {
-          const { stored, principal } = yield* lifecycle.context(orgId, runId)
+          const { stored, principal, set } = yield* lifecycle.context(orgId, runId)
           const row = yield* rowOf(orgId, runId, taskId)
           if (row.key_id !== null) return true
+          const task = yield* taskOf(set, taskId)
+          const connection = stored.run.settings.connection_name
           // Named by the task's place in the run (task ids may share their first 50 characters); a key an earlier try made but could not record goes first (attack 37 F10).
           const name = taskKeyName(runId, row.ordinal)
           yield* keys.revokeNamed(orgId, name)
+          const branch = task.class === "write" ? { project: EVAL_BRANCH_PROJECT, name: taskBranchName(runId, row.ordinal) } : undefined
+          if (branch !== undefined) {
+            const unmade = (e: { readonly message: string }) => new TaskUnusable({ message: `The task's branch could not be made: ${e.message}` })
+            yield* runBranch(principal, connection, runId).pipe(Effect.mapError(unmade))
+            yield* freshBranch(principal, connection, runId, branch.name, runBranchName(runId)).pipe(Effect.mapError(unmade))
+          }
           const key = yield* keys.create(
             principal,
             { name, scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
-            { connections: [stored.run.settings.connection_name] }
+            { connections: [connection], ...(branch === undefined ? {} : { branch }) }
           )
-          if (!(yield* repo.setPhase(orgId, runId, taskId, "provisioning", { key_id: key.id }))) {
+          const made = { key_id: key.id, ...(branch === undefined ? {} : { branch_name: branch.name }) }
+          const setUpAs = yield* acting.actingAs({ orgId, userId: stored.userId, principalKind: "api_key", keyId: key.id }, new Set(["read", "query"]), "eval task")
+          const setup = yield* Effect.either(task.class === "write" && scriptsRunHere(task) ? setUp(orgId, runId, taskId, task, set.files, setUpAs) : Effect.void)
+          if (!(yield* repo.setPhase(orgId, runId, taskId, "provisioning", made))) {
             yield* keys.revoke(orgId, key.id)
             return yield* lifecycle.load(orgId, runId).pipe(Effect.as(false))
           }
+          // Recorded with what it made, so its teardown frees them.
+          if (Either.isLeft(setup)) return yield* setup.left
           return true
         })
       )
@@ -155,9 +239,9 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         Effect.gen(function* () {
           const { stored, set } = yield* lifecycle.context(orgId, runId)
           const task = yield* taskOf(set, taskId)
-          yield* repo.setPhase(orgId, runId, taskId, "setup")
-          if (task.class === "write") return { agentRunId: null, failure: "Write tasks are not run by this gateway yet: the task was not attempted" }
-          if (task.setup !== undefined || task.teardown !== undefined) return { agentRunId: null, failure: "Setup and teardown scripts are not run by this gateway yet: the task was not attempted" }
+          if (!scriptsRunHere(task)) {
+            return { agentRunId: null, failure: "Setup and teardown scripts other than a write task's SQL setup are not run by this gateway yet: the task was not attempted" }
+          }
           const row = yield* rowOf(orgId, runId, taskId)
           if (row.key_id === null) return { agentRunId: null, failure: "The task has no key: its provisioning failed" }
           const agentRunId = agentRunIdOf(runId, taskId)
@@ -250,11 +334,19 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           const task = yield* taskOf(set, taskId)
           yield* repo.setPhase(orgId, runId, taskId, "grading")
           const answer = outcome.agentRunId === null ? null : ((yield* agentRuns.find(orgId, outcome.agentRunId))?.run.answer ?? null)
-          let failure = outcome.failure
+          // A phase that failed for a reason it recorded (its setup, its branch) keeps it.
+          const row = yield* rowOf(orgId, runId, taskId)
+          let failure = outcome.failure !== null && row.verdict === "ERROR" && row.detail !== null ? row.detail : outcome.failure
           let gold: Record<string, Table> = {}
           let lastResult: Table | null = null
+          let models: StoredEvidence["evidence"]["models"] = {}
           if (failure === null) {
             const principal = yield* taskPrincipal(orgId, runId, taskId, stored.userId)
+            if (task.class === "write") {
+              const captured = yield* Effect.either(statements.capture(principal, modelsWanted(task)))
+              if (Either.isLeft(captured)) failure = `The models in the task's branch could not be read: ${captured.left.message}`
+              else models = captured.right
+            }
             const tables = yield* goldTables(runId, taskId, task, set.goldCsv, stored.run.settings.connection_name, principal)
             if (Either.isLeft(tables)) failure = tables.left
             else gold = tables.right
@@ -264,7 +356,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           const evidence: StoredEvidence = {
             task,
             defaults: set.manifest.defaults?.tolerance === undefined ? {} : { tolerance: set.manifest.defaults.tolerance },
-            evidence: { question: task.prompt, answer, last_result: lastResult, gold_tables: gold, models: {}, failure }
+            evidence: { question: task.prompt, answer, last_result: lastResult, gold_tables: gold, models, failure }
           }
           const evidenceJson = JSON.stringify(yield* Schema.encode(StoredEvidence)(evidence))
           if (evidenceJson.length > MAX_EVIDENCE_CHARS) {
@@ -297,21 +389,26 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         })
       )
 
-    /** The task's key revoked, the task done. */
+    /** The task's key revoked and its branch deleted (one that cannot be, the run's end or the branch reaper deletes), the task done. */
     const teardown = (orgId: OrgId, runId: string, taskId: string) =>
       lifecycle.guarded(
         orgId,
         runId,
         Effect.gen(function* () {
-          yield* lifecycle.load(orgId, runId)
+          const { stored, principal } = yield* lifecycle.context(orgId, runId)
           yield* repo.setPhase(orgId, runId, taskId, "teardown")
           const row = yield* rowOf(orgId, runId, taskId)
           if (row.key_id !== null) yield* keys.revoke(orgId, row.key_id)
+          if (row.branch_name !== null) {
+            yield* branches.remove(principal, stored.run.settings.connection_name, EVAL_BRANCH_PROJECT, row.branch_name).pipe(
+              Effect.catchAll((error) => (isStoreOutage(error) ? Effect.fail(error) : Effect.logWarning(`eval run ${runId}: task ${taskId}'s branch is left to the run's end`, error)))
+            )
+          }
           yield* repo.taskDone(orgId, runId, taskId)
         })
       )
 
     return { provision, agent, grade, capture, teardown } as const
   }),
-  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default]
+  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default]
 }) {}

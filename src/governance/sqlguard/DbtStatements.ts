@@ -5,6 +5,8 @@ import { isNode, type Node } from "./Tree"
 
 /** The most one statement (a simple query's text, or a Parse's) may hold. */
 export const DBT_STATEMENT_MAX_BYTES = 1024 * 1024
+/** How a branch session reads statement text must be how the classifier reads it; the session cannot change these (it refuses SET of them). */
+export const READS_AS_CLASSIFIED = { client_encoding: "UTF8", standard_conforming_strings: "on", backslash_quote: "safe_encoding" } as const
 
 /**
  * What dbt may run in a branch: reads, its DDL and DML, transactions, session settings that only

@@ -2,9 +2,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ModelReply, startModelFake } from "../../fakes/ModelFake"
+import { type ModelReply, type ModelRequest, startModelFake } from "../../fakes/ModelFake"
 import { type GatewayProcess, localKey, startGateway, tempDataDir } from "../../support/Gateway"
 import { git } from "../../support/Git"
+import { eventually } from "../../support/Eventually"
 import { request } from "../../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../../support/Servers"
 
@@ -15,6 +16,7 @@ const MANIFEST = `name: failover
 tasks:
   - { id: one, class: read, prompt: "TASK one: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
   - { id: two, class: read, prompt: "TASK two: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
+  - { id: three, class: write, prompt: "TASK three: build order_count", checks: [{ name: built, type: exists, model: order_count }] }
 `
 
 describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its lease, failed after it (issue 31)", () => {
@@ -30,8 +32,9 @@ describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its
   // The restarted gateway is the same installation: its workspace repositories and evidence are where the killed one left them.
   const dataDir = tempDataDir()
 
-  const script = async (): Promise<ModelReply> => {
+  const script = async (req: ModelRequest): Promise<ModelReply> => {
     await held
+    if (req.raw.includes("TASK three") && req.toolResults.length === 0) return { toolCalls: [{ name: "branch_sql", args: { sql: "create table order_count as select count(*) as n from orders" } }] }
     return { text: "There are 42 orders." }
   }
   const hold = () => (held = new Promise((resolve) => (release = resolve)))
@@ -46,12 +49,15 @@ describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its
     throw new Error(`run ${id} is still ${JSON.stringify(await runOf(id))}`)
   }
   const taskKeys = async () => (await store.query("select count(*)::int as n from api_keys where name like 'eval %'"))[0].n as number
+  /** The databases of the run's branches (its copy of the warehouse, its write task's), as the store records them. */
+  const branchDatabases = async (id: string) => (await store.query("select database_name from db_branches where owner_job = $1", [id])).map((r: any) => r.database_name as string)
+  const databasesLeft = async (names: ReadonlyArray<string>) => (await data.query("select datname from pg_database where datname = any($1)", [names])).map((r: any) => r.datname)
 
   beforeAll(async () => {
     store = await createTestDatabase()
     data = await createTestDatabase()
     await data.query("create table orders (id int primary key, total numeric); insert into orders select g, g from generate_series(1, 42) g")
-    fake = await startModelFake(() => script())
+    fake = await startModelFake((req) => script(req))
     work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-evalfailover-"))
     env = {
       SP_LLM_PROVIDER: "anthropic",
@@ -95,7 +101,7 @@ describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its
     const started = await request(gateway.url, "/api/evals/runs", { key: admin, body: {} })
     expect(started.status, started.text).toBe(202)
     await until(started.json.id, (run) => run.tasks.every((t: any) => t.phase === "agent"), 30_000)
-    expect(await taskKeys()).toBe(2)
+    expect(await taskKeys()).toBe(3)
     return started.json.id as string
   }
 
@@ -117,12 +123,17 @@ describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its
     await until(second.json.id, (r) => r.status !== "running" && r.status !== "queued", 60_000)
     const run = await until(id, (r) => r.status !== "running", 60_000)
     expect(run.status, JSON.stringify(run.error)).toBe("completed")
-    expect(run.tasks.map((t: any) => t.verdict)).toEqual(["CORRECT", "CORRECT"])
+    expect(run.tasks.map((t: any) => t.verdict)).toEqual(["CORRECT", "CORRECT", "CORRECT"])
     expect(await taskKeys()).toBe(0)
+    // Deleted just after the run's row says it ended.
+    await eventually(() => branchDatabases(id), (left) => left.length === 0, "the run's branches deleted")
   }, 120_000)
 
   it("a runner killed mid-run with no runner for 180 s: the run is failed at the next start, its keys revoked", async () => {
     const id = await startHeld()
+    const databases = await branchDatabases(id)
+    expect(databases.length).toBe(2)
+    expect(await databasesLeft(databases)).toHaveLength(2)
     await gateway.kill()
     // 180 s without a runner, without waiting them out: the lease the dead runner held is set to have expired.
     await store.query("update eval_runs set lease_expires_at = now() - interval '1 second' where id = $1", [id])
@@ -130,6 +141,9 @@ describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its
     const run = await until(id, (r) => r.status !== "running", 30_000)
     expect(run).toMatchObject({ status: "failed", error: { code: "lease_expired" } })
     expect(await taskKeys()).toBe(0)
+    // No eval branch is left: its records, nor their databases on the warehouse's server.
+    await eventually(() => branchDatabases(id), (left) => left.length === 0, "the run's branches deleted")
+    expect(await databasesLeft(databases)).toEqual([])
     // The tasks' agent runs stop: their key opens nothing.
     release()
     const deadline = Date.now() + 30_000
