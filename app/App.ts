@@ -9,6 +9,7 @@ import { jobStarter } from "../actors/jobs/JobStarter"
 import { AuditFoldLoop } from "../actors/loops/AuditFoldLoop"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { SandboxSnapshotExpiryLoop } from "../actors/loops/SandboxSnapshotExpiryLoop"
+import { EvalRetentionLoop } from "../actors/loops/EvalRetentionLoop"
 import { EvalUploadExpiryLoop } from "../actors/loops/EvalUploadExpiryLoop"
 import { EvalRunReaperLoop } from "../actors/loops/EvalRunReaperLoop"
 import { EvalRunJob } from "../actors/jobs/EvalRunJob"
@@ -195,7 +196,7 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = Layer.mergeAll(AgentRunJob.pipe(Layer.provide(JobEngineLive)), EvalRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter<AgentRunsRepo | EvalRunsRepo>(AgentRunKind, EvalRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, EvalUploadExpiryLoop, EvalRunReaperLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, EvalUploadExpiryLoop, EvalRunReaperLoop, EvalRetentionLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

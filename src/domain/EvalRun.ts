@@ -81,9 +81,15 @@ export const EvalRun = Schema.Struct({
   created_at: Schema.Date,
   started_at: Schema.NullOr(Schema.Date),
   ended_at: Schema.NullOr(Schema.Date),
-  lease_expires_at: Schema.NullOr(Schema.Date)
+  lease_expires_at: Schema.NullOr(Schema.Date),
+  /** What retention deleted of its evidence: its tasks' files but transcripts (past the newest 10 ended runs), or those too (past 100). */
+  evidence_pruned: Schema.NullOr(Schema.Literal("artifacts", "transcripts"))
 })
 export type EvalRun = typeof EvalRun.Type
+
+/** How many of an organization's newest ended runs keep their tasks' evidence files, and their transcripts. */
+export const KEEP_ARTIFACTS_OF_RUNS = 10
+export const KEEP_TRANSCRIPTS_OF_RUNS = 100
 
 export const EvalCheckResult = Schema.Struct({
   name: Schema.String,

@@ -35,6 +35,7 @@ import m0034 from "./0034_eval_runs"
 import m0035 from "./0035_api_key_connections"
 import m0036 from "./0036_agent_run_interactive"
 import m0037 from "./0037_api_key_branch"
+import m0038 from "./0038_eval_retention"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -73,5 +74,6 @@ export const migrations = {
   "0034_eval_runs": m0034,
   "0035_api_key_connections": m0035,
   "0036_agent_run_interactive": m0036,
-  "0037_api_key_branch": m0037
+  "0037_api_key_branch": m0037,
+  "0038_eval_retention": m0038
 }

@@ -30,13 +30,14 @@ const RunRow = Schema.Struct({
   created_at: Schema.DateFromSelf,
   started_at: Schema.NullOr(Schema.DateFromSelf),
   ended_at: Schema.NullOr(Schema.DateFromSelf),
-  lease_expires_at: Schema.NullOr(Schema.DateFromSelf)
+  lease_expires_at: Schema.NullOr(Schema.DateFromSelf),
+  evidence_pruned: Schema.NullOr(Schema.Literal("artifacts", "transcripts"))
 })
 type RunRow = typeof RunRow.Type
 // jsonb columns as text, so one decoder reads them whatever the driver makes of json.
 const RUN_COLUMNS = `id, org_id, user_id, principal_kind, key_id, status, trigger, eval_set_ref, eval_set_source::text as eval_set_source,
   build_fingerprint, settings::text as settings, total, done, verdicts::text as verdicts, accuracy, error_code, error_message,
-  cancel_requested, created_at, started_at, ended_at, lease_expires_at`
+  cancel_requested, created_at, started_at, ended_at, lease_expires_at, evidence_pruned`
 
 const CheckResults = Schema.Array(Schema.Struct({ name: Schema.String, type: Schema.String, score: Schema.NullOr(Schema.Number), passed: Schema.Boolean, pass_mark: Schema.Number, detail: Schema.String }))
 const TaskRow = Schema.Struct({
@@ -90,7 +91,8 @@ const storedRun = (row: RunRow): StoredEvalRun => ({
     created_at: row.created_at,
     started_at: row.started_at,
     ended_at: row.ended_at,
-    lease_expires_at: row.lease_expires_at
+    lease_expires_at: row.lease_expires_at,
+    evidence_pruned: row.evidence_pruned
   }
 })
 
@@ -285,6 +287,28 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
+    /**
+     * System lookup across orgs: ended runs whose evidence retention has yet to prune (past each
+     * org's newest `keepArtifacts` ended runs, their tasks' files; past `keepTranscripts`, transcripts too), oldest first.
+     */
+    const dueForPruning = Effect.fn("EvalRunsRepo.dueForPruning")(
+      (keepArtifacts: number, keepTranscripts: number) =>
+        sql`select id, org_id, (rank > ${keepTranscripts}) as transcripts from (
+              select id, org_id, evidence_pruned, created_at, row_number() over (partition by org_id order by created_at desc, id desc) as rank
+              from eval_runs where status in ('completed', 'failed', 'cancelled')
+            ) r
+            where (rank > ${keepArtifacts} and evidence_pruned is null) or (rank > ${keepTranscripts} and evidence_pruned is distinct from 'transcripts')
+            order by created_at limit 200`.pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ ...RunOfOrg.fields, transcripts: Schema.Boolean }))))),
+      failures
+    )
+
+    /** Records what retention deleted of a run's evidence. */
+    const markPruned = Effect.fn("EvalRunsRepo.markPruned")(
+      (orgId: OrgId, id: string, pruned: "artifacts" | "transcripts") =>
+        sql`update eval_runs set evidence_pruned = ${pruned} where org_id = ${orgId} and id = ${id}`.pipe(Effect.asVoid, withOrg(orgId)),
+      failures
+    )
+
     /** System lookup across orgs: runs still queued between `graceSeconds` and `giveUpSeconds` after their row committed, oldest first. */
     const unbegun = Effect.fn("EvalRunsRepo.unbegun")(unbegunJobs(sql, "eval_runs"), failures)
 
@@ -297,6 +321,6 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
-    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, forgetKeys, expired, unbegun, giveUpUnbegun } as const
+    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, forgetKeys, expired, unbegun, giveUpUnbegun, dueForPruning, markPruned } as const
   })
 }) {}

@@ -4,7 +4,7 @@ import { NodeStream } from "@effect/platform-node"
 import { Effect, Runtime, Stream } from "effect"
 import { ZipFile } from "yazl"
 import { ObjectStore } from "../../layers/ObjectStore"
-import { type EVIDENCE_FILES, runPrefix, taskEvidenceKey } from "../domain/EvalRun"
+import { type EVIDENCE_FILES, KEEP_ARTIFACTS_OF_RUNS, KEEP_TRANSCRIPTS_OF_RUNS, runPrefix, taskEvidenceKey } from "../domain/EvalRun"
 import { NotFound, Unavailable } from "../domain/Errors"
 import type { Principal } from "../domain/Principal"
 import { EvalRunsRepo, shownTask } from "../repos/EvalRunsRepo"
@@ -14,6 +14,7 @@ import { EvalAccess } from "./EvalAccess"
 export const EXPORT_CAP_BYTES = 256 * 1024 * 1024
 // Room left under the cap for the archive's own headers and TRUNCATED.txt.
 const EXPORT_HEADROOM_BYTES = 1024 * 1024
+const PRUNED = `only an organization's newest ${KEEP_ARTIFACTS_OF_RUNS} ended runs keep their tasks' files, and its newest ${KEEP_TRANSCRIPTS_OF_RUNS} their transcripts`
 
 /**
  * An evaluation run's evidence as staff read it: a task's transcript and logs, the run's files, and
@@ -32,13 +33,22 @@ export class EvalEvidence extends Effect.Service<EvalEvidence>()("sluice/EvalEvi
     /** One file of a task's evidence, streamed; 404 when the run, the task or the file is not there. */
     const file = Effect.fn("EvalEvidence.file")(function* (principal: Principal, runId: string, taskId: string, name: (typeof EVIDENCE_FILES)[number]) {
       yield* access.allowed(principal)
-      yield* runOf(principal, runId)
+      const { run } = yield* runOf(principal, runId)
       const tasks = yield* repo.tasks(principal.orgId, runId)
       if (!tasks.some((task) => task.task_id === taskId)) return yield* new NotFound({ message: `The eval run ${runId} has no task ${taskId}` })
       const backend = yield* objects.backend
-      return yield* backend
-        .get(taskEvidenceKey(principal.orgId, runId, taskId, name))
-        .pipe(Effect.catchTag("NotFound", () => Effect.fail(new NotFound({ message: `The task ${taskId} has no ${name} (the phase that writes it has not run for it)` }))))
+      return yield* backend.get(taskEvidenceKey(principal.orgId, runId, taskId, name)).pipe(
+        Effect.catchTag("NotFound", () =>
+          Effect.fail(
+            new NotFound({
+              message:
+                run.evidence_pruned === "transcripts" || (run.evidence_pruned === "artifacts" && name !== "transcript.json")
+                  ? `The task ${taskId}'s ${name} was deleted by retention: ${PRUNED}`
+                  : `The task ${taskId} has no ${name} (the phase that writes it has not run for it)`
+            })
+          )
+        )
+      )
     })
 
     /** The run's stored files, by path under the run. */
@@ -95,7 +105,25 @@ export class EvalEvidence extends Effect.Service<EvalEvidence>()("sluice/EvalEvi
       )
     })
 
-    return { file, artifacts, exportRun } as const
+    /**
+     * Retention, across organizations: past an organization's newest 10 ended runs, a run's tasks'
+     * files but their transcripts are deleted; past its newest 100, the transcripts too. `run.json`,
+     * the run's row and its verdicts stay. How many runs it pruned.
+     */
+    const pruneDue = Effect.gen(function* () {
+      const backend = yield* objects.backend
+      const due = yield* repo.dueForPruning(KEEP_ARTIFACTS_OF_RUNS, KEEP_TRANSCRIPTS_OF_RUNS)
+      for (const { org_id, id, transcripts } of due) {
+        const prefix = `${runPrefix(org_id, id)}/tasks/`
+        for (const object of yield* backend.list(prefix)) {
+          if (transcripts || !object.key.endsWith("/transcript.json")) yield* backend.removePrefix(object.key)
+        }
+        yield* repo.markPruned(org_id, id, transcripts ? "transcripts" : "artifacts")
+      }
+      return due.length
+    })
+
+    return { file, artifacts, exportRun, pruneDue } as const
   }),
   dependencies: [EvalRunsRepo.Default, EvalAccess.Default, ObjectStore.Default]
 }) {}

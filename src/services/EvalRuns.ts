@@ -154,6 +154,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       yield* access.allowed(principal)
       const { run } = yield* find(principal, id)
       if (!EVAL_RUN_ENDED.has(run.status)) return yield* new Conflict({ message: `The run has not ended (it is ${run.status}): regrade it once it has` })
+      if (run.evidence_pruned !== null) return yield* new Conflict({ message: "The run's evidence was deleted by retention (only an organization's newest 10 ended runs keep it): it cannot be graded again" })
       for (const task of yield* repo.tasks(principal.orgId, id)) {
         const stored = yield* evidenceOf(principal.orgId, id, task.task_id)
         if (stored === null) continue
