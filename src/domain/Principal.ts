@@ -15,6 +15,8 @@ export interface Principal {
   readonly connections?: ReadonlyArray<string>
   /** The database branch of its one connection a key may write in, as the branch's own role (an evaluation write task's key). */
   readonly branch?: BranchGrant
+  /** Knowledge entries served to it as if approved (an evaluation task's key: its run's doc_ids). */
+  readonly knowledgeOverlay?: ReadonlyArray<string>
 }
 
 export interface BranchGrant {
@@ -31,11 +33,13 @@ export const keyLimits = (key: {
   readonly connections: ReadonlyArray<string> | null
   readonly branch_project: string | null
   readonly branch_name: string | null
-}): Pick<Principal, "connections" | "branch"> => ({
+  readonly knowledge_overlay: ReadonlyArray<string> | null
+}): Pick<Principal, "connections" | "branch" | "knowledgeOverlay"> => ({
   ...(key.connections === null ? {} : { connections: key.connections }),
   ...(key.connections?.length === 1 && key.branch_project !== null && key.branch_name !== null
     ? { branch: { connection: key.connections[0]!, project: key.branch_project, name: key.branch_name } }
-    : {})
+    : {}),
+  ...(key.knowledge_overlay === null || key.knowledge_overlay.length === 0 ? {} : { knowledgeOverlay: key.knowledge_overlay })
 })
 
 export class CurrentPrincipal extends Context.Tag("sluice/CurrentPrincipal")<CurrentPrincipal, Principal>() {}

@@ -36,6 +36,7 @@ import m0035 from "./0035_api_key_connections"
 import m0036 from "./0036_agent_run_interactive"
 import m0037 from "./0037_api_key_branch"
 import m0038 from "./0038_eval_retention"
+import m0039 from "./0039_api_key_knowledge_overlay"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -75,5 +76,6 @@ export const migrations = {
   "0035_api_key_connections": m0035,
   "0036_agent_run_interactive": m0036,
   "0037_api_key_branch": m0037,
-  "0038_eval_retention": m0038
+  "0038_eval_retention": m0038,
+  "0039_api_key_knowledge_overlay": m0039
 }

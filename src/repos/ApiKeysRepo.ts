@@ -17,7 +17,8 @@ const ApiKeyRow = Schema.Struct({
   expires_at: Schema.NullOr(Schema.DateFromSelf),
   connections: Schema.NullOr(Schema.Array(Schema.String)),
   branch_project: Schema.NullOr(Schema.String),
-  branch_name: Schema.NullOr(Schema.String)
+  branch_name: Schema.NullOr(Schema.String),
+  knowledge_overlay: Schema.NullOr(Schema.Array(Schema.String))
 })
 export type ApiKeyRow = typeof ApiKeyRow.Type
 
@@ -35,13 +36,14 @@ const NewKey = Schema.Struct({
   connections: Schema.NullOr(Schema.Array(Schema.String)),
   branch_project: Schema.NullOr(Schema.String),
   branch_name: Schema.NullOr(Schema.String),
+  knowledge_overlay: Schema.NullOr(Schema.Array(Schema.String)),
   key_hash: Schema.String
 })
-const LocalKey = NewKey.omit("expires_at", "connections", "branch_project", "branch_name")
+const LocalKey = NewKey.omit("expires_at", "connections", "branch_project", "branch_name", "knowledge_overlay")
 
 const KeySummary = Schema.Struct({ total: Schema.Number, admin: Schema.Number, expiring_7d: Schema.Number, never_used: Schema.Number })
 
-const COLUMNS = "k.id, k.org_id, k.user_id, k.name, k.prefix, k.scopes, k.created_at, k.last_used_at, k.expires_at, k.connections, k.branch_project, k.branch_name"
+const COLUMNS = "k.id, k.org_id, k.user_id, k.name, k.prefix, k.scopes, k.created_at, k.last_used_at, k.expires_at, k.connections, k.branch_project, k.branch_name, k.knowledge_overlay"
 
 export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("sluice/ApiKeysRepo", {
   effect: Effect.gen(function* () {

@@ -39,12 +39,17 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
 
     /**
      * A new key of the principal's; `connections` limits it to those of its org's connections, and
-     * `branch` lets it write in one branch of its one connection (an evaluation task's key).
+     * `branch` lets it write in one branch of its one connection, and `knowledgeOverlay` is served
+     * as if approved (an evaluation task's key).
      */
     const create = Effect.fn("ApiKeys.create")(function* (
       principal: Principal,
       input: CreateApiKey,
-      limits: { readonly connections?: ReadonlyArray<string>; readonly branch?: { readonly project: string; readonly name: string } } = {}
+      limits: {
+        readonly connections?: ReadonlyArray<string>
+        readonly branch?: { readonly project: string; readonly name: string }
+        readonly knowledgeOverlay?: ReadonlyArray<string>
+      } = {}
     ) {
       if (limits.branch !== undefined && limits.connections?.length !== 1) return yield* Effect.dieMessage("a key that writes in a branch is limited to that branch's connection")
       const scopes = [...new Set(input.scopes)]
@@ -67,6 +72,7 @@ export class ApiKeys extends Effect.Service<ApiKeys>()("sluice/ApiKeys", {
           connections: limits.connections ?? null,
           branch_project: limits.branch?.project ?? null,
           branch_name: limits.branch?.name ?? null,
+          knowledge_overlay: limits.knowledgeOverlay === undefined || limits.knowledgeOverlay.length === 0 ? null : limits.knowledgeOverlay,
           key_hash: hashKey(raw)
         })
       return new CreatedApiKey({ ...toApiKey(row), key: raw })

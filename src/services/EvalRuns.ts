@@ -11,6 +11,7 @@ import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { startEvalRun } from "../jobs/EvalRunWorkflow"
 import { EvalRunsRepo, shownTask } from "../repos/EvalRunsRepo"
+import { KnowledgeRepo } from "../repos/KnowledgeRepo"
 import { BuildFingerprints } from "./BuildFingerprints"
 import { Connections } from "./Connections"
 import { EvalAccess } from "./EvalAccess"
@@ -24,6 +25,7 @@ const notFound = (id: string) => new NotFound({ message: `There is no eval run $
 export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
   effect: Effect.gen(function* () {
     const repo = yield* EvalRunsRepo
+    const knowledgeRepo = yield* KnowledgeRepo
     const access = yield* EvalAccess
     const configs = yield* EvalConfigs
     const sets = yield* EvalSets
@@ -46,8 +48,11 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       const connectionName = input.connection_name ?? config.connection_name
       if (connectionName === null) return yield* refused("No connection is pinned: set connection_name with PUT /api/evals/config, or name one in the run")
       yield* connections.get(principal, connectionName).pipe(Effect.catchTag("NotFound", () => Effect.fail(refused(`The pinned connection ${connectionName} does not exist`))))
-      if (input.doc_ids !== undefined && input.doc_ids.length > 0) {
-        return yield* refused("doc_ids: overlaying knowledge entries on a run is not available yet; run without doc_ids")
+      // Overlaid on the live base: proposals (pending) or entries already active; an archived one is no knowledge to evaluate.
+      for (const docId of new Set(input.doc_ids ?? [])) {
+        const entry = yield* knowledgeRepo.find(principal.orgId, docId)
+        if (entry === null) return yield* refused(`doc_ids: there is no knowledge entry ${docId}`)
+        if (entry.status === "archived") return yield* refused(`doc_ids: the knowledge entry ${docId} is archived`)
       }
       const set = yield* sets.load(principal)
       const known = new Set(set.manifest.tasks.map((task) => task.id))
@@ -85,7 +90,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
                 prompt_preamble: input.prompt_preamble ?? config.prompt_preamble,
                 max_tasks: maxTasks,
                 notify_emails: input.notify_emails ?? config.notify_emails,
-                doc_ids: input.doc_ids ?? [],
+                doc_ids: [...new Set(input.doc_ids ?? [])],
                 task_ids: input.task_ids ?? null,
                 runner_profile: config.runner_profile!,
                 model: config.model
@@ -169,5 +174,5 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
 
     return { start, list, get, progress, regrade } as const
   }),
-  dependencies: [EvalRunsRepo.Default, EvalAccess.Default, EvalConfigs.Default, EvalSets.Default, ObjectStore.Default, Connections.Default, BuildFingerprints.Default, JobRuntime.Default]
+  dependencies: [EvalRunsRepo.Default, KnowledgeRepo.Default, EvalAccess.Default, EvalConfigs.Default, EvalSets.Default, ObjectStore.Default, Connections.Default, BuildFingerprints.Default, JobRuntime.Default]
 }) {}

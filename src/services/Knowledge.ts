@@ -190,18 +190,28 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       return present(found).map((hit): KnowledgeListItem => ({ ...found.find((item) => item.id === hit.id)!, score: hit.score }))
     })
 
-    /** The organization's approved context (org scope), most recently updated first; not yet counted as delivered. */
+    /** The entries overlaid for the principal (an evaluation's doc_ids) that are still proposals: served to it as if approved. */
+    const overlaidProposals = (principal: Principal) =>
+      principal.knowledgeOverlay === undefined
+        ? Effect.succeed([])
+        : Effect.map(repo.entries(principal.orgId, principal.knowledgeOverlay), (entries) => entries.filter((entry) => entry.status === "pending"))
+
+    /** The organization's approved context (org scope; with the principal's overlaid proposals first), most recently updated first; not yet counted as delivered. */
     const baseline = Effect.fn("Knowledge.baseline")(function* (principal: Principal, limit: number) {
+      const overlaid = (yield* overlaidProposals(principal)).filter((entry) => entry.scope === "org" && entry.category === "context")
       const listed = yield* repo.page(principal.orgId, { scope: "org", category: "context", status: "active" }, null, limit)
-      return yield* repo.entries(
+      const active = yield* repo.entries(
         principal.orgId,
         listed.map((entry) => entry.id)
       )
+      return [...overlaid, ...active].slice(0, limit)
     })
 
-    /** The active entries that best answer `query`, whole, best first, with their scores; not yet counted as delivered. */
+    /** The active entries (and the principal's overlaid proposals) that best answer `query`, whole, best first, with their scores; not yet counted as delivered. */
     const rank = Effect.fn("Knowledge.rank")(function* (principal: Principal, query: string, limit: number) {
-      const hits = yield* search.search(principal.orgId, query, { status: "active" }, limit)
+      const overlay = new Set((yield* overlaidProposals(principal)).map((entry) => entry.id))
+      const proposals = overlay.size === 0 ? [] : (yield* search.search(principal.orgId, query, { status: "pending" }, limit)).filter((hit) => overlay.has(hit.id))
+      const hits = [...(yield* search.search(principal.orgId, query, { status: "active" }, limit)), ...proposals].sort((a, b) => b.score - a.score).slice(0, limit)
       const entries = yield* repo.entries(
         principal.orgId,
         hits.map((hit) => hit.id)

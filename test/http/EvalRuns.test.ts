@@ -401,6 +401,71 @@ tasks:
   }, 60_000)
 })
 
+describe.skipIf(skip)("evaluation runs: doc_ids overlay knowledge proposals on the live base (issue 31)", () => {
+  it("serves the run's agents the proposals it names as if approved, and no one else; refuses ids that are not entries", async () => {
+    // The main suite's set-up, small: a set of one task whose answer only a proposal holds.
+    const database = await createTestDatabase()
+    const fake = await startModelFake(async (req) => {
+      if (req.toolResults.length === 0) return { toolCalls: [{ name: "get_knowledge", args: { task_description: "how many loyalty members the shop has" } }] }
+      const members = /(\d+) loyalty members/.exec(req.toolResults[0]!.text)?.[1]
+      return { text: members === undefined ? "I do not know." : `There are ${members} loyalty members.` }
+    })
+    const dataDir = tempDataDir()
+    const gateway = await startApp({ dataDir, env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-overlay", SP_LLM_MODEL: "claude-sonnet-4-5" } })
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-evaloverlay-"))
+    try {
+      const admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
+      const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
+      expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
+      const projectId = (await request(gateway.url, "/api/workspace-projects", { key: admin, body: { name: "evals" } })).json.id
+      expect((await git(["clone", "-q", `${gateway.url.replace("http://", `http://git:${admin}@`)}/git/${projectId}.git`, "repo"], work)).code).toBe(0)
+      const repo = path.join(work, "repo")
+      fs.writeFileSync(path.join(repo, "eval.yaml"), `name: overlay\ntasks:\n  - { id: know, class: read, prompt: "TASK know: how many loyalty members?", checks: [{ name: n, type: number, gold: 4242 }] }\n`)
+      await git(["add", "-A"], repo)
+      await git(["commit", "-q", "-m", "set"], repo)
+      expect((await git(["push", "-q", "origin", "HEAD:main"], repo)).code).toBe(0)
+      const saved = await request(gateway.url, "/api/evals/config", {
+        key: admin,
+        method: "PUT",
+        body: { runner_profile: "python-sandbox", connection_name: "shop", eval_set: { kind: "repository", workspace_project_id: projectId, path: ".", ref: null } }
+      })
+      expect(saved.status, saved.text).toBe(200)
+      // A proposal (pending: an agent's, no person has approved it) that holds the answer.
+      const proposed = await request(gateway.url, "/mcp", {
+        key: admin,
+        headers: { accept: "application/json, text/event-stream" },
+        body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "propose_knowledge", arguments: { scope: "org", category: "context", title: "loyalty-members", body: "The shop has exactly 4242 loyalty members." } } }
+      })
+      const entryId = JSON.parse(proposed.json.result.content[0].text).id as string
+      expect((await request(gateway.url, `/api/knowledge/${entryId}`, { key: admin })).json.status).toBe("pending")
+      const runWith = async (body: object) => {
+        const started = await request(gateway.url, "/api/evals/runs", { key: admin, body })
+        expect(started.status, started.text).toBe(202)
+        const deadline = Date.now() + 60_000
+        for (;;) {
+          const run = (await request(gateway.url, `/api/evals/runs/${started.json.id}`, { key: admin })).json
+          if (["completed", "failed"].includes(run.status)) return run
+          if (Date.now() > deadline) throw new Error(JSON.stringify(run))
+          await sleep(200)
+        }
+      }
+      // The live base alone: the proposal is not knowledge yet.
+      expect((await runWith({})).tasks[0].verdict).toBe("WRONG")
+      // Overlaid: the run's agent is served it; the base is unchanged for everyone else.
+      const overlaid = await runWith({ doc_ids: [entryId] })
+      expect([overlaid.tasks[0].verdict, overlaid.settings.doc_ids]).toEqual(["CORRECT", [entryId]])
+      expect((await request(gateway.url, `/api/knowledge/${entryId}`, { key: admin })).json.status).toBe("pending")
+      const unknown = await request(gateway.url, "/api/evals/runs", { key: admin, body: { doc_ids: ["kn_nonesuch"] } })
+      expect([unknown.status, unknown.json.message]).toEqual([400, "doc_ids: there is no knowledge entry kn_nonesuch"])
+    } finally {
+      await gateway.stop()
+      await fake.close()
+      await database.drop()
+      fs.rmSync(work, { recursive: true, force: true })
+    }
+  }, 120_000)
+})
+
 describe.skipIf(skip)("evaluation runs on a deployment without evidence storage (issue 31)", () => {
   it("refuses to start a run: there is nowhere to keep its evidence", async () => {
     const store = await createTestDatabase()

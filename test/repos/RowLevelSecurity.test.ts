@@ -45,6 +45,7 @@ const seed = Effect.gen(function* () {
       connections: null,
       branch_project: null,
       branch_name: null,
+      knowledge_overlay: null,
       key_hash: (org === A ? "a" : "b").repeat(64)
     })
     yield* settings.put(org, { default_row_limit: org === A ? 1 : 2 })

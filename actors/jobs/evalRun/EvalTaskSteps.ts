@@ -205,7 +205,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           const key = yield* keys.create(
             principal,
             { name, scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
-            { connections: [connection], ...(branch === undefined ? {} : { branch }) }
+            { connections: [connection], ...(branch === undefined ? {} : { branch }), knowledgeOverlay: stored.run.settings.doc_ids }
           )
           const made = { key_id: key.id, ...(branch === undefined ? {} : { branch_name: branch.name }) }
           const setUpAs = yield* acting.actingAs({ orgId, userId: stored.userId, principalKind: "api_key", keyId: key.id }, new Set(["read", "query"]), "eval task")
