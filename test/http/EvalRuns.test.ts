@@ -5,6 +5,7 @@ import * as path from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
+import { evalSetUp } from "../support/EvalSet"
 import { eventually } from "../support/Eventually"
 import { git } from "../support/Git"
 import { request } from "../support/Http"
@@ -415,21 +416,7 @@ describe.skipIf(skip)("evaluation runs: doc_ids overlay knowledge proposals on t
     const work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-evaloverlay-"))
     try {
       const admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
-      const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
-      expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
-      const projectId = (await request(gateway.url, "/api/workspace-projects", { key: admin, body: { name: "evals" } })).json.id
-      expect((await git(["clone", "-q", `${gateway.url.replace("http://", `http://git:${admin}@`)}/git/${projectId}.git`, "repo"], work)).code).toBe(0)
-      const repo = path.join(work, "repo")
-      fs.writeFileSync(path.join(repo, "eval.yaml"), `name: overlay\ntasks:\n  - { id: know, class: read, prompt: "TASK know: how many loyalty members?", checks: [{ name: n, type: number, gold: 4242 }] }\n`)
-      await git(["add", "-A"], repo)
-      await git(["commit", "-q", "-m", "set"], repo)
-      expect((await git(["push", "-q", "origin", "HEAD:main"], repo)).code).toBe(0)
-      const saved = await request(gateway.url, "/api/evals/config", {
-        key: admin,
-        method: "PUT",
-        body: { runner_profile: "python-sandbox", connection_name: "shop", eval_set: { kind: "repository", workspace_project_id: projectId, path: ".", ref: null } }
-      })
-      expect(saved.status, saved.text).toBe(200)
+      await evalSetUp(gateway.url, admin, database.name, work, `name: overlay\ntasks:\n  - { id: know, class: read, prompt: "TASK know: how many loyalty members?", checks: [{ name: n, type: number, gold: 4242 }] }\n`)
       // A proposal (pending: an agent's, no person has approved it) that holds the answer.
       const proposed = await request(gateway.url, "/mcp", {
         key: admin,

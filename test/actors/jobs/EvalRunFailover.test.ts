@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ModelReply, type ModelRequest, startModelFake } from "../../fakes/ModelFake"
 import { type GatewayProcess, localKey, startGateway, tempDataDir } from "../../support/Gateway"
-import { git } from "../../support/Git"
+import { evalSetUp } from "../../support/EvalSet"
 import { eventually } from "../../support/Eventually"
 import { request } from "../../support/Http"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../../support/Servers"
@@ -69,22 +69,7 @@ describe.skipIf(skip)("an eval run whose runner is killed -9: resumed within its
     }
     gateway = await startGateway({ databaseUrl: store.url, dataDir, env })
     admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
-    const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: data.name, username: "root" }
-    expect((await request(gateway.url, "/api/connections", { key: admin, body: connection })).status).toBe(201)
-    const projectId = (await request(gateway.url, "/api/workspace-projects", { key: admin, body: { name: "evals" } })).json.id
-    const remote = `${gateway.url.replace("http://", `http://git:${admin}@`)}/git/${projectId}.git`
-    expect((await git(["clone", "-q", remote, "repo"], work)).code).toBe(0)
-    const repo = path.join(work, "repo")
-    fs.writeFileSync(path.join(repo, "eval.yaml"), MANIFEST)
-    await git(["add", "-A"], repo)
-    await git(["commit", "-q", "-m", "set"], repo)
-    expect((await git(["push", "-q", "origin", "HEAD:main"], repo)).code).toBe(0)
-    const saved = await request(gateway.url, "/api/evals/config", {
-      key: admin,
-      method: "PUT",
-      body: { runner_profile: "python-sandbox", connection_name: "shop", eval_set: { kind: "repository", workspace_project_id: projectId, path: ".", ref: null } }
-    })
-    expect(saved.status, saved.text).toBe(200)
+    await evalSetUp(gateway.url, admin, data.name, work, MANIFEST)
   }, 120_000)
   afterAll(async () => {
     release()
