@@ -37,6 +37,7 @@ import m0036 from "./0036_agent_run_interactive"
 import m0037 from "./0037_api_key_branch"
 import m0038 from "./0038_eval_retention"
 import m0039 from "./0039_api_key_knowledge_overlay"
+import m0040 from "./0040_agent_run_eval_owner"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -77,5 +78,6 @@ export const migrations = {
   "0036_agent_run_interactive": m0036,
   "0037_api_key_branch": m0037,
   "0038_eval_retention": m0038,
-  "0039_api_key_knowledge_overlay": m0039
+  "0039_api_key_knowledge_overlay": m0039,
+  "0040_agent_run_eval_owner": m0040
 }

@@ -33,6 +33,7 @@ const RunRow = Schema.Struct({
   pending: Schema.NullOr(PendingAsk),
   cancel_requested: Schema.Boolean,
   interactive: Schema.Boolean,
+  eval_run_id: Schema.NullOr(Schema.String),
   created_at: Schema.DateFromSelf,
   updated_at: Schema.DateFromSelf,
   finished_at: Schema.NullOr(Schema.DateFromSelf)
@@ -49,6 +50,8 @@ export interface StoredRun {
   readonly cancelRequested: boolean
   /** Whether it may ask its user a question (an evaluation task's agent may not). */
   readonly interactive: boolean
+  /** The evaluation run it is a task of: the evaluation's staff alone see it. */
+  readonly evalRunId: string | null
 }
 
 const stored = (row: RunRow): StoredRun => ({
@@ -58,6 +61,7 @@ const stored = (row: RunRow): StoredRun => ({
   keyId: row.key_id,
   cancelRequested: row.cancel_requested,
   interactive: row.interactive,
+  evalRunId: row.eval_run_id,
   run: {
     id: row.id,
     status: row.status,
@@ -80,7 +84,7 @@ const stored = (row: RunRow): StoredRun => ({
   }
 })
 
-const NewRun = RunRow.pick("id", "org_id", "user_id", "principal_kind", "key_id", "prompt", "connection_name", "conversation_id", "max_turns", "model", "interactive")
+const NewRun = RunRow.pick("id", "org_id", "user_id", "principal_kind", "key_id", "prompt", "connection_name", "conversation_id", "max_turns", "model", "interactive", "eval_run_id")
 const EventData = JobEvent.fields.data
 const Count = Schema.Struct({ n: Schema.Number })
 const Exchange = Schema.Struct({ prompt: Schema.String, answer: Schema.String })
@@ -126,8 +130,8 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
       (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
         runs(
           before === null
-            ? sql`select * from agent_runs where org_id = ${orgId} order by created_at desc, id desc limit ${limit}`
-            : sql`select * from agent_runs where org_id = ${orgId} and (created_at, id) < (${before[0]}::timestamptz, ${before[1]})
+            ? sql`select * from agent_runs where org_id = ${orgId} and eval_run_id is null order by created_at desc, id desc limit ${limit}`
+            : sql`select * from agent_runs where org_id = ${orgId} and eval_run_id is null and (created_at, id) < (${before[0]}::timestamptz, ${before[1]})
                 order by created_at desc, id desc limit ${limit}`
         ).pipe(Effect.map((rows) => rows.map(stored)), withOrg(orgId)),
       failures

@@ -14,6 +14,7 @@ import { redactSqlLiterals } from "../governance/RedactSql"
 import { AgentRunsRepo, type StoredRun } from "../repos/AgentRunsRepo"
 import { JobEventsRepo } from "../repos/JobEventsRepo"
 import { Connections } from "./Connections"
+import { EvalAccess } from "./EvalAccess"
 import { RunEventsFeed } from "./RunEventsFeed"
 
 // What the model wrote or a tool returned, per event type: it can quote rows.
@@ -59,12 +60,20 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
     const jobEvents = yield* JobEventsRepo
     const connections = yield* Connections
     const feed = yield* RunEventsFeed
+    const evalAccess = yield* EvalAccess
     const { engine } = yield* JobRuntime
     const withEngine = Effect.provideService(WorkflowEngine.WorkflowEngine, engine)
 
+    /** The run, where this caller may see it: an evaluation task's run is its evaluation's staff's alone (any other caller is told there is none). */
     const find = (principal: Principal, id: string) =>
       repo.find(principal.orgId, id).pipe(
-        Effect.flatMap((found) => (found === null ? Effect.fail(notFound(id)) : Effect.succeed(found)))
+        Effect.flatMap((found) =>
+          found === null
+            ? Effect.fail(notFound(id))
+            : found.evalRunId === null
+              ? Effect.succeed(found)
+              : Effect.as(Effect.mapError(evalAccess.allowed(principal), () => notFound(id)), found)
+        )
       )
 
     const launch = (principal: Principal, id: string) => startAgentRun({ runId: id, orgId: principal.orgId }).pipe(withEngine)
@@ -83,7 +92,8 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         conversation_id: conversationId,
         max_turns: input.max_turns ?? DEFAULT_MAX_TURNS,
         model: null,
-        interactive: true
+        interactive: true,
+        eval_run_id: null
       })
       yield* launch(principal, id).pipe(
         // A run whose job could not be started is not left queued: it fails (if the store takes that write).
@@ -182,5 +192,5 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
 
     return { start, get, ofConversation, conversationEvents, list, events, follow, patch } as const
   }),
-  dependencies: [AgentRunsRepo.Default, JobEventsRepo.Default, Connections.Default, JobRuntime.Default, RunEventsFeed.Default]
+  dependencies: [AgentRunsRepo.Default, JobEventsRepo.Default, Connections.Default, JobRuntime.Default, RunEventsFeed.Default, EvalAccess.Default]
 }) {}

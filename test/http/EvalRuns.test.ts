@@ -9,8 +9,10 @@ import { evalSetUp } from "../support/EvalSet"
 import { eventually } from "../support/Eventually"
 import { git } from "../support/Git"
 import { request } from "../support/Http"
-import { Effect } from "effect"
-import { LOCAL_ORG, LOCAL_USER } from "../../src/domain/Ids"
+import { Effect, Layer } from "effect"
+import { LOCAL_ORG, LOCAL_USER, UserId } from "../../src/domain/Ids"
+import { AgentRunsRepo } from "../../src/repos/AgentRunsRepo"
+import { ApiKeys } from "../../src/services/ApiKeys"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { CLOUD_ENCRYPTION, type Gateway, localKey, tempDataDir } from "../support/Gateway"
 import { startApp, startInProcess } from "../support/InProcess"
@@ -466,6 +468,54 @@ describe.skipIf(skip)("evaluation runs on a deployment without evidence storage 
       const refused = await request(gateway.url, "/api/evals/runs", { key: admin, body: {} })
       expect(refused.status).toBe(503)
       expect(refused.json).toEqual({ code: "unavailable", message: expect.stringMatching(/^Evidence storage is not configured: set SP_S3_BUCKET/) })
+    } finally {
+      await gateway.stop()
+      await store.drop()
+    }
+  })
+})
+
+describe.skipIf(skip)("an evaluation task's agent run is its evaluation's (attack 37 F6, the rest)", () => {
+  it("is not listed with the organization's agent runs, and no member but the evaluation's staff reads or cancels it", async () => {
+    const store = await createTestDatabase()
+    const gateway = await startInProcess({ SP_DEPLOYMENT_MODE: "cloud", DATABASE_URL: store.url, ...CLOUD_ENCRYPTION, SP_ADMIN_USER_IDS: LOCAL_USER, SP_EVAL_ALLOWED_ORGS: LOCAL_ORG })
+    try {
+      const other = UserId.make("usr_other_admin")
+      const keyOf = (userId: UserId) =>
+        gateway.runtime.runPromise(
+          Effect.gen(function* () {
+            yield* (yield* OrgsRepo).ensureMember({ orgId: LOCAL_ORG, orgName: "staff", userId, role: "admin" })
+            const principal = { kind: "api_key", orgId: LOCAL_ORG, userId, keyId: null, keyPrefix: null, scopes: ["read", "query", "write", "admin"], role: "admin" } as const
+            return (yield* (yield* ApiKeys).create(principal, { name: `key of ${userId}`, scopes: ["read", "query", "write", "admin"] })).key
+          }).pipe(Effect.provide(Layer.merge(OrgsRepo.Default, ApiKeys.Default)))
+        )
+      const staff = await keyOf(LOCAL_USER)
+      const member = await keyOf(other)
+      // A task's agent run, as an eval run's task makes it, and an agent run of the organization's own.
+      await gateway.runtime.runPromise(
+        Effect.flatMap(AgentRunsRepo, (runs) =>
+          Effect.forEach(
+            [
+              { id: "run_of_an_eval_task", eval_run_id: "evr_0" },
+              { id: "run_of_a_member", eval_run_id: null }
+            ],
+            (run) =>
+              runs.insert({ ...run, org_id: LOCAL_ORG, user_id: LOCAL_USER, principal_kind: "local", key_id: null, prompt: "TASK: how many?", connection_name: null, conversation_id: null, max_turns: 5, model: null, interactive: run.eval_run_id === null })
+          )
+        ).pipe(Effect.provide(AgentRunsRepo.Default))
+      )
+      const listed = (key: string) => request(gateway.url, "/api/agent-runs", { key }).then((r) => r.json.items.map((run: any) => run.id))
+      expect(await listed(member)).toEqual(["run_of_a_member"])
+      expect(await listed(staff)).toEqual(["run_of_a_member"])
+      for (const path of ["/api/agent-runs/run_of_an_eval_task", "/api/agent-runs/run_of_an_eval_task/events"]) {
+        const refused = await request(gateway.url, path, { key: member })
+        expect([path, refused.status, refused.json.message]).toEqual([path, 404, "There is no agent run run_of_an_eval_task"])
+        expect((await request(gateway.url, path, { key: staff })).status).toBe(200)
+      }
+      const cancel = await request(gateway.url, "/api/agent-runs/run_of_an_eval_task", { key: member, method: "PATCH", body: { action: "cancel" } })
+      expect(cancel.status).toBe(404)
+      expect((await request(gateway.url, "/api/agent-runs/run_of_an_eval_task", { key: staff })).json.status).toBe("queued")
+      expect((await request(gateway.url, "/api/agent-runs/run_of_a_member", { key: member })).status).toBe(200)
     } finally {
       await gateway.stop()
       await store.drop()

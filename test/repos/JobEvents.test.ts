@@ -24,7 +24,7 @@ describe.skipIf(!hasPostgres)("job events on PostgreSQL", () => {
         const repo = yield* AgentRunsRepo
         const sql = yield* SqlClient.SqlClient
         const runId = "run_concurrent_events"
-        yield* repo.insert({ id: runId, org_id: LOCAL_ORG, user_id: LOCAL_USER, principal_kind: "local", key_id: null, prompt: "p", connection_name: null, conversation_id: null, max_turns: 5, model: null, interactive: true })
+        yield* repo.insert({ id: runId, org_id: LOCAL_ORG, user_id: LOCAL_USER, principal_kind: "local", key_id: null, prompt: "p", connection_name: null, conversation_id: null, max_turns: 5, model: null, interactive: true, eval_run_id: null })
         const usage = { turns: 1, inputTokens: 10, outputTokens: 1, costUsd: 0.001 }
         // Each step twice, as a step done again after a crash writes its event again: it adds nothing the second time.
         const steps = Array.from({ length: 60 }, (_, i) => `tool/${i}`)

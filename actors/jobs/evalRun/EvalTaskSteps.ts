@@ -260,7 +260,9 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
               max_turns: DEFAULT_MAX_TURNS,
               model: null,
               // No one answers an evaluation's agent, and no one may steer it by answering.
-              interactive: false
+              interactive: false,
+              // The evaluation's: its staff alone see it, read it or cancel it.
+              eval_run_id: runId
             })
           }
           yield* startAgentRun({ runId: agentRunId, orgId }).pipe(Effect.provideService(WorkflowEngine.WorkflowEngine, engine))
