@@ -135,6 +135,8 @@ try {
   console.log(
     `| ${seconds.toFixed(1)} | ${(TASKS / seconds).toFixed(1)} | ${run.status} | ${run.verdicts.CORRECT} | ${startMs.toFixed(0)} | ${percentile(taskMs, 0.5)} / ${percentile(taskMs, 0.99)} | ${gradeUs.toFixed(0)} | ${(bytes / 2 ** 20).toFixed(0)} in ${exportSeconds.toFixed(1)} | ${rssBefore.toFixed(0)} → ${rssPeak.toFixed(0)} |`
   )
+  // A task that is not CORRECT says why: every task of the bench has a right answer.
+  for (const task of run.tasks.filter((t: any) => t.verdict !== "CORRECT")) console.log(`- ${task.task_id}: ${task.verdict} — ${task.detail ?? ""}`)
 } finally {
   await gateway.stop()
   await fake.close()

@@ -151,12 +151,26 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
     )
 
     /** Ends a run once: its outcome, unless it had ended already. */
-    const finish = Effect.fn("AgentRunsRepo.finish")(
-      (orgId: OrgId, id: string, outcome: { status: "completed" | "failed" | "cancelled"; answer?: string; error?: { code: string; message: string } }) =>
-        sql`update agent_runs set status = ${outcome.status}, answer = ${outcome.answer ?? null},
-            error_code = ${outcome.error?.code ?? null}, error_message = ${outcome.error?.message ?? null}, pending = null,
-            updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
-          where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled')`.pipe(Effect.asVoid, withOrg(orgId)),
+    type Outcome = { status: "completed" | "failed" | "cancelled"; answer?: string; error?: { code: string; message: string } }
+    const finished = (orgId: OrgId, id: string, outcome: Outcome) =>
+      sql`update agent_runs set status = ${outcome.status}, answer = ${outcome.answer ?? null},
+          error_code = ${outcome.error?.code ?? null}, error_message = ${outcome.error?.message ?? null}, pending = null,
+          updated_at = date_trunc('milliseconds', now()), finished_at = date_trunc('milliseconds', now())
+        where org_id = ${orgId} and id = ${id} and status not in ('completed', 'failed', 'cancelled')`
+
+    const finish = Effect.fn("AgentRunsRepo.finish")((orgId: OrgId, id: string, outcome: Outcome) => finished(orgId, id, outcome).pipe(Effect.asVoid, withOrg(orgId)), failures)
+
+    /**
+     * The run's end: its last event (`data`) and its final row in one transaction, so no one who
+     * follows its events sees the end before the row says so (an evaluation waiting on its agent did).
+     */
+    const end = Effect.fn("AgentRunsRepo.end")(
+      (orgId: OrgId, id: string, outcome: Outcome, data: Record<string, unknown>) =>
+        appendJobEvent(sql, { kind: AGENT_RUN_KIND, orgId, jobId: id, step: "end", type: outcome.status, data }).pipe(
+          Effect.zipRight(finished(orgId, id, outcome)),
+          Effect.asVoid,
+          withOrg(orgId)
+        ),
       failures
     )
 
@@ -294,6 +308,6 @@ export class AgentRunsRepo extends Effect.Service<AgentRunsRepo>()("sluice/Agent
       failures
     )
 
-    return { insert, unbegun, giveUpUnbegun, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, claimDecision, requestCancel, appendEvent, eventOf, toolCallsMade } as const
+    return { insert, unbegun, giveUpUnbegun, find, page, ofConversation, conversationEvents, exchangesBefore, estimatedSpend, setStatus, finish, end, claimDecision, requestCancel, appendEvent, eventOf, toolCallsMade } as const
   })
 }) {}

@@ -50,10 +50,13 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
     /** Writes a step's event (once), and wakes this process's followers of the run. */
     const writeEvent: typeof repo.appendEvent = (orgId, runId, ...rest) => repo.appendEvent(orgId, runId, ...rest).pipe(Effect.tap(() => feed.published(AGENT_RUN_KIND, runId)))
 
-    /** Ends the run (its last event, then its status) and stops the workflow. */
+    /** The run's last event and its final row, written together, then its followers told. */
+    const end = (orgId: OrgId, runId: string, outcome: Parameters<typeof repo.end>[2], data: Record<string, unknown>) =>
+      Effect.zipRight(repo.end(orgId, runId, outcome, data), feed.published(AGENT_RUN_KIND, runId))
+
+    /** Ends the run (its last event with its status) and stops the workflow. */
     const stop = (orgId: OrgId, runId: string, status: "failed" | "cancelled", code: string, message: string) =>
-      writeEvent(orgId, runId, "end", status, { code, message }).pipe(
-        Effect.zipRight(repo.finish(orgId, runId, status === "failed" ? { status, error: { code, message } } : { status })),
+      end(orgId, runId, status === "failed" ? { status, error: { code, message } } : { status }, { code, message }).pipe(
         Effect.zipRight(jobSteps.forget(runId)),
         Effect.orDie,
         Effect.zipRight(Effect.fail(new RunStopped({ status, code, message })))
@@ -120,8 +123,7 @@ export class RunLifecycle extends Effect.Service<RunLifecycle>()("sluice/RunLife
         orgId,
         runId,
         Effect.gen(function* () {
-          yield* writeEvent(orgId, runId, "end", "completed", { answer })
-          yield* repo.finish(orgId, runId, { status: "completed", answer })
+          yield* end(orgId, runId, { status: "completed", answer }, { answer })
           yield* jobSteps.forget(runId)
         })
       )
