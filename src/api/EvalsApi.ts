@@ -8,6 +8,7 @@ import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
 import { Conflict, Forbidden, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { EVIDENCE_FILES } from "../domain/EvalRun"
+import { JobEvent } from "../domain/JobEvent"
 import { docs, RateClass, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
@@ -144,6 +145,15 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .addError(NotFound)
       .annotate(RequiredScope, "read")
       .annotateContext(docs("An evaluation run's progress", "Tasks done and in all, the tasks under way with their phase (provisioning, setup, agent, grading, capture, teardown), and seconds since the run began."))
+  )
+  .add(
+    HttpApiEndpoint.get("runEvents", "/evals/runs/:id/events")
+      .setPath(ById)
+      .addSuccess(Schema.Struct({ items: Schema.Array(JobEvent) }))
+      .addError(Forbidden)
+      .addError(NotFound)
+      .annotate(RequiredScope, "read")
+      .annotateContext(docs("An evaluation run's events", "What happened to its tasks beyond their phases, in order: `oom_killed` when a task's script went over SP_EVAL_MEMORY_LIMIT (its task, phase, script and the limit)."))
   )
   .add(
     HttpApiEndpoint.post("regradeRun", "/evals/runs/:id/regrade")

@@ -37,6 +37,7 @@ export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
       .handle("listRuns", ({ urlParams }) => Effect.flatMap(CurrentPrincipal, (p) => runs.list(p, urlParams)))
       .handle("getRun", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.get(p, path.id)))
       .handle("runProgress", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.progress(p, path.id)))
+      .handle("runEvents", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.events(p, path.id)))
       .handle("regradeRun", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.regrade(p, path.id)))
       .handleRaw("taskTranscript", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => Effect.map(evidence.file(p, path.id, path.task, "transcript.json"), (f) => objectResponse(f, "application/json"))))
       .handleRaw("taskLog", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => Effect.map(evidence.file(p, path.id, path.task, `${path.phase}.log`), (f) => objectResponse(f, "text/plain; charset=utf-8"))))

@@ -1,8 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { EvalSetSource } from "../domain/EvalConfig"
-import { type EvalRun, EvalRunSettings, EvalRunStatus, type EvalRunTask, TaskPhase, Verdict, VerdictCounts } from "../domain/EvalRun"
+import { EVAL_RUN_KIND, type EvalRun, EvalRunSettings, EvalRunStatus, type EvalRunTask, TaskPhase, Verdict, VerdictCounts } from "../domain/EvalRun"
 import { KeyId, OrgId, UserId } from "../domain/Ids"
+import { appendJobEvent } from "./JobEventsRepo"
 import { storeErrors } from "./StoreErrors"
 import { unbegunJobs } from "./UnbegunJobs"
 import { tenantScope } from "./Tenant"
@@ -302,6 +303,13 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
+    /** An event of the run's (a task's script killed for memory: `oom_killed`), once per step. */
+    const appendEvent = Effect.fn("EvalRunsRepo.appendEvent")(
+      (orgId: OrgId, runId: string, step: string, type: string, data: Record<string, unknown>) =>
+        appendJobEvent(sql, { kind: EVAL_RUN_KIND, orgId, jobId: runId, step, type, data }).pipe(Effect.asVoid, withOrg(orgId)),
+      failures
+    )
+
     /** Records what retention deleted of a run's evidence. */
     const markPruned = Effect.fn("EvalRunsRepo.markPruned")(
       (orgId: OrgId, id: string, pruned: "artifacts" | "transcripts") =>
@@ -321,6 +329,6 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
-    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, forgetKeys, expired, unbegun, giveUpUnbegun, dueForPruning, markPruned } as const
+    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, forgetKeys, expired, unbegun, giveUpUnbegun, dueForPruning, markPruned, appendEvent } as const
   })
 }) {}

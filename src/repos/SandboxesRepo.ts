@@ -21,6 +21,7 @@ export const SandboxRow = Schema.Struct({
   budget_usd: Schema.NullOr(Schema.Number),
   spent_usd: Schema.Number,
   timeout_seconds: Schema.Int,
+  memory_mb: Schema.NullOr(Schema.Int),
   status: SandboxStatus,
   error: Schema.NullOr(Schema.String),
   host: Schema.NullOr(Schema.String),
@@ -35,13 +36,13 @@ export const SandboxRow = Schema.Struct({
 export type SandboxRow = typeof SandboxRow.Type
 
 const NewSandbox = Schema.Struct({
-  ...SandboxRow.pick("id", "user_id", "principal_kind", "key_id", "created_by", "scopes", "label", "connection_name", "row_limit", "budget_usd", "timeout_seconds").fields,
+  ...SandboxRow.pick("id", "user_id", "principal_kind", "key_id", "created_by", "scopes", "label", "connection_name", "row_limit", "budget_usd", "timeout_seconds", "memory_mb").fields,
   host: Schema.String
 })
 
 const ById = Schema.Struct({ orgId: OrgId, id: SandboxId })
 const COLUMNS = `id, org_id, user_id, principal_kind, key_id, created_by, scopes, label, connection_name, row_limit, budget_usd, spent_usd,
-  timeout_seconds, status, error, host, executions, queries, unpicklable, snapshot_bytes::text as snapshot_bytes, created_at, last_used_at, snapshotted_at`
+  timeout_seconds, memory_mb, status, error, host, executions, queries, unpicklable, snapshot_bytes::text as snapshot_bytes, created_at, last_used_at, snapshotted_at`
 
 /** What a change of a sandbox's state writes: its status and what goes with it. */
 export interface SandboxChange {

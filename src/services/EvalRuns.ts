@@ -4,13 +4,14 @@ import { Effect, Either, Schema, Stream } from "effect"
 import { JobRuntime } from "../../layers/JobRuntime"
 import { ObjectStore } from "../../layers/ObjectStore"
 import { RUNNER_LABEL } from "../../layers/RunnerIdentity"
-import { EVAL_RUN_ENDED, type EvalRun, MAX_RUNS_IN_FLIGHT_PER_PROCESS, type StartEvalRun, taskEvidenceKey } from "../domain/EvalRun"
+import { EVAL_RUN_ENDED, EVAL_RUN_KIND, type EvalRun, MAX_RUNS_IN_FLIGHT_PER_PROCESS, type StartEvalRun, taskEvidenceKey } from "../domain/EvalRun"
 import { gradeStored, StoredEvidence } from "../domain/grading/StoredEvidence"
 import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { startEvalRun } from "../jobs/EvalRunWorkflow"
 import { EvalRunsRepo, shownTask } from "../repos/EvalRunsRepo"
+import { JobEventsRepo } from "../repos/JobEventsRepo"
 import { KnowledgeRepo } from "../repos/KnowledgeRepo"
 import { BuildFingerprints } from "./BuildFingerprints"
 import { Connections } from "./Connections"
@@ -26,6 +27,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
   effect: Effect.gen(function* () {
     const repo = yield* EvalRunsRepo
     const knowledgeRepo = yield* KnowledgeRepo
+    const jobEvents = yield* JobEventsRepo
     const access = yield* EvalAccess
     const configs = yield* EvalConfigs
     const sets = yield* EvalSets
@@ -144,6 +146,13 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       }
     })
 
+    /** The run's events, in order (at most 1,000). */
+    const events = Effect.fn("EvalRuns.events")(function* (principal: Principal, id: string) {
+      yield* access.allowed(principal)
+      yield* find(principal, id)
+      return { items: yield* jobEvents.events(EVAL_RUN_KIND, principal.orgId, id, 0, 1000) }
+    })
+
     /** The stored evidence of a task, or null when it has none (it never reached grading). */
     const evidenceOf = (orgId: Principal["orgId"], runId: string, taskId: string) =>
       Effect.gen(function* () {
@@ -172,7 +181,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       return yield* get(principal, id)
     })
 
-    return { start, list, get, progress, regrade } as const
+    return { start, list, get, progress, events, regrade } as const
   }),
-  dependencies: [EvalRunsRepo.Default, KnowledgeRepo.Default, EvalAccess.Default, EvalConfigs.Default, EvalSets.Default, ObjectStore.Default, Connections.Default, BuildFingerprints.Default, JobRuntime.Default]
+  dependencies: [EvalRunsRepo.Default, KnowledgeRepo.Default, JobEventsRepo.Default, EvalAccess.Default, EvalConfigs.Default, EvalSets.Default, ObjectStore.Default, Connections.Default, BuildFingerprints.Default, JobRuntime.Default]
 }) {}

@@ -129,7 +129,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         }
         const started = yield* processes
           .start({
-            limits,
+            limits: row.memory_mb === null ? limits : { ...limits, memoryMb: row.memory_mb },
             token,
             onData: (request) => Runtime.runPromise(runtime)(codeQueries.answer(source, request)),
             ...(fromSnapshot ? { from: storageOf(row) } : {})
@@ -197,7 +197,8 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         yield* repo.change(row.org_id, row.id, { status: "snapshotted", unpicklable, snapshotBytes: saved.right.bytes, snapshotted: true, host: null, counters: countersOf(sandbox) })
       })
 
-    const create = Effect.fn("Sandboxes.create")(function* (principal: Principal, input: CreateSandbox) {
+    /** A sandbox of the principal's; `memoryMb` sets its own memory limit (an evaluation task's script), else the gateway's. */
+    const create = Effect.fn("Sandboxes.create")(function* (principal: Principal, input: CreateSandbox, options: { readonly memoryMb?: number } = {}) {
       if (!config.selfHosted) return yield* notAvailable
       if (input.connection_name !== undefined) yield* connections.target(principal, input.connection_name)
       if (live.size >= MAX_RUNNING_SANDBOXES) {
@@ -216,6 +217,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         row_limit: input.row_limit ?? null,
         budget_usd: input.budget_usd ?? null,
         timeout_seconds: input.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS,
+        memory_mb: options.memoryMb ?? null,
         host
       })
       const started = yield* startProcess(row, false).pipe(

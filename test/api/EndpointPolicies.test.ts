@@ -162,6 +162,7 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "GET /api/evals/runs": "read",
   "GET /api/evals/runs/:id": "read",
   "GET /api/evals/runs/:id/progress": "read",
+  "GET /api/evals/runs/:id/events": "read",
   "POST /api/evals/runs/:id/regrade": "admin",
   "GET /api/evals/runs/:id/tasks/:task/transcript": "query",
   "GET /api/evals/runs/:id/tasks/:task/setup/:phase/log": "query",

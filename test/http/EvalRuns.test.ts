@@ -19,6 +19,7 @@ import { startApp, startInProcess } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
+const sandboxesHere = fs.existsSync("/usr/bin/bwrap") && fs.existsSync("/usr/bin/python3")
 const execFileAsync = promisify(execFile)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const WIDE_SQL = "select g, '<' || g || '>' as label from generate_series(1, 500) g"
@@ -147,6 +148,10 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     fs.writeFileSync(path.join(repo, "evals/setup/targets.sql"), TARGETS_SQL)
     fs.writeFileSync(path.join(repo, "evals/setup/broken.sql"), "create table staged (x int); insert into nowhere values (1);")
     fs.writeFileSync(path.join(repo, "evals/setup/make.py"), "print('made')")
+    fs.writeFileSync(path.join(repo, "evals/setup/prepare.py"), "import sluice\nr = sluice.query('select count(*) as n from orders')\nprint('prepared', r.rows)")
+    fs.writeFileSync(path.join(repo, "evals/setup/hungry.py"), "b = bytearray(1024 * 1024 * 1024)\nprint('fed')")
+    fs.writeFileSync(path.join(repo, "evals/setup/clean.py"), "print('cleaned')")
+    fs.writeFileSync(path.join(repo, "evals/setup/notes.txt"), "not a script")
     await git(["add", "-A"], repo)
     await git(["commit", "-q", "-m", "set"], repo)
     const pushed = await git(["push", "-q", "origin", "HEAD:main"], repo)
@@ -174,7 +179,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     fake = await startModelFake((req) => script(req))
     gateway = await startApp({
       dataDir,
-      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-evals", SP_LLM_MODEL: "claude-sonnet-4-5" }
+      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-evals", SP_LLM_MODEL: "claude-sonnet-4-5", SP_EVAL_MEMORY_LIMIT: "256" }
     })
     admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
     const connection = { name: "shop", db_type: "postgresql", host: "127.0.0.1", port: 5432, database: database.name, username: "root" }
@@ -375,7 +380,7 @@ tasks:
   - { id: over, class: read, prompt: "TASK over: labels?", checks: [{ name: t, type: table, gold_sql: "${WIDE_SQL} limit 59" }] }
   - { id: ask, class: read, prompt: "TASK ask: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
   - { id: broken, class: write, prompt: "TASK build: build it", setup: setup/broken.sql, checks: [{ name: b, type: exists, model: customer_orders }] }
-  - { id: script, class: write, prompt: "TASK build: build it", setup: setup/make.py, checks: [{ name: b, type: exists, model: customer_orders }] }
+  - { id: script, class: write, prompt: "TASK build: build it", setup: setup/notes.txt, checks: [{ name: b, type: exists, model: customer_orders }] }
 `)
     const started = await start()
     expect(started.status, started.text).toBe(202)
@@ -395,13 +400,38 @@ tasks:
     const detail = (id: string) => run.tasks.find((t: any) => t.task_id === id).detail
     expect(detail("broken")).toMatch(/The task's setup setup\/broken\.sql failed: .*relation "nowhere" does not exist/)
     expect(fs.readFileSync(evidence(run.id, "tasks/task_broken/setup.log"), "utf8")).toMatch(/nowhere/)
-    expect(detail("script")).toMatch(/not run by this gateway yet: the task was not attempted/)
+    expect(detail("script")).toMatch(/scripts are Python \(\.py\), or SQL \(\.sql\) for a write task.*the task was not attempted/)
     // No one answers an evaluation's agent: it is not offered ask_user, and a model that calls it anyway fails its task, never waits for a person (attack 37 F6).
     expect(askOffered).toBe(false)
     expect(run.tasks.find((t: any) => t.task_id === "ask").detail).toMatch(/The agent's run failed/)
     const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
     expect(regraded.json.tasks.map((t: any) => [t.task_id, t.verdict, t.checks])).toEqual(run.tasks.map((t: any) => [t.task_id, t.verdict, t.checks]))
   }, 60_000)
+
+  it.skipIf(!sandboxesHere)("runs a task's Python setup and teardown in a sandbox of their own, as its key, within SP_EVAL_MEMORY_LIMIT: one over it is oom_killed", async () => {
+    await pushSet(`name: scripts
+tasks:
+  - { id: scripted, class: read, prompt: "TASK revenue: total?", setup: setup/prepare.py, teardown: setup/clean.py, checks: [{ name: total, type: number, gold: 9030 }] }
+  - { id: hungry, class: read, prompt: "TASK revenue: total?", setup: setup/hungry.py, checks: [{ name: total, type: number, gold: 9030 }] }
+`)
+    const started = await start()
+    expect(started.status, started.text).toBe(202)
+    const run = await ended(started.json.id)
+    expect(run.tasks.map((t: any) => [t.task_id, t.verdict])).toEqual([
+      ["scripted", "CORRECT"],
+      ["hungry", "ERROR"]
+    ])
+    // The setup queried through the gate as the task's key (the pinned connection); the teardown ran after grading.
+    const log = (task: string, phase: string) => request(gateway.url, `/api/evals/runs/${run.id}/tasks/${task}/setup/${phase}/log`, { key: admin }).then((r) => r.text)
+    expect(await log("scripted", "setup")).toBe("prepared [['42']]\n")
+    expect(await log("scripted", "teardown")).toBe("cleaned\n")
+    expect(run.tasks[1].detail).toMatch(/The task's setup setup\/hungry\.py failed: oom_killed: it went over SP_EVAL_MEMORY_LIMIT \(256 MiB\)/)
+    expect(await log("hungry", "setup")).toMatch(/memory/i)
+    const events = (await request(gateway.url, `/api/evals/runs/${run.id}/events`, { key: admin })).json.items
+    expect(events).toEqual([expect.objectContaining({ type: "oom_killed", data: { task_id: "hungry", phase: "setup", script: "setup/hungry.py", memory_limit_mb: 256 } })])
+    // Each script's sandbox is gone with it.
+    expect((await request(gateway.url, "/api/sandboxes", { key: admin })).json.items.filter((s: any) => s.status !== "stopped")).toEqual([])
+  }, 90_000)
 })
 
 describe.skipIf(skip)("evaluation runs: doc_ids overlay knowledge proposals on the live base (issue 31)", () => {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto"
 import { WorkflowEngine } from "@effect/workflow"
 import { Cause, Data, Effect, Either, identity, Option, Schema, Stream } from "effect"
+import { AppConfig } from "../../../layers/AppConfig"
 import { JobRuntime } from "../../../layers/JobRuntime"
 import { ObjectStore } from "../../../layers/ObjectStore"
 import { AGENT_RUN_KIND, DEFAULT_MAX_TURNS, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
@@ -25,6 +26,7 @@ import { DbBranches } from "../../../src/services/DbBranches"
 import { EvalQueries } from "../../../src/services/EvalQueries"
 import type { LoadedEvalSet } from "../../../src/services/EvalSets"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
+import { Sandboxes } from "../../../src/services/Sandboxes"
 import { EvalRunLifecycle } from "./EvalRunLifecycle"
 
 const DEFAULT_TASK_TIMEOUT_SECONDS = 300
@@ -36,10 +38,15 @@ const GOLD_SQL_ROWS = 10_000
 /** A task's stored evidence (gold tables, the agent's answer and result) is at most this many characters of JSON. */
 const MAX_EVIDENCE_CHARS = 16_000_000
 const TRANSCRIPT_EVENTS = 10_000
-const SETUP_SQL_MAX_BYTES = 1_000_000
+const SCRIPT_MAX_BYTES = 1_000_000
+const SCRIPT_LOG_CHARS = 1_000_000
 
-/** Whether this gateway runs the task's scripts: a write task's SQL setup, in its branch; other scripts need a sandbox, not built yet. */
-const scriptsRunHere = (task: EvalTask) => task.teardown === undefined && (task.setup === undefined || (task.class === "write" && task.setup.endsWith(".sql")))
+type ScriptPhase = "setup" | "teardown"
+/** How a task's script runs: Python in a sandbox of its own (any task), SQL in its branch (a write task's); anything else does not. */
+const scriptKind = (task: EvalTask, file: string) => (file.endsWith(".py") ? "python" : file.endsWith(".sql") && task.class === "write" ? "sql" : null)
+const scriptsRunHere = (task: EvalTask) => [task.setup, task.teardown].every((file) => file === undefined || scriptKind(task, file) !== null)
+// A script's sandbox a memory limit went over: killed by its cgroup, or (held by rlimits) out of memory in Python.
+const OUT_OF_MEMORY = /went over its memory limit|MemoryError/
 
 /** What a write task's checks read of each model it builds (and of each it names in `builds`). */
 const modelsWanted = (task: EvalTask): ReadonlyArray<ModelWanted> => {
@@ -94,6 +101,8 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const feed = yield* RunEventsFeed
     const branches = yield* DbBranches
     const statements = yield* BranchStatements
+    const sandboxes = yield* Sandboxes
+    const config = yield* AppConfig
 
     const taskOf = (set: { readonly manifest: { readonly tasks: ReadonlyArray<EvalTask> } }, taskId: string) =>
       Option.fromNullable(set.manifest.tasks.find((task) => task.id === taskId)).pipe(
@@ -154,24 +163,39 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         })
       )
 
-    /** A write task's setup SQL (a file of the set), run in its branch as its key: recorded in `setup.log`, its failure the task's ERROR. */
-    const setUp = (orgId: OrgId, runId: string, taskId: string, task: EvalTask, files: LoadedEvalSet["files"], principal: Principal) =>
+    /**
+     * A task's setup or teardown script (a file of the set) as its key: Python in a sandbox of its
+     * own limited to SP_EVAL_MEMORY_LIMIT (one killed for memory is an `oom_killed` event of the
+     * run), or a write task's SQL in its branch. What it printed is its phase's log; its failure
+     * fails the task with why.
+     */
+    const runScript = (orgId: OrgId, runId: string, taskId: string, task: EvalTask, phase: ScriptPhase, files: LoadedEvalSet["files"], principal: Principal, connection: string) =>
       Effect.gen(function* () {
-        if (task.setup === undefined) return
-        yield* repo.setPhase(orgId, runId, taskId, "setup")
-        const text = yield* Effect.promise(() => files.read(task.setup!, SETUP_SQL_MAX_BYTES))
+        const file = phase === "setup" ? task.setup : task.teardown
+        if (file === undefined) return
         const backend = yield* objects.backend
-        const log = (line: string) => backend.put(taskEvidenceKey(orgId, runId, taskId, "setup.log"), Buffer.from(`${line}\n`), "text/plain")
-        if (text === null) {
-          yield* log(`${task.setup}: missing, or larger than ${SETUP_SQL_MAX_BYTES} bytes`)
-          return yield* new TaskUnusable({ message: `The task's setup ${task.setup} is missing or larger than ${SETUP_SQL_MAX_BYTES} bytes` })
+        const log = (text: string) => backend.put(taskEvidenceKey(orgId, runId, taskId, `${phase}.log`), Buffer.from(text.slice(0, SCRIPT_LOG_CHARS)), "text/plain")
+        const failed = (why: string) => Effect.zipRight(log(`${file}: ${why}\n`), new TaskUnusable({ message: `The task's ${phase} ${file} failed: ${why}` }))
+        const text = yield* Effect.promise(() => files.read(file, SCRIPT_MAX_BYTES))
+        if (text === null) return yield* failed(`it is missing or larger than ${SCRIPT_MAX_BYTES} bytes`)
+        if (scriptKind(task, file) === "sql") {
+          const ran = yield* Effect.either(statements.run(principal, text))
+          if (Either.isLeft(ran)) return yield* failed(ran.left.message)
+          return yield* log(`${file}: ${ran.right.command} done${ran.right.row_count === null ? "" : ` (${ran.right.row_count} rows)`}\n`)
         }
-        const ran = yield* Effect.either(statements.run(principal, text))
-        if (Either.isLeft(ran)) {
-          yield* log(`${task.setup}: ${ran.left.message}`)
-          return yield* new TaskUnusable({ message: `The task's setup ${task.setup} failed: ${ran.left.message}` })
+        const timeoutSeconds = task.timeout_seconds ?? DEFAULT_TASK_TIMEOUT_SECONDS
+        const made = yield* Effect.either(sandboxes.create(principal, { connection_name: connection, label: `eval ${runId} task ${taskId} ${phase}`, timeout_seconds: timeoutSeconds }, { memoryMb: config.evalMemoryLimitMb }))
+        if (Either.isLeft(made)) return yield* failed(`its sandbox could not start: ${made.left.message}`)
+        const result = yield* sandboxes.execute(principal, made.right.id, { code: text }).pipe(Effect.ensuring(Effect.ignore(sandboxes.remove(principal, made.right.id))), Effect.either)
+        if (Either.isLeft(result)) return yield* failed(result.left.message)
+        const { stdout, stderr, error, success } = result.right
+        yield* log([stdout, stderr, error === null ? "" : `error: ${error}\n`].filter((part) => part !== "").join(""))
+        if (success) return
+        if (error !== null && OUT_OF_MEMORY.test(error)) {
+          yield* repo.appendEvent(orgId, runId, `task/${taskId}/${phase}/oom`, "oom_killed", { task_id: taskId, phase, script: file, memory_limit_mb: config.evalMemoryLimitMb })
+          return yield* failed(`oom_killed: it went over SP_EVAL_MEMORY_LIMIT (${config.evalMemoryLimitMb} MiB)`)
         }
-        yield* log(`${task.setup}: ${ran.right.command} done${ran.right.row_count === null ? "" : ` (${ran.right.row_count} rows)`}`)
+        return yield* failed(error ?? "it ended with an error")
       })
 
     /**
@@ -209,7 +233,11 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           )
           const made = { key_id: key.id, ...(branch === undefined ? {} : { branch_name: branch.name }) }
           const setUpAs = yield* acting.actingAs({ orgId, userId: stored.userId, principalKind: "api_key", keyId: key.id }, new Set(["read", "query"]), "eval task")
-          const setup = yield* Effect.either(task.class === "write" && scriptsRunHere(task) ? setUp(orgId, runId, taskId, task, set.files, setUpAs) : Effect.void)
+          const setup = yield* Effect.either(
+            scriptsRunHere(task) && task.setup !== undefined
+              ? Effect.zipRight(repo.setPhase(orgId, runId, taskId, "setup"), runScript(orgId, runId, taskId, task, "setup", set.files, setUpAs, connection))
+              : Effect.void
+          )
           if (!(yield* repo.setPhase(orgId, runId, taskId, "provisioning", made))) {
             yield* keys.revoke(orgId, key.id)
             return yield* lifecycle.load(orgId, runId).pipe(Effect.as(false))
@@ -240,7 +268,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           const { stored, set } = yield* lifecycle.context(orgId, runId)
           const task = yield* taskOf(set, taskId)
           if (!scriptsRunHere(task)) {
-            return { agentRunId: null, failure: "Setup and teardown scripts other than a write task's SQL setup are not run by this gateway yet: the task was not attempted" }
+            return { agentRunId: null, failure: "A task's scripts are Python (.py), or SQL (.sql) for a write task, which runs it in its branch: the task was not attempted" }
           }
           const row = yield* rowOf(orgId, runId, taskId)
           if (row.key_id === null) return { agentRunId: null, failure: "The task has no key: its provisioning failed" }
@@ -397,9 +425,15 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         orgId,
         runId,
         Effect.gen(function* () {
-          const { stored, principal } = yield* lifecycle.context(orgId, runId)
+          const { stored, principal, set } = yield* lifecycle.context(orgId, runId)
           yield* repo.setPhase(orgId, runId, taskId, "teardown")
           const row = yield* rowOf(orgId, runId, taskId)
+          // Its script runs while its key and branch are there; what it printed or why it failed is its log alone (the task is graded).
+          const task = yield* Effect.option(taskOf(set, taskId))
+          if (row.key_id !== null && Option.isSome(task) && task.value.teardown !== undefined && scriptsRunHere(task.value)) {
+            const as = yield* Effect.either(acting.actingAs({ orgId, userId: stored.userId, principalKind: "api_key", keyId: row.key_id }, new Set(["read", "query"]), "eval task"))
+            if (Either.isRight(as)) yield* Effect.ignore(runScript(orgId, runId, taskId, task.value, "teardown", set.files, as.right, stored.run.settings.connection_name))
+          }
           if (row.key_id !== null) yield* keys.revoke(orgId, row.key_id)
           if (row.branch_name !== null) {
             yield* branches.remove(principal, stored.run.settings.connection_name, EVAL_BRANCH_PROJECT, row.branch_name).pipe(
@@ -412,5 +446,5 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
 
     return { provision, agent, grade, capture, teardown } as const
   }),
-  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default]
+  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default, Sandboxes.Default]
 }) {}
