@@ -129,7 +129,7 @@ export const runPrefix = (orgId: string, runId: string) => `evals/${orgId}/${run
 // A task id may be `..`: under its own prefix it is never a path segment of its own.
 export const taskEvidenceKey = (orgId: string, runId: string, taskId: string, file: string) => `${runPrefix(orgId, runId)}/tasks/task_${taskId}/${file}`
 /** The files a task's evidence holds; downloads name one of these, nothing else. */
-export const EVIDENCE_FILES = ["evidence.json", "transcript.json", "setup.log", "teardown.log"] as const
+export const EVIDENCE_FILES = ["evidence.json", "transcript.json", "setup.log", "teardown.log", "captures.json"] as const
 
 /** The names of a run's task keys: found by this prefix when the run ends, whether or not a task kept its key's id. */
 export const taskKeyPrefix = (runId: string) => `eval ${runId} task `

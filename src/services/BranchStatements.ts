@@ -92,10 +92,12 @@ export class BranchStatements extends Effect.Service<BranchStatements>()("sluice
      * columns, rows, and the grains and sums its checks read (a grain of a column it lacks, or a sum of
      * one that is not numeric, is left out: its check fails on the missing column).
      */
-    const capture = (principal: Principal, wanted: ReadonlyArray<ModelWanted>) =>
+    const capture = (principal: Principal, wanted: ReadonlyArray<ModelWanted>, rowsPerModel = 0) =>
       Effect.gen(function* () {
         const { client } = yield* session(principal, BRANCH_STATEMENT_TIMEOUT_SECONDS)
         const models: Record<string, ModelCapture> = {}
+        // Each model's first rows, where asked for (a write task's capture mode): kept with its evidence, never graded.
+        const rows: Record<string, { readonly columns: ReadonlyArray<string>; readonly rows: ReadonlyArray<ReadonlyArray<unknown>>; readonly truncated: boolean }> = {}
         for (const { model, grains, sums } of wanted) {
           const found = yield* query<{ rel: string | null; oid: number | null }>(client, { text: "select to_regclass($1)::text as rel, to_regclass($1)::oid::int8 as oid", values: [model] }).pipe(
             Effect.orElseSucceed(() => ({ rows: [{ rel: null, oid: null }] }))
@@ -140,8 +142,12 @@ export class BranchStatements extends Effect.Service<BranchStatements>()("sluice
             columns: attributes.rows.map((column) => ({ name: column.name, type: column.type })),
             ...captured
           }
+          if (rowsPerModel > 0) {
+            const read = (yield* attempt(() => client.query({ text: `select * from ${rel} limit ${rowsPerModel + 1}`, rowMode: "array" }))) as pg.QueryResult<Array<unknown>>
+            rows[modelKey(model)] = { columns: read.fields.map((field) => field.name), rows: read.rows.slice(0, rowsPerModel), truncated: read.rows.length > rowsPerModel }
+          }
         }
-        return models
+        return { models, rows }
       }).pipe(Effect.scoped)
 
     return { run, capture } as const

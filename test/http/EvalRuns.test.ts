@@ -66,6 +66,7 @@ tasks:
     prompt: "TASK build: build customer_orders"
     setup: setup/targets.sql
     builds: [customer_orders]
+    capture: sample
     checks:
       - { name: built, type: exists, model: customer_orders }
       - { name: one_per_customer, type: grain, model: customer_orders, columns: [customer_id] }
@@ -248,6 +249,11 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect(built).toMatch(/DROP done/)
     expect(built).toMatch(/Refused in the branch: [^"]*extension/i)
     expect(fs.readFileSync(evidence(run.id, "tasks/task_build/setup.log"), "utf8")).toMatch(/setup\/targets\.sql: INSERT done \(2 rows\)/)
+    // What the built models held is kept with the evidence: a sample of their rows where the task asks for one, else their fingerprint alone.
+    const captures = (task: string) => JSON.parse(fs.readFileSync(evidence(run.id, `tasks/task_${task}/captures.json`), "utf8"))
+    expect(captures("build")).toMatchObject({ mode: "sample", models: { customer_orders: { exists: true, row_count: 2 } }, rows: { customer_orders: { columns: ["customer_id", "orders", "revenue", "goal"], truncated: false } } })
+    expect(captures("build").rows.customer_orders.rows).toHaveLength(2)
+    expect(captures("sloppy")).toMatchObject({ mode: "fingerprint", models: { customer_orders: { exists: true, row_count: 42 } }, rows: {} })
     expect(await database.query("select count(*)::int as n from orders")).toEqual([{ n: 42 }])
     expect(await database.query("select to_regclass('customer_orders') as t, to_regclass('targets') as u")).toEqual([{ t: null, u: null }])
     // Every branch the run made (its copy of the warehouse, each write task's) is gone with it (a record goes once its database is dropped).

@@ -39,6 +39,8 @@ const GOLD_SQL_ROWS = 10_000
 const MAX_EVIDENCE_CHARS = 16_000_000
 const TRANSCRIPT_EVENTS = 10_000
 const SCRIPT_MAX_BYTES = 1_000_000
+/** The rows of each model a write task's capture keeps, by its capture mode. */
+const CAPTURED_ROWS = { fingerprint: 0, sample: 100, full: 10_000 } as const
 const SCRIPT_LOG_CHARS = 1_000_000
 
 type ScriptPhase = "setup" | "teardown"
@@ -373,9 +375,17 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           if (failure === null) {
             const principal = yield* taskPrincipal(orgId, runId, taskId, stored.userId)
             if (task.class === "write") {
-              const captured = yield* Effect.either(statements.capture(principal, modelsWanted(task)))
+              const mode = task.capture ?? set.manifest.defaults?.capture ?? "fingerprint"
+              const captured = yield* Effect.either(statements.capture(principal, modelsWanted(task), CAPTURED_ROWS[mode]))
               if (Either.isLeft(captured)) failure = `The models in the task's branch could not be read: ${captured.left.message}`
-              else models = captured.right
+              else {
+                models = captured.right.models
+                // What the models held, kept as evidence (not graded): their fingerprint, and a sample or the whole of their rows.
+                const captures = withoutSecrets(JSON.stringify({ mode, models, rows: captured.right.rows }, (_, value) => (typeof value === "bigint" ? value.toString() : value)))
+                const backend = yield* objects.backend
+                if (captures.length <= MAX_EVIDENCE_CHARS) yield* backend.put(taskEvidenceKey(orgId, runId, taskId, "captures.json"), Buffer.from(captures), "application/json")
+                else yield* backend.put(taskEvidenceKey(orgId, runId, taskId, "captures.json"), Buffer.from(JSON.stringify({ mode, models, rows: null, left_out: `the rows came to more than ${MAX_EVIDENCE_CHARS / 1_000_000} MB` })), "application/json")
+              }
             }
             const tables = yield* goldTables(runId, taskId, task, set.goldCsv, stored.run.settings.connection_name, principal)
             if (Either.isLeft(tables)) failure = tables.left
