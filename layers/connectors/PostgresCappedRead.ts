@@ -53,6 +53,8 @@ export class PostgresCappedRead implements pg.Submittable {
   oversized = false
   /** Every epilogue step completed: the session is back in its default state. */
   epilogueDone = false
+  /** The statement's command tag ("INSERT 0 2", "SELECT 5"), once it completed. */
+  command: string | undefined = undefined
   // Preamble steps, the statement and epilogue steps each end with one completion, in order.
   private completions = 0
   private parsers: ReadonlyArray<(value: string) => unknown> = []
@@ -111,7 +113,8 @@ export class PostgresCappedRead implements pg.Submittable {
     this.completed()
   }
 
-  handleCommandComplete() {
+  handleCommandComplete(message: { text?: string }) {
+    if (this.completions === this.preamble.length) this.command = message.text ?? ""
     this.completed()
   }
 

@@ -1,6 +1,7 @@
 import type pg from "pg"
 import { Effect, Option } from "effect"
 import { ConnectorPools } from "../../layers/connectors/ConnectorPools"
+import { PostgresCappedRead } from "../../layers/connectors/PostgresCappedRead"
 import { Forbidden, InvalidRequest, Unavailable } from "../domain/Errors"
 import { modelKey, type ModelCapture } from "../domain/grading/Grade"
 import type { Principal } from "../domain/Principal"
@@ -10,6 +11,11 @@ import { QueryPlanning } from "./Queries"
 
 export const BRANCH_STATEMENT_TIMEOUT_SECONDS = 300
 const BRANCH_RESULT_ROWS = 1_000
+const BRANCH_RESULT_BYTES = 16_000_000
+const MESSAGE_CHARS = 1_000
+const shortened = (text: string) => (text.length > MESSAGE_CHARS ? `${text.slice(0, MESSAGE_CHARS)}…` : text)
+// Values as the server wrote them: a branch's rows are shown, not computed with.
+const VALUES_AS_TEXT: pg.CustomTypesConfig = { getTypeParser: (() => (value: string) => value) as pg.CustomTypesConfig["getTypeParser"] }
 
 /** What a branch statement returned: its last statement's rows (at most 1,000), or what it changed. */
 export interface BranchResult {
@@ -50,14 +56,29 @@ export class BranchStatements extends Effect.Service<BranchStatements>()("sluice
         const opened = yield* pools
           .postgresSession(branchTarget, { database: branch.database, user: branch.owner_role, password, settings: { ...READS_AS_CLASSIFIED, statement_timeout: `${timeoutSeconds}s` } })
           .pipe(Effect.mapError(() => new Unavailable({ message: `The branch ${grant.name} could not be reached` })))
-        return { branch, client: opened.client }
+        return { branch, client: opened.client, cancel: opened.cancel }
       })
 
-    const attempt = <A>(work: () => Promise<A>) =>
-      Effect.tryPromise({
-        try: work,
-        // The server's own words: what the statement did wrong, in the branch only.
-        catch: (error) => new InvalidRequest({ message: `The branch refused the statement: ${error instanceof Error ? error.message : "it failed"}` })
+    // The server's own words: what the statement did wrong, in the branch only; cut short, as a message echoing a value can be any length.
+    const refused = (error: unknown) => new InvalidRequest({ message: `The branch refused the statement: ${shortened(error instanceof Error ? error.message : "it failed")}` })
+    const attempt = <A>(work: () => Promise<A>) => Effect.tryPromise({ try: work, catch: refused })
+
+    /**
+     * One statement read within a budget: at most `rows` rows (one more says there were more) and
+     * 16 MB of values, the reading stopped as a row's header says it would go over (before the
+     * driver holds it), the session then of no more use; a statement given up is cancelled.
+     */
+    const readCapped = (opened: { readonly client: pg.Client; readonly cancel: Effect.Effect<void> }, text: string, rows: number) =>
+      Effect.async<PostgresCappedRead, InvalidRequest>((resume) => {
+        let held = 0
+        const meter = { cap: BRANCH_RESULT_BYTES, take: (bytes: number) => (held += bytes) <= BRANCH_RESULT_BYTES }
+        opened.client.query(
+          new PostgresCappedRead([], [], text, rows + 1, VALUES_AS_TEXT, (error, read) => {
+            if (read.oversized) return resume(Effect.zipRight(opened.cancel, Effect.fail(new InvalidRequest({ message: `The statement's result is larger than ${BRANCH_RESULT_BYTES / 1_000_000} MB: select less (fewer rows, shorter values)` }))))
+            resume(error === undefined ? Effect.succeed(read) : Effect.fail(refused(error)))
+          }, meter)
+        )
+        return opened.cancel
       })
 
     const query = <R extends pg.QueryResultRow>(client: pg.Client, config: pg.QueryConfig) => attempt(() => client.query<R>(config))
@@ -70,20 +91,25 @@ export class BranchStatements extends Effect.Service<BranchStatements>()("sluice
     const run = (principal: Principal, sql: string, timeoutSeconds = BRANCH_STATEMENT_TIMEOUT_SECONDS) =>
       Effect.gen(function* () {
         if (Option.isSome(yield* Effect.serviceOption(QueryPlanning))) return { command: "PLANNED", row_count: null, columns: [], rows: [], truncated: false } satisfies BranchResult
-        const { branch, client } = yield* session(principal, timeoutSeconds)
-        const verdict = classifyDbtSql(sql, branch.database)
+        const opened = yield* session(principal, timeoutSeconds)
+        const verdict = classifyDbtSql(sql, opened.branch.database)
         if (!verdict.allowed) return yield* new InvalidRequest({ message: `Refused in the branch: ${verdict.reason}` })
         if (verdict.statements.length === 0) return yield* new InvalidRequest({ message: "There is no statement to run" })
-        const ran: unknown = yield* attempt(() => client.query({ text: sql, rowMode: "array" }))
-        const results = (Array.isArray(ran) ? ran : [ran]) as Array<pg.QueryResult<Array<unknown>>>
-        const last = results[results.length - 1]!
-        const rows = last.rows ?? []
+        // One statement at a time, each read within its budget; several are one transaction, as one query's text would be.
+        const several = verdict.statements.length > 1
+        if (several) yield* attempt(() => opened.client.query("BEGIN"))
+        let last: PostgresCappedRead | undefined
+        for (const statement of verdict.statements) last = yield* readCapped(opened, statement.sql, BRANCH_RESULT_ROWS)
+        if (several) yield* attempt(() => opened.client.query("COMMIT"))
+        // A command tag ends with its row count where it has one ("INSERT 0 2", "SELECT 2", "CREATE TABLE").
+        const words = (last!.command ?? "").split(" ")
+        const count = /^\d+$/.test(words.at(-1) ?? "") ? Number(words.at(-1)) : null
         return {
-          command: last.command ?? "",
-          row_count: last.rowCount,
-          columns: (last.fields ?? []).map((field) => ({ name: field.name })),
-          rows: rows.slice(0, BRANCH_RESULT_ROWS),
-          truncated: rows.length > BRANCH_RESULT_ROWS
+          command: words.filter((word) => !/^\d+$/.test(word)).join(" "),
+          row_count: count,
+          columns: last!.fields.map((field) => ({ name: field.name })),
+          rows: last!.rows.slice(0, BRANCH_RESULT_ROWS),
+          truncated: last!.more || last!.rows.length > BRANCH_RESULT_ROWS
         } satisfies BranchResult
       }).pipe(Effect.scoped)
 
@@ -94,7 +120,8 @@ export class BranchStatements extends Effect.Service<BranchStatements>()("sluice
      */
     const capture = (principal: Principal, wanted: ReadonlyArray<ModelWanted>, rowsPerModel = 0) =>
       Effect.gen(function* () {
-        const { client } = yield* session(principal, BRANCH_STATEMENT_TIMEOUT_SECONDS)
+        const opened = yield* session(principal, BRANCH_STATEMENT_TIMEOUT_SECONDS)
+        const client = opened.client
         const models: Record<string, ModelCapture> = {}
         // Each model's first rows, where asked for (a write task's capture mode): kept with its evidence, never graded.
         const rows: Record<string, { readonly columns: ReadonlyArray<string>; readonly rows: ReadonlyArray<ReadonlyArray<unknown>>; readonly truncated: boolean }> = {}
@@ -143,8 +170,8 @@ export class BranchStatements extends Effect.Service<BranchStatements>()("sluice
             ...captured
           }
           if (rowsPerModel > 0) {
-            const read = (yield* attempt(() => client.query({ text: `select * from ${rel} limit ${rowsPerModel + 1}`, rowMode: "array" }))) as pg.QueryResult<Array<unknown>>
-            rows[modelKey(model)] = { columns: read.fields.map((field) => field.name), rows: read.rows.slice(0, rowsPerModel), truncated: read.rows.length > rowsPerModel }
+            const read = yield* readCapped(opened, `select * from ${rel}`, rowsPerModel)
+            rows[modelKey(model)] = { columns: read.fields.map((field) => field.name), rows: read.rows.slice(0, rowsPerModel), truncated: read.more || read.rows.length > rowsPerModel }
           }
         }
         return { models, rows }

@@ -87,6 +87,12 @@ describe("what the dbt proxy lets through (issue 30)", () => {
     ["reset standard_conforming_strings", /not allowed/],
     ["set client_encoding = 'GBK'", /SET client_encoding is not allowed/],
     ["set names 'SJIS'", /SET client_encoding is not allowed/],
+    // What the session may use of the warehouse's server is not the session's to lift (attack 38 F3).
+    ["set work_mem = '1000GB'", /SET work_mem is not allowed/],
+    ["set maintenance_work_mem = '1000GB'", /SET maintenance_work_mem is not allowed/],
+    ["set local temp_buffers = '100GB'", /SET temp_buffers is not allowed/],
+    ["set statement_timeout = 0", /SET statement_timeout is not allowed/],
+    ["create table t as select 1; set session statement_timeout to default", /SET statement_timeout is not allowed/],
     ["set backslash_quote = on", /not allowed/],
     // pg_settings' rule calls set_config for an UPDATE: no write reaches the system catalogs (round 2, N1).
     ["update pg_settings set setting = 'off' where name = 'standard_conforming_strings'", /system catalogs/],

@@ -128,7 +128,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     if (task === "build" || task === "sloppy") {
       // The built task's model, a statement the warehouse itself would refuse (it runs in the task's branch), and a reach out of the branch.
       const steps = task === "build"
-        ? [BUILD_SQL, "drop table orders", "create extension dblink"]
+        ? [BUILD_SQL, "drop table orders", "create extension dblink", "select repeat('x', 100000000) as v", "select repeat('x', 20000)::int", "set work_mem = '1000GB'"]
         : ["create table customer_orders as select customer_id, total from orders"]
       const step = req.toolResults.length
       if (step < steps.length) return { toolCalls: [{ name: "branch_sql", args: { sql: steps[step]! } }] }
@@ -153,6 +153,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     fs.writeFileSync(path.join(repo, "evals/setup/hungry.py"), "b = bytearray(1024 * 1024 * 1024)\nprint('fed')")
     fs.writeFileSync(path.join(repo, "evals/setup/clean.py"), "print('cleaned')")
     fs.writeFileSync(path.join(repo, "evals/setup/notes.txt"), "not a script")
+    fs.writeFileSync(path.join(repo, "evals/setup/slow.sql"), "select pg_sleep(60)")
     await git(["add", "-A"], repo)
     await git(["commit", "-q", "-m", "set"], repo)
     const pushed = await git(["push", "-q", "origin", "HEAD:main"], repo)
@@ -246,8 +247,14 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect(branchOffered).toBe(true)
     const built = fs.readFileSync(evidence(run.id, "tasks/task_build/transcript.json"), "utf8")
     expect(built).toMatch(/SELECT done: 2 rows/)
-    expect(built).toMatch(/DROP done/)
+    expect(built).toMatch(/DROP TABLE done/)
     expect(built).toMatch(/Refused in the branch: [^"]*extension/i)
+    // What the branch returns is read within a budget, never whole (a 100 MB value; attack 38 F1), its errors are cut short (F2), and the session's limits are its own (F3).
+    const results = JSON.parse(built).events.filter((e: any) => e.type === "tool_call").map((e: any) => e.data.result as string)
+    expect(results[3]).toMatch(/^invalid_request: The statement's result is larger than 16 MB/)
+    expect(results[4]).toMatch(/^invalid_request: The branch refused the statement: invalid input syntax for type integer: "x+…/)
+    expect(results[4]!.length).toBeLessThan(1_200)
+    expect(results[5]).toMatch(/^invalid_request: Refused in the branch: SET work_mem is not allowed/)
     expect(fs.readFileSync(evidence(run.id, "tasks/task_build/setup.log"), "utf8")).toMatch(/setup\/targets\.sql: INSERT done \(2 rows\)/)
     // What the built models held is kept with the evidence: a sample of their rows where the task asks for one, else their fingerprint alone.
     const captures = (task: string) => JSON.parse(fs.readFileSync(evidence(run.id, `tasks/task_${task}/captures.json`), "utf8"))
@@ -256,9 +263,9 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     expect(captures("sloppy")).toMatchObject({ mode: "fingerprint", models: { customer_orders: { exists: true, row_count: 42 } }, rows: {} })
     expect(await database.query("select count(*)::int as n from orders")).toEqual([{ n: 42 }])
     expect(await database.query("select to_regclass('customer_orders') as t, to_regclass('targets') as u")).toEqual([{ t: null, u: null }])
-    // Every branch the run made (its copy of the warehouse, each write task's) is gone with it (a record goes once its database is dropped).
-    const branches = await request(gateway.url, "/api/connections/shop/dbbranch/projects/evals/branches", { key: admin })
-    expect(branches.json.items).toEqual([])
+    // Every branch the run made (its copy of the warehouse, each write task's) is gone with it, just after its row says it ended (a record goes once its database is dropped).
+    const branches = () => request(gateway.url, "/api/connections/shop/dbbranch/projects/evals/branches", { key: admin }).then((r) => r.json.items as Array<unknown>)
+    await eventually(branches, (items) => items.length === 0, "the run's branches deleted")
     // The task's key is limited to the pinned connection: the other one does not exist for it.
     const escape = fs.readFileSync(evidence(run.id, "tasks/task_escape/transcript.json"), "utf8")
     expect(escape).toMatch(/No connection named \\"other\\"/)
@@ -282,6 +289,11 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     const auditedAs = async (type: string) => (await request(gateway.url, `/api/audit?event_type=${type}&limit=200`, { key: admin })).json.items as Array<any>
     expect((await auditedAs("eval_query")).some((e) => e.details?.parent?.task_id === "top" && e.sql?.includes("group by customer_id"))).toBe(true)
     expect((await auditedAs("query")).some((e) => e.details?.parent?.event_type === "eval_query")).toBe(false)
+    // A write task's setup SQL is on the audit log as the task's key ran it in its branch, its literals redacted (attack 38 F5).
+    const setupRow = (await auditedAs("eval_script")).find((e) => e.details?.task_id === "build")
+    expect(setupRow).toMatchObject({ outcome: "success", connection: "shop", details: { phase: "setup", script: "setup/targets.sql", branch: expect.stringMatching(/^eval-[0-9a-f]{32}-\d{3}$/) } })
+    expect(setupRow.sql).toMatch(/insert into targets values/)
+    expect(setupRow.sql).not.toContain("5000")
     const progress = await request(gateway.url, `/api/evals/runs/${run.id}/progress`, { key: admin })
     expect(progress.json).toMatchObject({ run_id: run.id, status: "completed", done: 8, total: 8, active: [] })
     const regraded = await request(gateway.url, `/api/evals/runs/${run.id}/regrade`, { key: admin, method: "POST" })
@@ -387,6 +399,7 @@ tasks:
   - { id: ask, class: read, prompt: "TASK ask: how many orders?", checks: [{ name: n, type: number, gold: 42 }] }
   - { id: broken, class: write, prompt: "TASK build: build it", setup: setup/broken.sql, checks: [{ name: b, type: exists, model: customer_orders }] }
   - { id: script, class: write, prompt: "TASK build: build it", setup: setup/notes.txt, checks: [{ name: b, type: exists, model: customer_orders }] }
+  - { id: slow, class: write, prompt: "TASK build: build it", setup: setup/slow.sql, timeout_seconds: 10, checks: [{ name: b, type: exists, model: customer_orders }] }
 `)
     const started = await start()
     expect(started.status, started.text).toBe(202)
@@ -400,12 +413,16 @@ tasks:
       ["over", "WRONG"],
       ["ask", "ERROR"],
       ["broken", "ERROR"],
-      ["script", "ERROR"]
+      ["script", "ERROR"],
+      ["slow", "ERROR"]
     ])
     // A write task's SQL setup that fails is its ERROR, said with the server's words (and kept in setup.log); a script needs a sandbox, not built yet.
     const detail = (id: string) => run.tasks.find((t: any) => t.task_id === id).detail
     expect(detail("broken")).toMatch(/The task's setup setup\/broken\.sql failed: .*relation "nowhere" does not exist/)
     expect(fs.readFileSync(evidence(run.id, "tasks/task_broken/setup.log"), "utf8")).toMatch(/nowhere/)
+    // A setup runs within its task's time (attack 38 F4): the whole run took well under the minute it sleeps.
+    expect(detail("slow")).toMatch(/The task's setup setup\/slow\.sql failed: .*statement timeout/)
+    expect(new Date(run.ended_at).getTime() - new Date(run.created_at).getTime()).toBeLessThan(30_000)
     expect(detail("script")).toMatch(/scripts are Python \(\.py\), or SQL \(\.sql\) for a write task.*the task was not attempted/)
     // No one answers an evaluation's agent: it is not offered ask_user, and a model that calls it anyway fails its task, never waits for a person (attack 37 F6).
     expect(askOffered).toBe(false)

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { WorkflowEngine } from "@effect/workflow"
 import { Cause, Data, Effect, Either, identity, Option, Schema, Stream } from "effect"
 import { AppConfig } from "../../../layers/AppConfig"
@@ -21,6 +21,8 @@ import { JobEventsRepo } from "../../../src/repos/JobEventsRepo"
 import { isStoreOutage } from "../../../src/repos/StoreErrors"
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
+import { Audit } from "../../../src/services/Audit"
+import { auditRow, newAuditDraft } from "../../../src/services/AuditDraft"
 import { BranchStatements, type ModelWanted } from "../../../src/services/BranchStatements"
 import { DbBranches } from "../../../src/services/DbBranches"
 import { EvalQueries } from "../../../src/services/EvalQueries"
@@ -105,6 +107,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const statements = yield* BranchStatements
     const sandboxes = yield* Sandboxes
     const config = yield* AppConfig
+    const audit = yield* Audit
 
     const taskOf = (set: { readonly manifest: { readonly tasks: ReadonlyArray<EvalTask> } }, taskId: string) =>
       Option.fromNullable(set.manifest.tasks.find((task) => task.id === taskId)).pipe(
@@ -180,12 +183,20 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         const failed = (why: string) => Effect.zipRight(log(`${file}: ${why}\n`), new TaskUnusable({ message: `The task's ${phase} ${file} failed: ${why}` }))
         const text = yield* Effect.promise(() => files.read(file, SCRIPT_MAX_BYTES))
         if (text === null) return yield* failed(`it is missing or larger than ${SCRIPT_MAX_BYTES} bytes`)
+        const timeoutSeconds = task.timeout_seconds ?? DEFAULT_TASK_TIMEOUT_SECONDS
         if (scriptKind(task, file) === "sql") {
-          const ran = yield* Effect.either(statements.run(principal, text))
+          // Within the task's time, as its agent is (a setup that sleeps does not hold its run: attack 38 F4).
+          const started = performance.now()
+          const ran = yield* Effect.either(statements.run(principal, text, timeoutSeconds))
+          // On the audit log as what it is, SQL run as the task's key in its branch (attack 38 F5); its literals redacted.
+          const draft = newAuditDraft(randomUUID(), "eval_script", principal)
+          draft.connection = connection
+          draft.sql = text
+          draft.details = { eval_run_id: runId, task_id: taskId, phase, script: file, branch: principal.branch?.name ?? null }
+          yield* audit.record("postgresql", auditRow(draft, { route: `/api/evals/runs/${runId}`, durationMs: performance.now() - started, outcome: Either.isRight(ran) ? "success" : "error" }))
           if (Either.isLeft(ran)) return yield* failed(ran.left.message)
           return yield* log(`${file}: ${ran.right.command} done${ran.right.row_count === null ? "" : ` (${ran.right.row_count} rows)`}\n`)
         }
-        const timeoutSeconds = task.timeout_seconds ?? DEFAULT_TASK_TIMEOUT_SECONDS
         const made = yield* Effect.either(sandboxes.create(principal, { connection_name: connection, label: `eval ${runId} task ${taskId} ${phase}`, timeout_seconds: timeoutSeconds }, { memoryMb: config.evalMemoryLimitMb }))
         if (Either.isLeft(made)) return yield* failed(`its sandbox could not start: ${made.left.message}`)
         const result = yield* sandboxes.execute(principal, made.right.id, { code: text }).pipe(Effect.ensuring(Effect.ignore(sandboxes.remove(principal, made.right.id))), Effect.either)
@@ -456,5 +467,5 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
 
     return { provision, agent, grade, capture, teardown } as const
   }),
-  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default, Sandboxes.Default]
+  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default, Sandboxes.Default, Audit.Default]
 }) {}

@@ -49,15 +49,16 @@ const ALLOWED = new Set([
   "RefreshMatViewStmt"
 ])
 
-// Settings a session of dbt's may change: how it writes values, its timeouts, its search path. Never its role, and nothing
-// that changes how the server reads statement text (standard_conforming_strings, client_encoding, backslash_quote):
-// the proxy reads it as UTF-8 with standard strings, as the upstream session is pinned to.
+// Settings a session of dbt's may change: how it writes values, its lock waits, its search path, the planner's choices.
+// Never its role; nothing that changes how the server reads statement text (standard_conforming_strings, client_encoding,
+// backslash_quote: the proxy reads it as UTF-8 with standard strings, as the upstream session is pinned to); and nothing
+// that lifts what the session may use of the warehouse's server (statement_timeout, work_mem, maintenance_work_mem,
+// temp_buffers: a branch shares that server, and one statement with work_mem of a terabyte took 5 GB of it, attack 38 F3).
 const SETTINGS = new Set([
   "search_path", "timezone", "datestyle", "intervalstyle", "application_name", "extra_float_digits",
-  "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "client_min_messages", "work_mem",
-  "maintenance_work_mem", "bytea_output", "default_transaction_isolation",
+  "lock_timeout", "idle_in_transaction_session_timeout", "client_min_messages", "bytea_output", "default_transaction_isolation",
   "default_transaction_read_only", "transaction", "session characteristics", "jit", "enable_nestloop", "enable_hashjoin",
-  "enable_mergejoin", "enable_seqscan", "random_page_cost", "temp_buffers", "constraint_exclusion"
+  "enable_mergejoin", "enable_seqscan", "random_page_cost", "constraint_exclusion"
 ])
 
 // Functions that reach files, programs, other servers or sessions, the server's own state, or run SQL held in a string.
