@@ -4,7 +4,7 @@ import { PassThrough, type Readable, Transform } from "node:stream"
 import * as zlib from "node:zlib"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
-import { Effect, Option } from "effect"
+import { Deferred, Effect, Exit, Option } from "effect"
 import { GitRepositories } from "../../layers/GitRepositories"
 import { Unauthenticated } from "../domain/Errors"
 import { principalLabel } from "../domain/Principal"
@@ -237,17 +237,26 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
         if (child.exitCode === null) child.kill("SIGTERM")
       })
       let refused: "too_large" | "corrupt" | null = null
+      // Settled once the body has all gone to git, or been refused: a gzip error or the cap can come after git has begun to answer.
+      let bodySettled: Effect.Effect<void> = Effect.void
       if (request.method === "POST") {
         const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+        const settled = yield* Deferred.make<void>()
         const body = bodyOf(incoming, encoding, limit, (why) => {
+          Deferred.unsafeDone(settled, Exit.void)
           if (refused !== null) return
           refused = why
           incoming.unpipe()
           incoming.resume()
           child.kill("SIGTERM")
         })
+        // Its end is the end of what went to git (inflated, counted: a gzip error comes after the raw body has all arrived), or its client leaving.
+        body.once("end", () => Deferred.unsafeDone(settled, Exit.void))
+        body.once("error", () => Deferred.unsafeDone(settled, Exit.void))
+        response.once("close", () => Deferred.unsafeDone(settled, Exit.void))
         body.pipe(child.stdin!)
         child.stdin!.on("error", () => undefined)
+        bodySettled = Deferred.await(settled)
       } else child.stdin!.end()
 
       if (git.kind === "push") {
@@ -264,6 +273,7 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
         return HttpServerResponse.uint8Array(head.rest, { status: head.status, headers: head.headers, contentType: head.headers["content-type"] ?? "application/octet-stream" })
       }
       const head = yield* readHead(child.stdout!)
+      yield* bodySettled
       if (refused !== null) return refusedAnswer(refused)
       if (head === null) {
         child.kill("SIGKILL")

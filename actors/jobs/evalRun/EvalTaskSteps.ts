@@ -229,6 +229,8 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           const row = yield* rowOf(orgId, runId, taskId)
           if (row.key_id !== null) return true
           const task = yield* taskOf(set, taskId)
+          // A task whose scripts this gateway does not run is not attempted (its agent step says so): nothing is made for it.
+          if (!scriptsRunHere(task)) return true
           const connection = stored.run.settings.connection_name
           // Named by the task's place in the run (task ids may share their first 50 characters); a key an earlier try made but could not record goes first (attack 37 F10).
           const name = taskKeyName(runId, row.ordinal)
