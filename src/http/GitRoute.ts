@@ -262,6 +262,7 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
       if (git.kind === "push") {
         const answer = yield* readAll(child, PUSH_ANSWER_MAX_BYTES)
         const refs = yield* readPushReport(pushReport!)
+        yield* bodySettled
         if (refused !== null) return refusedAnswer(refused)
         const head = answer === null ? null : parseCgiHead(answer)
         if (head === null) return errorResponse(502, "bad_gateway", "git could not take the push")
