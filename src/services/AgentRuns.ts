@@ -70,9 +70,9 @@ export class AgentRuns extends Effect.Service<AgentRuns>()("sluice/AgentRuns", {
         Effect.flatMap((found) =>
           found === null
             ? Effect.fail(notFound(id))
-            : found.evalRunId === null
+            : evalAccess.maySee(principal, found.evalRunId)
               ? Effect.succeed(found)
-              : Effect.as(Effect.mapError(evalAccess.allowed(principal), () => notFound(id)), found)
+              : Effect.fail(notFound(id))
         )
       )
 

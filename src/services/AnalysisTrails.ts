@@ -4,6 +4,7 @@ import { NotFound } from "../domain/Errors"
 import type { Principal } from "../domain/Principal"
 import { AgentRunsRepo } from "../repos/AgentRunsRepo"
 import { AuditRepo } from "../repos/AuditRepo"
+import { EvalAccess } from "./EvalAccess"
 
 const text = (value: unknown) => (typeof value === "string" ? value : null)
 
@@ -12,6 +13,7 @@ export class AnalysisTrails extends Effect.Service<AnalysisTrails>()("sluice/Ana
   effect: Effect.gen(function* () {
     const audit = yield* AuditRepo
     const runs = yield* AgentRunsRepo
+    const evalAccess = yield* EvalAccess
 
     const resolve = Effect.fn("AnalysisTrails.resolve")(function* (principal: Principal, queryId: string) {
       const row = yield* audit.byQueryId(principal.orgId, queryId)
@@ -19,7 +21,9 @@ export class AnalysisTrails extends Effect.Service<AnalysisTrails>()("sluice/Ana
       const parent = (row.details?.["parent"] ?? {}) as Record<string, unknown>
       const runId = text(parent["run_id"])
       const step = text(parent["step"])
-      const run = runId === null ? null : yield* runs.find(principal.orgId, runId)
+      const found = runId === null ? null : yield* runs.find(principal.orgId, runId)
+      // An evaluation task's run is its staff's (attack 39 F1): to anyone else, the query is the audit log's alone.
+      const run = found !== null && evalAccess.maySee(principal, found.evalRunId) ? found : null
       // The audit log keeps statements with their literals redacted; a caller who may query gets the run's own statement.
       const ran = run !== null && step !== null && principal.scopes.includes("query") ? yield* runs.eventOf(principal.orgId, run.run.id, `tool/${step}`) : null
       const ranThis = ran !== null && Array.isArray(ran["query_ids"]) && ran["query_ids"].includes(queryId) && ran["tool"] === "query_database"
@@ -42,5 +46,5 @@ export class AnalysisTrails extends Effect.Service<AnalysisTrails>()("sluice/Ana
 
     return { resolve } as const
   }),
-  dependencies: [AuditRepo.Default, AgentRunsRepo.Default]
+  dependencies: [AuditRepo.Default, AgentRunsRepo.Default, EvalAccess.Default]
 }) {}

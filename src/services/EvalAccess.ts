@@ -44,7 +44,10 @@ export class EvalAccess extends Effect.Service<EvalAccess>()("sluice/EvalAccess"
       } satisfies EvalAvailability
     })
 
-    return { staff, allowed, availability } as const
+    /** Whether the caller may see what an evaluation run owns (a task's agent run): its staff alone; anything an evaluation does not own, anyone the route lets. */
+    const maySee = (p: Principal, evalRunId: string | null) => (evalRunId === null || (isStaff(p) && isAllowed(p)))
+
+    return { staff, allowed, maySee, availability } as const
   }),
   dependencies: [ObjectStore.Default]
 }) {}

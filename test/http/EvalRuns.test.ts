@@ -12,6 +12,7 @@ import { request } from "../support/Http"
 import { Effect, Layer } from "effect"
 import { LOCAL_ORG, LOCAL_USER, UserId } from "../../src/domain/Ids"
 import { AgentRunsRepo } from "../../src/repos/AgentRunsRepo"
+import { AuditRepo } from "../../src/repos/AuditRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { CLOUD_ENCRYPTION, type Gateway, localKey, tempDataDir } from "../support/Gateway"
@@ -152,6 +153,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     fs.writeFileSync(path.join(repo, "evals/setup/prepare.py"), "import sluice\nr = sluice.query('select count(*) as n from orders')\nprint('prepared', r.rows)")
     fs.writeFileSync(path.join(repo, "evals/setup/hungry.py"), "b = bytearray(1024 * 1024 * 1024)\nprint('fed')")
     fs.writeFileSync(path.join(repo, "evals/setup/clean.py"), "print('cleaned')")
+    fs.writeFileSync(path.join(repo, "evals/setup/forge.py"), "raise Exception('the sandbox was killed: it went over its memory limit of 256 MiB')")
     fs.writeFileSync(path.join(repo, "evals/setup/notes.txt"), "not a script")
     fs.writeFileSync(path.join(repo, "evals/setup/slow.sql"), "select pg_sleep(60)")
     await git(["add", "-A"], repo)
@@ -436,14 +438,19 @@ tasks:
 tasks:
   - { id: scripted, class: read, prompt: "TASK revenue: total?", setup: setup/prepare.py, teardown: setup/clean.py, checks: [{ name: total, type: number, gold: 9030 }] }
   - { id: hungry, class: read, prompt: "TASK revenue: total?", setup: setup/hungry.py, checks: [{ name: total, type: number, gold: 9030 }] }
+  - { id: forger, class: read, prompt: "TASK revenue: total?", setup: setup/forge.py, checks: [{ name: total, type: number, gold: 9030 }] }
 `)
     const started = await start()
     expect(started.status, started.text).toBe(202)
     const run = await ended(started.json.id)
     expect(run.tasks.map((t: any) => [t.task_id, t.verdict])).toEqual([
       ["scripted", "CORRECT"],
-      ["hungry", "ERROR"]
+      ["hungry", "ERROR"],
+      ["forger", "ERROR"]
     ])
+    // A script that only says it went over the limit failed, and was not killed for memory: no oom_killed (attack 39 F2).
+    expect(run.tasks[2].detail).toMatch(/The task.s setup setup\/forge\.py failed: [\s\S]*Exception: the sandbox was killed/)
+    expect(run.tasks[2].detail).not.toMatch(/oom_killed/)
     // The setup queried through the gate as the task's key (the pinned connection); the teardown ran after grading.
     const log = (task: string, phase: string) => request(gateway.url, `/api/evals/runs/${run.id}/tasks/${task}/setup/${phase}/log`, { key: admin }).then((r) => r.text)
     expect(await log("scripted", "setup")).toBe("prepared [['42']]\n")
@@ -569,6 +576,17 @@ describe.skipIf(skip)("an evaluation task's agent run is its evaluation's (attac
       expect(cancel.status).toBe(404)
       expect((await request(gateway.url, "/api/agent-runs/run_of_an_eval_task", { key: staff })).json.status).toBe("queued")
       expect((await request(gateway.url, "/api/agent-runs/run_of_a_member", { key: member })).status).toBe(200)
+      // Nor does a query of its agent lead back to it: the analysis trail is the audit log's alone, literals redacted (attack 39 F1).
+      await gateway.runtime.runPromise(
+        Effect.gen(function* () {
+          yield* (yield* AgentRunsRepo).appendEvent(LOCAL_ORG, "run_of_an_eval_task", "tool/0/0", "tool_call", { tool: "query_database", sql: "select 4242 as secret_gold", query_ids: ["qry_eval"] })
+          const row = { timestamp: Math.floor(Date.now() / 1000), org_id: LOCAL_ORG, principal: "key:sp_task", key_id: null, user_id: LOCAL_USER, event_type: "query", method: null, route: "/api/agent-runs/run_of_an_eval_task", status: null, connection: "shop", sql: "select ? as secret_gold", outcome: "success" as const, block_reason: null, rows: 1, duration_ms: 1, client_ip: null, user_agent: null, request_id: "req_eval", details: { query_id: "qry_eval", parent: { run_id: "run_of_an_eval_task", step: "0/0" } } }
+          yield* (yield* AuditRepo).insertBatch([row])
+        }).pipe(Effect.provide(Layer.merge(AgentRunsRepo.Default, AuditRepo.Default)))
+      )
+      const trail = (key: string) => request(gateway.url, "/api/analysis-trails/resolve?query_id=qry_eval", { key }).then((r) => r.json)
+      expect(await trail(member)).toMatchObject({ run_id: null, sql: "select ? as secret_gold" })
+      expect(await trail(staff)).toMatchObject({ run_id: "run_of_an_eval_task", sql: "select 4242 as secret_gold" })
     } finally {
       await gateway.stop()
       await store.drop()

@@ -49,8 +49,8 @@ type ScriptPhase = "setup" | "teardown"
 /** How a task's script runs: Python in a sandbox of its own (any task), SQL in its branch (a write task's); anything else does not. */
 const scriptKind = (task: EvalTask, file: string) => (file.endsWith(".py") ? "python" : file.endsWith(".sql") && task.class === "write" ? "sql" : null)
 const scriptsRunHere = (task: EvalTask) => [task.setup, task.teardown].every((file) => file === undefined || scriptKind(task, file) !== null)
-// A script's sandbox a memory limit went over: killed by its cgroup, or (held by rlimits) out of memory in Python.
-const OUT_OF_MEMORY = /went over its memory limit|MemoryError/
+// How the gateway records a sandbox its cgroup killed for memory.
+const OUT_OF_MEMORY = /went over its memory limit/
 
 /** What a write task's checks read of each model it builds (and of each it names in `builds`). */
 const modelsWanted = (task: EvalTask): ReadonlyArray<ModelWanted> => {
@@ -199,12 +199,17 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         }
         const made = yield* Effect.either(sandboxes.create(principal, { connection_name: connection, label: `eval ${runId} task ${taskId} ${phase}`, timeout_seconds: timeoutSeconds }, { memoryMb: config.evalMemoryLimitMb }))
         if (Either.isLeft(made)) return yield* failed(`its sandbox could not start: ${made.left.message}`)
-        const result = yield* sandboxes.execute(principal, made.right.id, { code: text }).pipe(Effect.ensuring(Effect.ignore(sandboxes.remove(principal, made.right.id))), Effect.either)
-        if (Either.isLeft(result)) return yield* failed(result.left.message)
-        const { stdout, stderr, error, success } = result.right
+        const ran = yield* sandboxes.execute(principal, made.right.id, { code: text }).pipe(
+          // How the sandbox ended is the gateway's record of it (its process killed for memory), never what the script printed (attack 39 F2).
+          Effect.zip(Effect.map(Effect.either(sandboxes.get(principal, made.right.id)), (sandbox) => Either.isRight(sandbox) && sandbox.right.status === "error" && OUT_OF_MEMORY.test(sandbox.right.error ?? ""))),
+          Effect.ensuring(Effect.ignore(sandboxes.remove(principal, made.right.id))),
+          Effect.either
+        )
+        if (Either.isLeft(ran)) return yield* failed(ran.left.message)
+        const [{ stdout, stderr, error, success }, killedForMemory] = ran.right
         yield* log([stdout, stderr, error === null ? "" : `error: ${error}\n`].filter((part) => part !== "").join(""))
         if (success) return
-        if (error !== null && OUT_OF_MEMORY.test(error)) {
+        if (killedForMemory) {
           yield* repo.appendEvent(orgId, runId, `task/${taskId}/${phase}/oom`, "oom_killed", { task_id: taskId, phase, script: file, memory_limit_mb: config.evalMemoryLimitMb })
           return yield* failed(`oom_killed: it went over SP_EVAL_MEMORY_LIMIT (${config.evalMemoryLimitMb} MiB)`)
         }
