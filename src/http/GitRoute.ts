@@ -250,9 +250,11 @@ export const GitRouteLive = HttpApiBuilder.Router.use((router) =>
           incoming.resume()
           child.kill("SIGTERM")
         })
-        // Its end is the end of what went to git (inflated, counted: a gzip error comes after the raw body has all arrived), or its client leaving.
+        // Its end is the end of what went to git (inflated, counted: a gzip error comes after the raw body has all arrived), git's
+        // end (having read what it would), or its client leaving.
         body.once("end", () => Deferred.unsafeDone(settled, Exit.void))
         body.once("error", () => Deferred.unsafeDone(settled, Exit.void))
+        child.once("exit", () => Deferred.unsafeDone(settled, Exit.void))
         response.once("close", () => Deferred.unsafeDone(settled, Exit.void))
         body.pipe(child.stdin!)
         child.stdin!.on("error", () => undefined)
