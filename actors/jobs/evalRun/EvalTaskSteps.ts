@@ -10,7 +10,7 @@ import { EVAL_BRANCH_PROJECT, runBranchName, type TaskPhase, taskBranchName, tas
 import type { Cell, Table } from "../../../src/domain/grading/Tables"
 import { gradeStored, StoredEvidence } from "../../../src/domain/grading/StoredEvidence"
 import type { Unavailable } from "../../../src/domain/Errors"
-import type { OrgId } from "../../../src/domain/Ids"
+import type { KeyId, OrgId } from "../../../src/domain/Ids"
 import type { Principal } from "../../../src/domain/Principal"
 import { withoutSecrets } from "../../../src/domain/Text"
 import { startAgentRun } from "../../../src/jobs/AgentRunWorkflow"
@@ -41,6 +41,8 @@ const GOLD_SQL_ROWS = 10_000
 const MAX_EVIDENCE_CHARS = 16_000_000
 const TRANSCRIPT_EVENTS = 10_000
 const SCRIPT_MAX_BYTES = 1_000_000
+// What a task's key may do: read and query (its branch, where it has one, is a grant of its own).
+const TASK_SCOPES: ReadonlySet<"read" | "query"> = new Set(["read", "query"])
 /** The rows of each model a write task's capture keeps, by its capture mode. */
 const CAPTURED_ROWS = { fingerprint: 0, sample: 100, full: 10_000 } as const
 const SCRIPT_LOG_CHARS = 1_000_000
@@ -147,6 +149,10 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         )
       )
 
+    /** Who acts as a task's key (checked again: a revoked key acts as no one). */
+    const asTaskKey = (orgId: OrgId, userId: Principal["userId"], keyId: KeyId) =>
+      acting.actingAs({ orgId, userId, principalKind: "api_key", keyId }, TASK_SCOPES, "eval task")
+
     // A run's own copy of the warehouse is made once, by the first of its write tasks to need it.
     const makingRunBranch = yield* Effect.makeSemaphore(1)
 
@@ -248,11 +254,11 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           }
           const key = yield* keys.create(
             principal,
-            { name, scopes: ["read", "query"], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
+            { name, scopes: [...TASK_SCOPES], expires_at: new Date(Date.now() + TASK_KEY_HOURS * 3600_000) },
             { connections: [connection], ...(branch === undefined ? {} : { branch }), knowledgeOverlay: stored.run.settings.doc_ids }
           )
           const made = { key_id: key.id, ...(branch === undefined ? {} : { branch_name: branch.name }) }
-          const setUpAs = yield* acting.actingAs({ orgId, userId: stored.userId, principalKind: "api_key", keyId: key.id }, new Set(["read", "query"]), "eval task")
+          const setUpAs = yield* asTaskKey(orgId, stored.userId, key.id)
           const setup = yield* Effect.either(
             scriptsRunHere(task) && task.setup !== undefined
               ? Effect.zipRight(repo.setPhase(orgId, runId, taskId, "setup"), runScript(orgId, runId, taskId, task, "setup", set.files, setUpAs, connection))
@@ -273,7 +279,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
       Effect.gen(function* () {
         const row = yield* rowOf(orgId, runId, taskId)
         if (row.key_id === null) return yield* new TaskUnusable({ message: "the task's key is gone" })
-        return yield* acting.actingAs({ orgId, userId, principalKind: "api_key", keyId: row.key_id }, new Set(["read", "query"]), "eval task")
+        return yield* asTaskKey(orgId, userId, row.key_id)
       })
 
     /** Setup, then the built-in agent on the task's prompt as the task's key, waited for to its end or the task's timeout. */
@@ -459,7 +465,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           // Its script runs while its key and branch are there; what it printed or why it failed is its log alone (the task is graded).
           const task = yield* Effect.option(taskOf(set, taskId))
           if (row.key_id !== null && Option.isSome(task) && task.value.teardown !== undefined && scriptsRunHere(task.value)) {
-            const as = yield* Effect.either(acting.actingAs({ orgId, userId: stored.userId, principalKind: "api_key", keyId: row.key_id }, new Set(["read", "query"]), "eval task"))
+            const as = yield* Effect.either(asTaskKey(orgId, stored.userId, row.key_id))
             if (Either.isRight(as)) yield* Effect.ignore(runScript(orgId, runId, taskId, task.value, "teardown", set.files, as.right, stored.run.settings.connection_name))
           }
           if (row.key_id !== null) yield* keys.revoke(orgId, row.key_id)
