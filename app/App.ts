@@ -55,6 +55,7 @@ import { KnowledgeRepo } from "../src/repos/KnowledgeRepo"
 import { ReportsRepo } from "../src/repos/ReportsRepo"
 import { EvalConfigsRepo } from "../src/repos/EvalConfigsRepo"
 import { EvalAccess } from "../src/services/EvalAccess"
+import { EvalSandboxes } from "../src/services/EvalSandboxes"
 import { EvalConfigs } from "../src/services/EvalConfigs"
 import { EvalSets } from "../src/services/EvalSets"
 import { EvalUploads } from "../src/services/EvalUploads"
@@ -146,6 +147,7 @@ export const ServicesLive = Layer.mergeAll(
   RateLimits.Default,
   Reports.Default,
   EvalAccess.Default,
+  EvalSandboxes.Default,
   EvalConfigs.Default,
   EvalSets.Default,
   EvalUploads.Default,

@@ -46,6 +46,16 @@ export class SandboxProcessEnded extends Data.TaggedError("SandboxProcessEnded")
 /** Every slot holds a running sandbox. */
 export class NoFreeSlot extends Data.TaggedError("NoFreeSlot")<{ readonly slots: number }> {}
 
+/** What a running execute printed, as the runner sends it while the code runs. */
+export type OutputListener = (stream: "stdout" | "stderr", text: string) => void
+
+/** A piece of a live execute's output: the code may forge one (it shares the runner's interpreter), so it is only ever shown, never trusted. */
+const outputPiece = (message: unknown): { readonly stream: "stdout" | "stderr"; readonly text: string } | undefined => {
+  if (typeof message !== "object" || message === null) return undefined
+  const { output, stream } = message as { output?: unknown; stream?: unknown }
+  return typeof output === "string" && (stream === "stdout" || stream === "stderr") && Object.keys(message).length === 2 ? { stream, text: output } : undefined
+}
+
 /** A governed request the sandbox's `sluice` module sent over its socket, answered with a JSON-able value. */
 export type DataRequestHandler = (request: unknown) => Promise<unknown>
 
@@ -55,7 +65,8 @@ type LimitMechanism = { readonly kind: "cgroup-v1"; readonly memory: string; rea
 /** One running sandbox process: a Python interpreter under bubblewrap, asked one thing at a time. */
 export interface SandboxProcess {
   readonly pid: number
-  readonly execute: (code: string, timeoutMs: number) => Effect.Effect<ExecuteResult, SandboxProcessEnded>
+  /** Runs code; `onOutput` is given what it prints while it runs (the answer has it all, up to its cap). */
+  readonly execute: (code: string, timeoutMs: number, onOutput?: OutputListener) => Effect.Effect<ExecuteResult, SandboxProcessEnded>
   /** Saves its globals, name by name, and its work directory to `storageDir`, then ends the process; the names that could not be saved. */
   readonly snapshot: (storageDir: string) => Effect.Effect<{ readonly unpicklable: ReadonlyArray<string>; readonly bytes: number }, SandboxProcessEnded>
   /** Ends the process and removes its directories. */
@@ -695,6 +706,8 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         let diagnostics = ""
         for (const stream of [child.stdout, child.stderr]) stream?.on("data", (chunk: Buffer) => (diagnostics = (diagnostics + chunk.toString("utf8")).slice(-2000)))
         let waiting: { resolve: (message: any) => void; reject: (ended: SandboxProcessEnded) => void } | undefined
+        // Who hears the output of the execute under way, when it runs live.
+        let listening: OutputListener | undefined
         let endedBy: string | undefined
         let exited = false
         let released = false
@@ -740,6 +753,8 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
           Math.max(MAX_ANSWER_BYTES, parts.limits.outputChars * 12 + MAX_ANSWER_BYTES),
           () => waiting !== undefined,
           (message) => {
+            const piece = listening === undefined ? undefined : outputPiece(message)
+            if (piece !== undefined) return listening?.(piece.stream, piece.text)
             const current = waiting
             waiting = undefined
             current?.resolve(message)
@@ -786,7 +801,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         const sandbox: SandboxProcess = {
           pid: child.pid ?? -1,
           alive: () => !exited && endedBy === undefined,
-          execute: (code, timeoutMs) => {
+          execute: (code, timeoutMs, onOutput) => {
             const quota = parts.limits.diskMb * 1024 * 1024
             let checking: Promise<void> | undefined
             const overQuota = () =>
@@ -795,10 +810,19 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
                 if (bytes > quota) kill(`the sandbox was stopped: its work directory went over its ${parts.limits.diskMb} MiB disk quota`)
               }))
             return Effect.acquireUseRelease(
-              Effect.sync(() => setInterval(overQuota, DISK_CHECK_MS)),
-              () => asked({ op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars }, timeoutMs + HARD_DEADLINE_GRACE_MS, executeAnswer(parts.limits.outputChars)),
+              Effect.sync(() => {
+                listening = onOutput
+                return setInterval(overQuota, DISK_CHECK_MS)
+              }),
+              () =>
+                asked(
+                  { op: "execute", code, timeout_ms: timeoutMs, output_cap: parts.limits.outputChars, live: onOutput !== undefined },
+                  timeoutMs + HARD_DEADLINE_GRACE_MS,
+                  executeAnswer(parts.limits.outputChars)
+                ),
               (timer) =>
                 Effect.promise(async () => {
+                  listening = undefined
                   clearInterval(timer)
                   // Written faster than the checks: the process ends now, and its next call says why.
                   await checking

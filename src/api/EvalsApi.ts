@@ -6,7 +6,8 @@ import { InitiateUpload, UploadById, UploadSession } from "../domain/EvalUpload"
 import { EvalRun, EvalRunDetail, EvalRunProgress, StartEvalRun } from "../domain/EvalRun"
 import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
-import { Conflict, Forbidden, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
+import { Conflict, Forbidden, InvalidRequest, NotFound, RateLimited, Unavailable } from "../domain/Errors"
+import { EvalSandbox, EvalSandboxEvent, EvalSandboxName } from "../domain/EvalSandbox"
 import { EVIDENCE_FILES } from "../domain/EvalRun"
 import { JobEvent } from "../domain/JobEvent"
 import { docs, RateClass, RequiredScope } from "./Annotations"
@@ -14,6 +15,7 @@ import { Authentication } from "./Authentication"
 
 const ById = Schema.Struct({ id: ResourceId })
 const TaskId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.-]{1,64}$/, { message: () => "a task id" }))
+const BySandbox = Schema.Struct({ name: EvalSandboxName })
 const ByTask = Schema.Struct({ id: ResourceId, task: TaskId })
 const Json = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "application/json" }))
 const EVIDENCE_SCOPE_NOTE = "Needs the query scope: evidence quotes what the agent read."
@@ -224,6 +226,51 @@ export class EvalsApi extends HttpApiGroup.make("evals")
         docs(
           "Export a run's evidence",
           `A zip of the run's evidence (run.json as the run stands, each task's evidence and transcript), streamed as it is written. It stops before 256 MB; a TRUNCATED.txt entry then lists the files left out. ${EVIDENCE_SCOPE_NOTE}`
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listSandboxes", "/evals/sandboxes")
+      .setUrlParams(Schema.Struct({ run_id: Schema.optional(ResourceId) }))
+      .addSuccess(Schema.Struct({ items: Schema.Array(EvalSandbox) }))
+      .addError(InvalidRequest)
+      .addError(Forbidden)
+      .annotate(RequiredScope, "read")
+      .annotateContext(
+        docs(
+          "Live evaluation sandboxes",
+          "The sandboxes this gateway process runs for evaluation tasks' setup and teardown scripts (of one run with `run_id`), oldest first, and those that ended in the last 10 minutes (at most 8): each named `eval-<run>-<task>-<phase>`, with its status, memory limit, the characters its log holds and its latest event."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("sandboxEvents", "/evals/sandboxes/:name/events")
+      .setPath(BySandbox)
+      .addSuccess(Schema.Struct({ items: Schema.Array(EvalSandboxEvent) }))
+      .addError(Forbidden)
+      .addError(NotFound)
+      .annotate(RequiredScope, "read")
+      .annotateContext(
+        docs(
+          "An evaluation sandbox's events",
+          "What happened to it, in order, as the gateway saw it: `scheduled`, `started`, `failed_to_start`, `log_cut` (its log passed 1,000,000 characters), `oom_killed` (it went over SP_EVAL_MEMORY_LIMIT), `exited`, `removed`."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("sandboxLogStream", "/evals/sandboxes/:name/logs/stream")
+      .setPath(BySandbox)
+      .setUrlParams(Schema.Struct({ offset: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative({ message: () => "offset is a non-negative whole number" }))) }))
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })))
+      .addError(InvalidRequest)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(RateLimited)
+      .annotate(RequiredScope, "read")
+      .annotateContext(
+        docs(
+          "Follow an evaluation sandbox's log",
+          "Server-sent events: what its script prints as it prints it (`log` events with `stream`, `text` and `offset`; each event's id is the offset after it, so `Last-Event-ID` or `offset` resumes), a `heartbeat` every 15 s while it prints nothing, and `end` once it has ended and its log is all sent. A stream sends at most 2 MB and stays at most 30 minutes (then a `limit` event says where to resume). At most 8 streams are open at once on a gateway process: the ninth gets 429 with `Retry-After: 15`."
         )
       )
   )

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, type Stream } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
@@ -8,6 +8,10 @@ import { EvalSets } from "../services/EvalSets"
 import { EvalEvidence } from "../services/EvalEvidence"
 import { EvalRuns } from "../services/EvalRuns"
 import { EvalUploads } from "../services/EvalUploads"
+import { EvalSandboxes } from "../services/EvalSandboxes"
+import { Gate } from "../gate/Gate"
+import { eventStream } from "./EventStream"
+import { lastEventId } from "./RunEventsResponse"
 
 /** A stored object as a response: streamed from the store with its length; named for a download when `filename` is given. */
 const objectResponse = (object: { readonly size: number; readonly body: Stream.Stream<Uint8Array, unknown> }, contentType: string, filename?: string) =>
@@ -25,6 +29,8 @@ export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
     const uploads = yield* EvalUploads
     const runs = yield* EvalRuns
     const evidence = yield* EvalEvidence
+    const liveSandboxes = yield* EvalSandboxes
+    const gate = yield* Gate
     return handlers
       .handle("availability", () => Effect.flatMap(CurrentPrincipal, access.availability))
       .handle("getConfig", () => Effect.flatMap(CurrentPrincipal, configs.get))
@@ -48,6 +54,15 @@ export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
             objectResponse(f, path.file.endsWith(".json") ? "application/json" : "text/plain; charset=utf-8", `${path.task}-${path.file}`)
           )
         )
+      )
+      .handle("listSandboxes", ({ urlParams }) => Effect.flatMap(CurrentPrincipal, (p) => liveSandboxes.list(p, urlParams.run_id)))
+      .handle("sandboxEvents", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => liveSandboxes.events(p, path.name)))
+      .handleRaw("sandboxLogStream", ({ path, urlParams }) =>
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const offset = lastEventId(request.headers["last-event-id"]) ?? urlParams.offset ?? 0
+          return yield* eventStream(gate, yield* liveSandboxes.logStream(yield* CurrentPrincipal, path.name, offset))
+        })
       )
       .handleRaw("exportRun", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (p) =>

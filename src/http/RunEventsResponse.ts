@@ -28,7 +28,7 @@ const sse = (event: JobEvent | TextDelta) =>
   )
 
 /** The seq a client resumes after: digits only (Number would take "1e3" for 1000 and skip events). */
-const lastEventId = (header: string | undefined) => (header !== undefined && /^\d{1,15}$/.test(header) ? Number(header) : undefined)
+export const lastEventId = (header: string | undefined) => (header !== undefined && /^\d{1,15}$/.test(header) ? Number(header) : undefined)
 
 /**
  * A job's events as the caller asked for them: one JSON page, or with `Accept: text/event-stream`

@@ -3,7 +3,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Clock, Duration, Effect, Either, Fiber, Runtime } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
-import { DEFAULT_LIMITS, type SandboxProcess, SandboxProcesses } from "../../layers/SandboxProcesses"
+import { DEFAULT_LIMITS, type OutputListener, type SandboxProcess, SandboxProcesses } from "../../layers/SandboxProcesses"
 import { CapacityReached, Conflict, Gone, NotAvailableHere, NotFound, Unavailable } from "../domain/Errors"
 import { type OrgId, SandboxId } from "../domain/Ids"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
@@ -260,8 +260,8 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         return yield* new Conflict({ message: `The sandbox is ${row.status}${row.error === null ? "" : `: ${row.error}`}; create a new one` })
       })
 
-    /** Runs code in the caller's sandbox; its governed queries report their audit facts to `report`. */
-    const execute = Effect.fn("Sandboxes.execute")(function* (principal: Principal, id: string, input: ExecuteCode, report?: ChildReport) {
+    /** Runs code in the caller's sandbox; its governed queries report their audit facts to `report`, what it prints goes to `onOutput` as it runs. */
+    const execute = Effect.fn("Sandboxes.execute")(function* (principal: Principal, id: string, input: ExecuteCode, report?: ChildReport, onOutput?: OutputListener) {
       if (!config.selfHosted) return yield* notAvailable
       // A sandbox running here answers from memory; its owner and org never change.
       const here = live.get(SandboxId.make(id))
@@ -278,7 +278,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
           sandbox.report = report
           sandbox.caller = principal
           const timeoutMs = (input.timeout_seconds ?? row.timeout_seconds) * 1000
-          const outcome = yield* sandbox.process.execute(input.code, timeoutMs).pipe(
+          const outcome = yield* sandbox.process.execute(input.code, timeoutMs, onOutput).pipe(
             Effect.ensuring(
               Effect.flatMap(Clock.currentTimeMillis, (now) =>
                 Effect.sync(() => {

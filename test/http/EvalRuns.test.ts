@@ -9,6 +9,7 @@ import { evalSetUp } from "../support/EvalSet"
 import { eventually } from "../support/Eventually"
 import { git } from "../support/Git"
 import { request } from "../support/Http"
+import { followSse } from "../support/Sse"
 import { Effect, Layer } from "effect"
 import { LOCAL_ORG, LOCAL_USER, UserId } from "../../src/domain/Ids"
 import { AgentRunsRepo } from "../../src/repos/AgentRunsRepo"
@@ -153,6 +154,7 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     fs.writeFileSync(path.join(repo, "evals/setup/prepare.py"), "import sluice\nr = sluice.query('select count(*) as n from orders')\nprint('prepared', r.rows)")
     fs.writeFileSync(path.join(repo, "evals/setup/hungry.py"), "b = bytearray(1024 * 1024 * 1024)\nprint('fed')")
     fs.writeFileSync(path.join(repo, "evals/setup/clean.py"), "print('cleaned')")
+    fs.writeFileSync(path.join(repo, "evals/setup/paced.py"), "import time\nprint('loading', flush=True)\ntime.sleep(3)\nprint('loaded')")
     fs.writeFileSync(path.join(repo, "evals/setup/forge.py"), "raise Exception('the sandbox was killed: it went over its memory limit of 256 MiB')")
     fs.writeFileSync(path.join(repo, "evals/setup/notes.txt"), "not a script")
     fs.writeFileSync(path.join(repo, "evals/setup/slow.sql"), "select pg_sleep(60)")
@@ -459,8 +461,42 @@ tasks:
     expect(await log("hungry", "setup")).toMatch(/memory/i)
     const events = (await request(gateway.url, `/api/evals/runs/${run.id}/events`, { key: admin })).json.items
     expect(events).toEqual([expect.objectContaining({ type: "oom_killed", data: { task_id: "hungry", phase: "setup", script: "setup/hungry.py", memory_limit_mb: 256 } })])
+    // The live feed says so too, as a pod event of the script's sandbox; the forger's only exited.
+    const podEvents = (task: string) => request(gateway.url, `/api/evals/sandboxes/eval-${run.id.replace(/^evr_/, "")}-${task}-setup/events`, { key: admin }).then((r) => r.json.items.map((e: any) => e.type))
+    expect(await podEvents("hungry")).toEqual(["scheduled", "started", "oom_killed", "removed"])
+    expect(await podEvents("forger")).toEqual(["scheduled", "started", "exited", "removed"])
     // Each script's sandbox is gone with it.
     expect((await request(gateway.url, "/api/sandboxes", { key: admin })).json.items.filter((s: any) => s.status !== "stopped")).toEqual([])
+  }, 90_000)
+
+  it.skipIf(!sandboxesHere)("shows a script's sandbox live: listed while it runs, its log followed as it prints, its events, then its end", async () => {
+    await pushSet(`name: live
+tasks:
+  - { id: paced, class: read, prompt: "TASK revenue: total?", setup: setup/paced.py, checks: [{ name: total, type: number, gold: 9030 }] }
+`)
+    const started = await start()
+    expect(started.status, started.text).toBe(202)
+    const runHex = started.json.id.replace(/^evr_/, "")
+    const name = `eval-${runHex}-paced-setup`
+    const listed = await eventually(
+      async () => (await request(gateway.url, `/api/evals/sandboxes?run_id=${started.json.id}`, { key: admin })).json.items,
+      (items: any[]) => items.some((s) => s.name === name && s.status === "running"),
+      "the setup's sandbox running"
+    )
+    expect(listed.find((s: any) => s.name === name)).toMatchObject({ run_id: started.json.id, task_id: "paced", phase: "setup", script: "setup/paced.py", memory_limit_mb: 256, sandbox_id: expect.stringMatching(/^sbx_/) })
+    const followed = followSse(gateway.url, `/api/evals/sandboxes/${name}/logs/stream`, admin)
+    await eventually(async () => followed.events.filter((e) => e.event === "log").map((e) => e.data.text).join(""), (text) => text.includes("loading"), "the first line, live")
+    // Heard while the script still sleeps: it has not exited.
+    const meanwhile = (await request(gateway.url, `/api/evals/sandboxes/${name}/events`, { key: admin })).json.items.map((e: any) => e.type)
+    expect(meanwhile).toEqual(["scheduled", "started"])
+    expect((await followed.ended).broken).toBe(false)
+    expect(followed.events.filter((e) => e.event === "log").map((e) => e.data.text).join("")).toBe("loading\nloaded\n")
+    expect(followed.events.at(-1)).toMatchObject({ event: "end", data: { status: "ended", log: `/api/evals/runs/${started.json.id}/tasks/paced/setup/setup/log` } })
+    const events = (await request(gateway.url, `/api/evals/sandboxes/${name}/events`, { key: admin })).json.items.map((e: any) => e.type)
+    expect(events).toEqual(["scheduled", "started", "exited", "removed"])
+    const run = await ended(started.json.id)
+    expect(run.tasks.map((t: any) => [t.task_id, t.verdict])).toEqual([["paced", "CORRECT"]])
+    expect((await request(gateway.url, `/api/evals/runs/${run.id}/tasks/paced/setup/setup/log`, { key: admin })).text).toBe("loading\nloaded\n")
   }, 90_000)
 })
 

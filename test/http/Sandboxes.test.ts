@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LOCAL_ORG, UserId } from "../../src/domain/Ids"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
+import { Sandboxes } from "../../src/services/Sandboxes"
 import { eventually } from "../support/Eventually"
 import { type Gateway, localKey, tempDataDir } from "../support/Gateway"
 import { startIdentityProvider } from "../support/IdentityProvider"
@@ -172,6 +173,34 @@ describe("sandboxes (issue 29)", () => {
     const after = disk.json.success ? await execute(b, "print(1)") : disk.json
     expect(after).toMatchObject({ success: false, error: expect.stringMatching(/its 64 MiB disk quota/) })
   }, 120_000)
+
+  it.skipIf(skip)("hears what the code prints while it runs, in order, the whole of what it keeps even when its time runs out mid-print (issue 31's live logs)", async () => {
+    const live = (code: string, timeoutSeconds?: number) =>
+      gateway.runtime.runPromise(
+        Effect.gen(function* () {
+          const sandboxes = yield* Sandboxes
+          const made = yield* sandboxes.create(localOperator, { label: "live" })
+          const heard: Array<{ readonly stream: string; readonly text: string; readonly atMs: number }> = []
+          const started = performance.now()
+          const result = yield* sandboxes.execute(localOperator, made.id, { code, ...(timeoutSeconds === undefined ? {} : { timeout_seconds: timeoutSeconds }) }, undefined, (stream, text) =>
+            heard.push({ stream, text, atMs: performance.now() - started })
+          )
+          const after = yield* sandboxes.execute(localOperator, made.id, { code: "print('after')" })
+          yield* sandboxes.remove(localOperator, made.id)
+          return { heard, result, tookMs: performance.now() - started, after }
+        })
+      )
+    const paced = await live("import sys, time\nprint('one', flush=True)\nsys.stderr.write('two\\n')\ntime.sleep(1.5)\nprint('three')")
+    expect(paced.result).toMatchObject({ success: true, stdout: "one\nthree\n", stderr: "two\n" })
+    expect(paced.heard.map(({ stream, text }) => [stream, text])).toEqual([["stdout", "one\n"], ["stderr", "two\n"], ["stdout", "three\n"]])
+    // Heard while the code slept, not when it ended.
+    expect(paced.heard[0]!.atMs).toBeLessThan(paced.tookMs - 1000)
+    // Printing as fast as it can until its timeout: every character it kept was heard once, in order, and the sandbox goes on.
+    const flood = await live("while True: print('x' * 999)", 1)
+    expect(flood.result).toMatchObject({ success: false, error: expect.stringMatching(/timeout/) })
+    expect(flood.heard.map((piece) => piece.text).join("")).toBe(flood.result.stdout)
+    expect(flood.after).toMatchObject({ success: true, stdout: "after\n" })
+  }, 60_000)
 
   it.skipIf(skip)("idle sandboxes are snapshotted and resume transparently, ten cycles in a row losing nothing", async () => {
     const id = (await api("/api/sandboxes", { body: { timeout_seconds: 30 } })).json.id

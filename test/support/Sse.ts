@@ -7,16 +7,23 @@ export interface SseEvent {
 }
 
 /**
- * Follows a server-sent event stream until the server ends it (or the connection breaks), as an
- * EventSource would read it: `events` fills as they arrive; `ended` says how it ended.
+ * Follows a server-sent event stream until the server ends it (or the connection breaks, or
+ * `close`), as an EventSource would read it: `events` fills as they arrive; `answered` has the
+ * response's status and headers, `ended` how it ended; `bytes` counts the body.
  */
 export const followSse = (url: string, path: string, key: string, lastEventId?: string) => {
   const events: Array<SseEvent> = []
+  const counted = { bytes: 0 }
+  let answer: (response: http.IncomingMessage) => void = () => {}
+  const answered = new Promise<http.IncomingMessage>((resolve) => (answer = resolve))
+  let req: http.ClientRequest | undefined
   const ended = new Promise<{ readonly status: number; readonly broken: boolean }>((resolve) => {
-    const req = http.get(`${url}${path}`, { headers: { "x-api-key": key, accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) } }, (res) => {
+    req = http.get(`${url}${path}`, { headers: { "x-api-key": key, accept: "text/event-stream", ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) } }, (res) => {
+      answer(res)
       let buffer = ""
       res.setEncoding("utf8")
       res.on("data", (chunk: string) => {
+        counted.bytes += Buffer.byteLength(chunk)
         buffer += chunk
         let end: number
         while ((end = buffer.indexOf("\n\n")) >= 0) {
@@ -31,8 +38,9 @@ export const followSse = (url: string, path: string, key: string, lastEventId?: 
       })
       res.on("end", () => resolve({ status: res.statusCode ?? 0, broken: false }))
       res.on("error", () => resolve({ status: res.statusCode ?? 0, broken: true }))
+      res.on("close", () => resolve({ status: res.statusCode ?? 0, broken: !res.complete }))
     })
     req.on("error", () => resolve({ status: 0, broken: true }))
   })
-  return { events, ended }
+  return { events, ended, answered, counted, close: () => req?.destroy() }
 }

@@ -29,6 +29,8 @@ import { EvalQueries } from "../../../src/services/EvalQueries"
 import type { LoadedEvalSet } from "../../../src/services/EvalSets"
 import { RunEventsFeed } from "../../../src/services/RunEventsFeed"
 import { Sandboxes } from "../../../src/services/Sandboxes"
+import { EvalSandboxes } from "../../../src/services/EvalSandboxes"
+import type { ScriptPhase } from "../../../src/domain/EvalSandbox"
 import { EvalRunLifecycle } from "./EvalRunLifecycle"
 
 const DEFAULT_TASK_TIMEOUT_SECONDS = 300
@@ -47,7 +49,6 @@ const TASK_SCOPES: ReadonlySet<"read" | "query"> = new Set(["read", "query"])
 const CAPTURED_ROWS = { fingerprint: 0, sample: 100, full: 10_000 } as const
 const SCRIPT_LOG_CHARS = 1_000_000
 
-type ScriptPhase = "setup" | "teardown"
 /** How a task's script runs: Python in a sandbox of its own (any task), SQL in its branch (a write task's); anything else does not. */
 const scriptKind = (task: EvalTask, file: string) => (file.endsWith(".py") ? "python" : file.endsWith(".sql") && task.class === "write" ? "sql" : null)
 const scriptsRunHere = (task: EvalTask) => [task.setup, task.teardown].every((file) => file === undefined || scriptKind(task, file) !== null)
@@ -108,6 +109,7 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const branches = yield* DbBranches
     const statements = yield* BranchStatements
     const sandboxes = yield* Sandboxes
+    const liveSandboxes = yield* EvalSandboxes
     const config = yield* AppConfig
     const audit = yield* Audit
 
@@ -203,15 +205,28 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
           if (Either.isLeft(ran)) return yield* failed(ran.left.message)
           return yield* log(`${file}: ${ran.right.command} done${ran.right.row_count === null ? "" : ` (${ran.right.row_count} rows)`}\n`)
         }
-        const made = yield* Effect.either(sandboxes.create(principal, { connection_name: connection, label: `eval ${runId} task ${taskId} ${phase}`, timeout_seconds: timeoutSeconds }, { memoryMb: config.evalMemoryLimitMb }))
-        if (Either.isLeft(made)) return yield* failed(`its sandbox could not start: ${made.left.message}`)
-        const ran = yield* sandboxes.execute(principal, made.right.id, { code: text }).pipe(
-          // How the sandbox ended is the gateway's record of it (its process killed for memory), never what the script printed (attack 39 F2).
-          Effect.zip(Effect.map(Effect.either(sandboxes.get(principal, made.right.id)), (sandbox) => Either.isRight(sandbox) && sandbox.right.status === "error" && OUT_OF_MEMORY.test(sandbox.right.error ?? ""))),
-          Effect.ensuring(Effect.ignore(sandboxes.remove(principal, made.right.id))),
-          Effect.either
+        const ran = yield* liveSandboxes.track({ orgId, runId, taskId, phase, script: file, memoryMb: config.evalMemoryLimitMb }, (live) =>
+          Effect.gen(function* () {
+            const made = yield* Effect.either(sandboxes.create(principal, { connection_name: connection, label: `eval ${runId} task ${taskId} ${phase}`, timeout_seconds: timeoutSeconds }, { memoryMb: config.evalMemoryLimitMb }))
+            if (Either.isLeft(made)) {
+              live.event("failed_to_start", made.left.message)
+              return Either.left(`its sandbox could not start: ${made.left.message}`)
+            }
+            live.started(made.right.id)
+            const executed = yield* sandboxes.execute(principal, made.right.id, { code: text }, undefined, live.output).pipe(
+              // How the sandbox ended is the gateway's record of it (its process killed for memory), never what the script printed (attack 39 F2).
+              Effect.zip(Effect.map(Effect.either(sandboxes.get(principal, made.right.id)), (sandbox) => Either.isRight(sandbox) && sandbox.right.status === "error" && OUT_OF_MEMORY.test(sandbox.right.error ?? ""))),
+              Effect.ensuring(Effect.ignore(sandboxes.remove(principal, made.right.id))),
+              Effect.either
+            )
+            if (Either.isLeft(executed)) return Either.left(executed.left.message)
+            const [result, killedForMemory] = executed.right
+            if (killedForMemory) live.event("oom_killed", `it went over SP_EVAL_MEMORY_LIMIT (${config.evalMemoryLimitMb} MiB)`)
+            else live.event("exited", result.success ? "the script ended" : `the script failed: ${(result.error ?? "it ended with an error").slice(0, 500)}`)
+            return Either.right(executed.right)
+          })
         )
-        if (Either.isLeft(ran)) return yield* failed(ran.left.message)
+        if (Either.isLeft(ran)) return yield* failed(ran.left)
         const [{ stdout, stderr, error, success }, killedForMemory] = ran.right
         yield* log([stdout, stderr, error === null ? "" : `error: ${error}\n`].filter((part) => part !== "").join(""))
         if (success) return
@@ -480,5 +495,5 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
 
     return { provision, agent, grade, capture, teardown } as const
   }),
-  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default, Sandboxes.Default, Audit.Default]
+  dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default, Sandboxes.Default, EvalSandboxes.Default, Audit.Default]
 }) {}

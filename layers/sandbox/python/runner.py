@@ -5,6 +5,7 @@ between calls, as in a REPL; `snapshot` and `restore` save and load them name by
 value that cannot be pickled costs only its own name.
 """
 import builtins
+import collections
 import io
 import json
 import os
@@ -12,6 +13,7 @@ import pickle
 import signal
 import struct
 import sys
+import threading
 import time
 import traceback
 
@@ -37,16 +39,62 @@ def receive():
     return json.loads(read_exactly(length))
 
 
+# The loop and a live execute's feed both write on fd 4, one whole message at a time.
+ANSWERING = threading.Lock()
+
+
 def answer(message):
     data = json.dumps(message).encode()
-    ANSWERS.write(struct.pack(">I", len(data)) + data)
+    with ANSWERING:
+        ANSWERS.write(struct.pack(">I", len(data)) + data)
+
+
+class LiveFeed:
+    """What an execute prints, sent to the gateway as `output` messages while it runs, at most every
+    0.2 s. A thread of its own writes them: a timeout raised in the code never cuts one in half."""
+
+    INTERVAL = 0.2
+    PIECE = 65536
+
+    def __init__(self):
+        self.pending = collections.deque()
+        self.open = True
+        self.closed = threading.Event()
+        # One sender at a time, so pieces go out in the order they were printed.
+        self.sending = threading.Lock()
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def push(self, stream, text):
+        if self.open:
+            self.pending.append((stream, text))
+
+    def send(self):
+        with self.sending:
+            while self.pending:
+                stream, text = self.pending.popleft()
+                while self.pending and self.pending[0][0] == stream and len(text) < self.PIECE:
+                    text += self.pending.popleft()[1]
+                for at in range(0, len(text), self.PIECE):
+                    answer({"output": text[at : at + self.PIECE], "stream": stream})
+
+    def run(self):
+        while not self.closed.wait(self.INTERVAL):
+            self.send()
+
+    def close(self):
+        """Sends what is left; what the code's threads print later goes nowhere."""
+        self.open = False
+        self.closed.set()
+        self.send()
 
 
 class CappedOutput(io.TextIOBase):
     """What the code prints, kept up to `cap` characters; the rest is counted, not kept."""
 
-    def __init__(self, cap):
+    def __init__(self, cap, feed=None, name=None):
         self.cap = cap
+        self.feed = feed
+        self.name = name
         self.parts = []
         self.kept = 0
         self.truncated = False
@@ -64,6 +112,8 @@ class CappedOutput(io.TextIOBase):
         if text:
             self.parts.append(text)
             self.kept += len(text)
+            if self.feed is not None:
+                self.feed.push(self.name, text)
         return len(text)
 
     def value(self):
@@ -84,8 +134,9 @@ namespace = {"__name__": "__main__", "__builtins__": builtins}
 
 
 def execute(request):
-    stdout = CappedOutput(request["output_cap"])
-    stderr = CappedOutput(request["output_cap"])
+    feed = LiveFeed() if request.get("live") else None
+    stdout = CappedOutput(request["output_cap"], feed, "stdout")
+    stderr = CappedOutput(request["output_cap"], feed, "stderr")
     error = None
     started = time.perf_counter()
     sys.stdout, sys.stderr = stdout, stderr
@@ -107,6 +158,8 @@ def execute(request):
         error = "".join(traceback.format_list(frames) + traceback.format_exception_only(kind, value)).rstrip()
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        if feed is not None:
+            feed.close()
     return {
         "success": error is None,
         "stdout": stdout.value(),
