@@ -2,11 +2,12 @@ import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { promisify } from "node:util"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import type { ProjectFiles } from "../src/domain/DbtProject"
 import type { SetFiles } from "../src/domain/EvalSet"
 import { Unavailable } from "../src/domain/Errors"
 import { AppConfig } from "./AppConfig"
+import { diskBytes } from "./DiskUsage"
 
 const run = promisify(execFile)
 
@@ -55,6 +56,22 @@ export interface BackendRequest {
   readonly protectedRefs: ReadonlyArray<string>
   readonly pushReport: string | null
 }
+
+/** A fetch of one ref from a git remote over http(s), as the gateway allows it. */
+export interface RemoteFetch {
+  readonly url: string
+  /** A branch, tag or commit; null for the remote's HEAD. */
+  readonly ref: string | null
+  /** The addresses its host was checked to have: git dials these alone (a name that resolves elsewhere later is not followed). */
+  readonly addresses: ReadonlyArray<string>
+  /** Sent as HTTP Basic's password. */
+  readonly token: Redacted.Redacted<string> | null
+  /** What the repository may take on disk; a fetch that would go past it is stopped. */
+  readonly maxBytes: number
+  readonly timeoutMs: number
+}
+
+const SIZE_CHECK_MS = 250
 
 /**
  * Workspace projects' bare repositories under SP_REPOS_DIR (a folder per project, named by its id),
@@ -174,10 +191,87 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
       }
     }
 
+    /**
+     * The commit `remote.ref` names on a git remote, fetched (only it, shallow) into `repository`:
+     * over http(s) alone, to the checked addresses alone, no redirect followed, no credential
+     * helper or prompt, the token in the environment (never an argument), stopped past its size or
+     * time. Why it failed is git's own words, the token never among them.
+     */
+    const fetchRemote = Effect.fn("GitRepositories.fetchRemote")(function* (repository: string, remote: RemoteFetch) {
+      const dir = pathOf(repository)
+      // A cache of earlier fetches past half its cap starts again, so fetches of a remote that changes do not pile up.
+      if ((yield* Effect.promise(() => diskBytes(dir, remote.maxBytes / 2))) > remote.maxBytes / 2) yield* remove(repository)
+      yield* Effect.tryPromise({ try: () => fs.access(path.join(dir, "HEAD")), catch: () => "missing" as const }).pipe(
+        Effect.catchAll(() => git(["init", "--quiet", "--bare", dir], "created"))
+      )
+      const url = new URL(remote.url)
+      const scheme = url.protocol === "https:" ? "https" : "http"
+      const port = url.port === "" ? (scheme === "https" ? "443" : "80") : url.port
+      const pinned = remote.addresses.map((address) => (address.includes(":") ? `[${address}]` : address)).join(",")
+      const secret = remote.token === null ? null : Redacted.value(remote.token)
+      const settings = [
+        ["protocol.allow", "never"],
+        [`protocol.${scheme}.allow`, "always"],
+        ["http.followRedirects", "false"],
+        ["http.curloptResolve", `${url.hostname}:${port}:${pinned}`],
+        ["credential.helper", ""],
+        ["http.lowSpeedLimit", "1024"],
+        ["http.lowSpeedTime", "30"],
+        ...(secret === null ? [] : [["http.extraHeader", `Authorization: Basic ${Buffer.from(`x-access-token:${secret}`).toString("base64")}`]])
+      ]
+      const env = {
+        ...gitEnv,
+        GIT_CONFIG_COUNT: String(settings.length),
+        ...Object.fromEntries(settings.flatMap(([key, value], i) => [[`GIT_CONFIG_KEY_${i}`, key], [`GIT_CONFIG_VALUE_${i}`, value]]))
+      }
+      const args = ["--git-dir", dir, "fetch", "--quiet", "--depth", "1", "--no-tags", "--no-recurse-submodules", "--end-of-options", remote.url, remote.ref ?? "HEAD"]
+      const tooLarge = `it is larger than ${Math.round(remote.maxBytes / 1024 / 1024)} MiB`
+      const failure = yield* Effect.async<string | null>((resume) => {
+        const child = spawn("git", args, { env, stdio: ["ignore", "ignore", "pipe"] })
+        let stderr = ""
+        let stopped: string | null = null
+        child.stderr!.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(0, 4000)))
+        const stop = (why: string) => {
+          stopped ??= why
+          child.kill("SIGKILL")
+        }
+        const timer = setTimeout(() => stop(`it took longer than ${remote.timeoutMs / 1000} s`), remote.timeoutMs)
+        let checking = false
+        const sizes = setInterval(() => {
+          if (checking) return
+          checking = true
+          void diskBytes(dir, remote.maxBytes).then((bytes) => {
+            checking = false
+            if (bytes > remote.maxBytes) stop(tooLarge)
+          })
+        }, SIZE_CHECK_MS)
+        child.on("error", () => stop("git could not be started"))
+        child.on("close", (code) => {
+          clearTimeout(timer)
+          clearInterval(sizes)
+          if (stopped !== null) return resume(Effect.succeed(stopped))
+          // Faster than the checks: what it fetched is measured once more.
+          if (code === 0) return void diskBytes(dir, remote.maxBytes).then((bytes) => resume(Effect.succeed(bytes > remote.maxBytes ? tooLarge : null)))
+          const said = stderr.split("\n").map((line) => line.replace(/^(fatal|error): /, "").trim()).find((line) => line.length > 0) ?? `git ended with ${code}`
+          // Refused, git would ask for a user and password, which it may not.
+          if (/^could not read (Username|Password)/.test(said)) return resume(Effect.succeed(`the remote refused access ${secret === null ? "(no token was sent)" : "with the token sent"}`))
+          resume(Effect.succeed(secret === null ? said : said.replaceAll(secret, "<token>")))
+        })
+        return Effect.sync(() => stop("it was given up"))
+      })
+      if (failure !== null) {
+        // What a stopped fetch left (a pack part way) is not kept.
+        yield* remove(repository)
+        return yield* new Unavailable({ message: `The eval remote could not be fetched: ${failure}` })
+      }
+      const commit = yield* git(["--git-dir", dir, "rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}"], "read")
+      return commit.stdout.trim()
+    })
+
     /** Whether the repository has a commit on `ref`. */
     const hasBranch = (repository: string, ref: string) =>
       Effect.promise(() => run("git", ["--git-dir", pathOf(repository), "rev-parse", "--verify", "--quiet", `refs/heads/${ref}`], { env: gitEnv }).then(() => true, () => false))
 
-    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile, treeFiles, hasBranch, resolveCommit, commitFiles } as const
+    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile, treeFiles, hasBranch, resolveCommit, commitFiles, fetchRemote } as const
   })
 }) {}

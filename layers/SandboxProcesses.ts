@@ -9,6 +9,7 @@ import * as path from "node:path"
 import { promisify } from "node:util"
 import { Data, Effect, Option, Schema } from "effect"
 import { AppConfig } from "./AppConfig"
+import { diskBytes } from "./DiskUsage"
 import { PACKAGE_ROOT } from "./PackageRoot"
 
 /** What one sandbox process may use. */
@@ -41,8 +42,12 @@ export interface ExecuteResult {
 
 /** The sandbox cannot run here: no bubblewrap, no Python, namespaces refused; `message` says what to install or change. */
 export class SandboxesUnavailable extends Data.TaggedError("SandboxesUnavailable")<{ readonly message: string }> {}
-/** The process ended or was ended while it was asked something; `reason` says why in the user's terms. */
-export class SandboxProcessEnded extends Data.TaggedError("SandboxProcessEnded")<{ readonly reason: string }> {}
+/**
+ * The process ended or was ended while it was asked something; `reason` says why in the user's
+ * terms. `outOfMemory`: its cgroup says it was killed for memory (the gateway's own record, never
+ * anything the code sent).
+ */
+export class SandboxProcessEnded extends Data.TaggedError("SandboxProcessEnded")<{ readonly reason: string; readonly outOfMemory?: boolean }> {}
 /** Every slot holds a running sandbox. */
 export class NoFreeSlot extends Data.TaggedError("NoFreeSlot")<{ readonly slots: number }> {}
 
@@ -315,34 +320,6 @@ const copyRegularFile = async (from: string, to: string) => {
   } finally {
     await source.close()
   }
-}
-
-const STATS_AT_ONCE = 64
-// What each file or folder counts at least: a block of the disk's, so many empty files (each an inode) count as what they cost.
-const ENTRY_BYTES = 4096
-
-/**
- * The disk a directory's tree takes, never following a link: a file counts its size or its blocks,
- * whichever is more (a sparse file takes its whole size once copied), and every entry a block at
- * least. Off the event loop (code can make many thousands of files), and it stops counting once
- * past `stopAbove` (so a folder of millions of files costs a bounded scan).
- */
-const diskBytes = async (dir: string, stopAbove = Number.POSITIVE_INFINITY): Promise<number> => {
-  let total = 0
-  const pending = [dir]
-  while (pending.length > 0 && total <= stopAbove) {
-    const current = pending.pop()!
-    const names = await fsp.readdir(current).catch(() => [] as Array<string>)
-    for (let i = 0; i < names.length && total <= stopAbove; i += STATS_AT_ONCE) {
-      const found = await Promise.all(names.slice(i, i + STATS_AT_ONCE).map((name) => fsp.lstat(path.join(current, name)).then((stat) => ({ name, stat }), () => undefined)))
-      for (const entry of found) {
-        if (entry === undefined) continue
-        total += Math.max(entry.stat.blocks * 512, entry.stat.isFile() ? entry.stat.size : 0, ENTRY_BYTES)
-        if (entry.stat.isDirectory()) pending.push(path.join(current, entry.name))
-      }
-    }
-  }
-  return total
 }
 
 const CHOWNS_AT_ONCE = 64
@@ -706,6 +683,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         let diagnostics = ""
         for (const stream of [child.stdout, child.stderr]) stream?.on("data", (chunk: Buffer) => (diagnostics = (diagnostics + chunk.toString("utf8")).slice(-2000)))
         let waiting: { resolve: (message: any) => void; reject: (ended: SandboxProcessEnded) => void } | undefined
+        let outOfMemory = false
         // Who hears the output of the execute under way, when it runs live.
         let listening: OutputListener | undefined
         let endedBy: string | undefined
@@ -731,9 +709,10 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         }
         child.on("exit", (code, signal) => {
           exited = true
+          outOfMemory = endedBy === undefined && parts.cgroups.outOfMemory()
           const reason =
             endedBy ??
-            (parts.cgroups.outOfMemory()
+            (outOfMemory
               ? `the sandbox was killed: it went over its memory limit of ${parts.limits.memoryMb} MiB`
               : signal === "SIGXCPU" || code === 128 + 24
                 ? `the sandbox was killed: it used its ${parts.limits.cpuSeconds} s of CPU time`
@@ -743,7 +722,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
                     ? "the sandbox could not join its cgroups"
                     : `the sandbox's interpreter ended (exit code ${code ?? signal})`)
           endedBy = reason
-          waiting?.reject(new SandboxProcessEnded({ reason }))
+          waiting?.reject(new SandboxProcessEnded({ reason, outOfMemory }))
           waiting = undefined
           if (!holdFiles) release()
         })
@@ -763,7 +742,7 @@ export class SandboxProcesses extends Effect.Service<SandboxProcesses>()("sluice
         )
         const ask = (message: unknown, deadlineMs: number) =>
           new Promise<any>((resolveAnswer, rejectAnswer) => {
-            if (exited || endedBy !== undefined) return rejectAnswer(new SandboxProcessEnded({ reason: endedBy ?? "the sandbox process has ended" }))
+            if (exited || endedBy !== undefined) return rejectAnswer(new SandboxProcessEnded({ reason: endedBy ?? "the sandbox process has ended", outOfMemory }))
             waiting = { resolve: resolveAnswer, reject: rejectAnswer }
             const timer = setTimeout(() => kill(`the sandbox was stopped: its code ran ${Math.round(deadlineMs / 1000)} s and did not stop at its timeout`), deadlineMs)
             const clear = () => clearTimeout(timer)

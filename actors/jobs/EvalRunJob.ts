@@ -31,6 +31,7 @@ export const EvalRunJob = EvalRunWorkflow.toLayer(({ runId, orgId: org }) =>
         yield* lifecycle.holdLease(orgId, runId)
         yield* Effect.forkScoped(renewing)
         const taskIds = yield* step("begin", Schema.Array(Schema.String), lifecycle.begin(orgId, runId))
+        yield* step("prepare", Schema.Void, tasks.prepare(orgId, runId, taskIds))
         yield* Effect.forEach(
           taskIds,
           (taskId) =>

@@ -1,20 +1,16 @@
-import { Duration, Effect, Equal, Hash, Option, RcMap, Redacted, Runtime, type Scope } from "effect"
+import { Duration, Effect, Equal, Hash, RcMap, Runtime, type Scope } from "effect"
 import type { ConnectionInput, DbType } from "../../src/domain/Connection"
 import { AppConfig } from "../AppConfig"
 import { ConnectorError, type ConnectorPool, type EgressPolicy, type Endpoint } from "./Connector"
 import { CONNECTORS } from "./Connectors"
 import { makeScrubber } from "./DriverErrors"
-import { allowAnyTarget, guardedEgress, pinnedLookup } from "./EgressPolicy"
+import { allowAnyTarget, gatewayEgress, pinnedLookup } from "./EgressPolicy"
 import { openTunnel } from "./SshTunnel"
 import { openPostgresSession, PostgresConnector, type SessionLogin } from "./Postgres"
 
 const IDLE_TTL = Duration.minutes(5)
 
 /** host:port of a store or Redis URL, which tenants' connections must never reach. */
-const endpointOf = (url: Redacted.Redacted<string>): Option.Option<Endpoint> =>
-  Option.flatMap(Option.liftThrowable(() => new URL(Redacted.value(url)))(), (u) =>
-    u.hostname === "" ? Option.none() : Option.some({ host: u.hostname.replace(/^\[|\]$/g, ""), port: Number(u.port || (u.protocol.startsWith("redis") ? 6379 : 5432)) })
-  )
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
 /** What to open: one stored connection at one version, with its secrets. */
@@ -113,12 +109,7 @@ export const openTarget = (target: PoolTarget, egress: EgressPolicy = allowAnyTa
 export class ConnectorPools extends Effect.Service<ConnectorPools>()("sluice/ConnectorPools", {
   scoped: Effect.gen(function* () {
     const config = yield* AppConfig
-    const egress = config.selfHosted
-      ? allowAnyTarget
-      : yield* guardedEgress({
-          allowLoopback: config.egressAllowLoopback,
-          reserved: [config.databaseUrl, config.redisUrl].flatMap((url) => Option.toArray(Option.flatMap(url, endpointOf)))
-        })
+    const egress = yield* gatewayEgress(config)
     const open = new Map<string, PoolInfo>()
     const pools: RcMap.RcMap<PoolKey, ConnectorPool, ConnectorError> = yield* RcMap.make({
       // RcMap would hand a failed open to every request for its idle time; forgotten, the next request opens again.

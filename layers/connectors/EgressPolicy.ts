@@ -3,7 +3,7 @@ import { lookup } from "node:dns/promises"
 import type { Agent } from "node:http"
 import { BlockList, isIP, type LookupFunction, Socket } from "node:net"
 import { networkInterfaces } from "node:os"
-import { Deferred, Effect, type Exit } from "effect"
+import { Deferred, Effect, type Exit, Option, Redacted } from "effect"
 import { ConnectorError, type EgressPolicy, type Endpoint } from "./Connector"
 
 /** A host as an address parser reads it: no IPv6 brackets, no zone id (fe80::1%eth0 is fe80::1). */
@@ -97,6 +97,29 @@ export const guardedEgress = (options: {
       })
     return { check }
   })
+
+const endpointOf = (url: Redacted.Redacted<string>): Option.Option<Endpoint> =>
+  Option.flatMap(Option.liftThrowable(() => new URL(Redacted.value(url)))(), (u) =>
+    u.hostname === "" ? Option.none() : Option.some({ host: u.hostname.replace(/^\[|\]$/g, ""), port: Number(u.port || (u.protocol.startsWith("redis") ? 6379 : 5432)) })
+  )
+
+/**
+ * Where the gateway may go for what a tenant names (a connection's database, an eval set's git
+ * remote): anywhere on a self-hosted gateway; in cloud, the guarded egress, never the gateway's
+ * own store or Redis.
+ */
+export const gatewayEgress = (config: {
+  readonly selfHosted: boolean
+  readonly egressAllowLoopback: boolean
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly redisUrl: Option.Option<Redacted.Redacted<string>>
+}): Effect.Effect<EgressPolicy> =>
+  config.selfHosted
+    ? Effect.succeed(allowAnyTarget)
+    : guardedEgress({
+        allowLoopback: config.egressAllowLoopback,
+        reserved: [config.databaseUrl, config.redisUrl].flatMap((url) => Option.toArray(Option.flatMap(url, endpointOf)))
+      })
 
 /**
  * A DNS lookup for a connection's HTTP agent: it answers only the connection's own host, with the

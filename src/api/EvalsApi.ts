@@ -260,7 +260,12 @@ export class EvalsApi extends HttpApiGroup.make("evals")
   .add(
     HttpApiEndpoint.get("sandboxLogStream", "/evals/sandboxes/:name/logs/stream")
       .setPath(BySandbox)
-      .setUrlParams(Schema.Struct({ offset: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative({ message: () => "offset is a non-negative whole number" }))) }))
+      .setUrlParams(
+        Schema.Struct({
+          // Digits alone, as Last-Event-ID is read: a number parser would take 1e3 or 0x10 (attack 40 F5).
+          offset: Schema.optional(Schema.compose(Schema.String.pipe(Schema.pattern(/^\d{1,15}$/, { message: () => "offset is a whole number of characters, in digits" })), Schema.NumberFromString))
+        })
+      )
       .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })))
       .addError(InvalidRequest)
       .addError(Forbidden)

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ConnectionName } from "./Connection"
+import { SecretName } from "./Secrets"
 import { noNul } from "./Text"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
@@ -32,7 +33,24 @@ const SetFolder = Schema.String.pipe(
 )
 const GitRef = Schema.String.pipe(Schema.pattern(/^(?!-)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}$/, { message: () => "ref must be a branch, tag or commit" }))
 
-/** The eval set: a folder of a workspace project's repository (at a branch, tag or commit), or an uploaded archive. */
+/**
+ * A git remote the gateway fetches an eval set from: https (http too, for a self-hosted gateway's
+ * own network), a host and a path; no user or password in it (a token is an organization secret),
+ * no query or fragment.
+ */
+export const RemoteUrl = Schema.String.pipe(
+  Schema.maxLength(500, { message: () => "url is at most 500 characters" }),
+  Schema.filter(
+    (url) => {
+      const parsed = URL.canParse(url) ? new URL(url) : null
+      if (parsed === null || !/^https?:\/\/[^/?#@\s]+\/[^?#\s]*$/.test(url)) return "url is an http(s) address of a git repository: https://host/path, without a user, password, query or fragment"
+      return parsed.protocol === "https:" || parsed.protocol === "http:" ? true : "url must be https:// (or http://)"
+    },
+    { identifier: "RemoteUrl" }
+  )
+)
+
+/** The eval set: a folder of a workspace project's repository or of a git remote (at a branch, tag or commit), or an uploaded archive. */
 export const EvalSetSource = Schema.Union(
   Schema.Struct({
     kind: Schema.Literal("repository"),
@@ -40,6 +58,15 @@ export const EvalSetSource = Schema.Union(
     path: SetFolder,
     /** Default: the project's default branch. */
     ref: Schema.NullOr(GitRef)
+  }).annotations(strict),
+  Schema.Struct({
+    kind: Schema.Literal("remote"),
+    url: RemoteUrl,
+    path: SetFolder,
+    /** Default: the remote's default branch (its HEAD). */
+    ref: Schema.NullOr(GitRef),
+    /** The organization secret holding a token for a private remote (sent as HTTP Basic's password). */
+    secret_name: Schema.optionalWith(Schema.NullOr(SecretName), { default: () => null })
   }).annotations(strict),
   Schema.Struct({ kind: Schema.Literal("upload"), upload_id: Schema.String.pipe(Schema.pattern(/^upl_[0-9a-f]{32}$/, { message: () => "not an upload's id" })) }).annotations(strict)
 )

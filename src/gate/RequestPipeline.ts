@@ -90,6 +90,9 @@ const readJson = (response: HttpServerResponse.HttpServerResponse): Record<strin
   return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null
 }
 
+/** A decode issue says what was expected, never the value sent: that may be a password or a token (in a URL, a union's other member). */
+const withoutValue = (message: string) => message.replace(/, actual [\s\S]*$/, "")
+
 /** Every error leaves as `{code, message, …}`: no class tags, stack traces or empty bodies. */
 const normalizeError = (response: HttpServerResponse.HttpServerResponse) => {
   if (response.status < 400) return response
@@ -101,7 +104,7 @@ const normalizeError = (response: HttpServerResponse.HttpServerResponse) => {
     _tag === "HttpApiDecodeError" && Array.isArray(issues)
       ? issues.map((issue: { path?: ReadonlyArray<unknown>; message?: unknown }) => ({
           path: issue.path ?? [],
-          message: String(issue.message)
+          message: withoutValue(String(issue.message))
         }))
       : null
   const normalized =

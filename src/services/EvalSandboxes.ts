@@ -16,18 +16,31 @@ export const LOG_STREAM_LIMITS = { bytes: 2 * 1024 * 1024, ms: 30 * 60_000, hear
 export type LogStreamLimits = typeof LOG_STREAM_LIMITS
 /** A sandbox's log kept while it runs and a while after: as much as its task's evidence keeps. */
 export const LOG_CHARS = 1_000_000
-// Ended sandboxes stay listed (their events and log readable) this long, at most this many.
+// Ended sandboxes stay listed (their events and log readable) this long, at most this many of an organization's.
 const ENDED_KEPT_MS = 10 * 60_000
 const ENDED_KEPT = 8
 // A log event carries at most this much text, so a stream's byte cap cuts between events, never inside one.
 const EVENT_CHARS = 16_384
+// The most runs a log is kept in: past them (a script switching between stdout and stderr at every print), it is cut.
+const MAX_PIECES = 4096
+// What one step of a stream sends at most, so a follower never holds the process long.
+const STEP_BYTES = 256 * 1024
 // Kept of a stream's bytes for what is not log (heartbeats for its whole time, its last event).
 const NOT_LOG_BYTES = 16_384
 
+/** A run of the log printed to one stream, at most EVENT_CHARS: many small prints share one. */
 interface Piece {
   readonly at: number
   readonly stream: "stdout" | "stderr"
-  readonly text: string
+  /** Its text as it came, joined every so often (a million one-character prints are not a million strings). */
+  parts: Array<string>
+  length: number
+}
+
+const JOIN_PARTS = 256
+const textOf = (piece: Piece) => {
+  if (piece.parts.length > 1) piece.parts = [piece.parts.join("")]
+  return piece.parts[0] ?? ""
 }
 
 interface Tracked {
@@ -45,8 +58,10 @@ interface Tracked {
   readonly events: Array<EvalSandboxEvent>
   readonly log: Array<Piece>
   logChars: number
-  /** Done (and replaced) at each change: a follower waiting on it looks again. */
-  changed: Deferred.Deferred<void>
+  /** Its log is cut: what it prints now is not kept. */
+  cut: boolean
+  /** Done at the next change, for the followers waiting on it (made when one waits: a change no one waits for costs nothing). */
+  changed: Deferred.Deferred<void> | null
 }
 
 /** What a task's script step tells the feed about its sandbox. */
@@ -71,19 +86,28 @@ export class EvalSandboxes extends Effect.Service<EvalSandboxes>()("sluice/EvalS
     const streams = new Set<{ readonly reservedUntil: number; began: boolean }>()
 
     const changed = (entry: Tracked) => {
-      const previous = entry.changed
-      entry.changed = Deferred.unsafeMake<void>(FiberId.none)
-      Deferred.unsafeDone(previous, Effect.void)
+      if (entry.changed === null) return
+      Deferred.unsafeDone(entry.changed, Effect.void)
+      entry.changed = null
     }
+    const nextChange = (entry: Tracked) => (entry.changed ??= Deferred.unsafeMake<void>(FiberId.none))
     const record = (entry: Tracked, type: EvalSandboxEventType, message: string) => {
       entry.events.push({ at: new Date().toISOString(), type, message: message.slice(0, 2000) })
       changed(entry)
     }
+    const cut = (entry: Tracked, why: string) => {
+      entry.cut = true
+      record(entry, "log_cut", why)
+    }
+    /** Ended sandboxes past their time, and past each organization's ENDED_KEPT newest (one organization's never push out another's). */
     const forget = (now: number) => {
+      const kept = new Map<OrgId, number>()
       const ended = [...tracked.values()].filter((entry) => entry.endedAt !== null).sort((a, b) => b.endedAt!.getTime() - a.endedAt!.getTime())
-      ended.forEach((entry, index) => {
+      for (const entry of ended) {
+        const index = kept.get(entry.orgId) ?? 0
+        kept.set(entry.orgId, index + 1)
         if (index >= ENDED_KEPT || now - entry.endedAt!.getTime() > ENDED_KEPT_MS) tracked.delete(entry.name)
-      })
+      }
     }
 
     /**
@@ -107,7 +131,8 @@ export class EvalSandboxes extends Effect.Service<EvalSandboxes>()("sluice/EvalS
             events: [],
             log: [],
             logChars: 0,
-            changed: Deferred.unsafeMake<void>(FiberId.none)
+            cut: false,
+            changed: null
           }
           // A task tried again replaces its earlier try's entry; that one's followers are told it ended.
           const earlier = tracked.get(entry.name)
@@ -129,11 +154,23 @@ export class EvalSandboxes extends Effect.Service<EvalSandboxes>()("sluice/EvalS
             },
             event: (type, message) => record(entry, type, message),
             output: (stream, text) => {
-              if (entry.endedAt !== null || entry.logChars >= LOG_CHARS) return
-              const kept = text.slice(0, LOG_CHARS - entry.logChars)
-              entry.log.push({ at: entry.logChars, stream, text: kept })
-              entry.logChars += kept.length
-              if (entry.logChars >= LOG_CHARS) record(entry, "log_cut", `its log passed ${LOG_CHARS} characters; the rest is not kept`)
+              if (entry.endedAt !== null || entry.cut) return
+              let rest = text.slice(0, LOG_CHARS - entry.logChars)
+              while (rest.length > 0) {
+                let last = entry.log.at(-1)
+                if (last === undefined || last.stream !== stream || last.length >= EVENT_CHARS) {
+                  if (entry.log.length >= MAX_PIECES) return cut(entry, `its log changed between stdout and stderr more than ${MAX_PIECES} times; the rest is not kept`)
+                  last = { at: entry.logChars, stream, parts: [], length: 0 }
+                  entry.log.push(last)
+                }
+                const part = rest.slice(0, EVENT_CHARS - last.length)
+                last.parts.push(part)
+                last.length += part.length
+                if (last.parts.length >= JOIN_PARTS) textOf(last)
+                entry.logChars += part.length
+                rest = rest.slice(part.length)
+              }
+              if (entry.logChars >= LOG_CHARS) cut(entry, `its log passed ${LOG_CHARS} characters; the rest is not kept`)
               else changed(entry)
             }
           }),
@@ -187,17 +224,39 @@ export class EvalSandboxes extends Effect.Service<EvalSandboxes>()("sluice/EvalS
       return { items: [...entry.events] }
     })
 
-    /** The text of the log from `offset` on, in events of at most EVENT_CHARS. */
-    const logFrom = (entry: Tracked, offset: number) => {
-      const out: Array<{ readonly stream: Piece["stream"]; readonly text: string; readonly offset: number }> = []
-      for (const piece of entry.log) {
-        const end = piece.at + piece.text.length
-        if (end <= offset) continue
-        for (let at = Math.max(piece.at, offset); at < end; at += EVENT_CHARS) {
-          out.push({ stream: piece.stream, text: piece.text.slice(at - piece.at, Math.min(at - piece.at + EVENT_CHARS, piece.text.length)), offset: at })
-        }
+    /** The first piece of the log that holds text at `offset` or after it. */
+    const pieceAt = (entry: Tracked, offset: number) => {
+      let low = 0
+      let high = entry.log.length
+      while (low < high) {
+        const middle = (low + high) >>> 1
+        const piece = entry.log[middle]!
+        if (piece.at + piece.length <= offset) low = middle + 1
+        else high = middle
       }
-      return out
+      return low
+    }
+
+    /**
+     * The log from `offset` on as `log` events, as many as fit in `budget` bytes (at most
+     * STEP_BYTES): the events, their bytes, and the offset after them; none when the next one alone
+     * does not fit.
+     */
+    const logEvents = (entry: Tracked, offset: number, budget: number) => {
+      const events: Array<string> = []
+      let bytes = 0
+      let at = offset
+      for (let index = pieceAt(entry, offset); index < entry.log.length && bytes < STEP_BYTES; index++) {
+        const piece = entry.log[index]!
+        const text = textOf(piece).slice(Math.max(at - piece.at, 0))
+        const event = sse("log", { stream: piece.stream, text, offset: at }, at + text.length)
+        const size = Buffer.byteLength(event)
+        if (bytes + size > budget) break
+        events.push(event)
+        bytes += size
+        at += text.length
+      }
+      return { text: events.join(""), bytes, offset: at }
     }
 
     /**
@@ -220,21 +279,11 @@ export class EvalSandboxes extends Effect.Service<EvalSandboxes>()("sluice/EvalS
           return Stream.unfoldEffect({ offset: from, sent: Buffer.byteLength(opened), done: false } as State, (state) =>
             Effect.gen(function* () {
               if (state.done) return Option.none()
-              const signal = entry.changed
-              const pending = logFrom(entry, state.offset)
-              if (pending.length > 0) {
-                let text = ""
-                let at = state.offset
-                for (const piece of pending) {
-                  const event = sse("log", { stream: piece.stream, text: piece.text, offset: piece.offset }, piece.offset + piece.text.length)
-                  if (state.sent + Buffer.byteLength(text) + Buffer.byteLength(event) > limits.bytes - NOT_LOG_BYTES) {
-                    if (text !== "") break
-                    return limit({ ...state, offset: at }, `This stream sent its ${limits.bytes} bytes; open it again with Last-Event-ID ${at} to go on`)
-                  }
-                  text += event
-                  at = piece.offset + piece.text.length
-                }
-                return emit(text, state, { offset: at })
+              const signal = nextChange(entry)
+              if (state.offset < entry.logChars) {
+                const read = logEvents(entry, state.offset, limits.bytes - NOT_LOG_BYTES - state.sent)
+                if (read.bytes === 0) return limit(state, `This stream sent its ${limits.bytes} bytes; open it again with Last-Event-ID ${state.offset} to go on`)
+                return Option.some([read.text, { ...state, offset: read.offset, sent: state.sent + read.bytes }] as const)
               }
               if (entry.endedAt !== null) {
                 return emit(sse("end", { status: entry.status, last_event: entry.events.at(-1)?.type ?? null, log_chars: entry.logChars, log: `/api/evals/runs/${entry.runId}/tasks/${entry.taskId}/setup/${entry.phase}/log` }), state, { done: true })

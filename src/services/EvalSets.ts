@@ -1,4 +1,7 @@
-import { Effect, Either, Schema } from "effect"
+import { createHash } from "node:crypto"
+import { Effect, Either, Option, Schema } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
+import { gatewayEgress } from "../../layers/connectors/EgressPolicy"
 import { isScalar, parseDocument, visit } from "yaml"
 import { GitRepositories } from "../../layers/GitRepositories"
 import { zipSetFiles } from "../../layers/objects/ZipSetFiles"
@@ -12,10 +15,13 @@ import type { Principal } from "../domain/Principal"
 import { EvalAccess } from "./EvalAccess"
 import { EvalConfigs } from "./EvalConfigs"
 import { EvalUploads } from "./EvalUploads"
+import { keyedLocks } from "./KeyedLocks"
+import { Secrets } from "./Secrets"
 import { WorkspaceProjects } from "./WorkspaceProjects"
 
 const MANIFEST_MAX_BYTES = 4 * 1024 * 1024
 const GOLD_CSV_MAX_BYTES = 16 * 1024 * 1024
+const REMOTE_FETCH_TIMEOUT_MS = 120_000
 
 /** An eval set as a run uses it: `ref` is `<name>@<commit>`, the manifest checked, its gold CSV files read, its files for scripts. */
 export interface LoadedEvalSet {
@@ -129,6 +135,48 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
     const git = yield* GitRepositories
     const access = yield* EvalAccess
     const uploads = yield* EvalUploads
+    const secrets = yield* Secrets
+    const config = yield* AppConfig
+    const egress = yield* gatewayEgress(config)
+    // One fetch into a remote's cache at a time (git's own locks would refuse a second).
+    const fetching = keyedLocks<string>()
+
+    /**
+     * The commit `source.ref` names on the remote, in the organization's cache of it (a commit
+     * already there is not fetched again): its host checked as a connection's is (cloud: no
+     * loopback, link-local or metadata address, never the gateway's own store), its token the
+     * organization secret `secret_name`.
+     */
+    const remoteCommit = (principal: Principal, source: Extract<EvalSetSource, { kind: "remote" }>) =>
+      Effect.gen(function* () {
+        const cache = `eval-remotes/${principal.orgId.replace(/[^A-Za-z0-9_-]/g, "_")}/${createHash("sha256").update(source.url).digest("hex").slice(0, 32)}`
+        return yield* fetching(
+          cache,
+          Effect.gen(function* () {
+            if (source.ref !== null && /^[0-9a-f]{40}$/.test(source.ref)) {
+              const held = yield* git.resolveCommit(cache, source.ref)
+              if (held !== null) return { cache, commit: held }
+            }
+            const url = new URL(source.url)
+            const host = url.hostname.replace(/^\[|\]$/g, "")
+            const addresses = yield* egress.check({ host, port: Number(url.port || (url.protocol === "https:" ? 443 : 80)) }).pipe(
+              Effect.mapError((refusal) => refused(`The eval remote cannot be reached: ${refusal.message}`))
+            )
+            if (addresses.length === 0) return yield* refused(`The eval remote's host ${host} does not resolve`)
+            const token = source.secret_name === null ? Option.none() : yield* secrets.organizationSecret(principal.orgId, source.secret_name)
+            if (source.secret_name !== null && Option.isNone(token)) return yield* refused(`The eval remote's token, the organization secret ${source.secret_name}, is not set: PUT /api/org/secrets`)
+            const commit = yield* git.fetchRemote(cache, {
+              url: source.url,
+              ref: source.ref,
+              addresses: addresses.map((a) => a.address),
+              token: Option.getOrNull(token),
+              maxBytes: config.evalRemoteMaxMb * 1024 * 1024,
+              timeoutMs: REMOTE_FETCH_TIMEOUT_MS
+            })
+            return { cache, commit }
+          })
+        )
+      })
 
     /**
      * The set at `source`; its `pinned` source names the commit it was read at, so a run reads the
@@ -142,6 +190,14 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
         const files = zipSetFiles(archive.backend, archive.key, archive.size)
         const { manifest, goldCsv } = yield* readEvalSet(files)
         return { ref: `${manifest.name}@${source.upload_id}`, source, pinned: source, manifest, goldCsv, files } satisfies LoadedEvalSet
+      }
+      if (source.kind === "remote") {
+        const { cache, commit } = yield* remoteCommit(principal, source)
+        const files = git.commitFiles(cache, commit, source.path === "." ? "" : source.path)
+        const { manifest, goldCsv } = yield* readEvalSet(files).pipe(
+          Effect.catchTag("Unavailable", () => Effect.fail(refused(`The eval remote has no folder ${source.path} at ${source.ref ?? "its default branch"}`)))
+        )
+        return { ref: `${manifest.name}@${commit}`, source, pinned: { ...source, ref: commit }, manifest, goldCsv, files } satisfies LoadedEvalSet
       }
       const project = yield* projects.get(principal, source.workspace_project_id).pipe(
         Effect.catchTag("NotFound", () => Effect.fail(refused("The eval set's workspace project no longer exists: set eval_set again")))
@@ -159,7 +215,7 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
     /** The configured eval set. */
     const load = Effect.fn("EvalSets.load")(function* (principal: Principal) {
       const source = (yield* configs.current(principal)).eval_set
-      if (source === null) return yield* refused("No eval set is configured: set eval_set with PUT /api/evals/config (a folder of a workspace project, or an uploaded archive)")
+      if (source === null) return yield* refused("No eval set is configured: set eval_set with PUT /api/evals/config (a folder of a workspace project or of a git remote, or an uploaded archive)")
       return yield* loadSource(principal, source)
     })
 
@@ -172,5 +228,5 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
 
     return { load, loadSource, tasks } as const
   }),
-  dependencies: [EvalConfigs.Default, WorkspaceProjects.Default, GitRepositories.Default, EvalAccess.Default, EvalUploads.Default]
+  dependencies: [EvalConfigs.Default, WorkspaceProjects.Default, GitRepositories.Default, EvalAccess.Default, EvalUploads.Default, Secrets.Default]
 }) {}

@@ -260,8 +260,12 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
         return yield* new Conflict({ message: `The sandbox is ${row.status}${row.error === null ? "" : `: ${row.error}`}; create a new one` })
       })
 
-    /** Runs code in the caller's sandbox; its governed queries report their audit facts to `report`, what it prints goes to `onOutput` as it runs. */
-    const execute = Effect.fn("Sandboxes.execute")(function* (principal: Principal, id: string, input: ExecuteCode, report?: ChildReport, onOutput?: OutputListener) {
+    /**
+     * Runs code in the caller's sandbox; its governed queries report their audit facts to `report`,
+     * what it prints goes to `onOutput` as it runs. `killedForMemory`: the process was killed for
+     * going over its memory limit, as its cgroup says (never as the code says).
+     */
+    const run = Effect.fn("Sandboxes.run")(function* (principal: Principal, id: string, input: ExecuteCode, report?: ChildReport, onOutput?: OutputListener) {
       if (!config.selfHosted) return yield* notAvailable
       // A sandbox running here answers from memory; its owner and org never change.
       const here = live.get(SandboxId.make(id))
@@ -300,14 +304,17 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
           }
           if (Either.isLeft(outcome)) {
             const result: ExecuteResult = { success: false, stdout: "", stderr: "", error: `${outcome.left.reason}; its state is lost`, execution_ms: 0, truncated: false }
-            return result
+            return { result, killedForMemory: outcome.left.outOfMemory === true }
           }
           // Written after the answer: the counters are this process's while it holds the sandbox.
           yield* Effect.forkDaemon(repo.change(row.org_id, row.id, { used: true, counters: countersOf(sandbox) }).pipe(Effect.ignoreLogged))
-          return outcome.right
+          return { result: outcome.right, killedForMemory: false }
         })
       )
     })
+
+    /** Runs code in the caller's sandbox (`run`), its result alone. */
+    const execute = (principal: Principal, id: string, input: ExecuteCode, report?: ChildReport) => Effect.map(run(principal, id, input, report), (ran) => ran.result)
 
     /** Ends the sandbox's process and deletes its snapshot; its record stays, stopped. */
     const remove = Effect.fn("Sandboxes.remove")(function* (principal: Principal, id: string) {
@@ -367,7 +374,7 @@ export class Sandboxes extends Effect.Service<Sandboxes>()("sluice/Sandboxes", {
       )
     )
 
-    return { create, get, list, execute, remove, expireSnapshots } as const
+    return { create, get, list, run, execute, remove, expireSnapshots } as const
   }),
   dependencies: [SandboxesRepo.Default, SandboxProcesses.Default, Connections.Default, CodeQueries.Default]
 }) {}

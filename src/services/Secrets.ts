@@ -52,6 +52,9 @@ export class Secrets extends Effect.Service<Secrets>()("sluice/Secrets", {
         return Option.some(Redacted.make(opened.plaintext))
       })
 
+    /** An organization secret's value, for the gateway's own use (an eval remote's token). */
+    const organizationSecret = (orgId: OrgId, name: string) => value(orgId, "", name)
+
     /** The organization's own model key (bring your own key), if it set one. */
     const organizationModelKey = (orgId: OrgId) => value(orgId, "", LLM_KEY_SECRET)
 
@@ -88,7 +91,7 @@ export class Secrets extends Effect.Service<Secrets>()("sluice/Secrets", {
       return outcome
     })
 
-    return { list, put, organizationModelKey, llmKey, reencryptAll } as const
+    return { list, put, organizationSecret, organizationModelKey, llmKey, reencryptAll } as const
   }),
   dependencies: [SecretsRepo.Default, CredentialCipher.Default, LanguageModels.Default]
 }) {}

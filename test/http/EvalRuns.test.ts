@@ -10,6 +10,7 @@ import { eventually } from "../support/Eventually"
 import { git } from "../support/Git"
 import { request } from "../support/Http"
 import { followSse } from "../support/Sse"
+import { startGitRemote } from "../support/GitRemote"
 import { Effect, Layer } from "effect"
 import { LOCAL_ORG, LOCAL_USER, UserId } from "../../src/domain/Ids"
 import { AgentRunsRepo } from "../../src/repos/AgentRunsRepo"
@@ -17,7 +18,7 @@ import { AuditRepo } from "../../src/repos/AuditRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { CLOUD_ENCRYPTION, type Gateway, localKey, tempDataDir } from "../support/Gateway"
-import { startApp, startInProcess } from "../support/InProcess"
+import { startApp, startCloudEvalStaff, startInProcess } from "../support/InProcess"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
@@ -156,6 +157,10 @@ describe.skipIf(skip)("evaluation runs: tasks graded end to end with the built-i
     fs.writeFileSync(path.join(repo, "evals/setup/clean.py"), "print('cleaned')")
     fs.writeFileSync(path.join(repo, "evals/setup/paced.py"), "import time\nprint('loading', flush=True)\ntime.sleep(3)\nprint('loaded')")
     fs.writeFileSync(path.join(repo, "evals/setup/forge.py"), "raise Exception('the sandbox was killed: it went over its memory limit of 256 MiB')")
+    fs.writeFileSync(
+      path.join(repo, "evals/setup/framed.py"),
+      "import json, os, struct\nd = json.dumps({'failed': 'MemoryError: the sandbox was killed: it went over its memory limit of 256 MiB'}).encode()\nos.write(4, struct.pack('>I', len(d)) + d)\n"
+    )
     fs.writeFileSync(path.join(repo, "evals/setup/notes.txt"), "not a script")
     fs.writeFileSync(path.join(repo, "evals/setup/slow.sql"), "select pg_sleep(60)")
     await git(["add", "-A"], repo)
@@ -441,6 +446,7 @@ tasks:
   - { id: scripted, class: read, prompt: "TASK revenue: total?", setup: setup/prepare.py, teardown: setup/clean.py, checks: [{ name: total, type: number, gold: 9030 }] }
   - { id: hungry, class: read, prompt: "TASK revenue: total?", setup: setup/hungry.py, checks: [{ name: total, type: number, gold: 9030 }] }
   - { id: forger, class: read, prompt: "TASK revenue: total?", setup: setup/forge.py, checks: [{ name: total, type: number, gold: 9030 }] }
+  - { id: framer, class: read, prompt: "TASK revenue: total?", setup: setup/framed.py, checks: [{ name: total, type: number, gold: 9030 }] }
 `)
     const started = await start()
     expect(started.status, started.text).toBe(202)
@@ -448,8 +454,11 @@ tasks:
     expect(run.tasks.map((t: any) => [t.task_id, t.verdict])).toEqual([
       ["scripted", "CORRECT"],
       ["hungry", "ERROR"],
-      ["forger", "ERROR"]
+      ["forger", "ERROR"],
+      ["framer", "ERROR"]
     ])
+    // Nor one that sends the runner's own failure message with those words (attack 40 F3).
+    expect(run.tasks[3].detail).not.toMatch(/oom_killed/)
     // A script that only says it went over the limit failed, and was not killed for memory: no oom_killed (attack 39 F2).
     expect(run.tasks[2].detail).toMatch(/The task.s setup setup\/forge\.py failed: [\s\S]*Exception: the sandbox was killed/)
     expect(run.tasks[2].detail).not.toMatch(/oom_killed/)
@@ -465,9 +474,45 @@ tasks:
     const podEvents = (task: string) => request(gateway.url, `/api/evals/sandboxes/eval-${run.id.replace(/^evr_/, "")}-${task}-setup/events`, { key: admin }).then((r) => r.json.items.map((e: any) => e.type))
     expect(await podEvents("hungry")).toEqual(["scheduled", "started", "oom_killed", "removed"])
     expect(await podEvents("forger")).toEqual(["scheduled", "started", "exited", "removed"])
+    expect(await podEvents("framer")).toEqual(["scheduled", "started", "exited", "removed"])
     // Each script's sandbox is gone with it.
     expect((await request(gateway.url, "/api/sandboxes", { key: admin })).json.items.filter((s: any) => s.status !== "stopped")).toEqual([])
   }, 90_000)
+
+  it("runs a set read from a git remote, pinned to the commit it started at", async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-remote-run-"))
+    const remote = await startGitRemote(root, "unused")
+    try {
+      const clone = path.join(root, "clone")
+      expect((await git(["init", "-q", "--bare", path.join(root, "sets.git")], root)).code).toBe(0)
+      expect((await git(["clone", "-q", path.join(root, "sets.git"), clone], root)).code).toBe(0)
+      const manifest = (gold: number) => `name: remote_set\ntasks:\n  - { id: revenue, class: read, prompt: "TASK revenue: total?", checks: [{ name: total, type: number, gold: ${gold} }] }\n`
+      fs.writeFileSync(path.join(clone, "eval.yaml"), manifest(9030))
+      await git(["add", "-A"], clone)
+      await git(["commit", "-q", "-m", "set"], clone)
+      expect((await git(["push", "-q", "origin", "HEAD:main"], clone)).code).toBe(0)
+      const commit = (await git(["rev-parse", "HEAD"], clone)).stdout.trim()
+      expect((await configure({ eval_set: { kind: "remote", url: `${remote.url}/sets.git`, path: ".", ref: "main" } })).status).toBe(200)
+      let release = () => {}
+      hold = new Promise<void>((resolve) => (release = resolve))
+      const started = await start()
+      expect(started.status, started.text).toBe(202)
+      expect(started.json.eval_set_ref).toBe(`remote_set@${commit}`)
+      // Pushed while it runs: the run goes on with the commit it started at.
+      fs.writeFileSync(path.join(clone, "eval.yaml"), manifest(1))
+      await git(["commit", "-q", "-am", "changed"], clone)
+      expect((await git(["push", "-q", "origin", "HEAD:main"], clone)).code).toBe(0)
+      release()
+      hold = null
+      const run = await ended(started.json.id)
+      expect(run.tasks.map((t: any) => [t.task_id, t.verdict])).toEqual([["revenue", "CORRECT"]])
+    } finally {
+      hold = null
+      await configure({ eval_set: { kind: "repository", workspace_project_id: projectId, path: "evals", ref: null } })
+      await remote.close()
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  }, 60_000)
 
   it.skipIf(!sandboxesHere)("shows a script's sandbox live: listed while it runs, its log followed as it prints, its events, then its end", async () => {
     await pushSet(`name: live
@@ -554,12 +599,8 @@ describe.skipIf(skip)("evaluation runs: doc_ids overlay knowledge proposals on t
 describe.skipIf(skip)("evaluation runs on a deployment without evidence storage (issue 31)", () => {
   it("refuses to start a run: there is nowhere to keep its evidence", async () => {
     const store = await createTestDatabase()
-    const gateway = await startInProcess({ SP_DEPLOYMENT_MODE: "cloud", DATABASE_URL: store.url, ...CLOUD_ENCRYPTION, SP_ADMIN_USER_IDS: LOCAL_USER, SP_EVAL_ALLOWED_ORGS: LOCAL_ORG })
+    const { gateway, admin } = await startCloudEvalStaff(store.url)
     try {
-      await gateway.runtime.runPromise(
-        Effect.flatMap(OrgsRepo, (orgs) => orgs.ensureMember({ orgId: LOCAL_ORG, orgName: "staff", userId: LOCAL_USER, role: "admin" })).pipe(Effect.provide(OrgsRepo.Default))
-      )
-      const admin = await gateway.keyWith(["read", "write", "admin"])
       expect((await request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body: { runner_profile: "python-sandbox" } })).status).toBe(200)
       const refused = await request(gateway.url, "/api/evals/runs", { key: admin, body: {} })
       expect(refused.status).toBe(503)

@@ -147,6 +147,53 @@ describe("evaluation sandboxes: the live feed", () => {
     expect(text).toBe("€".repeat(LOG_CHARS))
   })
 
+  it("keeps a log of a million tiny prints in a few pieces, and streams it without holding the gateway (attack 40 F1, F2)", async () => {
+    const sandbox = await tracked("tiny")
+    const fed = performance.now()
+    for (let i = 0; i < 500_000; i++) sandbox.feed.output("stdout", "x")
+    // Alternating streams: each change is a piece of its own, up to a cap past which the log is cut.
+    for (let i = 0; i < 500_000; i++) sandbox.feed.output(i % 2 === 0 ? "stderr" : "stdout", "y")
+    expect(performance.now() - fed).toBeLessThan(3000)
+    await sandbox.end()
+    const types = (await request(gateway.url, `/api/evals/sandboxes/${sandbox.name}/events`, { key })).json.items.map((e: any) => e.type)
+    expect(types).toEqual(["scheduled", "log_cut", "removed"])
+    let worstLagMs = 0
+    let last = performance.now()
+    const ticker = setInterval(() => {
+      worstLagMs = Math.max(worstLagMs, performance.now() - last - 10)
+      last = performance.now()
+    }, 10)
+    const started = performance.now()
+    const followed = followSse(gateway.url, `/api/evals/sandboxes/${sandbox.name}/logs/stream`, key)
+    await followed.ended
+    clearInterval(ticker)
+    expect(performance.now() - started).toBeLessThan(5000)
+    expect(worstLagMs).toBeLessThan(500)
+    const logs = followed.events.filter((e) => e.event === "log")
+    // The half million one-character prints to stdout are 31 events of 16,384 characters at most, not 500,000.
+    expect(logs.slice(0, 31).map((e) => e.data.text).join("")).toBe("x".repeat(500_000))
+    expect(logs.slice(0, 31).every((e) => e.data.stream === "stdout")).toBe(true)
+  })
+
+  it("lists an organization's ended sandboxes for their 10 minutes whatever another organization ends meanwhile (attack 40 F4)", async () => {
+    const ours = await tracked("ours")
+    await ours.end()
+    for (let i = 0; i < 10; i++) await (await tracked(`theirs${i}`, OrgId.make("org_busy"))).end()
+    expect((await request(gateway.url, `/api/evals/sandboxes/${ours.name}/events`, { key })).status).toBe(200)
+  })
+
+  it("takes an offset of digits alone, as Last-Event-ID (attack 40 F5)", async () => {
+    const sandbox = await tracked("digits")
+    try {
+      for (const offset of ["1e3", "0x10", "1.0", " 1"]) {
+        const refused = await request(gateway.url, `/api/evals/sandboxes/${sandbox.name}/logs/stream?offset=${encodeURIComponent(offset)}`, { key })
+        expect(refused.status, offset).toBe(400)
+      }
+    } finally {
+      await sandbox.end()
+    }
+  })
+
   it("says it is alive while nothing is printed, and ends a stream open past its time with where to resume", async () => {
     const sandbox = await tracked("quiet")
     sandbox.feed.output("stdout", "hello\n")

@@ -182,12 +182,12 @@ describe("sandboxes (issue 29)", () => {
           const made = yield* sandboxes.create(localOperator, { label: "live" })
           const heard: Array<{ readonly stream: string; readonly text: string; readonly atMs: number }> = []
           const started = performance.now()
-          const result = yield* sandboxes.execute(localOperator, made.id, { code, ...(timeoutSeconds === undefined ? {} : { timeout_seconds: timeoutSeconds }) }, undefined, (stream, text) =>
+          const { result, killedForMemory } = yield* sandboxes.run(localOperator, made.id, { code, ...(timeoutSeconds === undefined ? {} : { timeout_seconds: timeoutSeconds }) }, undefined, (stream, text) =>
             heard.push({ stream, text, atMs: performance.now() - started })
           )
-          const after = yield* sandboxes.execute(localOperator, made.id, { code: "print('after')" })
+          const after = yield* Effect.either(sandboxes.execute(localOperator, made.id, { code: "print('after')" }))
           yield* sandboxes.remove(localOperator, made.id)
-          return { heard, result, tookMs: performance.now() - started, after }
+          return { heard, result, killedForMemory, tookMs: performance.now() - started, after }
         })
       )
     const paced = await live("import sys, time\nprint('one', flush=True)\nsys.stderr.write('two\\n')\ntime.sleep(1.5)\nprint('three')")
@@ -199,7 +199,14 @@ describe("sandboxes (issue 29)", () => {
     const flood = await live("while True: print('x' * 999)", 1)
     expect(flood.result).toMatchObject({ success: false, error: expect.stringMatching(/timeout/) })
     expect(flood.heard.map((piece) => piece.text).join("")).toBe(flood.result.stdout)
-    expect(flood.after).toMatchObject({ success: true, stdout: "after\n" })
+    expect(flood.after).toMatchObject({ _tag: "Right", right: { success: true, stdout: "after\n" } })
+    // Killed for memory is the cgroup's word alone: a message the code sends in the runner's own form, saying so, is not (attack 40 F3).
+    const forged = await live("import json, os, struct\nd = json.dumps({'failed': 'the sandbox was killed: it went over its memory limit of 1024 MiB'}).encode()\nos.write(4, struct.pack('>I', len(d)) + d)\nimport time\ntime.sleep(1)")
+    expect(forged.result.success).toBe(false)
+    expect(forged.killedForMemory).toBe(false)
+    const hungry = await live("b = bytearray(4 * 1024 * 1024 * 1024)")
+    expect(hungry.result.success).toBe(false)
+    expect(hungry.killedForMemory).toBe(/^the sandbox was killed: it went over its memory limit/.test(hungry.result.error ?? ""))
   }, 60_000)
 
   it.skipIf(skip)("idle sandboxes are snapshotted and resume transparently, ten cycles in a row losing nothing", async () => {

@@ -11,6 +11,7 @@ import { LOCAL_ORG, LOCAL_USER } from "../../src/domain/Ids"
 import type { Principal } from "../../src/domain/Principal"
 import type { Scope } from "../../src/domain/Scope"
 import { ALL_SCOPES } from "../../src/domain/Scope"
+import { OrgsRepo } from "../../src/repos/OrgsRepo"
 import { ApiKeys } from "../../src/services/ApiKeys"
 import { CLOUD_ENCRYPTION, freePort, type Gateway, type GatewayOptions, tempDataDir } from "./Gateway"
 import { request } from "./Http"
@@ -47,6 +48,19 @@ export const startInProcess = async (env: Record<string, string> = {}, options: 
     runtime.runPromise(Effect.flatMap(ApiKeys, (keys) => keys.create(localOperator, { name: `k-${Math.random()}`, scopes: [...scopes] })).pipe(Effect.map((k) => k.key)))
   const notebookUrl = notebookPort === 0 ? null : `http://127.0.0.1:${notebookPort}`
   return { url, notebookUrl, dbtProxyPort, runtime, keyWith, stop: () => runtime.dispose() }
+}
+
+/**
+ * A cloud gateway in this process on the store at `storeUrl`, where the local user is platform
+ * staff and an admin member of the local organization, which is allow-listed for evaluations:
+ * the gateway and a key of that user's with read, write and admin.
+ */
+export const startCloudEvalStaff = async (storeUrl: string) => {
+  const gateway = await startInProcess({ SP_DEPLOYMENT_MODE: "cloud", DATABASE_URL: storeUrl, ...CLOUD_ENCRYPTION, SP_ADMIN_USER_IDS: LOCAL_USER, SP_EVAL_ALLOWED_ORGS: LOCAL_ORG })
+  await gateway.runtime.runPromise(
+    Effect.flatMap(OrgsRepo, (orgs) => orgs.ensureMember({ orgId: LOCAL_ORG, orgName: "staff", userId: LOCAL_USER, role: "admin" })).pipe(Effect.provide(OrgsRepo.Default))
+  )
+  return { gateway, admin: await gateway.keyWith(["read", "write", "admin"]) }
 }
 
 /**

@@ -52,8 +52,6 @@ const SCRIPT_LOG_CHARS = 1_000_000
 /** How a task's script runs: Python in a sandbox of its own (any task), SQL in its branch (a write task's); anything else does not. */
 const scriptKind = (task: EvalTask, file: string) => (file.endsWith(".py") ? "python" : file.endsWith(".sql") && task.class === "write" ? "sql" : null)
 const scriptsRunHere = (task: EvalTask) => [task.setup, task.teardown].every((file) => file === undefined || scriptKind(task, file) !== null)
-// How the gateway records a sandbox its cgroup killed for memory.
-const OUT_OF_MEMORY = /went over its memory limit/
 
 /** What a write task's checks read of each model it builds (and of each it names in `builds`). */
 const modelsWanted = (task: EvalTask): ReadonlyArray<ModelWanted> => {
@@ -213,21 +211,20 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
               return Either.left(`its sandbox could not start: ${made.left.message}`)
             }
             live.started(made.right.id)
-            const executed = yield* sandboxes.execute(principal, made.right.id, { code: text }, undefined, live.output).pipe(
-              // How the sandbox ended is the gateway's record of it (its process killed for memory), never what the script printed (attack 39 F2).
-              Effect.zip(Effect.map(Effect.either(sandboxes.get(principal, made.right.id)), (sandbox) => Either.isRight(sandbox) && sandbox.right.status === "error" && OUT_OF_MEMORY.test(sandbox.right.error ?? ""))),
+            // Killed for memory as its cgroup says, never as the script says or sends (attack 39 F2, attack 40 F3).
+            const executed = yield* sandboxes.run(principal, made.right.id, { code: text }, undefined, live.output).pipe(
               Effect.ensuring(Effect.ignore(sandboxes.remove(principal, made.right.id))),
               Effect.either
             )
             if (Either.isLeft(executed)) return Either.left(executed.left.message)
-            const [result, killedForMemory] = executed.right
+            const { result, killedForMemory } = executed.right
             if (killedForMemory) live.event("oom_killed", `it went over SP_EVAL_MEMORY_LIMIT (${config.evalMemoryLimitMb} MiB)`)
             else live.event("exited", result.success ? "the script ended" : `the script failed: ${(result.error ?? "it ended with an error").slice(0, 500)}`)
             return Either.right(executed.right)
           })
         )
         if (Either.isLeft(ran)) return yield* failed(ran.left)
-        const [{ stdout, stderr, error, success }, killedForMemory] = ran.right
+        const { result: { stdout, stderr, error, success }, killedForMemory } = ran.right
         yield* log([stdout, stderr, error === null ? "" : `error: ${error}\n`].filter((part) => part !== "").join(""))
         if (success) return
         if (killedForMemory) {
@@ -493,7 +490,26 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         })
       )
 
-    return { provision, agent, grade, capture, teardown } as const
+    /**
+     * The run's copy of the warehouse, made before any task runs when the run has write tasks: a
+     * copy waits for no session on the warehouse, and the run's read tasks open some once they
+     * begin. One not made here is tried again by the first write task, which says why it fails.
+     */
+    const prepare = (orgId: OrgId, runId: string, taskIds: ReadonlyArray<string>) =>
+      lifecycle.guarded(
+        orgId,
+        runId,
+        Effect.gen(function* () {
+          const { stored, principal, set } = yield* lifecycle.context(orgId, runId)
+          const writes = set.manifest.tasks.some((task) => task.class === "write" && taskIds.includes(task.id) && scriptsRunHere(task))
+          if (!writes) return
+          yield* runBranch(principal, stored.run.settings.connection_name, runId).pipe(
+            Effect.catchAll((error) => (isStoreOutage(error) ? Effect.fail(error) : Effect.logWarning(`eval run ${runId}: its copy of the warehouse is left to its first write task`, error)))
+          )
+        })
+      )
+
+    return { prepare, provision, agent, grade, capture, teardown } as const
   }),
   dependencies: [EvalRunLifecycle.Default, EvalRunsRepo.Default, AgentRunsRepo.Default, JobEventsRepo.Default, ApiKeys.Default, ActingPrincipals.Default, EvalQueries.Default, ObjectStore.Default, JobRuntime.Default, RunEventsFeed.Default, DbBranches.Default, BranchStatements.Default, Sandboxes.Default, EvalSandboxes.Default, Audit.Default]
 }) {}

@@ -113,7 +113,7 @@ export const EvalsPage = () => {
             <dt>Connection</dt>
             <dd>{settings.connection_name ?? "— (set one with PUT /api/evals/config)"}</dd>
             <dt>Eval set</dt>
-            <dd>{settings.eval_set === null ? "—" : settings.eval_set.kind === "upload" ? `upload ${settings.eval_set.upload_id}` : `${settings.eval_set.path} @ ${settings.eval_set.ref ?? "default branch"}`}</dd>
+            <dd>{settings.eval_set === null ? "—" : settings.eval_set.kind === "upload" ? `upload ${settings.eval_set.upload_id}` : `${settings.eval_set.kind === "remote" ? `${settings.eval_set.url} ` : ""}${settings.eval_set.path} @ ${settings.eval_set.ref ?? "default branch"}`}</dd>
             <dt>Runner profile</dt>
             <dd>{settings.runner_profile ?? "—"}</dd>
             <dt>Tasks per run</dt>
