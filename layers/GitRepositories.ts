@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { promisify } from "node:util"
 import { Effect, Redacted } from "effect"
 import type { ProjectFiles } from "../src/domain/DbtProject"
+import { REMOTE_HOST } from "../src/domain/EvalConfig"
 import type { SetFiles } from "../src/domain/EvalSet"
 import { Unavailable } from "../src/domain/Errors"
 import { AppConfig } from "./AppConfig"
@@ -205,6 +206,8 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
         Effect.catchAll(() => git(["init", "--quiet", "--bare", dir], "created"))
       )
       const url = new URL(remote.url)
+      // The pin's host is a plain name or address: curl reads "-host" or "+host" as another instruction and would not pin it (attack 41 F1).
+      if (!REMOTE_HOST.test(url.hostname)) return yield* new Unavailable({ message: "The eval remote could not be fetched: its host is not a DNS name or an IPv4 address" })
       const scheme = url.protocol === "https:" ? "https" : "http"
       const port = url.port === "" ? (scheme === "https" ? "443" : "80") : url.port
       const pinned = remote.addresses.map((address) => (address.includes(":") ? `[${address}]` : address)).join(",")
@@ -217,6 +220,9 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
         ["credential.helper", ""],
         ["http.lowSpeedLimit", "1024"],
         ["http.lowSpeedTime", "30"],
+        // Large objects streamed, not inflated in memory, by one thread: a small pack of a huge file costs little (attack 41 F3).
+        ["core.bigFileThreshold", "1m"],
+        ["pack.threads", "1"],
         ...(secret === null ? [] : [["http.extraHeader", `Authorization: Basic ${Buffer.from(`x-access-token:${secret}`).toString("base64")}`]])
       ]
       const env = {

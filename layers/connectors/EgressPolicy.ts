@@ -31,6 +31,11 @@ addLoopback(INTERNAL)
 INTERNAL.addSubnet("169.254.0.0", 16, "ipv4")
 INTERNAL.addSubnet("fe80::", 10, "ipv6")
 INTERNAL.addAddress("fd00:ec2::254", "ipv6")
+INTERNAL.addAddress("100.100.100.200", "ipv4")
+// IPv6 forms that carry an IPv4 address (IPv4-compatible, NAT64, 6to4): each could be an internal one.
+INTERNAL.addSubnet("::", 96, "ipv6")
+INTERNAL.addSubnet("64:ff9b::", 96, "ipv6")
+INTERNAL.addSubnet("2002::", 16, "ipv6")
 
 const LOOPBACK = new BlockList()
 addLoopback(LOOPBACK)
@@ -39,6 +44,13 @@ const ownAddresses = () =>
   Object.values(networkInterfaces())
     .flat()
     .flatMap((i) => (i === undefined ? [] : [withoutZone(i.address)]))
+
+/** This machine's addresses as a list that also matches their IPv4-mapped IPv6 forms. */
+const ownAddressList = () => {
+  const list = new BlockList()
+  for (const own of ownAddresses()) list.addAddress(own, familyOf(own))
+  return list
+}
 
 const refused = (host: string, why: string) =>
   new ConnectorError({ step: "config", message: `This gateway does not connect to ${host}: ${why}` })
@@ -89,8 +101,9 @@ export const guardedEgress = (options: {
         for (const { address } of found) {
           const ip = withoutZone(address)
           if (reserved?.check(ip, familyOf(ip))) return yield* refused(endpoint.host, "it is the gateway's own store")
-          if (!options.allowLoopback && INTERNAL.check(ip, familyOf(ip))) {
-            return yield* refused(endpoint.host, "loopback, link-local and cloud metadata addresses are off limits in cloud deployments")
+          // The gateway host's own addresses reach what its loopback does (a server on 0.0.0.0 answers on all of them: attack 41 F2).
+          if (!options.allowLoopback && (INTERNAL.check(ip, familyOf(ip)) || ownAddressList().check(ip, familyOf(ip)))) {
+            return yield* refused(endpoint.host, "loopback, link-local and cloud metadata addresses, and the gateway host's own, are off limits in cloud deployments")
           }
         }
         return found

@@ -33,6 +33,10 @@ const SetFolder = Schema.String.pipe(
 )
 const GitRef = Schema.String.pipe(Schema.pattern(/^(?!-)(?!.*\.\.)[A-Za-z0-9_./-]{1,200}$/, { message: () => "ref must be a branch, tag or commit" }))
 
+const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+/** A DNS name (letters, digits and inner hyphens per label) or a dotted IPv4 address, as URL parsing leaves it. */
+export const REMOTE_HOST = new RegExp(`^(?=.{1,253}$)${LABEL}(?:\\.${LABEL})*$`)
+
 /**
  * A git remote the gateway fetches an eval set from: https (http too, for a self-hosted gateway's
  * own network), a host and a path; no user or password in it (a token is an organization secret),
@@ -44,7 +48,9 @@ export const RemoteUrl = Schema.String.pipe(
     (url) => {
       const parsed = URL.canParse(url) ? new URL(url) : null
       if (parsed === null || !/^https?:\/\/[^/?#@\s]+\/[^?#\s]*$/.test(url)) return "url is an http(s) address of a git repository: https://host/path, without a user, password, query or fragment"
-      return parsed.protocol === "https:" || parsed.protocol === "http:" ? true : "url must be https:// (or http://)"
+      if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return "url must be https:// (or http://)"
+      // A name or an IPv4 address alone: git is told which addresses a host has as "host:port:addresses", where "-host" or "+host" mean something else (attack 41 F1).
+      return REMOTE_HOST.test(parsed.hostname) ? true : "url's host must be a DNS name or an IPv4 address (not an IPv6 address: use a name)"
     },
     { identifier: "RemoteUrl" }
   )

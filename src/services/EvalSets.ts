@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto"
+import * as fsp from "node:fs/promises"
+import * as path from "node:path"
 import { Effect, Either, Option, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { gatewayEgress } from "../../layers/connectors/EgressPolicy"
@@ -11,6 +13,7 @@ import { InvalidRequest, Unavailable } from "../domain/Errors"
 import { parseCsv } from "../domain/grading/Csv"
 import type { Table } from "../domain/grading/Tables"
 import { issueMessages } from "../domain/ParseIssues"
+import type { OrgId } from "../domain/Ids"
 import type { Principal } from "../domain/Principal"
 import { EvalAccess } from "./EvalAccess"
 import { EvalConfigs } from "./EvalConfigs"
@@ -22,6 +25,20 @@ import { WorkspaceProjects } from "./WorkspaceProjects"
 const MANIFEST_MAX_BYTES = 4 * 1024 * 1024
 const GOLD_CSV_MAX_BYTES = 16 * 1024 * 1024
 const REMOTE_FETCH_TIMEOUT_MS = 120_000
+// Remote fetches at once on a gateway process (one an organization), and the caches an organization keeps (the most recently used).
+const REMOTE_FETCHES = 4
+const REMOTE_CACHES = 3
+
+/**
+ * Where an organization's copy of a remote is kept, under SP_REPOS_DIR: its id hex-encoded (two
+ * ids are never one folder), the remote by its URL as a parser reads it (`/./`, `x/../` and a
+ * trailing `/` are the same repository).
+ */
+export const remoteCacheName = (orgId: OrgId, url: string) => {
+  const parsed = new URL(url)
+  const normalized = `${parsed.protocol}//${parsed.host.toLowerCase()}${parsed.pathname.replace(/\/+$/, "")}`
+  return `eval-remotes/${Buffer.from(orgId).toString("hex")}/${createHash("sha256").update(normalized).digest("hex").slice(0, 32)}`
+}
 
 /** An eval set as a run uses it: `ref` is `<name>@<commit>`, the manifest checked, its gold CSV files read, its files for scripts. */
 export interface LoadedEvalSet {
@@ -138,8 +155,24 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
     const secrets = yield* Secrets
     const config = yield* AppConfig
     const egress = yield* gatewayEgress(config)
-    // One fetch into a remote's cache at a time (git's own locks would refuse a second).
-    const fetching = keyedLocks<string>()
+    // One fetch at a time an organization (git's own locks would refuse a second into one cache), a few a process.
+    const fetching = keyedLocks<OrgId>()
+    const fetchSlots = yield* Effect.makeSemaphore(REMOTE_FETCHES)
+
+    /** The organization's caches but the most recently used ones, and `keep`, deleted; `keep`'s use recorded. */
+    const keepRecent = (keep: string) =>
+      Effect.promise(async () => {
+        const folder = path.dirname(git.pathOf(keep))
+        const kept = path.basename(git.pathOf(keep))
+        await fsp.mkdir(folder, { recursive: true })
+        const now = new Date()
+        await fsp.utimes(git.pathOf(keep), now, now).catch(() => undefined)
+        const others = await Promise.all(
+          (await fsp.readdir(folder)).filter((name) => name !== kept).map(async (name) => ({ name, usedMs: (await fsp.stat(path.join(folder, name)).catch(() => null))?.mtimeMs ?? 0 }))
+        )
+        others.sort((a, b) => b.usedMs - a.usedMs)
+        for (const stale of others.slice(REMOTE_CACHES - 1)) await fsp.rm(path.join(folder, stale.name), { recursive: true, force: true })
+      })
 
     /**
      * The commit `source.ref` names on the remote, in the organization's cache of it (a commit
@@ -149,10 +182,11 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
      */
     const remoteCommit = (principal: Principal, source: Extract<EvalSetSource, { kind: "remote" }>) =>
       Effect.gen(function* () {
-        const cache = `eval-remotes/${principal.orgId.replace(/[^A-Za-z0-9_-]/g, "_")}/${createHash("sha256").update(source.url).digest("hex").slice(0, 32)}`
+        const cache = remoteCacheName(principal.orgId, source.url)
         return yield* fetching(
-          cache,
+          principal.orgId,
           Effect.gen(function* () {
+            yield* keepRecent(cache)
             if (source.ref !== null && /^[0-9a-f]{40}$/.test(source.ref)) {
               const held = yield* git.resolveCommit(cache, source.ref)
               if (held !== null) return { cache, commit: held }
@@ -165,14 +199,14 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
             if (addresses.length === 0) return yield* refused(`The eval remote's host ${host} does not resolve`)
             const token = source.secret_name === null ? Option.none() : yield* secrets.organizationSecret(principal.orgId, source.secret_name)
             if (source.secret_name !== null && Option.isNone(token)) return yield* refused(`The eval remote's token, the organization secret ${source.secret_name}, is not set: PUT /api/org/secrets`)
-            const commit = yield* git.fetchRemote(cache, {
+            const commit = yield* fetchSlots.withPermits(1)(git.fetchRemote(cache, {
               url: source.url,
               ref: source.ref,
               addresses: addresses.map((a) => a.address),
               token: Option.getOrNull(token),
               maxBytes: config.evalRemoteMaxMb * 1024 * 1024,
               timeoutMs: REMOTE_FETCH_TIMEOUT_MS
-            })
+            }))
             return { cache, commit }
           })
         )

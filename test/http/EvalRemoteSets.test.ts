@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { LOCAL_ORG } from "../../src/domain/Ids"
+import { LOCAL_ORG, OrgId } from "../../src/domain/Ids"
+import { remoteCacheName } from "../../src/services/EvalSets"
 import { tempDataDir } from "../support/Gateway"
 import { git } from "../support/Git"
 import { startGitRemote } from "../support/GitRemote"
@@ -116,7 +117,14 @@ describe("eval sets from a git remote", () => {
       "https://example.com/sets.git#main",
       "/srv/sets.git",
       "https://example.com",
-      `https://example.com/${"a".repeat(500)}`
+      `https://example.com/${"a".repeat(500)}`,
+      // A host curl would read as an instruction, not a name: "-host:port:…" removes its pin (attack 41 F1).
+      "http://-rebind:8080/sets.git",
+      "http://+rebind:8080/sets.git",
+      "http://a_b.example.com/sets.git",
+      // IPv6 literals: git's pin cannot carry them (attack 41 F4); a name with AAAA records can.
+      "http://[::1]:8080/sets.git",
+      "http://[::ffff:7f00:1]/sets.git"
     ]
     for (const url of urls) {
       const refused = await request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body: { eval_set: { kind: "remote", url, path: "evals/jaffle", ref: null } } })
@@ -149,15 +157,40 @@ describe("eval sets from a git remote", () => {
     expect(nowhere.json.message).toMatch(/^The eval remote could not be fetched: .*(Connection refused|Failed to connect)/)
   })
 
+  it("keeps one cache a repository however its URL is spelled, at most 3 an organization, each organization's its own (attack 41 F5, F6)", async () => {
+    for (const name of ["r1", "r2", "r3", "r4"]) await publish(name)
+    const spellings = [`${remote.url}/r1.git`, `${remote.url}/./r1.git`, `${remote.url}/x/../r1.git`, `${remote.url}/r1.git/`]
+    for (const url of spellings) expect((await useRemote({ url })).status, url).toBe(200)
+    expect(remoteCacheName(LOCAL_ORG, spellings[1]!)).toBe(remoteCacheName(LOCAL_ORG, spellings[0]!))
+    for (const name of ["r2", "r3", "r4"]) expect((await useRemote({ url: `${remote.url}/${name}.git` })).status).toBe(200)
+    const caches = path.join(dataDir, "repos", path.dirname(remoteCacheName(LOCAL_ORG, `${remote.url}/r1.git`)))
+    expect(fs.readdirSync(caches).sort()).toEqual(["r2", "r3", "r4"].map((name) => `${path.basename(remoteCacheName(LOCAL_ORG, `${remote.url}/${name}.git`))}.git`).sort())
+    // Organizations whose ids a lossy cleaning would make one keep caches of their own.
+    expect(remoteCacheName(OrgId.make("acme.corp"), `${remote.url}/r1.git`)).not.toBe(remoteCacheName(OrgId.make("acme_corp"), `${remote.url}/r1.git`))
+  })
+
+  it("fetches one remote at a time for an organization (attack 41 F3)", async () => {
+    const changed = (set: string) => fs.writeFileSync(path.join(set, "changed.txt"), randomBytes(8).toString("hex"))
+    await publish("sets", changed)
+    await publish("r1", changed)
+    const save = (url: string) => request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body: { eval_set: { kind: "remote", url, path: "evals/jaffle", ref: null } } })
+    expect((await save(`${remote.url}/slow/sets.git`)).status).toBe(200)
+    const first = request(gateway.url, "/api/evals/tasks", { key: admin })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await save(`${remote.url}/slow/r1.git`)).status).toBe(200)
+    const second = request(gateway.url, "/api/evals/tasks", { key: admin })
+    expect((await first).status).toBe(200)
+    expect((await second).status).toBe(200)
+    const asked = (repo: string) => remote.requests.filter((r) => r.path.startsWith(`/slow/${repo}`)).map((r) => r.atMs)
+    expect(Math.min(...asked("r1"))).toBeGreaterThan(Math.max(...asked("sets")))
+  })
+
   it("stops a fetch past SP_EVAL_REMOTE_MAX_MB and keeps nothing of it", async () => {
     await publish("big", (set) => fs.writeFileSync(path.join(set, "noise.bin"), randomBytes(6 * 1024 * 1024)))
     const big = await useRemote({ url: `${remote.url}/big.git` })
     expect(big.status).toBe(503)
     expect(big.json.message).toBe("The eval remote could not be fetched: it is larger than 2 MiB")
-    const caches = path.join(dataDir, "repos/eval-remotes", LOCAL_ORG)
-    const cacheOf = (url: string) => path.join(caches, `${createHash("sha256").update(url).digest("hex").slice(0, 32)}.git`)
-    expect(fs.existsSync(cacheOf(`${remote.url}/sets.git`))).toBe(true)
-    expect(fs.existsSync(cacheOf(`${remote.url}/big.git`))).toBe(false)
+    expect(fs.existsSync(path.join(dataDir, "repos", `${remoteCacheName(LOCAL_ORG, `${remote.url}/big.git`)}.git`))).toBe(false)
   })
 })
 
@@ -166,12 +199,14 @@ describe.skipIf(!(await postgresAvailable()))("eval sets from a git remote in cl
     const store = await createTestDatabase()
     const { gateway, admin } = await startCloudEvalStaff(store.url)
     try {
-      for (const url of ["http://127.0.0.1:8080/sets.git", "http://169.254.169.254/sets.git", "http://localhost/sets.git"]) {
+      // The gateway host's own addresses serve what its loopback does; Alibaba's metadata service is one more (attack 41 F2).
+      const own = Object.values(os.networkInterfaces()).flat().filter((i) => i !== undefined && !i.internal && i.family === "IPv4").map((i) => `http://${i!.address}:8080/sets.git`)
+      for (const url of ["http://127.0.0.1:8080/sets.git", "http://169.254.169.254/sets.git", "http://localhost/sets.git", "http://100.100.100.200/sets.git", ...own]) {
         const saved = await request(gateway.url, "/api/evals/config", { key: admin, method: "PUT", body: { eval_set: { kind: "remote", url, path: ".", ref: null } } })
         expect(saved.status, saved.text).toBe(200)
         const refused = await request(gateway.url, "/api/evals/tasks", { key: admin })
         expect(refused.status, url).toBe(400)
-        expect(refused.json.message, url).toMatch(/^The eval remote cannot be reached: This gateway does not connect to .*: loopback, link-local and cloud metadata addresses are off limits/)
+        expect(refused.json.message, url).toMatch(/^The eval remote cannot be reached: This gateway does not connect to .*: loopback, link-local and cloud metadata addresses, and the gateway host.s own, are off limits/)
       }
     } finally {
       await gateway.stop()

@@ -6,13 +6,18 @@ import type { AddressInfo } from "node:net"
  * A git host for tests: git's own smart HTTP (`git http-backend`) over the bare repositories in
  * `root`, as a code host serves them. `token`: repositories named `private*` answer 401 without
  * HTTP Basic carrying it as the password. Paths under `/moved/` answer a redirect to the same
- * repository. `requests` lists the paths asked for and the Authorization each carried.
+ * repository; under `/slow/`, the same repository a second later. `requests` lists the paths asked
+ * for, when, and the Authorization each carried.
  */
 export const startGitRemote = async (root: string, token: string) => {
-  const requests: Array<{ readonly path: string; readonly authorization: string | undefined }> = []
-  const server = http.createServer((req, res) => {
+  const requests: Array<{ readonly path: string; readonly authorization: string | undefined; readonly atMs: number }> = []
+  const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://remote")
-    requests.push({ path: url.pathname, authorization: req.headers.authorization })
+    requests.push({ path: url.pathname, authorization: req.headers.authorization, atMs: performance.now() })
+    if (url.pathname.startsWith("/slow/")) {
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      url.pathname = url.pathname.replace("/slow/", "/")
+    }
     if (url.pathname.startsWith("/moved/")) {
       res.writeHead(301, { location: url.pathname.replace("/moved/", "/") + url.search })
       return res.end()
