@@ -232,6 +232,7 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
       }
       const args = ["--git-dir", dir, "fetch", "--quiet", "--depth", "1", "--no-tags", "--no-recurse-submodules", "--end-of-options", remote.url, remote.ref ?? "HEAD"]
       const tooLarge = `it is larger than ${Math.round(remote.maxBytes / 1024 / 1024)} MiB`
+      let stoppedHere = false
       const failure = yield* Effect.async<string | null>((resume) => {
         const child = spawn("git", args, { env, stdio: ["ignore", "ignore", "pipe"] })
         let stderr = ""
@@ -255,9 +256,17 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
         child.on("close", (code) => {
           clearTimeout(timer)
           clearInterval(sizes)
-          if (stopped !== null) return resume(Effect.succeed(stopped))
+          if (stopped !== null) {
+            stoppedHere = true
+            return resume(Effect.succeed(stopped))
+          }
           // Faster than the checks: what it fetched is measured once more.
-          if (code === 0) return void diskBytes(dir, remote.maxBytes).then((bytes) => resume(Effect.succeed(bytes > remote.maxBytes ? tooLarge : null)))
+          if (code === 0) {
+            return void diskBytes(dir, remote.maxBytes).then((bytes) => {
+              stoppedHere = bytes > remote.maxBytes
+              resume(Effect.succeed(stoppedHere ? tooLarge : null))
+            })
+          }
           const said = stderr.split("\n").map((line) => line.replace(/^(fatal|error): /, "").trim()).find((line) => line.length > 0) ?? `git ended with ${code}`
           // Refused, git would ask for a user and password, which it may not.
           if (/^could not read (Username|Password)/.test(said)) return resume(Effect.succeed(`the remote refused access ${secret === null ? "(no token was sent)" : "with the token sent"}`))
@@ -266,18 +275,36 @@ export class GitRepositories extends Effect.Service<GitRepositories>()("sluice/G
         return Effect.sync(() => stop("it was given up"))
       })
       if (failure !== null) {
-        // What a stopped fetch left (a pack part way) is not kept.
-        yield* remove(repository)
+        // What a fetch stopped here left (a pack part way, one too large) is not kept; a fetch git refused leaves what was there, which a run may be reading.
+        if (stoppedHere) yield* remove(repository)
         return yield* new Unavailable({ message: `The eval remote could not be fetched: ${failure}` })
       }
       const commit = yield* git(["--git-dir", dir, "rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}"], "read")
       return commit.stdout.trim()
     })
 
+    /**
+     * Records that `repository` is used now, and deletes the repositories beside it in its folder
+     * but the `count - 1` most recently used (a cache of remotes keeps `count` in all).
+     */
+    const keepRecent = (repository: string, count: number) =>
+      Effect.promise(async () => {
+        const dir = pathOf(repository)
+        const folder = path.dirname(dir)
+        await fs.mkdir(folder, { recursive: true })
+        const now = new Date()
+        await fs.utimes(dir, now, now).catch(() => undefined)
+        const others = await Promise.all(
+          (await fs.readdir(folder)).filter((name) => name !== path.basename(dir)).map(async (name) => ({ name, usedMs: (await fs.stat(path.join(folder, name)).catch(() => null))?.mtimeMs ?? 0 }))
+        )
+        others.sort((a, b) => b.usedMs - a.usedMs)
+        for (const stale of others.slice(count - 1)) await fs.rm(path.join(folder, stale.name), { recursive: true, force: true })
+      })
+
     /** Whether the repository has a commit on `ref`. */
     const hasBranch = (repository: string, ref: string) =>
       Effect.promise(() => run("git", ["--git-dir", pathOf(repository), "rev-parse", "--verify", "--quiet", `refs/heads/${ref}`], { env: gitEnv }).then(() => true, () => false))
 
-    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile, treeFiles, hasBranch, resolveCommit, commitFiles, fetchRemote } as const
+    return { pathOf, create, setDefaultBranch, remove, backend, pushReportFile, treeFiles, hasBranch, resolveCommit, commitFiles, fetchRemote, keepRecent } as const
   })
 }) {}

@@ -1,6 +1,4 @@
 import { createHash } from "node:crypto"
-import * as fsp from "node:fs/promises"
-import * as path from "node:path"
 import { Effect, Either, Option, Schema } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { gatewayEgress } from "../../layers/connectors/EgressPolicy"
@@ -159,21 +157,6 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
     const fetching = keyedLocks<OrgId>()
     const fetchSlots = yield* Effect.makeSemaphore(REMOTE_FETCHES)
 
-    /** The organization's caches but the most recently used ones, and `keep`, deleted; `keep`'s use recorded. */
-    const keepRecent = (keep: string) =>
-      Effect.promise(async () => {
-        const folder = path.dirname(git.pathOf(keep))
-        const kept = path.basename(git.pathOf(keep))
-        await fsp.mkdir(folder, { recursive: true })
-        const now = new Date()
-        await fsp.utimes(git.pathOf(keep), now, now).catch(() => undefined)
-        const others = await Promise.all(
-          (await fsp.readdir(folder)).filter((name) => name !== kept).map(async (name) => ({ name, usedMs: (await fsp.stat(path.join(folder, name)).catch(() => null))?.mtimeMs ?? 0 }))
-        )
-        others.sort((a, b) => b.usedMs - a.usedMs)
-        for (const stale of others.slice(REMOTE_CACHES - 1)) await fsp.rm(path.join(folder, stale.name), { recursive: true, force: true })
-      })
-
     /**
      * The commit `source.ref` names on the remote, in the organization's cache of it (a commit
      * already there is not fetched again): its host checked as a connection's is (cloud: no
@@ -186,7 +169,7 @@ export class EvalSets extends Effect.Service<EvalSets>()("sluice/EvalSets", {
         return yield* fetching(
           principal.orgId,
           Effect.gen(function* () {
-            yield* keepRecent(cache)
+            yield* git.keepRecent(cache, REMOTE_CACHES)
             if (source.ref !== null && /^[0-9a-f]{40}$/.test(source.ref)) {
               const held = yield* git.resolveCommit(cache, source.ref)
               if (held !== null) return { cache, commit: held }
