@@ -163,10 +163,13 @@ export class RunEventsFeed extends Effect.Service<RunEventsFeed>()("sluice/RunEv
               const next = END_EVENT_TYPES.has(last.type) ? Option.none() : Option.some(last.seq)
               return Effect.succeed([Chunk.unsafeFromArray(batch.map(options.shown)), next] as const)
             }
-            // Nothing new: wait, unless the job ended without an end event to send.
+            // Nothing new: wait, unless the job ended. Its last events may have been written with its end, after the read above: read once more.
             return Effect.flatMap(options.ended, (ended) =>
               ended
-                ? Effect.succeed([Chunk.empty<JobEvent>(), Option.none()] as const)
+                ? repo.events(kind, orgId, jobId, after, FOLLOW_BATCH).pipe(
+                    storeDown,
+                    Effect.map((rest) => [Chunk.unsafeFromArray(rest.map(options.shown)), rest.length === FOLLOW_BATCH ? Option.some(rest.at(-1)!.seq) : Option.none()] as const)
+                  )
                 : Effect.as(news(kind, jobId, after), [Chunk.empty<JobEvent>(), Option.some(after)] as const)
             )
           })
