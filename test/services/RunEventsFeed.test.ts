@@ -4,6 +4,7 @@ import { Chunk, ConfigProvider, Effect, Layer, Stream } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { StoreLive } from "../../layers/Store"
 import { LOCAL_ORG } from "../../src/domain/Ids"
+import type { JobEvent } from "../../src/domain/JobEvent"
 import { appendJobEvent } from "../../src/repos/JobEventsRepo"
 import { RunEventsFeed } from "../../src/services/RunEventsFeed"
 import { createTestDatabase, postgresAvailable } from "../support/Servers"
@@ -25,9 +26,9 @@ describe.skipIf(!hasPostgres)("a job's events to a follower", () => {
     const append = (jobId: string, step: string, type: string) =>
       Effect.flatMap(SqlClient.SqlClient, (sql) => appendJobEvent(sql, { kind: KIND, orgId: LOCAL_ORG, jobId, step, type, data: { step } }))
 
-    const followed = (jobId: string, ended: Effect.Effect<boolean>) =>
+    const followed = <R>(jobId: string, ended: Effect.Effect<boolean, never, R>) =>
       Effect.flatMap(RunEventsFeed, (events) =>
-        events.follow(KIND, LOCAL_ORG, jobId, 0, { ended, shown: (event) => event, withText: false }).pipe(Stream.runCollect, Effect.map(Chunk.toArray))
+        events.follow(KIND, LOCAL_ORG, jobId, 0, { ended, shown: (event) => event, withText: false }).pipe(Stream.runCollect, Effect.map((chunk) => Chunk.toArray(chunk).filter((item): item is JobEvent => "seq" in item)))
       )
 
     it.effect("a job that ends between the follower's empty read and its look at whether the job ended still gives the follower its last event", () =>
