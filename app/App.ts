@@ -61,6 +61,8 @@ import { EvalSets } from "../src/services/EvalSets"
 import { EvalUploads } from "../src/services/EvalUploads"
 import { EvalUploadsRepo } from "../src/repos/EvalUploadsRepo"
 import { EvalRunsRepo } from "../src/repos/EvalRunsRepo"
+import { EvalAccuracy } from "../src/services/EvalAccuracy"
+import { EvalAccuracyRepo } from "../src/repos/EvalAccuracyRepo"
 import { EvalRuns } from "../src/services/EvalRuns"
 import { EvalQueries } from "../src/services/EvalQueries"
 import { EvalEvidence } from "../src/services/EvalEvidence"
@@ -153,7 +155,9 @@ export const ServicesLive = Layer.mergeAll(
   EvalUploads.Default,
   EvalUploadsRepo.Default,
   EvalRuns.Default,
+  EvalAccuracy.Default,
   EvalRunsRepo.Default,
+  EvalAccuracyRepo.Default,
   EvalQueries.Default,
   EvalEvidence.Default,
   BuildFingerprints.Default,

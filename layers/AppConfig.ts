@@ -134,6 +134,7 @@ const raw = Config.all({
   evalAllowedOrgs: list("SP_EVAL_ALLOWED_ORGS"),
   evalMaxParallelTasks: boundedInt("SP_EVAL_MAX_PARALLEL_TASKS", "must be between 1 and 32", (n) => n >= 1 && n <= 32).pipe(Config.withDefault(4)),
   evalRemoteMaxMb: boundedInt("SP_EVAL_REMOTE_MAX_MB", "must be between 1 and 65536 (MiB)", (n) => n >= 1 && n <= 65_536).pipe(Config.withDefault(512)),
+  evalRegressionDropPct: boundedInt("SP_EVAL_REGRESSION_DROP_PCT", "must be between 1 and 100 (accuracy points)", (n) => n >= 1 && n <= 100).pipe(Config.withDefault(10)),
   evalMemoryLimitMb: boundedInt("SP_EVAL_MEMORY_LIMIT", "must be between 64 and 65536 (MiB)", (n) => n >= 64 && n <= 65_536).pipe(Config.withDefault(2048)),
   encryptionKey: Config.option(Config.redacted("SP_ENCRYPTION_KEY")),
   encryptionSalt: Config.option(Config.redacted("SP_ENCRYPTION_SALT")),

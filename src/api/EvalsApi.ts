@@ -1,5 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { AccuracyHistory } from "../domain/EvalAccuracy"
 import { EvalAvailability, EvalConfig, EvalSetSource, UpdateEvalConfig } from "../domain/EvalConfig"
 import { EvalSetManifest } from "../domain/EvalSet"
 import { InitiateUpload, UploadById, UploadSession } from "../domain/EvalUpload"
@@ -129,6 +130,20 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .addError(Forbidden)
       .annotate(RequiredScope, "read")
       .annotateContext(docs("List evaluation runs", "The organization's evaluation runs, newest first, with status, eval set ref, build fingerprint, verdict counts and accuracy."))
+  )
+  .add(
+    HttpApiEndpoint.get("accuracy", "/evals/accuracy")
+      .setUrlParams(PageParams)
+      .addSuccess(AccuracyHistory)
+      .addError(InvalidRequest)
+      .addError(Forbidden)
+      .annotate(RequiredScope, "read")
+      .annotateContext(
+        docs(
+          "Evaluation accuracy history",
+          "A permanent record per completed run, newest first: accuracy, eval set ref, build fingerprint, trigger, the knowledge entries live during the run, model, preamble hash, connection, task cap, each task's outcome, how the run compared with the median of its five newest comparable runs (same ref and fingerprint: the drop, the tasks that flipped, McNemar's p, the tasks already flaky) and what changed since the newest of them; with the regressions detected (newest 100)."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.get("getRun", "/evals/runs/:id")

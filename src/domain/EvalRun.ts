@@ -51,7 +51,9 @@ export const EvalRunSettings = Schema.Struct({
   doc_ids: Schema.Array(Schema.String),
   task_ids: Schema.NullOr(Schema.Array(Schema.String)),
   runner_profile: Schema.String,
-  model: Schema.NullOr(Schema.String)
+  model: Schema.NullOr(Schema.String),
+  /** The knowledge entries live when it started, as `<id>@<version>`, its overlay included (runs before accuracy records: none). */
+  knowledge: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] })
 })
 export type EvalRunSettings = typeof EvalRunSettings.Type
 

@@ -3,6 +3,7 @@ import { Effect, type Stream } from "effect"
 import { SluiceApi } from "../api/Api"
 import { CurrentPrincipal } from "../domain/Principal"
 import { EvalAccess } from "../services/EvalAccess"
+import { EvalAccuracy } from "../services/EvalAccuracy"
 import { EvalConfigs } from "../services/EvalConfigs"
 import { EvalSets } from "../services/EvalSets"
 import { EvalEvidence } from "../services/EvalEvidence"
@@ -28,6 +29,7 @@ export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
     const sets = yield* EvalSets
     const uploads = yield* EvalUploads
     const runs = yield* EvalRuns
+    const accuracy = yield* EvalAccuracy
     const evidence = yield* EvalEvidence
     const liveSandboxes = yield* EvalSandboxes
     const gate = yield* Gate
@@ -41,6 +43,7 @@ export const EvalsHttp = HttpApiBuilder.group(SluiceApi, "evals", (handlers) =>
       .handle("abortUpload", ({ payload }) => Effect.flatMap(CurrentPrincipal, (p) => uploads.abort(p, payload.upload_id)))
       .handle("startRun", ({ payload }) => Effect.flatMap(CurrentPrincipal, (p) => runs.start(p, payload)))
       .handle("listRuns", ({ urlParams }) => Effect.flatMap(CurrentPrincipal, (p) => runs.list(p, urlParams)))
+      .handle("accuracy", ({ urlParams }) => Effect.flatMap(CurrentPrincipal, (p) => accuracy.history(p, urlParams)))
       .handle("getRun", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.get(p, path.id)))
       .handle("runProgress", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.progress(p, path.id)))
       .handle("runEvents", ({ path }) => Effect.flatMap(CurrentPrincipal, (p) => runs.events(p, path.id)))

@@ -416,6 +416,17 @@ export class KnowledgeRepo extends Effect.Service<KnowledgeRepo>()("sluice/Knowl
       failures
     )
 
-    return { insert, withinPendingLimits, find, findAt, entries, delivered, read, replace, page, rankingInputs, deliver, edits, retrievals, usage, pruneRetrievals } as const
+    const liveVersionsOf = SqlSchema.findAll({
+      Request: OrgId,
+      Result: Schema.Struct({ id: Schema.String, version: Schema.Int }),
+      execute: (orgId) => sql`select id, version from knowledge_entries where org_id = ${orgId} and status = 'active' order by id`
+    })
+    /** The live knowledge base as `<id>@<version>`: what an agent may be given now. */
+    const liveVersions = Effect.fn("KnowledgeRepo.liveVersions")(
+      (orgId: OrgId) => liveVersionsOf(orgId).pipe(Effect.map((rows) => rows.map((row) => `${row.id}@${row.version}`)), withOrg(orgId)),
+      failures
+    )
+
+    return { insert, withinPendingLimits, liveVersions, find, findAt, entries, delivered, read, replace, page, rankingInputs, deliver, edits, retrievals, usage, pruneRetrievals } as const
   })
 }) {}

@@ -51,10 +51,12 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       if (connectionName === null) return yield* refused("No connection is pinned: set connection_name with PUT /api/evals/config, or name one in the run")
       yield* connections.get(principal, connectionName).pipe(Effect.catchTag("NotFound", () => Effect.fail(refused(`The pinned connection ${connectionName} does not exist`))))
       // Overlaid on the live base: proposals (pending) or entries already active; an archived one is no knowledge to evaluate.
+      const overlaid: Array<string> = []
       for (const docId of new Set(input.doc_ids ?? [])) {
         const entry = yield* knowledgeRepo.find(principal.orgId, docId)
         if (entry === null) return yield* refused(`doc_ids: there is no knowledge entry ${docId}`)
         if (entry.status === "archived") return yield* refused(`doc_ids: the knowledge entry ${docId} is archived`)
+        overlaid.push(`${entry.id}@${entry.version}`)
       }
       const set = yield* sets.load(principal)
       const known = new Set(set.manifest.tasks.map((task) => task.id))
@@ -95,7 +97,8 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
                 doc_ids: [...new Set(input.doc_ids ?? [])],
                 task_ids: input.task_ids ?? null,
                 runner_profile: config.runner_profile!,
-                model: config.model
+                model: config.model,
+                knowledge: [...new Set([...(yield* knowledgeRepo.liveVersions(principal.orgId)), ...overlaid])].sort()
               },
               total: tasks.length,
               started_on: RUNNER_LABEL

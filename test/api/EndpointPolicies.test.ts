@@ -160,6 +160,7 @@ const SPEC_SCOPES: Record<string, string | ReadonlyArray<string>> = {
   "GET /api/evals/tasks": "read",
   "POST /api/evals/runs": "admin",
   "GET /api/evals/runs": "read",
+  "GET /api/evals/accuracy": "read",
   "GET /api/evals/runs/:id": "read",
   "GET /api/evals/runs/:id/progress": "read",
   "GET /api/evals/runs/:id/events": "read",

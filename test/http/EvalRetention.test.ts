@@ -38,7 +38,7 @@ describe("evaluation evidence retention (issue 31): the newest 10 ended runs kee
               eval_set_ref: "set@0",
               eval_set_source: { kind: "upload", upload_id: `upl_${"0".repeat(32)}` },
               build_fingerprint: `sha256:${"0".repeat(64)}`,
-              settings: { connection_name: "shop", prompt_preamble: "", max_tasks: 200, notify_emails: [], doc_ids: [], task_ids: null, runner_profile: "python-sandbox", model: null },
+              settings: { connection_name: "shop", prompt_preamble: "", max_tasks: 200, notify_emails: [], doc_ids: [], task_ids: null, runner_profile: "python-sandbox", model: null, knowledge: [] },
               total: 1,
               started_on: "test"
             },

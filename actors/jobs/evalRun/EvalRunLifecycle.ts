@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { ObjectStore } from "../../../layers/ObjectStore"
 import { RUNNER_LABEL } from "../../../layers/RunnerIdentity"
 import { EVAL_RUN_ENDED, runPrefix, taskKeyPrefix } from "../../../src/domain/EvalRun"
@@ -13,6 +13,7 @@ import { EvalRunsRepo, shownTask, type StoredEvalRun } from "../../../src/repos/
 import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
 import { DbBranches } from "../../../src/services/DbBranches"
+import { EvalAccuracy } from "../../../src/services/EvalAccuracy"
 import { EvalSets, type LoadedEvalSet } from "../../../src/services/EvalSets"
 
 /** A running run's lease: renewed every 45 s by whichever runner runs it; 180 s without a renewal and the reaper fails it. */
@@ -36,6 +37,7 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
     const objects = yield* ObjectStore
     const jobSteps = yield* JobSteps
     const branches = yield* DbBranches
+    const accuracy = yield* EvalAccuracy
     // A run's set, read once per runner while it runs: every step of its tasks reads it.
     const loadedSets = new Map<string, LoadedEvalSet>()
 
@@ -64,6 +66,13 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
         yield* backend.put(`${runPrefix(orgId, runId)}/run.json`, Buffer.from(JSON.stringify({ run: found.run, tasks }, null, 2)), "application/json")
       }).pipe(Effect.catchAll((error) => Effect.logWarning(`eval run ${runId}: run.json could not be written`, error)))
 
+    /** The run's permanent accuracy record, compared with the runs before it; a store that blinks is tried again. */
+    const recordAccuracy = (orgId: OrgId, runId: string) =>
+      accuracy.record(orgId, runId).pipe(
+        Effect.retry(Schedule.exponential("500 millis").pipe(Schedule.intersect(Schedule.recurs(4)))),
+        Effect.catchAll((error) => Effect.logError(`eval run ${runId}: its accuracy record could not be written`, error))
+      )
+
     /** Ends the run once (the reaper's only if its lease has indeed expired): keys revoked, branches deleted, tally and `run.json` written. */
     const end = (orgId: OrgId, runId: string, outcome: Parameters<typeof repo.finish>[2]) =>
       Effect.gen(function* () {
@@ -74,6 +83,7 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
         // Its own copy of the warehouse and any task's left; one that cannot be deleted now is the branch reaper's (its job has ended).
         yield* branches.removeOwned(orgId, runId).pipe(Effect.catchAll((error) => Effect.logWarning(`eval run ${runId}: its branches are left to the branch reaper`, error)))
         if (ended) yield* writeRunJson(orgId, runId)
+        if (ended && outcome.status === "completed") yield* recordAccuracy(orgId, runId)
         yield* jobSteps.forget(runId)
         loadedSets.delete(runId)
         return ended
@@ -145,5 +155,5 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
 
     return { load, guarded, context, holdLease, begin, complete, reap, stop } as const
   }),
-  dependencies: [EvalRunsRepo.Default, ActingPrincipals.Default, EvalSets.Default, ApiKeys.Default, ObjectStore.Default, JobSteps.Default, DbBranches.Default]
+  dependencies: [EvalAccuracy.Default, EvalRunsRepo.Default, ActingPrincipals.Default, EvalSets.Default, ApiKeys.Default, ObjectStore.Default, JobSteps.Default, DbBranches.Default]
 }) {}

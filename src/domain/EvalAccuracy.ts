@@ -1,0 +1,85 @@
+import { Schema } from "effect"
+import { RegressionCheck } from "./EvalRegression"
+import { Verdict } from "./EvalRun"
+
+/** One task's outcome as its run's record keeps it. */
+export const RecordedTask = Schema.Struct({
+  task_id: Schema.String,
+  /** Its attempts graded (UNGRADED is none), and how many of them CORRECT. */
+  attempts: Schema.Int,
+  correct: Schema.Int,
+  verdict: Schema.NullOr(Verdict)
+})
+export type RecordedTask = typeof RecordedTask.Type
+
+/** What differs in a run from the newest comparable run before it. */
+export const RunChange = Schema.Struct({
+  kind: Schema.Literal("knowledge_added", "knowledge_removed", "knowledge_edited", "model", "prompt_preamble", "connection", "max_tasks"),
+  detail: Schema.String
+})
+export type RunChange = typeof RunChange.Type
+
+/** A finished run's permanent record: never pruned. */
+export const AccuracyRecord = Schema.Struct({
+  run_id: Schema.String,
+  finished_at: Schema.Date,
+  eval_set_ref: Schema.String,
+  build_fingerprint: Schema.String,
+  trigger: Schema.String,
+  /** CORRECT over graded tasks, 0–1; null when none was graded. */
+  accuracy: Schema.NullOr(Schema.Number),
+  /** The knowledge entries live during the run, as `<id>@<version>`, the run's overlay included. */
+  knowledge: Schema.Array(Schema.String),
+  model: Schema.NullOr(Schema.String),
+  preamble_sha256: Schema.String,
+  connection_name: Schema.String,
+  max_tasks: Schema.Int,
+  tasks: Schema.Array(RecordedTask),
+  /** How it compared with the trailing comparable runs; null when there were none. */
+  comparison: Schema.NullOr(RegressionCheck),
+  /** What changed since the newest of them. */
+  changes: Schema.Array(RunChange),
+  regressed: Schema.Boolean
+})
+export type AccuracyRecord = typeof AccuracyRecord.Type
+
+export const AccuracyHistory = Schema.Struct({
+  items: Schema.Array(AccuracyRecord),
+  next_cursor: Schema.NullOr(Schema.String),
+  /** The regressions detected, newest first (at most REGRESSIONS_LISTED). */
+  regressions: Schema.Array(AccuracyRecord)
+})
+export const REGRESSIONS_LISTED = 100
+
+/** The parts of a run that may explain a change in its accuracy. */
+export interface RunCircumstances {
+  readonly knowledge: ReadonlyArray<string>
+  readonly model: string | null
+  readonly preamble_sha256: string
+  readonly connection_name: string
+  readonly max_tasks: number
+}
+
+const entryOf = (versioned: string) => {
+  const at = versioned.lastIndexOf("@")
+  return at < 0 ? { id: versioned, version: "" } : { id: versioned.slice(0, at), version: versioned.slice(at + 1) }
+}
+
+/** What changed from `before` to `now`: knowledge entries added, removed or edited, and each setting that differs. */
+export const changesBetween = (before: RunCircumstances, now: RunCircumstances): Array<RunChange> => {
+  const versions = (entries: ReadonlyArray<string>) => new Map(entries.map((entry) => [entryOf(entry).id, entryOf(entry).version]))
+  const was = versions(before.knowledge)
+  const is = versions(now.knowledge)
+  const changes: Array<RunChange> = []
+  for (const [id, version] of is) {
+    const earlier = was.get(id)
+    if (earlier === undefined) changes.push({ kind: "knowledge_added", detail: id })
+    else if (earlier !== version) changes.push({ kind: "knowledge_edited", detail: `${id} (version ${earlier} → ${version})` })
+  }
+  for (const id of was.keys()) if (!is.has(id)) changes.push({ kind: "knowledge_removed", detail: id })
+  if (before.model !== now.model) changes.push({ kind: "model", detail: `${before.model ?? "the default"} → ${now.model ?? "the default"}` })
+  if (before.preamble_sha256 !== now.preamble_sha256) changes.push({ kind: "prompt_preamble", detail: "the prompt preamble changed" })
+  if (before.connection_name !== now.connection_name) changes.push({ kind: "connection", detail: `${before.connection_name} → ${now.connection_name}` })
+  if (before.max_tasks !== now.max_tasks) changes.push({ kind: "max_tasks", detail: `${before.max_tasks} → ${now.max_tasks}` })
+  return changes
+}

@@ -1,0 +1,34 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { isolateByOrg } from "./TenantIsolation"
+
+export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.unsafe(`
+-- One permanent record per completed evaluation run: what it scored, against which set and
+-- warehouse, with what (knowledge entries live, model, preamble, connection, task cap), its tasks'
+-- outcomes, and how it compared with the trailing comparable runs (same set ref and fingerprint).
+-- Written once, never updated, never pruned.
+create table eval_accuracy_records (
+  run_id text primary key,
+  org_id text not null,
+  finished_at timestamptz not null,
+  eval_set_ref text not null,
+  build_fingerprint text not null,
+  trigger text not null,
+  accuracy float8,
+  coverage jsonb,
+  knowledge jsonb not null,
+  model text,
+  preamble_sha256 text not null,
+  connection_name text not null,
+  max_tasks int not null,
+  tasks jsonb not null,
+  comparison jsonb,
+  changes jsonb not null,
+  regressed boolean not null
+);
+create index eval_accuracy_records_comparable on eval_accuracy_records (org_id, eval_set_ref, build_fingerprint, finished_at desc);
+create index eval_accuracy_records_history on eval_accuracy_records (org_id, finished_at desc, run_id desc);
+${isolateByOrg("eval_accuracy_records", { privileges: "select, insert" })}
+`)
+)

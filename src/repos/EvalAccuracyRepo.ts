@@ -1,0 +1,98 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { type AccuracyRecord, RecordedTask, RunChange } from "../domain/EvalAccuracy"
+import { RegressionCheck, TRAILING_RUNS } from "../domain/EvalRegression"
+import type { OrgId } from "../domain/Ids"
+import { storeErrors } from "./StoreErrors"
+import { tenantScope } from "./Tenant"
+
+const Json = <A, I>(schema: Schema.Schema<A, I>) => Schema.parseJson(schema)
+const RecordRow = Schema.Struct({
+  run_id: Schema.String,
+  finished_at: Schema.DateFromSelf,
+  eval_set_ref: Schema.String,
+  build_fingerprint: Schema.String,
+  trigger: Schema.String,
+  accuracy: Schema.NullOr(Schema.Number),
+  knowledge: Json(Schema.Array(Schema.String)),
+  model: Schema.NullOr(Schema.String),
+  preamble_sha256: Schema.String,
+  connection_name: Schema.String,
+  max_tasks: Schema.Int,
+  tasks: Json(Schema.Array(RecordedTask)),
+  comparison: Schema.NullOr(Json(RegressionCheck)),
+  changes: Json(Schema.Array(RunChange)),
+  regressed: Schema.Boolean
+})
+const records = Schema.decodeUnknown(Schema.Array(RecordRow))
+// jsonb columns as text, so one decoder reads them whatever the driver makes of json.
+const COLUMNS = `run_id, finished_at, eval_set_ref, build_fingerprint, trigger, accuracy, knowledge::text as knowledge, model, preamble_sha256,
+  connection_name, max_tasks, tasks::text as tasks, comparison::text as comparison, changes::text as changes, regressed`
+
+/** Evaluation runs' permanent accuracy records, and the regressions among them. */
+export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice/EvalAccuracyRepo", {
+  effect: Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const withOrg = tenantScope(sql)
+    const failures = storeErrors("evaluation accuracy")
+
+    /**
+     * Appends the record `make` builds from the trailing comparable records (same set ref and
+     * fingerprint, newest first), once per run. Appends to one set and fingerprint take turns, so
+     * two runs ending at once are each compared with the other's record when it came first.
+     */
+    const append = Effect.fn("EvalAccuracyRepo.append")(
+      (orgId: OrgId, comparable: { readonly ref: string; readonly fingerprint: string }, make: (trailing: ReadonlyArray<AccuracyRecord>) => AccuracyRecord) =>
+        Effect.gen(function* () {
+          yield* sql`select pg_advisory_xact_lock(hashtextextended(${`eval_accuracy/${orgId}/${comparable.ref}/${comparable.fingerprint}`}, 0))`
+          const trailing = yield* sql`select ${sql.unsafe(COLUMNS)} from eval_accuracy_records
+            where org_id = ${orgId} and eval_set_ref = ${comparable.ref} and build_fingerprint = ${comparable.fingerprint}
+            order by finished_at desc, run_id desc limit ${TRAILING_RUNS}`.pipe(Effect.flatMap(records))
+          const record = make(trailing)
+          const rows = yield* sql`insert into eval_accuracy_records ${sql.insert({
+            run_id: record.run_id,
+            org_id: orgId,
+            finished_at: record.finished_at,
+            eval_set_ref: record.eval_set_ref,
+            build_fingerprint: record.build_fingerprint,
+            trigger: record.trigger,
+            accuracy: record.accuracy,
+            knowledge: JSON.stringify(record.knowledge),
+            model: record.model,
+            preamble_sha256: record.preamble_sha256,
+            connection_name: record.connection_name,
+            max_tasks: record.max_tasks,
+            tasks: JSON.stringify(record.tasks),
+            comparison: record.comparison === null ? null : JSON.stringify(record.comparison),
+            changes: JSON.stringify(record.changes),
+            regressed: record.regressed
+          })} on conflict (run_id) do nothing returning run_id`
+          return rows.length > 0 ? record : null
+        }).pipe(withOrg(orgId)),
+      failures
+    )
+
+    /** The organization's records, newest first, before the cursor's (finished_at, run_id). */
+    const page = Effect.fn("EvalAccuracyRepo.page")(
+      (orgId: OrgId, before: readonly [string, string] | null, limit: number) =>
+        (before === null
+          ? sql`select ${sql.unsafe(COLUMNS)} from eval_accuracy_records where org_id = ${orgId} order by finished_at desc, run_id desc limit ${limit}`
+          : sql`select ${sql.unsafe(COLUMNS)} from eval_accuracy_records where org_id = ${orgId} and (finished_at, run_id) < (${before[0]}::timestamptz, ${before[1]})
+              order by finished_at desc, run_id desc limit ${limit}`
+        ).pipe(Effect.flatMap(records), withOrg(orgId)),
+      failures
+    )
+
+    /** The newest records that regressed. */
+    const regressions = Effect.fn("EvalAccuracyRepo.regressions")(
+      (orgId: OrgId, limit: number) =>
+        sql`select ${sql.unsafe(COLUMNS)} from eval_accuracy_records where org_id = ${orgId} and regressed order by finished_at desc, run_id desc limit ${limit}`.pipe(
+          Effect.flatMap(records),
+          withOrg(orgId)
+        ),
+      failures
+    )
+
+    return { append, page, regressions } as const
+  })
+}) {}

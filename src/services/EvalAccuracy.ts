@@ -1,0 +1,76 @@
+import { createHash } from "node:crypto"
+import { Effect } from "effect"
+import { AppConfig } from "../../layers/AppConfig"
+import { type AccuracyRecord, changesBetween, REGRESSIONS_LISTED, type RecordedTask } from "../domain/EvalAccuracy"
+import { checkRegression, type ComparedRun } from "../domain/EvalRegression"
+import type { OrgId } from "../domain/Ids"
+import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
+import type { Principal } from "../domain/Principal"
+import { EvalAccuracyRepo } from "../repos/EvalAccuracyRepo"
+import { EvalRunsRepo } from "../repos/EvalRunsRepo"
+import { EvalAccess } from "./EvalAccess"
+
+const compared = (record: Pick<AccuracyRecord, "run_id" | "tasks">): ComparedRun => ({ run_id: record.run_id, tasks: record.tasks })
+
+/**
+ * Evaluation history: a permanent accuracy record for each completed run, compared as it is written
+ * with the trailing comparable runs (same eval set ref and build fingerprint) for a regression.
+ */
+export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAccuracy", {
+  effect: Effect.gen(function* () {
+    const config = yield* AppConfig
+    const repo = yield* EvalAccuracyRepo
+    const runs = yield* EvalRunsRepo
+    const access = yield* EvalAccess
+
+    /** Records a completed run once (system work: its job calls this as it ends); the record, or null when it had been recorded or the run is not there. */
+    const record = Effect.fn("EvalAccuracy.record")(function* (orgId: OrgId, runId: string) {
+      const found = yield* runs.find(orgId, runId)
+      if (found === null || found.run.status !== "completed") return null
+      const { run } = found
+      // A run graded against no known warehouse has nothing comparable: the specification records nothing for it.
+      if (run.build_fingerprint === "") return null
+      const tasks: Array<RecordedTask> = (yield* runs.tasks(orgId, runId)).map((task) => {
+        const graded = task.verdict !== null && task.verdict !== "UNGRADED"
+        return { task_id: task.task_id, attempts: graded ? 1 : 0, correct: task.verdict === "CORRECT" ? 1 : 0, verdict: task.verdict }
+      })
+      const settings = run.settings
+      const circumstances = {
+        knowledge: settings.knowledge,
+        model: settings.model,
+        preamble_sha256: createHash("sha256").update(settings.prompt_preamble).digest("hex"),
+        connection_name: settings.connection_name,
+        max_tasks: settings.max_tasks
+      }
+      return yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint }, (trailing) => {
+        const comparison = checkRegression({ run_id: run.id, tasks }, trailing.map(compared), config.evalRegressionDropPct)
+        return {
+          run_id: run.id,
+          finished_at: run.ended_at ?? new Date(),
+          eval_set_ref: run.eval_set_ref,
+          build_fingerprint: run.build_fingerprint,
+          trigger: run.trigger,
+          accuracy: run.accuracy,
+          ...circumstances,
+          tasks,
+          comparison,
+          changes: trailing[0] === undefined ? [] : changesBetween(trailing[0], circumstances),
+          regressed: comparison?.regression != null
+        }
+      })
+    })
+
+    /** `GET /api/evals/accuracy`: the history, newest first, and the regressions detected. */
+    const history = Effect.fn("EvalAccuracy.history")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
+      yield* access.allowed(principal)
+      const limit = params.limit ?? 50
+      const before = params.cursor === undefined ? null : yield* decodeCursor(params.cursor, TimeAndIdCursor)
+      const rows = yield* repo.page(principal.orgId, before, limit + 1)
+      const page = pageOf(rows, limit, (last: AccuracyRecord) => [last.finished_at.toISOString(), last.run_id])
+      return { ...page, regressions: yield* repo.regressions(principal.orgId, REGRESSIONS_LISTED) }
+    })
+
+    return { record, history } as const
+  }),
+  dependencies: [EvalAccuracyRepo.Default, EvalRunsRepo.Default, EvalAccess.Default]
+}) {}

@@ -1,0 +1,123 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ModelReply, type ModelRequest, startModelFake } from "../fakes/ModelFake"
+import { evalSetUp } from "../support/EvalSet"
+import { eventually } from "../support/Eventually"
+import { type Gateway, localKey, tempDataDir } from "../support/Gateway"
+import { request } from "../support/Http"
+import { startApp } from "../support/InProcess"
+import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
+
+const skip = !(await postgresAvailable())
+const TASKS = 10
+
+/** Ten read tasks, each asking for a multiple of seven. */
+const MANIFEST = `name: sevens
+defaults:
+  timeout_seconds: 60
+tasks:
+${Array.from({ length: TASKS }, (_, i) => `  - id: s${i}
+    class: read
+    prompt: "TASK s${i}: what is ${i} times 7?"
+    checks: [{ name: product, type: number, gold: ${i * 7} }]`).join("\n")}
+`
+
+describe.skipIf(skip)("evaluation history: accuracy records and regressions (issue 32)", () => {
+  let gateway: Gateway
+  let admin: string
+  let database: TestDatabase
+  let fake: Awaited<ReturnType<typeof startModelFake>>
+  let work: string
+  /** Tasks the model now gets wrong. */
+  let wrong = new Set<string>()
+
+  const script = async (req: ModelRequest): Promise<ModelReply> => {
+    const match = /TASK (s(\d+))/.exec(req.raw)
+    if (match === null) return { text: "I do not know." }
+    return { text: wrong.has(match[1]!) ? "It is 1000." : `It is ${Number(match[2]) * 7}.` }
+  }
+
+  const runToEnd = async (body: object = {}) => {
+    const started = await request(gateway.url, "/api/evals/runs", { key: admin, body })
+    expect(started.status, started.text).toBe(202)
+    const id = started.json.id as string
+    return eventually(
+      () => request(gateway.url, `/api/evals/runs/${id}`, { key: admin }).then((r) => r.json),
+      (run) => run.status === "completed",
+      `run ${id} completed`,
+      60_000
+    )
+  }
+  const history = () => request(gateway.url, "/api/evals/accuracy", { key: admin })
+
+  beforeAll(async () => {
+    database = await createTestDatabase()
+    fake = await startModelFake((req) => script(req))
+    gateway = await startApp({
+      dataDir: tempDataDir(),
+      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-accuracy", SP_LLM_MODEL: "claude-sonnet-4-5" }
+    })
+    admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
+    work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-accuracy-"))
+    await evalSetUp(gateway.url, admin, database.name, work, MANIFEST)
+  }, 60_000)
+  afterAll(async () => {
+    await gateway?.stop()
+    await fake?.close()
+    await database?.drop()
+    if (work !== undefined) fs.rmSync(work, { recursive: true, force: true })
+  })
+
+  it("records every completed run; a run after a knowledge entry was added that drops past the threshold is a regression, with the entry as the one change and the tasks that flipped", async () => {
+    const first = await runToEnd()
+    const second = await runToEnd()
+    let answer = await history()
+    expect(answer.status, answer.text).toBe(200)
+    expect(answer.json.items.map((record: { run_id: string }) => record.run_id)).toEqual([second.id, first.id])
+    const [latest, earliest] = answer.json.items
+    expect(earliest).toMatchObject({ accuracy: 1, comparison: null, changes: [], regressed: false, trigger: "api", eval_set_ref: first.eval_set_ref })
+    expect(earliest.build_fingerprint).toBe(first.build_fingerprint)
+    expect(earliest.tasks).toHaveLength(TASKS)
+    expect(latest).toMatchObject({ accuracy: 1, regressed: false, changes: [], comparison: { baseline_run_ids: [first.id], baseline: 100, drop: 0, flipped: [], regression: null } })
+    expect(answer.json.regressions).toEqual([])
+
+    const entry = await request(gateway.url, "/api/knowledge", {
+      key: admin,
+      body: { scope: "org", category: "rules", title: "sevens-are-odd", body: "Multiply by seven and add a thousand." }
+    })
+    expect(entry.status, entry.text).toBe(201)
+    wrong = new Set(["s1", "s2", "s3"])
+    const third = await runToEnd()
+    expect(third.accuracy).toBeCloseTo(0.7, 6)
+
+    answer = await history()
+    const record = answer.json.items[0]
+    expect(record).toMatchObject({
+      run_id: third.id,
+      regressed: true,
+      knowledge: [`${entry.json.id}@1`],
+      changes: [{ kind: "knowledge_added", detail: entry.json.id }],
+      comparison: { baseline_run_ids: [second.id, first.id], baseline: 100, accuracy: 70, drop: 30, regression: "drop_over_threshold" }
+    })
+    expect(record.comparison.flipped).toEqual([
+      { task_id: "s1", change: "broke" },
+      { task_id: "s2", change: "broke" },
+      { task_id: "s3", change: "broke" }
+    ])
+    expect(record.comparison.mcnemar_p).toBeCloseTo(0.25, 6)
+    expect(answer.json.regressions.map((regression: { run_id: string }) => regression.run_id)).toEqual([third.id])
+  }, 240_000)
+
+  it("pages the history and refuses a cursor it did not give out", async () => {
+    const page = await request(gateway.url, "/api/evals/accuracy?limit=1", { key: admin })
+    expect(page.status).toBe(200)
+    expect(page.json.items).toHaveLength(1)
+    const next = await request(gateway.url, `/api/evals/accuracy?limit=1&cursor=${page.json.next_cursor}`, { key: admin })
+    expect(next.json.items[0].run_id).not.toBe(page.json.items[0].run_id)
+    const bad = await request(gateway.url, "/api/evals/accuracy?cursor=nonsense", { key: admin })
+    expect(bad.status).toBe(400)
+    expect(bad.json.code).toBe("invalid_request")
+  })
+})
