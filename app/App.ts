@@ -62,6 +62,7 @@ import { EvalUploads } from "../src/services/EvalUploads"
 import { EvalUploadsRepo } from "../src/repos/EvalUploadsRepo"
 import { EvalRunsRepo } from "../src/repos/EvalRunsRepo"
 import { EvalAccuracy } from "../src/services/EvalAccuracy"
+import { Mailer } from "../layers/Mailer"
 import { EvalAccuracyRepo } from "../src/repos/EvalAccuracyRepo"
 import { EvalRuns } from "../src/services/EvalRuns"
 import { EvalQueries } from "../src/services/EvalQueries"
@@ -156,6 +157,7 @@ export const ServicesLive = Layer.mergeAll(
   EvalUploadsRepo.Default,
   EvalRuns.Default,
   EvalAccuracy.Default,
+  Mailer.Default,
   EvalRunsRepo.Default,
   EvalAccuracyRepo.Default,
   EvalQueries.Default,

@@ -51,6 +51,17 @@ const raw = Config.all({
   jwtAudience: Config.option(Config.string("SP_JWT_AUDIENCE")),
   adminUserIds: list("SP_ADMIN_USER_IDS"),
   redisUrl: Config.option(Config.redacted("REDIS_URL")),
+  smtpUrl: Config.option(
+    Config.redacted().pipe(
+      Config.validate({ message: "must be an smtp:// or smtps:// URL", validation: (url) => /^smtps?:\/\/[^\s]+$/i.test(Redacted.value(url)) && URL.canParse(Redacted.value(url)) }),
+      Config.nested("SP_SMTP_URL")
+    )
+  ),
+  smtpFrom: Config.string().pipe(
+    Config.validate({ message: "must be an address, like Sluice <sluice@example.com>", validation: (from) => /^[^\r\n<>]*<?[^\s@<>]+@[^\s@<>]+>?$/.test(from) }),
+    Config.nested("SP_SMTP_FROM"),
+    Config.withDefault("Sluice <sluice@localhost>")
+  ),
   trustedProxies: list("SP_TRUSTED_PROXIES"),
   egressIps: list("SP_EGRESS_IPS"),
   egressAllowLoopback: Config.boolean("SP_EGRESS_ALLOW_LOOPBACK").pipe(Config.withDefault(false)),

@@ -83,3 +83,48 @@ export const changesBetween = (before: RunCircumstances, now: RunCircumstances):
   if (before.max_tasks !== now.max_tasks) changes.push({ kind: "max_tasks", detail: `${before.max_tasks} → ${now.max_tasks}` })
   return changes
 }
+
+const CHANGE_NAMES: Record<RunChange["kind"], string> = {
+  knowledge_added: "knowledge entry added",
+  knowledge_removed: "knowledge entry removed",
+  knowledge_edited: "knowledge entry edited",
+  model: "model",
+  prompt_preamble: "prompt preamble",
+  connection: "connection",
+  max_tasks: "task cap"
+}
+const figure = (points: number) => `${Math.round(points * 10) / 10}`
+
+/**
+ * The email a regression sends to the run's notify addresses. One knowledge entry added and nothing
+ * else changed: the entry caused it. Anything else changed: the regression coincided with those
+ * changes, listed. Nothing changed: it says so. Then the figures, and the tasks not CORRECT.
+ */
+export const regressionEmail = (record: AccuracyRecord): { readonly subject: string; readonly text: string } | null => {
+  const comparison = record.comparison
+  if (comparison === null || comparison.regression === null) return null
+  const since = comparison.baseline_run_ids[0]!
+  const [only] = record.changes
+  const cause =
+    record.changes.length === 1 && only!.kind === "knowledge_added"
+      ? [`The knowledge entry ${only!.detail} caused this regression: it was added after the last comparable run (${since}), and nothing else changed.`]
+      : record.changes.length > 0
+        ? [`The regression coincided with these changes since the last comparable run (${since}):`, ...record.changes.map((change) => `  - ${CHANGE_NAMES[change.kind]}: ${change.detail}`)]
+        : [`Nothing changed since the last comparable run (${since}): the same knowledge, model, prompt preamble, connection and task cap.`]
+  const broke = comparison.flipped.filter((task) => task.change === "broke").map((task) => task.task_id)
+  const fixed = comparison.flipped.filter((task) => task.change === "fixed").map((task) => task.task_id)
+  const notCorrect = record.tasks.filter((task) => task.verdict !== "CORRECT").map((task) => `  - ${task.task_id}: ${task.verdict ?? "not graded"}`)
+  const text = [
+    `Evaluation run ${record.run_id} of ${record.eval_set_ref} scored ${figure(comparison.accuracy)} %, ${figure(comparison.drop)} points below the median of its comparable runs (${figure(comparison.baseline)} %, runs ${comparison.baseline_run_ids.join(", ")}; build fingerprint ${record.build_fingerprint}).`,
+    "",
+    ...cause,
+    "",
+    `Tasks that broke: ${broke.length === 0 ? "none" : broke.join(", ")}. Tasks that were fixed: ${fixed.length === 0 ? "none" : fixed.join(", ")}.`,
+    `McNemar p on the paired verdicts: ${comparison.mcnemar_p.toPrecision(2)}. Chance that the tasks that passed before failed this much by noise alone: ${comparison.evidence_p.toPrecision(2)}.`,
+    `Flaky tasks (their verdict already changed between earlier comparable runs): ${comparison.flaky.length === 0 ? "none" : comparison.flaky.join(", ")}.`,
+    "",
+    notCorrect.length === 0 ? "Every task's verdict was CORRECT." : "Tasks whose verdict was not CORRECT:",
+    ...notCorrect
+  ].join("\n")
+  return { subject: `Evaluation regression: ${record.eval_set_ref} dropped ${figure(comparison.drop)} points`, text }
+}

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
-import { type AccuracyRecord, changesBetween, REGRESSIONS_LISTED, type RecordedTask } from "../domain/EvalAccuracy"
+import { Mailer } from "../../layers/Mailer"
+import { type AccuracyRecord, changesBetween, REGRESSIONS_LISTED, type RecordedTask, regressionEmail } from "../domain/EvalAccuracy"
 import { checkRegression, type ComparedRun } from "../domain/EvalRegression"
 import type { OrgId } from "../domain/Ids"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
@@ -22,6 +23,18 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
     const repo = yield* EvalAccuracyRepo
     const runs = yield* EvalRunsRepo
     const access = yield* EvalAccess
+    const mailer = yield* Mailer
+
+    /** A regression's email to the run's notify addresses: tried again a few times, then logged (the record stands either way). */
+    const notify = (record: AccuracyRecord, to: ReadonlyArray<string>) => {
+      const email = regressionEmail(record)
+      if (email === null || to.length === 0) return Effect.void
+      return mailer.send({ to, ...email }).pipe(
+        Effect.retry(Schedule.exponential("1 second").pipe(Schedule.intersect(Schedule.recurs(3)))),
+        Effect.tap((sent) => (sent ? Effect.void : Effect.logWarning(`eval run ${record.run_id} regressed; no email was sent: SP_SMTP_URL is not set`))),
+        Effect.catchAll((error) => Effect.logError(`eval run ${record.run_id} regressed; its email was not sent: ${error.message}`))
+      )
+    }
 
     /** Records a completed run once (system work: its job calls this as it ends); the record, or null when it had been recorded or the run is not there. */
     const record = Effect.fn("EvalAccuracy.record")(function* (orgId: OrgId, runId: string) {
@@ -42,7 +55,7 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
         connection_name: settings.connection_name,
         max_tasks: settings.max_tasks
       }
-      return yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint }, (trailing) => {
+      const recorded = yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint }, (trailing) => {
         const comparison = checkRegression({ run_id: run.id, tasks }, trailing.map(compared), config.evalRegressionDropPct)
         return {
           run_id: run.id,
@@ -58,6 +71,8 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
           regressed: comparison?.regression != null
         }
       })
+      if (recorded?.regressed === true) yield* notify(recorded, settings.notify_emails)
+      return recorded
     })
 
     /** `GET /api/evals/accuracy`: the history, newest first, and the regressions detected. */
@@ -72,5 +87,5 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
 
     return { record, history } as const
   }),
-  dependencies: [EvalAccuracyRepo.Default, EvalRunsRepo.Default, EvalAccess.Default]
+  dependencies: [EvalAccuracyRepo.Default, EvalRunsRepo.Default, EvalAccess.Default, Mailer.Default]
 }) {}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { changesBetween, type RunCircumstances } from "../../src/domain/EvalAccuracy"
+import { type AccuracyRecord, changesBetween, regressionEmail, type RunCircumstances } from "../../src/domain/EvalAccuracy"
 
 const before: RunCircumstances = { knowledge: ["k_a@1", "k_b@2", "k_c@1"], model: null, preamble_sha256: "aa", connection_name: "shop", max_tasks: 50 }
 
@@ -19,5 +19,67 @@ describe("what changed between two runs", () => {
       { kind: "connection", detail: "shop → warehouse" },
       { kind: "max_tasks", detail: "50 → 20" }
     ])
+  })
+})
+
+describe("a regression's email", () => {
+  const record = (changes: AccuracyRecord["changes"], comparison: Partial<NonNullable<AccuracyRecord["comparison"]>> | null = {}): AccuracyRecord => ({
+    run_id: "evr_now",
+    finished_at: new Date(0),
+    eval_set_ref: "shop@abc",
+    build_fingerprint: "sha256:f",
+    trigger: "api",
+    accuracy: 0.6,
+    knowledge: [],
+    model: null,
+    preamble_sha256: "aa",
+    connection_name: "shop",
+    max_tasks: 50,
+    tasks: [
+      { task_id: "a", attempts: 1, correct: 1, verdict: "CORRECT" },
+      { task_id: "b", attempts: 1, correct: 0, verdict: "WRONG" },
+      { task_id: "c", attempts: 1, correct: 0, verdict: "ERROR" }
+    ],
+    comparison:
+      comparison === null
+        ? null
+        : {
+            baseline_run_ids: ["evr_before", "evr_older"],
+            baseline: 90,
+            accuracy: 60,
+            drop: 30,
+            flipped: [{ task_id: "b", change: "broke" }, { task_id: "c", change: "broke" }],
+            mcnemar_p: 0.5,
+            flaky: ["c"],
+            evidence_p: 0.002,
+            regression: "drop_over_threshold",
+            ...comparison
+          },
+    changes,
+    regressed: comparison !== null && comparison.regression !== null
+  })
+
+  it("names the one knowledge entry added as the cause when nothing else changed", () => {
+    const email = regressionEmail(record([{ kind: "knowledge_added", detail: "kn_1" }]))!
+    expect(email.subject).toBe("Evaluation regression: shop@abc dropped 30 points")
+    expect(email.text).toContain("The knowledge entry kn_1 caused this regression: it was added after the last comparable run (evr_before), and nothing else changed.")
+    expect(email.text).toContain("Tasks whose verdict was not CORRECT:\n  - b: WRONG\n  - c: ERROR")
+    expect(email.text).toContain("Flaky tasks (their verdict already changed between earlier comparable runs): c.")
+  })
+
+  it("says the regression coincided with the changes, listed, when several things changed (or one that is not an entry added)", () => {
+    const several = regressionEmail(record([{ kind: "knowledge_added", detail: "kn_1" }, { kind: "knowledge_removed", detail: "kn_2" }, { kind: "model", detail: "a → b" }]))!
+    expect(several.text).not.toContain("caused")
+    expect(several.text).toContain(
+      "The regression coincided with these changes since the last comparable run (evr_before):\n  - knowledge entry added: kn_1\n  - knowledge entry removed: kn_2\n  - model: a → b"
+    )
+    const preamble = regressionEmail(record([{ kind: "prompt_preamble", detail: "the prompt preamble changed" }]))!
+    expect(preamble.text).toContain("coincided with these changes since the last comparable run (evr_before):\n  - prompt preamble: the prompt preamble changed")
+    expect(regressionEmail(record([]))!.text).toContain("Nothing changed since the last comparable run (evr_before)")
+  })
+
+  it("is not sent for a run that did not regress or had nothing to be compared with (no fingerprint, no comparable run)", () => {
+    expect(regressionEmail(record([], { regression: null }))).toBeNull()
+    expect(regressionEmail(record([], null))).toBeNull()
   })
 })

@@ -8,9 +8,13 @@ import { eventually } from "../support/Eventually"
 import { type Gateway, localKey, tempDataDir } from "../support/Gateway"
 import { request } from "../support/Http"
 import { startApp } from "../support/InProcess"
+import { startSmtpServer } from "../support/Smtp"
 import { createTestDatabase, postgresAvailable, type TestDatabase } from "../support/Servers"
 
 const skip = !(await postgresAvailable())
+/** A message's quoted-printable body as text (soft line breaks joined, escapes read). */
+const quotedPrintable = (raw: string) =>
+  Buffer.from(raw.replace(/=\r?\n/g, "").replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))), "latin1").toString("utf8")
 const TASKS = 10
 
 /** Ten read tasks, each asking for a multiple of seven. */
@@ -29,6 +33,7 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
   let admin: string
   let database: TestDatabase
   let fake: Awaited<ReturnType<typeof startModelFake>>
+  let smtp: Awaited<ReturnType<typeof startSmtpServer>>
   let work: string
   /** Tasks the model now gets wrong. */
   let wrong = new Set<string>()
@@ -55,9 +60,10 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
   beforeAll(async () => {
     database = await createTestDatabase()
     fake = await startModelFake((req) => script(req))
+    smtp = await startSmtpServer()
     gateway = await startApp({
       dataDir: tempDataDir(),
-      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-accuracy", SP_LLM_MODEL: "claude-sonnet-4-5" }
+      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-accuracy", SP_LLM_MODEL: "claude-sonnet-4-5", SP_SMTP_URL: smtp.url, SP_SMTP_FROM: "Sluice Evals <evals@example.com>" }
     })
     admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
     work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-accuracy-"))
@@ -66,6 +72,7 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
   afterAll(async () => {
     await gateway?.stop()
     await fake?.close()
+    await smtp?.close()
     await database?.drop()
     if (work !== undefined) fs.rmSync(work, { recursive: true, force: true })
   })
@@ -89,7 +96,7 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     })
     expect(entry.status, entry.text).toBe(201)
     wrong = new Set(["s1", "s2", "s3"])
-    const third = await runToEnd()
+    const third = await runToEnd({ notify_emails: ["data-team@example.com", "lead@example.com"] })
     expect(third.accuracy).toBeCloseTo(0.7, 6)
 
     answer = await history()
@@ -108,6 +115,18 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     ])
     expect(record.comparison.mcnemar_p).toBeCloseTo(0.25, 6)
     expect(answer.json.regressions.map((regression: { run_id: string }) => regression.run_id)).toEqual([third.id])
+
+    // One email, to the run's notify addresses, naming the entry as the cause and listing the tasks not CORRECT.
+    const [mail] = await eventually(() => Promise.resolve(smtp.messages), (messages) => messages.length > 0, "the regression's email")
+    expect(smtp.messages).toHaveLength(1)
+    expect(mail!.to).toEqual(["data-team@example.com", "lead@example.com"])
+    expect(mail!.from).toBe("evals@example.com")
+    const text = quotedPrintable(mail!.raw)
+    expect(text.replace(/\r?\n /g, " ")).toMatch(/Subject: Evaluation regression: sevens@[0-9a-f]{40} dropped 30 points/)
+    expect(text).toContain(`The knowledge entry ${entry.json.id} caused this regression: it was added after the last comparable run (${second.id}), and nothing else changed.`)
+    expect(text).toContain("Tasks that broke: s1, s2, s3.")
+    expect(text).toMatch(/Tasks whose verdict was not CORRECT:\r?\n {2}- s1: WRONG\r?\n {2}- s2: WRONG\r?\n {2}- s3: WRONG/)
+    expect(text).not.toContain("s3cret-smtp-pass")
   }, 240_000)
 
   it("pages the history and refuses a cursor it did not give out", async () => {

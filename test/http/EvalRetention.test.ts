@@ -3,14 +3,14 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ObjectStore } from "../../layers/ObjectStore"
 import { runPrefix, taskEvidenceKey } from "../../src/domain/EvalRun"
-import { LOCAL_ORG, LOCAL_USER } from "../../src/domain/Ids"
-import { EvalRunsRepo } from "../../src/repos/EvalRunsRepo"
+import { LOCAL_ORG } from "../../src/domain/Ids"
 import { EvalEvidence } from "../../src/services/EvalEvidence"
+import { endedEvalRun, numberedRunId } from "../support/EvalRunRows"
 import { request } from "../support/Http"
 import { startInProcess } from "../support/InProcess"
 
 const RUNS = 102
-const runId = (n: number) => `evr_${String(n).padStart(32, "0")}`
+const runId = numberedRunId
 
 describe("evaluation evidence retention (issue 31): the newest 10 ended runs keep their tasks' files, the newest 100 their transcripts", () => {
   let gateway: Awaited<ReturnType<typeof startInProcess>>
@@ -23,28 +23,11 @@ describe("evaluation evidence retention (issue 31): the newest 10 ended runs kee
     // Ended runs, run 1 the newest, each with a task's evidence, its transcript and run.json.
     await gateway.runtime.runPromise(
       Effect.gen(function* () {
-        const repo = yield* EvalRunsRepo
         const sql = yield* SqlClient.SqlClient
         const backend = yield* (yield* ObjectStore).backend
         for (let n = 1; n <= RUNS; n++) {
           const id = runId(n)
-          yield* repo.insert(
-            {
-              id,
-              org_id: LOCAL_ORG,
-              user_id: LOCAL_USER,
-              principal_kind: "local",
-              key_id: null,
-              eval_set_ref: "set@0",
-              eval_set_source: { kind: "upload", upload_id: `upl_${"0".repeat(32)}` },
-              build_fingerprint: `sha256:${"0".repeat(64)}`,
-              settings: { connection_name: "shop", prompt_preamble: "", max_tasks: 200, notify_emails: [], doc_ids: [], task_ids: null, runner_profile: "python-sandbox", model: null, knowledge: [] },
-              total: 1,
-              started_on: "test"
-            },
-            [{ task_id: "t", class: "read" }]
-          )
-          yield* repo.finish(LOCAL_ORG, id, { status: "completed" })
+          yield* endedEvalRun(id)
           yield* sql`update eval_runs set created_at = now() - make_interval(mins => ${n}) where id = ${id}`
           for (const file of ["evidence.json", "transcript.json"] as const) yield* backend.put(taskEvidenceKey(LOCAL_ORG, id, "t", file), Buffer.from("{}"), "application/json")
           yield* backend.put(`${runPrefix(LOCAL_ORG, id)}/run.json`, Buffer.from("{}"), "application/json")
