@@ -18,9 +18,10 @@ export const MAX_PARTS = 10_000
 
 /**
  * Keys the gateway makes (`evals/<org>/<run>/…`, `uploads/<org>/<id>`): printable, relative, no `.`
- * or `..` segment, so a key is the same file under the filesystem store's root and the same object in a bucket.
+ * or `..` segment, so a key is the same file under the filesystem store's root and the same object
+ * in a bucket. `~` names a task's later attempt (`task_<id>~2`); it is unreserved in URLs and S3 signing.
  */
-export const isObjectKey = (key: string) => /^[A-Za-z0-9_=-][A-Za-z0-9_.=\/-]{0,1023}$/.test(key) && !key.split("/").some((s) => s === "" || s === "." || s === "..")
+export const isObjectKey = (key: string) => /^[A-Za-z0-9_=-][A-Za-z0-9_.=~\/-]{0,1023}$/.test(key) && !key.split("/").some((s) => s === "" || s === "." || s === "..")
 
 /**
  * Where evidence and uploads are kept: a folder under SP_DATA_DIR (self-hosted default) or an

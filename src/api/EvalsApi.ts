@@ -4,7 +4,7 @@ import { AccuracyHistory } from "../domain/EvalAccuracy"
 import { EvalAvailability, EvalConfig, EvalSetSource, UpdateEvalConfig } from "../domain/EvalConfig"
 import { EvalSetManifest } from "../domain/EvalSet"
 import { InitiateUpload, UploadById, UploadSession } from "../domain/EvalUpload"
-import { EvalRun, EvalRunDetail, EvalRunProgress, StartEvalRun } from "../domain/EvalRun"
+import { ATTEMPT_NAME, EvalRun, EvalRunDetail, EvalRunProgress, StartEvalRun } from "../domain/EvalRun"
 import { Page, PageParams } from "../domain/Pagination"
 import { ResourceId } from "../domain/Text"
 import { Conflict, Forbidden, InvalidRequest, NotFound, RateLimited, Unavailable } from "../domain/Errors"
@@ -15,7 +15,7 @@ import { docs, RateClass, RequiredScope } from "./Annotations"
 import { Authentication } from "./Authentication"
 
 const ById = Schema.Struct({ id: ResourceId })
-const TaskId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.-]{1,64}$/, { message: () => "a task id" }))
+const TaskId = Schema.String.pipe(Schema.pattern(ATTEMPT_NAME, { message: () => "a task id, or <task id>~<n> for its nth attempt" }))
 const BySandbox = Schema.Struct({ name: EvalSandboxName })
 const ByTask = Schema.Struct({ id: ResourceId, task: TaskId })
 const Json = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "application/json" }))
@@ -118,7 +118,7 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .annotateContext(
         docs(
           "Start an evaluation run",
-          "Runs the configured eval set's tasks (or `task_ids` of them, at most `max_tasks`) with the built-in agent against the pinned connection (or `connection_name`), and grades them. The run records the eval set's ref (`<name>@<commit>`) and the warehouse's build fingerprint; a set that declares another fingerprint is refused. Refused, each with its own message: no runner profile, no evidence storage, no eval set, no or an unknown connection, a fingerprint mismatch, caps exceeded (max_tasks ≤ 200, prompt_preamble ≤ 4000 characters, ≤ 20 notify_emails, ≤ 20 doc_ids, ≤ 200 task_ids). A third run in flight on one gateway process: 409 `Too many eval runs in flight`."
+          "Runs the configured eval set's tasks (or `task_ids` of them, at most `max_tasks`), each `attempts` times (1–5; a task's nth attempt is the run's task `<id>~<n>`), with the built-in agent against the pinned connection (or `connection_name`), and grades them. The run records the eval set's ref (`<name>@<commit>`) and the warehouse's build fingerprint; a set that declares another fingerprint is refused. Refused, each with its own message: no runner profile, no evidence storage, no eval set, no or an unknown connection, a fingerprint mismatch, caps exceeded (max_tasks ≤ 200, attempts ≤ 5 and ≤ 600 in all, prompt_preamble ≤ 4000 characters, ≤ 20 notify_emails, ≤ 20 doc_ids, ≤ 200 task_ids). A third run in flight on one gateway process: 409 `Too many eval runs in flight`."
         )
       )
   )

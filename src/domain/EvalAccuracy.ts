@@ -8,13 +8,14 @@ export const RecordedTask = Schema.Struct({
   /** Its attempts graded (UNGRADED is none), and how many of them CORRECT. */
   attempts: Schema.Int,
   correct: Schema.Int,
+  /** CORRECT when most of its graded attempts were; else the verdict its other attempts had most (the worst of equals); null when none was graded. */
   verdict: Schema.NullOr(Verdict)
 })
 export type RecordedTask = typeof RecordedTask.Type
 
 /** What differs in a run from the newest comparable run before it. */
 export const RunChange = Schema.Struct({
-  kind: Schema.Literal("knowledge_added", "knowledge_removed", "knowledge_edited", "model", "prompt_preamble", "connection", "max_tasks"),
+  kind: Schema.Literal("knowledge_added", "knowledge_removed", "knowledge_edited", "model", "prompt_preamble", "connection", "max_tasks", "attempts"),
   detail: Schema.String
 })
 export type RunChange = typeof RunChange.Type
@@ -34,6 +35,7 @@ export const AccuracyRecord = Schema.Struct({
   preamble_sha256: Schema.String,
   connection_name: Schema.String,
   max_tasks: Schema.Int,
+  attempts: Schema.Int,
   tasks: Schema.Array(RecordedTask),
   /** How it compared with the trailing comparable runs; null when there were none. */
   comparison: Schema.NullOr(RegressionCheck),
@@ -58,11 +60,28 @@ export interface RunCircumstances {
   readonly preamble_sha256: string
   readonly connection_name: string
   readonly max_tasks: number
+  readonly attempts: number
 }
 
 const entryOf = (versioned: string) => {
   const at = versioned.lastIndexOf("@")
   return at < 0 ? { id: versioned, version: "" } : { id: versioned.slice(0, at), version: versioned.slice(at + 1) }
+}
+
+const WORST_FIRST = ["ERROR", "WRONG", "PARTIAL"] as const
+
+/** A task's outcome from the verdicts of its attempts. */
+export const taskOutcome = (taskId: string, verdicts: ReadonlyArray<typeof Verdict.Type | null>): RecordedTask => {
+  const graded = verdicts.filter((verdict) => verdict !== null && verdict !== "UNGRADED")
+  const correct = graded.filter((verdict) => verdict === "CORRECT").length
+  const count = (verdict: string) => graded.filter((other) => other === verdict).length
+  const verdict =
+    graded.length === 0
+      ? (verdicts.find((v) => v !== null) ?? null)
+      : correct * 2 > graded.length
+        ? "CORRECT"
+        : WORST_FIRST.reduce<(typeof WORST_FIRST)[number]>((most, next) => (count(next) > count(most) ? next : most), "ERROR")
+  return { task_id: taskId, attempts: graded.length, correct, verdict }
 }
 
 /** What changed from `before` to `now`: knowledge entries added, removed or edited, and each setting that differs. */
@@ -81,6 +100,7 @@ export const changesBetween = (before: RunCircumstances, now: RunCircumstances):
   if (before.preamble_sha256 !== now.preamble_sha256) changes.push({ kind: "prompt_preamble", detail: "the prompt preamble changed" })
   if (before.connection_name !== now.connection_name) changes.push({ kind: "connection", detail: `${before.connection_name} → ${now.connection_name}` })
   if (before.max_tasks !== now.max_tasks) changes.push({ kind: "max_tasks", detail: `${before.max_tasks} → ${now.max_tasks}` })
+  if (before.attempts !== now.attempts) changes.push({ kind: "attempts", detail: `${before.attempts} → ${now.attempts} per task` })
   return changes
 }
 
@@ -91,7 +111,8 @@ const CHANGE_NAMES: Record<RunChange["kind"], string> = {
   model: "model",
   prompt_preamble: "prompt preamble",
   connection: "connection",
-  max_tasks: "task cap"
+  max_tasks: "task cap",
+  attempts: "attempts per task"
 }
 const figure = (points: number) => `${Math.round(points * 10) / 10}`
 

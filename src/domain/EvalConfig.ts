@@ -25,6 +25,9 @@ export const PromptPreamble = Schema.String.pipe(
   Schema.maxLength(MAX_PREAMBLE_CHARS, { message: () => `prompt_preamble must be at most ${MAX_PREAMBLE_CHARS} characters` }),
   noNul("prompt_preamble")
 )
+/** How many times a run attempts each task: one run's single attempt is noisy; the regression check weighs them all. */
+export const MAX_ATTEMPTS = 5
+export const Attempts = Schema.Int.pipe(Schema.between(1, MAX_ATTEMPTS, { message: () => `attempts must be between 1 and ${MAX_ATTEMPTS}` }))
 export const MaxTasks = Schema.Int.pipe(Schema.between(1, MAX_TASKS_CAP, { message: () => `max_tasks must be between 1 and ${MAX_TASKS_CAP}` }))
 const SetFolder = Schema.String.pipe(
   Schema.pattern(/^(?:\.|(?!.*(?:^|\/)\.\.?(?:\/|$))(?=.{1,256}$)[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)*)$/, {
@@ -86,6 +89,7 @@ export const EvalConfig = Schema.Struct({
   notify_emails: Schema.Array(Schema.String),
   prompt_preamble: Schema.String,
   max_tasks: Schema.Int,
+  attempts: Schema.Int,
   model: Schema.NullOr(Schema.String),
   autorun: Schema.Boolean,
   updated_by: Schema.NullOr(Schema.String),
@@ -100,6 +104,7 @@ export const DEFAULT_EVAL_CONFIG: EvalConfig = {
   notify_emails: [],
   prompt_preamble: "",
   max_tasks: 50,
+  attempts: 1,
   model: null,
   autorun: false,
   updated_by: null,
@@ -114,6 +119,7 @@ export const UpdateEvalConfig = Schema.Struct({
   notify_emails: Schema.optional(NotifyEmails),
   prompt_preamble: Schema.optional(PromptPreamble),
   max_tasks: Schema.optional(MaxTasks),
+  attempts: Schema.optional(Attempts),
   model: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^(?!.*\.\.)[A-Za-z0-9_.:\/-]{1,128}$/, { message: () => "model must be a model name" })))),
   autorun: Schema.optional(Schema.Boolean)
 }).annotations(strict)

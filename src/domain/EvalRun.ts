@@ -1,12 +1,28 @@
 import { Schema } from "effect"
 import { ConnectionName } from "./Connection"
-import { MaxTasks, NotifyEmails, PromptPreamble } from "./EvalConfig"
+import { Attempts, MaxTasks, NotifyEmails, PromptPreamble } from "./EvalConfig"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
 export const EVAL_RUN_KIND = "eval_run"
 export const MAX_DOC_IDS = 20
 export const MAX_TASK_IDS = 200
+/** A run's tasks times their attempts: at most 200 tasks attempted three times. */
+export const MAX_TASK_ATTEMPTS = 600
+
+/**
+ * A task's attempt as a run names it: the task's id for its first, `<id>~<n>` for the others (`~`
+ * is never in a task id). Keys, branches, sandboxes, evidence and routes name an attempt so.
+ */
+export const attemptName = (taskId: string, attempt: number) => (attempt === 1 ? taskId : `${taskId}~${attempt}`)
+/** The task and attempt an attempt's name stands for. */
+export const attemptOf = (name: string) => {
+  const match = /^(.*)~([2-9])$/.exec(name)
+  return match === null ? { taskId: name, attempt: 1 } : { taskId: match[1]!, attempt: Number(match[2]) }
+}
+/** A task's id, or one of its attempts' names. */
+export const ATTEMPT_NAME = /^[A-Za-z0-9_.-]{1,64}(?:~[2-9])?$/
+
 /** Runs in flight started on one gateway process; N replicas allow 2N. */
 export const MAX_RUNS_IN_FLIGHT_PER_PROCESS = 2
 
@@ -36,6 +52,7 @@ export const StartEvalRun = Schema.Struct({
     )
   ),
   max_tasks: Schema.optional(MaxTasks),
+  attempts: Schema.optional(Attempts),
   prompt_preamble: Schema.optional(PromptPreamble),
   notify_emails: Schema.optional(NotifyEmails),
   connection_name: Schema.optional(ConnectionName)
@@ -47,6 +64,8 @@ export const EvalRunSettings = Schema.Struct({
   connection_name: Schema.String,
   prompt_preamble: Schema.String,
   max_tasks: Schema.Int,
+  /** How many times each task is attempted (runs before attempts: once). */
+  attempts: Schema.optionalWith(Schema.Int, { default: () => 1 }),
   notify_emails: Schema.Array(Schema.String),
   doc_ids: Schema.Array(Schema.String),
   task_ids: Schema.NullOr(Schema.Array(Schema.String)),
@@ -103,7 +122,9 @@ export const EvalCheckResult = Schema.Struct({
 })
 
 export const EvalRunTask = Schema.Struct({
+  /** The task's id, or `<id>~<n>` for its nth attempt. */
   task_id: Schema.String,
+  attempt: Schema.Int,
   class: Schema.Literal("read", "write"),
   phase: TaskPhase,
   verdict: Schema.NullOr(Verdict),

@@ -32,4 +32,4 @@ export type EvalSandbox = typeof EvalSandbox.Type
 
 /** `eval-<run>-<task>-<phase>`: its run's hex (as its branches are named), its task's id, setup or teardown. */
 export const evalSandboxName = (runId: string, taskId: string, phase: ScriptPhase) => `${runBranchName(runId)}-${taskId}-${phase}`
-export const EvalSandboxName = Schema.String.pipe(Schema.pattern(/^eval-[0-9a-f]{32}-[A-Za-z0-9_.-]{1,64}-(setup|teardown)$/, { message: () => "an evaluation sandbox's name" }))
+export const EvalSandboxName = Schema.String.pipe(Schema.pattern(/^eval-[0-9a-f]{32}-[A-Za-z0-9_.-]{1,64}(?:~[2-9])?-(setup|teardown)$/, { message: () => "an evaluation sandbox's name" }))

@@ -22,6 +22,7 @@ create table eval_accuracy_records (
   preamble_sha256 text not null,
   connection_name text not null,
   max_tasks int not null,
+  attempts int not null,
   tasks jsonb not null,
   comparison jsonb,
   changes jsonb not null,
@@ -30,5 +31,8 @@ create table eval_accuracy_records (
 create index eval_accuracy_records_comparable on eval_accuracy_records (org_id, eval_set_ref, build_fingerprint, finished_at desc);
 create index eval_accuracy_records_history on eval_accuracy_records (org_id, finished_at desc, run_id desc);
 ${isolateByOrg("eval_accuracy_records", { privileges: "select, insert" })}
+
+-- How many times a run attempts each task (1-5).
+alter table eval_configs add column attempts int not null default 1;
 `)
 )

@@ -19,6 +19,7 @@ const RecordRow = Schema.Struct({
   preamble_sha256: Schema.String,
   connection_name: Schema.String,
   max_tasks: Schema.Int,
+  attempts: Schema.Int,
   tasks: Json(Schema.Array(RecordedTask)),
   comparison: Schema.NullOr(Json(RegressionCheck)),
   changes: Json(Schema.Array(RunChange)),
@@ -27,7 +28,7 @@ const RecordRow = Schema.Struct({
 const records = Schema.decodeUnknown(Schema.Array(RecordRow))
 // jsonb columns as text, so one decoder reads them whatever the driver makes of json.
 const COLUMNS = `run_id, finished_at, eval_set_ref, build_fingerprint, trigger, accuracy, knowledge::text as knowledge, model, preamble_sha256,
-  connection_name, max_tasks, tasks::text as tasks, comparison::text as comparison, changes::text as changes, regressed`
+  connection_name, max_tasks, attempts, tasks::text as tasks, comparison::text as comparison, changes::text as changes, regressed`
 
 /** Evaluation runs' permanent accuracy records, and the regressions among them. */
 export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice/EvalAccuracyRepo", {
@@ -62,6 +63,7 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
             preamble_sha256: record.preamble_sha256,
             connection_name: record.connection_name,
             max_tasks: record.max_tasks,
+            attempts: record.attempts,
             tasks: JSON.stringify(record.tasks),
             comparison: record.comparison === null ? null : JSON.stringify(record.comparison),
             changes: JSON.stringify(record.changes),

@@ -13,7 +13,7 @@ const { updated_at: _updatedAt, eval_set: _evalSet, notify_emails: _notify, ...p
 /** The row as written: its JSON columns as text. */
 const NewConfigRow = Schema.Struct({ ...plainFields, eval_set: Schema.NullOr(Schema.String), notify_emails: Schema.String })
 
-const COLUMNS = "connection_name, eval_set, runner_profile, notify_emails, prompt_preamble, max_tasks, model, autorun, updated_by, updated_at"
+const COLUMNS = "connection_name, eval_set, runner_profile, notify_emails, prompt_preamble, max_tasks, attempts, model, autorun, updated_by, updated_at"
 
 /** Evaluation settings, one row per org. */
 export class EvalConfigsRepo extends Effect.Service<EvalConfigsRepo>()("sluice/EvalConfigsRepo", {
@@ -34,10 +34,10 @@ export class EvalConfigsRepo extends Effect.Service<EvalConfigsRepo>()("sluice/E
       Request: Schema.Struct({ orgId: OrgId, row: NewConfigRow }),
       Result: ConfigRow,
       execute: ({ orgId, row }) =>
-        sql`insert into eval_configs (org_id, connection_name, eval_set, runner_profile, notify_emails, prompt_preamble, max_tasks, model, autorun, updated_by)
-          values (${orgId}, ${row.connection_name}, ${row.eval_set}::jsonb, ${row.runner_profile}, ${row.notify_emails}::jsonb, ${row.prompt_preamble}, ${row.max_tasks}, ${row.model}, ${row.autorun}, ${row.updated_by})
+        sql`insert into eval_configs (org_id, connection_name, eval_set, runner_profile, notify_emails, prompt_preamble, max_tasks, attempts, model, autorun, updated_by)
+          values (${orgId}, ${row.connection_name}, ${row.eval_set}::jsonb, ${row.runner_profile}, ${row.notify_emails}::jsonb, ${row.prompt_preamble}, ${row.max_tasks}, ${row.attempts}, ${row.model}, ${row.autorun}, ${row.updated_by})
           on conflict (org_id) do update set connection_name = excluded.connection_name, eval_set = excluded.eval_set, runner_profile = excluded.runner_profile,
-            notify_emails = excluded.notify_emails, prompt_preamble = excluded.prompt_preamble, max_tasks = excluded.max_tasks, model = excluded.model,
+            notify_emails = excluded.notify_emails, prompt_preamble = excluded.prompt_preamble, max_tasks = excluded.max_tasks, attempts = excluded.attempts, model = excluded.model,
             autorun = excluded.autorun, updated_by = excluded.updated_by, updated_at = date_trunc('milliseconds', now())
           returning ${sql.unsafe(COLUMNS)}`
     })

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { EvalSetSource } from "../domain/EvalConfig"
-import { EVAL_RUN_KIND, type EvalRun, EvalRunSettings, EvalRunStatus, type EvalRunTask, TaskPhase, Verdict, VerdictCounts } from "../domain/EvalRun"
+import { attemptOf, EVAL_RUN_KIND, type EvalRun, EvalRunSettings, EvalRunStatus, type EvalRunTask, TaskPhase, Verdict, VerdictCounts } from "../domain/EvalRun"
 import { KeyId, OrgId, UserId } from "../domain/Ids"
 import { appendJobEvent } from "./JobEventsRepo"
 import { storeErrors } from "./StoreErrors"
@@ -99,6 +99,7 @@ const storedRun = (row: RunRow): StoredEvalRun => ({
 
 export const shownTask = (row: EvalTaskRow): EvalRunTask => ({
   task_id: row.task_id,
+  attempt: attemptOf(row.task_id).attempt,
   class: row.class,
   phase: row.phase,
   verdict: row.verdict,

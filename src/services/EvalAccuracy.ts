@@ -2,13 +2,14 @@ import { createHash } from "node:crypto"
 import { Effect, Schedule } from "effect"
 import { AppConfig } from "../../layers/AppConfig"
 import { Mailer } from "../../layers/Mailer"
-import { type AccuracyRecord, changesBetween, REGRESSIONS_LISTED, type RecordedTask, regressionEmail } from "../domain/EvalAccuracy"
+import { type AccuracyRecord, changesBetween, REGRESSIONS_LISTED, regressionEmail, taskOutcome } from "../domain/EvalAccuracy"
 import { checkRegression, type ComparedRun } from "../domain/EvalRegression"
 import type { OrgId } from "../domain/Ids"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
 import type { Principal } from "../domain/Principal"
 import { EvalAccuracyRepo } from "../repos/EvalAccuracyRepo"
-import { EvalRunsRepo } from "../repos/EvalRunsRepo"
+import { attemptOf } from "../domain/EvalRun"
+import { type EvalTaskRow, EvalRunsRepo } from "../repos/EvalRunsRepo"
 import { EvalAccess } from "./EvalAccess"
 
 const compared = (record: Pick<AccuracyRecord, "run_id" | "tasks">): ComparedRun => ({ run_id: record.run_id, tasks: record.tasks })
@@ -43,17 +44,21 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
       const { run } = found
       // A run graded against no known warehouse has nothing comparable: the specification records nothing for it.
       if (run.build_fingerprint === "") return null
-      const tasks: Array<RecordedTask> = (yield* runs.tasks(orgId, runId)).map((task) => {
-        const graded = task.verdict !== null && task.verdict !== "UNGRADED"
-        return { task_id: task.task_id, attempts: graded ? 1 : 0, correct: task.verdict === "CORRECT" ? 1 : 0, verdict: task.verdict }
-      })
+      // A task's attempts together: the run's rows are in order, each task's first attempt first.
+      const attempts = new Map<string, Array<EvalTaskRow["verdict"]>>()
+      for (const row of yield* runs.tasks(orgId, runId)) {
+        const { taskId } = attemptOf(row.task_id)
+        attempts.set(taskId, [...(attempts.get(taskId) ?? []), row.verdict])
+      }
+      const tasks = [...attempts].map(([taskId, verdicts]) => taskOutcome(taskId, verdicts))
       const settings = run.settings
       const circumstances = {
         knowledge: settings.knowledge,
         model: settings.model,
         preamble_sha256: createHash("sha256").update(settings.prompt_preamble).digest("hex"),
         connection_name: settings.connection_name,
-        max_tasks: settings.max_tasks
+        max_tasks: settings.max_tasks,
+        attempts: settings.attempts
       }
       const recorded = yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint }, (trailing) => {
         const comparison = checkRegression({ run_id: run.id, tasks }, trailing.map(compared), config.evalRegressionDropPct)

@@ -56,6 +56,7 @@ export class EvalConfigs extends Effect.Service<EvalConfigs>()("sluice/EvalConfi
           notify_emails: given(change.notify_emails, before.notify_emails),
           prompt_preamble: given(change.prompt_preamble, before.prompt_preamble),
           max_tasks: given(change.max_tasks, before.max_tasks),
+          attempts: given(change.attempts, before.attempts),
           model: given(change.model, before.model),
           autorun: given(change.autorun, before.autorun),
           updated_by: principalLabel(principal)

@@ -4,7 +4,7 @@ import { Effect, Either, Schema, Stream } from "effect"
 import { JobRuntime } from "../../layers/JobRuntime"
 import { ObjectStore } from "../../layers/ObjectStore"
 import { RUNNER_LABEL } from "../../layers/RunnerIdentity"
-import { EVAL_RUN_ENDED, EVAL_RUN_KIND, type EvalRun, MAX_RUNS_IN_FLIGHT_PER_PROCESS, type StartEvalRun, taskEvidenceKey } from "../domain/EvalRun"
+import { attemptName, EVAL_RUN_ENDED, EVAL_RUN_KIND, type EvalRun, MAX_RUNS_IN_FLIGHT_PER_PROCESS, MAX_TASK_ATTEMPTS, type StartEvalRun, taskEvidenceKey } from "../domain/EvalRun"
 import { gradeStored, StoredEvidence } from "../domain/grading/StoredEvidence"
 import { Conflict, InvalidRequest, NotFound, Unavailable } from "../domain/Errors"
 import { decodeCursor, pageOf, TimeAndIdCursor } from "../domain/Pagination"
@@ -66,6 +66,10 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
       const maxTasks = input.max_tasks ?? config.max_tasks
       const tasks = set.manifest.tasks.filter((task) => wanted === null || wanted.has(task.id)).slice(0, maxTasks)
       if (tasks.length === 0) return yield* refused(`The eval set ${set.ref} has no tasks to run`)
+      const attempts = input.attempts ?? config.attempts
+      if (tasks.length * attempts > MAX_TASK_ATTEMPTS) {
+        return yield* refused(`${tasks.length} tasks attempted ${attempts} times each is ${tasks.length * attempts} attempts: a run makes at most ${MAX_TASK_ATTEMPTS}`)
+      }
       // Refused before the fingerprint's counts, not after them (attack 37 F8); checked again, one start at a time, at the insert.
       const inFlight = yield* repo.inFlightOn(RUNNER_LABEL)
       if (inFlight >= MAX_RUNS_IN_FLIGHT_PER_PROCESS) return yield* new Conflict({ message: "Too many eval runs in flight" })
@@ -93,6 +97,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
                 connection_name: connectionName,
                 prompt_preamble: input.prompt_preamble ?? config.prompt_preamble,
                 max_tasks: maxTasks,
+                attempts,
                 notify_emails: input.notify_emails ?? config.notify_emails,
                 doc_ids: [...new Set(input.doc_ids ?? [])],
                 task_ids: input.task_ids ?? null,
@@ -100,10 +105,11 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
                 model: config.model,
                 knowledge: [...new Set([...(yield* knowledgeRepo.liveVersions(principal.orgId)), ...overlaid])].sort()
               },
-              total: tasks.length,
+              total: tasks.length * attempts,
               started_on: RUNNER_LABEL
             },
-            tasks.map((task) => ({ task_id: task.id, class: task.class }))
+            // Every task's first attempt before any task's second: a run stopped early has graded each task as often as it could.
+            Array.from({ length: attempts }, (_, index) => tasks.map((task) => ({ task_id: attemptName(task.id, index + 1), class: task.class }))).flat()
           )
         })
       )

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { type AccuracyRecord, changesBetween, regressionEmail, type RunCircumstances } from "../../src/domain/EvalAccuracy"
+import { type AccuracyRecord, changesBetween, regressionEmail, type RunCircumstances, taskOutcome } from "../../src/domain/EvalAccuracy"
 
-const before: RunCircumstances = { knowledge: ["k_a@1", "k_b@2", "k_c@1"], model: null, preamble_sha256: "aa", connection_name: "shop", max_tasks: 50 }
+const before: RunCircumstances = { knowledge: ["k_a@1", "k_b@2", "k_c@1"], model: null, preamble_sha256: "aa", connection_name: "shop", max_tasks: 50, attempts: 1 }
 
 describe("what changed between two runs", () => {
   it("nothing, when nothing did", () => {
@@ -9,7 +9,7 @@ describe("what changed between two runs", () => {
   })
 
   it("each entry added, edited and removed, and each setting that differs", () => {
-    const now: RunCircumstances = { knowledge: ["k_a@1", "k_b@3", "k_d@1"], model: "claude-opus-4-1", preamble_sha256: "bb", connection_name: "warehouse", max_tasks: 20 }
+    const now: RunCircumstances = { knowledge: ["k_a@1", "k_b@3", "k_d@1"], model: "claude-opus-4-1", preamble_sha256: "bb", connection_name: "warehouse", max_tasks: 20, attempts: 3 }
     expect(changesBetween(before, now)).toEqual([
       { kind: "knowledge_edited", detail: "k_b (version 2 → 3)" },
       { kind: "knowledge_added", detail: "k_d" },
@@ -17,8 +17,21 @@ describe("what changed between two runs", () => {
       { kind: "model", detail: "the default → claude-opus-4-1" },
       { kind: "prompt_preamble", detail: "the prompt preamble changed" },
       { kind: "connection", detail: "shop → warehouse" },
-      { kind: "max_tasks", detail: "50 → 20" }
+      { kind: "max_tasks", detail: "50 → 20" },
+      { kind: "attempts", detail: "1 → 3 per task" }
     ])
+  })
+})
+
+describe("a task's outcome from its attempts", () => {
+  it("is CORRECT when most graded attempts were, else the verdict most of the others had (the worse of equals); UNGRADED attempts do not count", () => {
+    expect(taskOutcome("t", ["CORRECT", "WRONG", "CORRECT"])).toEqual({ task_id: "t", attempts: 3, correct: 2, verdict: "CORRECT" })
+    expect(taskOutcome("t", ["CORRECT", "WRONG"])).toEqual({ task_id: "t", attempts: 2, correct: 1, verdict: "WRONG" })
+    expect(taskOutcome("t", ["PARTIAL", "WRONG", "CORRECT", "PARTIAL"])).toEqual({ task_id: "t", attempts: 4, correct: 1, verdict: "PARTIAL" })
+    expect(taskOutcome("t", ["ERROR", "WRONG", "CORRECT"])).toEqual({ task_id: "t", attempts: 3, correct: 1, verdict: "ERROR" })
+    expect(taskOutcome("t", ["UNGRADED", "CORRECT"])).toEqual({ task_id: "t", attempts: 1, correct: 1, verdict: "CORRECT" })
+    expect(taskOutcome("t", ["UNGRADED", null])).toEqual({ task_id: "t", attempts: 0, correct: 0, verdict: "UNGRADED" })
+    expect(taskOutcome("t", [null])).toEqual({ task_id: "t", attempts: 0, correct: 0, verdict: null })
   })
 })
 
@@ -35,6 +48,7 @@ describe("a regression's email", () => {
     preamble_sha256: "aa",
     connection_name: "shop",
     max_tasks: 50,
+    attempts: 1,
     tasks: [
       { task_id: "a", attempts: 1, correct: 1, verdict: "CORRECT" },
       { task_id: "b", attempts: 1, correct: 0, verdict: "WRONG" },

@@ -35,13 +35,18 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
   let fake: Awaited<ReturnType<typeof startModelFake>>
   let smtp: Awaited<ReturnType<typeof startSmtpServer>>
   let work: string
-  /** Tasks the model now gets wrong. */
+  /** Tasks the model now gets wrong, and tasks it gets wrong every other time it is asked. */
   let wrong = new Set<string>()
+  let flaky = new Set<string>()
+  const asked = new Map<string, number>()
 
   const script = async (req: ModelRequest): Promise<ModelReply> => {
     const match = /TASK (s(\d+))/.exec(req.raw)
     if (match === null) return { text: "I do not know." }
-    return { text: wrong.has(match[1]!) ? "It is 1000." : `It is ${Number(match[2]) * 7}.` }
+    const task = match[1]!
+    asked.set(task, (asked.get(task) ?? 0) + 1)
+    const miss = wrong.has(task) || (flaky.has(task) && asked.get(task)! % 2 === 0)
+    return { text: miss ? "It is 1000." : `It is ${Number(match[2]) * 7}.` }
   }
 
   const runToEnd = async (body: object = {}) => {
@@ -127,6 +132,28 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     expect(text).toContain("Tasks that broke: s1, s2, s3.")
     expect(text).toMatch(/Tasks whose verdict was not CORRECT:\r?\n {2}- s1: WRONG\r?\n {2}- s2: WRONG\r?\n {2}- s3: WRONG/)
     expect(text).not.toContain("s3cret-smtp-pass")
+  }, 240_000)
+
+  it("attempts each task as many times as asked: each attempt graded and kept on its own, the record weighing them together", async () => {
+    const refused = await request(gateway.url, "/api/evals/runs", { key: admin, body: { attempts: 6 } })
+    expect([refused.status, refused.json.message]).toEqual([400, expect.stringContaining("attempts must be between 1 and 5")])
+    wrong = new Set()
+    flaky = new Set(["s9"])
+    asked.clear()
+    const run = await runToEnd({ attempts: 2 })
+    expect(run.total).toBe(2 * TASKS)
+    expect(run.settings.attempts).toBe(2)
+    expect(run.tasks.map((task: { task_id: string }) => task.task_id)).toEqual([...Array.from({ length: TASKS }, (_, i) => `s${i}`), ...Array.from({ length: TASKS }, (_, i) => `s${i}~2`)])
+    expect(run.tasks.find((task: { task_id: string }) => task.task_id === "s9~2")).toMatchObject({ attempt: 2, phase: "done" })
+    expect(run.tasks.filter((task: { verdict: string }) => task.verdict !== "CORRECT").map((task: { task_id: string }) => task.task_id)).toHaveLength(1)
+    expect(run.accuracy).toBeCloseTo(19 / 20, 6)
+    const transcript = await request(gateway.url, `/api/evals/runs/${run.id}/tasks/s9~2/transcript`, { key: admin })
+    expect(transcript.status, transcript.text).toBe(200)
+
+    const record = (await history()).json.items[0]
+    expect(record).toMatchObject({ run_id: run.id, attempts: 2, changes: [{ kind: "attempts", detail: "1 → 2 per task" }] })
+    expect(record.tasks.find((task: { task_id: string }) => task.task_id === "s9")).toEqual({ task_id: "s9", attempts: 2, correct: 1, verdict: "WRONG" })
+    expect(record.tasks.find((task: { task_id: string }) => task.task_id === "s0")).toEqual({ task_id: "s0", attempts: 2, correct: 2, verdict: "CORRECT" })
   }, 240_000)
 
   it("pages the history and refuses a cursor it did not give out", async () => {

@@ -6,7 +6,7 @@ import { JobRuntime } from "../../../layers/JobRuntime"
 import { ObjectStore } from "../../../layers/ObjectStore"
 import { AGENT_RUN_KIND, DEFAULT_MAX_TURNS, TERMINAL_STATUSES } from "../../../src/domain/AgentRun"
 import type { EvalTask } from "../../../src/domain/EvalSet"
-import { EVAL_BRANCH_PROJECT, runBranchName, type TaskPhase, taskBranchName, taskEvidenceKey, taskKeyName } from "../../../src/domain/EvalRun"
+import { attemptOf, EVAL_BRANCH_PROJECT, runBranchName, type TaskPhase, taskBranchName, taskEvidenceKey, taskKeyName } from "../../../src/domain/EvalRun"
 import type { Cell, Table } from "../../../src/domain/grading/Tables"
 import { gradeStored, StoredEvidence } from "../../../src/domain/grading/StoredEvidence"
 import type { Unavailable } from "../../../src/domain/Errors"
@@ -111,10 +111,13 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
     const config = yield* AppConfig
     const audit = yield* Audit
 
-    const taskOf = (set: { readonly manifest: { readonly tasks: ReadonlyArray<EvalTask> } }, taskId: string) =>
-      Option.fromNullable(set.manifest.tasks.find((task) => task.id === taskId)).pipe(
+    /** The set's task an attempt (its name) is of. */
+    const taskOf = (set: { readonly manifest: { readonly tasks: ReadonlyArray<EvalTask> } }, name: string) => {
+      const { taskId } = attemptOf(name)
+      return Option.fromNullable(set.manifest.tasks.find((task) => task.id === taskId)).pipe(
         Effect.orElseFail(() => new TaskUnusable({ message: `the eval set no longer holds task ${taskId}` }))
       )
+    }
     const rowOf = (orgId: OrgId, runId: string, taskId: string) =>
       Effect.flatMap(repo.task(orgId, runId, taskId), (row) => (row === null ? Effect.dieMessage(`eval run ${runId} has no task row ${taskId}`) : Effect.succeed(row)))
 
@@ -501,7 +504,8 @@ export class EvalTaskSteps extends Effect.Service<EvalTaskSteps>()("sluice/EvalT
         runId,
         Effect.gen(function* () {
           const { stored, principal, set } = yield* lifecycle.context(orgId, runId)
-          const writes = set.manifest.tasks.some((task) => task.class === "write" && taskIds.includes(task.id) && scriptsRunHere(task))
+          const running = new Set(taskIds.map((name) => attemptOf(name).taskId))
+          const writes = set.manifest.tasks.some((task) => task.class === "write" && running.has(task.id) && scriptsRunHere(task))
           if (!writes) return
           yield* runBranch(principal, stored.run.settings.connection_name, runId).pipe(
             Effect.catchAll((error) => (isStoreOutage(error) ? Effect.fail(error) : Effect.logWarning(`eval run ${runId}: its copy of the warehouse is left to its first write task`, error)))

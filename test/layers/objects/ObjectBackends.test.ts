@@ -51,6 +51,11 @@ describe.each(backends)("%s", (_name, make) => {
     await run(backend.put(`${prefix}run_1/run.json`, Buffer.from('{"ok":true}'), "application/json"))
     await run(backend.put(`${prefix}run_1/tasks/t1/transcript.json`, Buffer.from("[]"), "application/json"))
     await run(backend.put(`${prefix}run_2/run.json`, Buffer.from("{}"), "application/json"))
+    // A task's later attempt: its key has a ~, signed and stored as any other.
+    await run(backend.put(`${prefix}run_3/tasks/task_t1~2/transcript.json`, Buffer.from("[2]"), "application/json"))
+    expect((await read(backend, `${prefix}run_3/tasks/task_t1~2/transcript.json`)).toString()).toBe("[2]")
+    expect((await run(backend.list(`${prefix}run_3/`))).map((o) => o.key)).toEqual([`${prefix}run_3/tasks/task_t1~2/transcript.json`])
+    expect(await run(backend.removePrefix(`${prefix}run_3/`))).toBe(1)
     expect((await read(backend, `${prefix}run_1/run.json`)).toString()).toBe('{"ok":true}')
     expect(await run(backend.head(`${prefix}run_1/run.json`))).toEqual(Option.some({ key: `${prefix}run_1/run.json`, size: 11 }))
     expect(await run(backend.head(`${prefix}run_1/nothing`))).toEqual(Option.none())
@@ -63,7 +68,7 @@ describe.each(backends)("%s", (_name, make) => {
 
   it("refuses keys that are not the gateway's own shape", async () => {
     const backend = make()
-    for (const key of ["../escape", "/abs", "a/../b", "a//b", "a/./b", ""]) {
+    for (const key of ["../escape", "/abs", "a/../b", "a//b", "a/./b", "", "~/home", "a/b c"]) {
       expect((await failure(backend.put(key, Buffer.from("x"), "text/plain")))._tag).not.toBe("")
       expect((await failure(backend.get(key)))._tag).toBe("NotFound")
     }
