@@ -9,6 +9,7 @@ import { jobStarter } from "../actors/jobs/JobStarter"
 import { AuditFoldLoop } from "../actors/loops/AuditFoldLoop"
 import { AuditRetentionLoop } from "../actors/loops/AuditRetentionLoop"
 import { SandboxSnapshotExpiryLoop } from "../actors/loops/SandboxSnapshotExpiryLoop"
+import { EvalAutorunLoop } from "../actors/loops/EvalAutorunLoop"
 import { EvalRetentionLoop } from "../actors/loops/EvalRetentionLoop"
 import { EvalUploadExpiryLoop } from "../actors/loops/EvalUploadExpiryLoop"
 import { EvalRunReaperLoop } from "../actors/loops/EvalRunReaperLoop"
@@ -64,6 +65,8 @@ import { EvalRunsRepo } from "../src/repos/EvalRunsRepo"
 import { EvalAccuracy } from "../src/services/EvalAccuracy"
 import { Mailer } from "../layers/Mailer"
 import { EvalAccuracyRepo } from "../src/repos/EvalAccuracyRepo"
+import { EvalAutorunRepo } from "../src/repos/EvalAutorunRepo"
+import { EvalAutorun } from "../src/services/EvalAutorun"
 import { EvalRuns } from "../src/services/EvalRuns"
 import { EvalQueries } from "../src/services/EvalQueries"
 import { EvalEvidence } from "../src/services/EvalEvidence"
@@ -160,6 +163,8 @@ export const ServicesLive = Layer.mergeAll(
   Mailer.Default,
   EvalRunsRepo.Default,
   EvalAccuracyRepo.Default,
+  EvalAutorunRepo.Default,
+  EvalAutorun.Default,
   EvalQueries.Default,
   EvalEvidence.Default,
   BuildFingerprints.Default,
@@ -204,7 +209,7 @@ export const ServicesLive = Layer.mergeAll(
 export const JobsLive = Layer.mergeAll(AgentRunJob.pipe(Layer.provide(JobEngineLive)), EvalRunJob.pipe(Layer.provide(JobEngineLive)), jobStarter<AgentRunsRepo | EvalRunsRepo>(AgentRunKind, EvalRunKind))
 
 /** A gateway: the HTTP server and every background loop, on one store (tests run it in process). */
-export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, EvalUploadExpiryLoop, EvalRunReaperLoop, EvalRetentionLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
+export const GatewayLive = Layer.mergeAll(HttpServerLive, DbtProxyServerLive, JobsLive, AuditFoldLoop, AuditRetentionLoop, HealthLoop, KnowledgeRetentionLoop, SandboxSnapshotExpiryLoop, EvalUploadExpiryLoop, EvalRunReaperLoop, EvalAutorunLoop, EvalRetentionLoop, BranchReaperLoop, SchemaRefreshLoop, SchemaWatchLoop).pipe(
   // Env connections are in place before the first request is served.
   Layer.provide(EnvConnections),
   Layer.provide(ServicesLive)

@@ -36,6 +36,12 @@ export const TASK_PHASES = ["pending", "provisioning", "setup", "agent", "gradin
 export const TaskPhase = Schema.Literal(...TASK_PHASES)
 export type TaskPhase = typeof TaskPhase.Type
 
+/** What started a run: a person in the web app, the API, a knowledge change (autorun), or a proposal evaluated on the live base (`doc_ids`). */
+export const EvalRunTrigger = Schema.Literal("manual", "api", "knowledge_change", "evaluate_change")
+export type EvalRunTrigger = typeof EvalRunTrigger.Type
+/** Knowledge changes coalesce into one autorun per this many seconds. */
+export const AUTORUN_COALESCE_SECONDS = 120
+
 export const Verdict = Schema.Literal("CORRECT", "PARTIAL", "WRONG", "ERROR", "UNGRADED")
 
 /** `POST /api/evals/runs`: what a run may change of the saved settings, within the specification's caps. */
@@ -55,7 +61,9 @@ export const StartEvalRun = Schema.Struct({
   attempts: Schema.optional(Attempts),
   prompt_preamble: Schema.optional(PromptPreamble),
   notify_emails: Schema.optional(NotifyEmails),
-  connection_name: Schema.optional(ConnectionName)
+  connection_name: Schema.optional(ConnectionName),
+  /** `manual` when a person starts it in the web app; `api` (the default) otherwise. */
+  trigger: Schema.optional(Schema.Literal("manual", "api"))
 }).annotations(strict)
 export type StartEvalRun = typeof StartEvalRun.Type
 
@@ -88,7 +96,7 @@ export type VerdictCounts = typeof VerdictCounts.Type
 export const EvalRun = Schema.Struct({
   id: Schema.String,
   status: EvalRunStatus,
-  trigger: Schema.Literal("api"),
+  trigger: EvalRunTrigger,
   eval_set_ref: Schema.String,
   build_fingerprint: Schema.String,
   settings: EvalRunSettings,

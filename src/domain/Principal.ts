@@ -46,3 +46,11 @@ export class CurrentPrincipal extends Context.Tag("sluice/CurrentPrincipal")<Cur
 
 export const principalLabel = (p: Principal): string =>
   p.kind === "api_key" ? `key:${p.keyPrefix}` : p.kind === "jwt" ? `user:${p.userId}` : "local"
+
+/** The credential a job was started with, as its record keeps it (never the secret itself). */
+export interface StoredCredential {
+  readonly orgId: OrgId
+  readonly userId: UserId
+  readonly principalKind: Principal["kind"]
+  readonly keyId: KeyId | null
+}

@@ -32,7 +32,25 @@ create index eval_accuracy_records_comparable on eval_accuracy_records (org_id, 
 create index eval_accuracy_records_history on eval_accuracy_records (org_id, finished_at desc, run_id desc);
 ${isolateByOrg("eval_accuracy_records", { privileges: "select, insert" })}
 
--- How many times a run attempts each task (1-5).
-alter table eval_configs add column attempts int not null default 1;
+-- How many times a run attempts each task (1-5); who autoruns act as (the staff member who turned
+-- autorun on).
+alter table eval_configs add column attempts int not null default 1,
+  add column autorun_user_id text,
+  add column autorun_principal_kind text check (autorun_principal_kind in ('api_key', 'jwt', 'local')),
+  add column autorun_key_id text;
+
+-- What started a run: a person in the web app, the API, a knowledge change (autorun), or a
+-- proposal evaluated on the live base.
+alter table eval_runs drop constraint eval_runs_trigger_check;
+alter table eval_runs add constraint eval_runs_trigger_check check (trigger in ('manual', 'api', 'knowledge_change', 'evaluate_change'));
+
+-- A knowledge change waiting to autorun the organization's evaluation: one row per organization,
+-- due 2 minutes after the first change it holds; the changes until then join it.
+create table eval_autorun_requests (
+  org_id text primary key,
+  due_at timestamptz not null,
+  entries jsonb not null
+);
+${isolateByOrg("eval_autorun_requests", { privileges: "select, insert, update, delete" })}
 `)
 )

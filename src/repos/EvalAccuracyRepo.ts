@@ -39,7 +39,8 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
 
     /**
      * Appends the record `make` builds from the trailing comparable records (same set ref and
-     * fingerprint, newest first), once per run. Appends to one set and fingerprint take turns, so
+     * fingerprint, newest first; a proposal's evaluation is no baseline: its knowledge was never
+     * live), once per run. Appends to one set and fingerprint take turns, so
      * two runs ending at once are each compared with the other's record when it came first.
      */
     const append = Effect.fn("EvalAccuracyRepo.append")(
@@ -47,7 +48,7 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
         Effect.gen(function* () {
           yield* sql`select pg_advisory_xact_lock(hashtextextended(${`eval_accuracy/${orgId}/${comparable.ref}/${comparable.fingerprint}`}, 0))`
           const trailing = yield* sql`select ${sql.unsafe(COLUMNS)} from eval_accuracy_records
-            where org_id = ${orgId} and eval_set_ref = ${comparable.ref} and build_fingerprint = ${comparable.fingerprint}
+            where org_id = ${orgId} and eval_set_ref = ${comparable.ref} and build_fingerprint = ${comparable.fingerprint} and trigger <> 'evaluate_change'
             order by finished_at desc, run_id desc limit ${TRAILING_RUNS}`.pipe(Effect.flatMap(records))
           const record = make(trailing)
           const rows = yield* sql`insert into eval_accuracy_records ${sql.insert({

@@ -1,7 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { EvalConfig } from "../domain/EvalConfig"
-import { OrgId } from "../domain/Ids"
+import { type KeyId, OrgId, type UserId } from "../domain/Ids"
+import type { StoredCredential } from "../domain/Principal"
 import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
@@ -48,6 +49,27 @@ export class EvalConfigsRepo extends Effect.Service<EvalConfigsRepo>()("sluice/E
       failures
     )
 
-    return { get, save } as const
+    /** Who the org's autoruns act as: the credential that turned autorun on (null: none, autorun off). */
+    const setAutorunBy = Effect.fn("EvalConfigsRepo.setAutorunBy")(
+      (orgId: OrgId, by: StoredCredential | null) =>
+        sql`update eval_configs set autorun_user_id = ${by?.userId ?? null}, autorun_principal_kind = ${by?.principalKind ?? null}, autorun_key_id = ${by?.keyId ?? null}
+          where org_id = ${orgId}`.pipe(Effect.asVoid, withOrg(orgId)),
+      failures
+    )
+
+    /** The org's autorun, when it is on: who it acts as. */
+    const autorunBy = Effect.fn("EvalConfigsRepo.autorunBy")(
+      (orgId: OrgId) =>
+        sql<{ user_id: string; principal_kind: StoredCredential["principalKind"]; key_id: string | null }>`select autorun_user_id as user_id, autorun_principal_kind as principal_kind, autorun_key_id as key_id
+          from eval_configs where org_id = ${orgId} and autorun and autorun_user_id is not null`.pipe(
+          Effect.map(([row]): StoredCredential | null =>
+            row === undefined ? null : { orgId, userId: row.user_id as UserId, principalKind: row.principal_kind, keyId: row.key_id as KeyId | null }
+          ),
+          withOrg(orgId)
+        ),
+      failures
+    )
+
+    return { get, save, setAutorunBy, autorunBy } as const
   })
 }) {}

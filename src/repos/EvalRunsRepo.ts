@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { EvalSetSource } from "../domain/EvalConfig"
-import { attemptOf, EVAL_RUN_KIND, type EvalRun, EvalRunSettings, EvalRunStatus, type EvalRunTask, TaskPhase, Verdict, VerdictCounts } from "../domain/EvalRun"
+import { attemptOf, EVAL_RUN_KIND, EvalRunTrigger, type EvalRun, EvalRunSettings, EvalRunStatus, type EvalRunTask, TaskPhase, Verdict, VerdictCounts } from "../domain/EvalRun"
 import { KeyId, OrgId, UserId } from "../domain/Ids"
 import { appendJobEvent } from "./JobEventsRepo"
 import { storeErrors } from "./StoreErrors"
@@ -16,7 +16,7 @@ const RunRow = Schema.Struct({
   principal_kind: Schema.Literal("api_key", "jwt", "local"),
   key_id: Schema.NullOr(KeyId),
   status: EvalRunStatus,
-  trigger: Schema.Literal("api"),
+  trigger: EvalRunTrigger,
   eval_set_ref: Schema.String,
   eval_set_source: Json(EvalSetSource),
   build_fingerprint: Schema.String,
@@ -119,6 +119,7 @@ export interface NewEvalRun {
   readonly eval_set_ref: string
   readonly eval_set_source: EvalSetSource
   readonly build_fingerprint: string
+  readonly trigger: EvalRunTrigger
   readonly settings: EvalRunSettings
   readonly total: number
   readonly started_on: string
@@ -142,8 +143,7 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
             ...row,
             eval_set_source: JSON.stringify(row.eval_set_source),
             settings: JSON.stringify(row.settings),
-            status: "queued",
-            trigger: "api"
+            status: "queued"
           })}`
           if (tasks.length > 0) {
             yield* sql`insert into eval_run_tasks ${sql.insert(tasks.map((task, ordinal) => ({ run_id: row.id, org_id: row.org_id, task_id: task.task_id, ordinal, class: task.class, phase: "pending" })))}`

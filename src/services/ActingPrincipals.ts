@@ -1,17 +1,8 @@
 import { Data, Effect } from "effect"
-import type { KeyId, OrgId, UserId } from "../domain/Ids"
-import { keyLimits, type Principal } from "../domain/Principal"
+import { keyLimits, type Principal, type StoredCredential } from "../domain/Principal"
 import type { Scope } from "../domain/Scope"
 import { OrgsRepo } from "../repos/OrgsRepo"
 import { ApiKeys } from "./ApiKeys"
-
-/** The credential a job was started with, as its record keeps it (never the secret itself). */
-export interface StoredCredential {
-  readonly orgId: OrgId
-  readonly userId: UserId
-  readonly principalKind: Principal["kind"]
-  readonly keyId: KeyId | null
-}
 
 /** The credential a job acts with no longer opens anything: `message` says why. */
 export class CredentialGone extends Data.TaggedError("CredentialGone")<{ readonly message: string }> {}

@@ -48,7 +48,7 @@ export class EvalConfigs extends Effect.Service<EvalConfigs>()("sluice/EvalConfi
       if (set !== undefined && set !== null && set.kind === "upload") {
         yield* uploads.archive(principal.orgId, set.upload_id).pipe(Effect.catchTag("NotFound", (e) => Effect.fail(new InvalidRequest({ message: `eval_set: ${e.message}` }))))
       }
-      return shown(
+      const saved = shown(
         yield* repo.save(principal.orgId, {
           connection_name: given(change.connection_name, before.connection_name),
           eval_set: given(change.eval_set, before.eval_set),
@@ -62,6 +62,10 @@ export class EvalConfigs extends Effect.Service<EvalConfigs>()("sluice/EvalConfi
           updated_by: principalLabel(principal)
         })
       )
+      // Autoruns act as whoever turned autorun on (their credential checked again at each run).
+      if (change.autorun === true) yield* repo.setAutorunBy(principal.orgId, { orgId: principal.orgId, userId: principal.userId, principalKind: principal.kind, keyId: principal.keyId })
+      if (change.autorun === false) yield* repo.setAutorunBy(principal.orgId, null)
+      return saved
     })
 
     return { get, update, current } as const

@@ -41,7 +41,8 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
     const find = (principal: Principal, id: string) =>
       Effect.flatMap(repo.find(principal.orgId, id), (found) => (found === null ? Effect.fail(notFound(id)) : Effect.succeed(found)))
 
-    const start = Effect.fn("EvalRuns.start")(function* (principal: Principal, input: StartEvalRun) {
+    /** Starts a run; `autorun` for a knowledge change's run (the system starts it as the staff member who turned autorun on). */
+    const start = Effect.fn("EvalRuns.start")(function* (principal: Principal, input: StartEvalRun, autorun = false) {
       yield* access.allowed(principal)
       const config = yield* configs.current(principal)
       if (config.runner_profile === null) return yield* refused("No runner profile is set: choose the sandbox profile tasks run in with PUT /api/evals/config {runner_profile}")
@@ -93,6 +94,7 @@ export class EvalRuns extends Effect.Service<EvalRuns>()("sluice/EvalRuns", {
               eval_set_ref: set.ref,
               eval_set_source: set.pinned,
               build_fingerprint: fingerprint,
+              trigger: autorun ? "knowledge_change" : (input.doc_ids ?? []).length > 0 ? "evaluate_change" : (input.trigger ?? "api"),
               settings: {
                 connection_name: connectionName,
                 prompt_preamble: input.prompt_preamble ?? config.prompt_preamble,

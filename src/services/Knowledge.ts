@@ -15,6 +15,7 @@ import { type Principal, principalLabel } from "../domain/Principal"
 import { mayReadRows } from "../domain/Visibility"
 import { type EntryContent, type EntryFilter, KnowledgeRepo, type RetrievalRow } from "../repos/KnowledgeRepo"
 import { Connections } from "./Connections"
+import { EvalAutorun } from "./EvalAutorun"
 import { type KnowledgeHit, KnowledgeSearch } from "./KnowledgeSearch"
 
 /**
@@ -66,6 +67,7 @@ const contentOf = (input: CreateKnowledge): EntryContent => ({
 export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
   effect: Effect.gen(function* () {
     const repo = yield* KnowledgeRepo
+    const autorun = yield* EvalAutorun
     const search = yield* KnowledgeSearch
     const connections = yield* Connections
     const config = yield* AppConfig
@@ -90,7 +92,9 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       const content = contentOf(input)
       yield* admissible(principal, content)
       const by = principalLabel(principal)
-      return yield* repo.insert(principal.orgId, { ...content, id: newId(), status: "active", proposed_by_agent: false, by, approved: true })
+      const created = yield* repo.insert(principal.orgId, { ...content, id: newId(), status: "active", proposed_by_agent: false, by, approved: true })
+      yield* autorun.knowledgeChanged(principal.orgId, created.id)
+      return created
     })
 
     /** A person's new version of an entry: active (an archived one is restored), approved by them. */
@@ -117,7 +121,9 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       const entry = yield* found(principal, id)
       if (entry.status !== "pending") return yield* new Conflict({ message: `The entry is ${entry.status}, not pending: only a pending entry is approved` })
       const approved = yield* repo.replace(principal.orgId, id, { status: "active", by: principalLabel(principal), approved: true }, config.knowledgeHistoryVersions)
-      return approved ?? (yield* notFound(id))
+      if (approved === null) return yield* notFound(id)
+      yield* autorun.knowledgeChanged(principal.orgId, id)
+      return approved
     })
 
     const pendingLimits = { entries: config.knowledgePendingMax, bytes: config.knowledgePendingMaxMb * 1024 * 1024 }
@@ -160,6 +166,8 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
       }
       const inserted = repo.insert(principal.orgId, { ...content, id: newId(), status: trusted ? "active" : "pending", proposed_by_agent: true, by, approved: trusted })
       const created = trusted ? yield* inserted : yield* withinPending(principal, { entries: 1, bytes }, inserted)
+      // Pending proposals never autorun an evaluation; a trusted client's, live at once, does.
+      if (trusted) yield* autorun.knowledgeChanged(principal.orgId, created.id)
       return { status: "created", entry: created } as const
     })
 
@@ -256,5 +264,5 @@ export class Knowledge extends Effect.Service<Knowledge>()("sluice/Knowledge", {
 
     return { create, update, archive, approve, propose, get, read, find, baseline, rank, handedOver, list, edits, retrievals, usage } as const
   }),
-  dependencies: [KnowledgeRepo.Default, KnowledgeSearch.Default, Connections.Default]
+  dependencies: [KnowledgeRepo.Default, KnowledgeSearch.Default, Connections.Default, EvalAutorun.Default]
 }) {}

@@ -25,6 +25,7 @@ export const endedEvalRun = (
         eval_set_ref: "set@0",
         eval_set_source: { kind: "upload", upload_id: `upl_${"0".repeat(32)}` },
         build_fingerprint: options.fingerprint ?? `sha256:${"0".repeat(64)}`,
+        trigger: "api",
         settings: { connection_name: "shop", prompt_preamble: "", max_tasks: 200, attempts: 1, notify_emails: [...(options.notify ?? [])], doc_ids: [], task_ids: null, runner_profile: "python-sandbox", model: null, knowledge: [] },
         total: 1,
         started_on: "test"

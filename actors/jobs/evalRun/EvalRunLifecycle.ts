@@ -20,7 +20,7 @@ import { EvalSets, type LoadedEvalSet } from "../../../src/services/EvalSets"
 export const LEASE_SECONDS = 180
 export const LEASE_RENEWAL = "45 seconds"
 // The starter's credential reads the set, and makes the tasks' keys (read and query only).
-const STARTER_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write", "admin"])
+export const STARTER_SCOPES: ReadonlySet<Scope> = new Set(["read", "query", "write", "admin"])
 
 
 /**
