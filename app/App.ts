@@ -63,6 +63,7 @@ import { EvalUploads } from "../src/services/EvalUploads"
 import { EvalUploadsRepo } from "../src/repos/EvalUploadsRepo"
 import { EvalRunsRepo } from "../src/repos/EvalRunsRepo"
 import { EvalAccuracy } from "../src/services/EvalAccuracy"
+import { RunCoverage } from "../src/services/RunCoverage"
 import { Mailer } from "../layers/Mailer"
 import { EvalAccuracyRepo } from "../src/repos/EvalAccuracyRepo"
 import { EvalAutorunRepo } from "../src/repos/EvalAutorunRepo"
@@ -160,6 +161,7 @@ export const ServicesLive = Layer.mergeAll(
   EvalUploadsRepo.Default,
   EvalRuns.Default,
   EvalAccuracy.Default,
+  RunCoverage.Default,
   Mailer.Default,
   EvalRunsRepo.Default,
   EvalAccuracyRepo.Default,

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { EvalCoverage } from "./EvalCoverage"
 import { RegressionCheck } from "./EvalRegression"
 import { Verdict } from "./EvalRun"
 
@@ -29,6 +30,8 @@ export const AccuracyRecord = Schema.Struct({
   trigger: Schema.String,
   /** CORRECT over graded tasks, 0–1; null when none was graded. */
   accuracy: Schema.NullOr(Schema.Number),
+  /** Its coverage of the set's dbt project; null for a set that names none. */
+  coverage: Schema.NullOr(EvalCoverage),
   /** The knowledge entries live during the run, as `<id>@<version>`, the run's overlay included. */
   knowledge: Schema.Array(Schema.String),
   model: Schema.NullOr(Schema.String),

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { ConnectionName } from "./Connection"
 import { Attempts, MaxTasks, NotifyEmails, PromptPreamble } from "./EvalConfig"
+import { EvalCoverage } from "./EvalCoverage"
 
 const strict = { parseOptions: { onExcessProperty: "error" } } as const
 
@@ -112,7 +113,9 @@ export const EvalRun = Schema.Struct({
   ended_at: Schema.NullOr(Schema.Date),
   lease_expires_at: Schema.NullOr(Schema.Date),
   /** What retention deleted of its evidence: its tasks' files but transcripts (past the newest 10 ended runs), or those too (past 100). */
-  evidence_pruned: Schema.NullOr(Schema.Literal("artifacts", "transcripts"))
+  evidence_pruned: Schema.NullOr(Schema.Literal("artifacts", "transcripts")),
+  /** Its coverage of its set's dbt project, once it completed; null for a set that names no project. */
+  coverage: Schema.NullOr(EvalCoverage)
 })
 export type EvalRun = typeof EvalRun.Type
 

@@ -87,3 +87,19 @@ const redacted = (sql: string, dbType: DbType | null): string => {
   }
   return out + sql.slice(at)
 }
+
+/**
+ * Redacted SQL (from the audit log) made parsable again for what it reads: each number's `?` put
+ * back as 0 (strings and comments stayed well formed). Where `?` was an operator (PostgreSQL's
+ * jsonb `?`) the statement no longer parses, and counts as such.
+ */
+export const parsableRedacted = (sql: string, dbType: DbType): string => {
+  let out = ""
+  let at = 0
+  for (const token of tokenize(sql, DIALECTS[dbType].lexical)) {
+    if (token.kind !== "punct" || token.text !== "?") continue
+    out += `${sql.slice(at, token.start)}0`
+    at = token.end
+  }
+  return out + sql.slice(at)
+}

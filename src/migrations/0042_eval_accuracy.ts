@@ -39,6 +39,11 @@ alter table eval_configs add column attempts int not null default 1,
   add column autorun_principal_kind text check (autorun_principal_kind in ('api_key', 'jwt', 'local')),
   add column autorun_key_id text;
 
+-- The key a task held, kept after it is revoked: its queries in the audit log are the run's
+-- observed coverage. A run's coverage of its set's dbt project.
+alter table eval_run_tasks add column audit_key_id text;
+alter table eval_runs add column coverage jsonb;
+
 -- What started a run: a person in the web app, the API, a knowledge change (autorun), or a
 -- proposal evaluated on the live base.
 alter table eval_runs drop constraint eval_runs_trigger_check;

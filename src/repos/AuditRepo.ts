@@ -236,6 +236,17 @@ export class AuditRepo extends Effect.Service<AuditRepo>()("sluice/AuditRepo", {
     /** Cloud retention: deletes up to `batch` rows older than `before`; returns how many went. */
     const pruneBefore = Effect.fn("AuditRepo.pruneBefore")((before: number, batch = 10_000) => pruneBatch({ before, batch }).pipe(Effect.map((row) => row.pruned)), failures)
 
-    return { byQueryId, insertStatement, insertBatch, complete, page, exportStream, stats, fold, pruneBefore } as const
+    /** The SQL (redacted, as logged) these keys ran successfully between two times (in seconds), oldest first, at most `limit` statements. */
+    const statementsOf = Effect.fn("AuditRepo.statementsOf")(
+      (orgId: OrgId, keyIds: ReadonlyArray<string>, fromSeconds: number, toSeconds: number, limit: number) =>
+        keyIds.length === 0
+          ? Effect.succeed([] as Array<string>)
+          : sql<{ sql: string }>`select sql from gateway_audit_logs
+              where org_id = ${orgId} and "timestamp" between ${fromSeconds} and ${toSeconds} and ${sql.in("key_id", keyIds)} and outcome = 'success' and sql is not null
+              order by id limit ${limit}`.pipe(Effect.map((rows) => rows.map((row) => row.sql)), withOrg(orgId)),
+      failures
+    )
+
+    return { byQueryId, statementsOf, insertStatement, insertBatch, complete, page, exportStream, stats, fold, pruneBefore } as const
   })
 }) {}

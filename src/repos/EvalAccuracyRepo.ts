@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { type AccuracyRecord, RecordedTask, RunChange } from "../domain/EvalAccuracy"
+import { EvalCoverage } from "../domain/EvalCoverage"
 import { RegressionCheck, TRAILING_RUNS } from "../domain/EvalRegression"
 import type { OrgId } from "../domain/Ids"
 import { storeErrors } from "./StoreErrors"
@@ -14,6 +15,7 @@ const RecordRow = Schema.Struct({
   build_fingerprint: Schema.String,
   trigger: Schema.String,
   accuracy: Schema.NullOr(Schema.Number),
+  coverage: Schema.NullOr(Json(EvalCoverage)),
   knowledge: Json(Schema.Array(Schema.String)),
   model: Schema.NullOr(Schema.String),
   preamble_sha256: Schema.String,
@@ -27,7 +29,7 @@ const RecordRow = Schema.Struct({
 })
 const records = Schema.decodeUnknown(Schema.Array(RecordRow))
 // jsonb columns as text, so one decoder reads them whatever the driver makes of json.
-const COLUMNS = `run_id, finished_at, eval_set_ref, build_fingerprint, trigger, accuracy, knowledge::text as knowledge, model, preamble_sha256,
+const COLUMNS = `run_id, finished_at, eval_set_ref, build_fingerprint, trigger, accuracy, coverage::text as coverage, knowledge::text as knowledge, model, preamble_sha256,
   connection_name, max_tasks, attempts, tasks::text as tasks, comparison::text as comparison, changes::text as changes, regressed`
 
 /** Evaluation runs' permanent accuracy records, and the regressions among them. */
@@ -59,6 +61,7 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
             build_fingerprint: record.build_fingerprint,
             trigger: record.trigger,
             accuracy: record.accuracy,
+            coverage: record.coverage === null ? null : JSON.stringify(record.coverage),
             knowledge: JSON.stringify(record.knowledge),
             model: record.model,
             preamble_sha256: record.preamble_sha256,

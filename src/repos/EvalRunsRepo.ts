@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { EvalSetSource } from "../domain/EvalConfig"
 import { attemptOf, EVAL_RUN_KIND, EvalRunTrigger, type EvalRun, EvalRunSettings, EvalRunStatus, type EvalRunTask, TaskPhase, Verdict, VerdictCounts } from "../domain/EvalRun"
+import { EvalCoverage } from "../domain/EvalCoverage"
 import { KeyId, OrgId, UserId } from "../domain/Ids"
 import { appendJobEvent } from "./JobEventsRepo"
 import { storeErrors } from "./StoreErrors"
@@ -32,13 +33,14 @@ const RunRow = Schema.Struct({
   started_at: Schema.NullOr(Schema.DateFromSelf),
   ended_at: Schema.NullOr(Schema.DateFromSelf),
   lease_expires_at: Schema.NullOr(Schema.DateFromSelf),
-  evidence_pruned: Schema.NullOr(Schema.Literal("artifacts", "transcripts"))
+  evidence_pruned: Schema.NullOr(Schema.Literal("artifacts", "transcripts")),
+  coverage: Schema.NullOr(Json(EvalCoverage))
 })
 type RunRow = typeof RunRow.Type
 // jsonb columns as text, so one decoder reads them whatever the driver makes of json.
 const RUN_COLUMNS = `id, org_id, user_id, principal_kind, key_id, status, trigger, eval_set_ref, eval_set_source::text as eval_set_source,
   build_fingerprint, settings::text as settings, total, done, verdicts::text as verdicts, accuracy, error_code, error_message,
-  cancel_requested, created_at, started_at, ended_at, lease_expires_at, evidence_pruned`
+  cancel_requested, created_at, started_at, ended_at, lease_expires_at, evidence_pruned, coverage::text as coverage`
 
 const CheckResults = Schema.Array(Schema.Struct({ name: Schema.String, type: Schema.String, score: Schema.NullOr(Schema.Number), passed: Schema.Boolean, pass_mark: Schema.Number, detail: Schema.String }))
 const TaskRow = Schema.Struct({
@@ -93,7 +95,8 @@ const storedRun = (row: RunRow): StoredEvalRun => ({
     started_at: row.started_at,
     ended_at: row.ended_at,
     lease_expires_at: row.lease_expires_at,
-    evidence_pruned: row.evidence_pruned
+    evidence_pruned: row.evidence_pruned,
+    coverage: row.coverage
   }
 })
 
@@ -219,6 +222,7 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
         sql`update eval_run_tasks t set phase = ${phase},
             started_at = coalesce(t.started_at, date_trunc('milliseconds', now())),
             key_id = ${holds.key_id === undefined ? sql`t.key_id` : sql`${holds.key_id}`},
+            audit_key_id = coalesce(${holds.key_id ?? null}, t.audit_key_id),
             agent_run_id = coalesce(${holds.agent_run_id ?? null}, t.agent_run_id),
             branch_name = coalesce(${holds.branch_name ?? null}, t.branch_name)
           from eval_runs r
@@ -276,6 +280,23 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
+    /** The keys its tasks held (revoked or not): whose audit rows are the run's queries. */
+    const auditKeyIds = Effect.fn("EvalRunsRepo.auditKeyIds")(
+      (orgId: OrgId, runId: string) =>
+        sql<{ key: string }>`select distinct audit_key_id as key from eval_run_tasks where org_id = ${orgId} and run_id = ${runId} and audit_key_id is not null`.pipe(
+          Effect.map((rows) => rows.map((row) => row.key)),
+          withOrg(orgId)
+        ),
+      failures
+    )
+
+    /** The run's coverage of its set's dbt project, as it ends. */
+    const setCoverage = Effect.fn("EvalRunsRepo.setCoverage")(
+      (orgId: OrgId, runId: string, coverage: EvalCoverage) =>
+        sql`update eval_runs set coverage = ${JSON.stringify(coverage)}::jsonb where org_id = ${orgId} and id = ${runId}`.pipe(Effect.asVoid, withOrg(orgId)),
+      failures
+    )
+
     /** Its tasks hold no key any more (revoked with the run). */
     const forgetKeys = Effect.fn("EvalRunsRepo.forgetKeys")(
       (orgId: OrgId, runId: string) =>
@@ -330,6 +351,6 @@ export class EvalRunsRepo extends Effect.Service<EvalRunsRepo>()("sluice/EvalRun
       failures
     )
 
-    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, forgetKeys, expired, unbegun, giveUpUnbegun, dueForPruning, markPruned, appendEvent } as const
+    return { insert, inFlightOn, find, page, tasks, task, holdLease, setPhase, grade, taskDone, finish, retally, auditKeyIds, setCoverage, forgetKeys, expired, unbegun, giveUpUnbegun, dueForPruning, markPruned, appendEvent } as const
   })
 }) {}

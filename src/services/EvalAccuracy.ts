@@ -69,6 +69,7 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
           build_fingerprint: run.build_fingerprint,
           trigger: run.trigger,
           accuracy: run.accuracy,
+          coverage: run.coverage,
           ...circumstances,
           tasks,
           comparison,

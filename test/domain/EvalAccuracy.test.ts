@@ -43,6 +43,7 @@ describe("a regression's email", () => {
     build_fingerprint: "sha256:f",
     trigger: "api",
     accuracy: 0.6,
+    coverage: null,
     knowledge: [],
     model: null,
     preamble_sha256: "aa",

@@ -19,11 +19,12 @@ const TASKS = 10
 
 /** Ten read tasks, each asking for a multiple of seven. */
 const MANIFEST = `name: sevens
+dbt_project: jaffle
 defaults:
   timeout_seconds: 60
 tasks:
 ${Array.from({ length: TASKS }, (_, i) => `  - id: s${i}
-    class: read
+    class: read${i === 0 ? "\n    covers: [analytics.STG_ORDERS, raw.orders]" : ""}
     prompt: "TASK s${i}: what is ${i} times 7?"
     checks: [{ name: product, type: number, gold: ${i * 7} }]`).join("\n")}
 `
@@ -44,6 +45,10 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     const match = /TASK (s(\d+))/.exec(req.raw)
     if (match === null) return { text: "I do not know." }
     const task = match[1]!
+    // One task's agent reads two of the project's models (a CTE named like a third does not count).
+    if (task === "s0" && req.toolResults.length === 0) {
+      return { toolCalls: [{ name: "query_database", args: { connection_name: "shop", sql: "with int_orders_joined as (select 1 as id) select count(*) from fct_orders f join dim_customers d on f.id = d.id join int_orders_joined i on true" } }] }
+    }
     asked.set(task, (asked.get(task) ?? 0) + 1)
     const miss = wrong.has(task) || (flaky.has(task) && asked.get(task)! % 2 === 0)
     return { text: miss ? "It is 1000." : `It is ${Number(match[2]) * 7}.` }
@@ -64,15 +69,18 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
 
   beforeAll(async () => {
     database = await createTestDatabase()
+    await database.query("create table fct_orders (id int); create table dim_customers (id int);")
     fake = await startModelFake((req) => script(req))
     smtp = await startSmtpServer()
     gateway = await startApp({
       dataDir: tempDataDir(),
-      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-accuracy", SP_LLM_MODEL: "claude-sonnet-4-5", SP_SMTP_URL: smtp.url, SP_SMTP_FROM: "Sluice Evals <evals@example.com>" }
+      env: { SP_PER_KEY_RPM: "100000", SP_PER_ORG_RPM: "100000", SP_LLM_PROVIDER: "anthropic", SP_LLM_BASE_URL: fake.url, SP_LLM_API_KEY: "sk-ant-test-accuracy", SP_LLM_MODEL: "claude-sonnet-4-5", SP_SMTP_URL: smtp.url, SP_PROJECT_ROOTS: path.join(import.meta.dirname, "../fixtures/dbt"), SP_SMTP_FROM: "Sluice Evals <evals@example.com>" }
     })
     admin = (await request(gateway.url, "/api/keys", { key: await localKey(gateway), body: { name: "staff", scopes: ["read", "query", "write", "admin"] } })).json.key
     work = fs.mkdtempSync(path.join(os.tmpdir(), "sluice-accuracy-"))
     await evalSetUp(gateway.url, admin, database.name, work, MANIFEST)
+    const project = await request(gateway.url, "/api/projects", { key: admin, body: { name: "jaffle", path: "jaffle" } })
+    expect(project.status, project.text).toBe(201)
   }, 60_000)
   afterAll(async () => {
     await gateway?.stop()
@@ -94,6 +102,22 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     expect(earliest.tasks).toHaveLength(TASKS)
     expect(latest).toMatchObject({ accuracy: 1, regressed: false, changes: [], comparison: { baseline_run_ids: [first.id], baseline: 100, drop: 0, flipped: [], regression: null } })
     expect(answer.json.regressions).toEqual([])
+    // Coverage of the set's dbt project: stg_orders declared, fct_orders and dim_customers read by the agent.
+    expect(earliest.coverage).toMatchObject({
+      overall: { covered: 3, total: 5, percent: 60 },
+      staging: { covered: 1, total: 2, percent: 50 },
+      intermediate: { covered: 0, total: 1, percent: 0 },
+      marts: { covered: 2, total: 2, percent: 100 },
+      models: [
+        { name: "dim_customers", declared: false, observed: true },
+        { name: "fct_orders", declared: false, observed: true },
+        { name: "stg_orders", declared: true, observed: false }
+      ],
+      audit_rows_capped: false,
+      statements_unparsed: 0
+    })
+    expect(earliest.coverage.audit_rows_read).toBeGreaterThanOrEqual(1)
+    expect((await request(gateway.url, `/api/evals/runs/${first.id}`, { key: admin })).json.coverage).toEqual(earliest.coverage)
 
     const entry = await request(gateway.url, "/api/knowledge", {
       key: admin,

@@ -14,6 +14,7 @@ import { ActingPrincipals } from "../../../src/services/ActingPrincipals"
 import { ApiKeys } from "../../../src/services/ApiKeys"
 import { DbBranches } from "../../../src/services/DbBranches"
 import { EvalAccuracy } from "../../../src/services/EvalAccuracy"
+import { RunCoverage } from "../../../src/services/RunCoverage"
 import { EvalSets, type LoadedEvalSet } from "../../../src/services/EvalSets"
 
 /** A running run's lease: renewed every 45 s by whichever runner runs it; 180 s without a renewal and the reaper fails it. */
@@ -38,6 +39,7 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
     const jobSteps = yield* JobSteps
     const branches = yield* DbBranches
     const accuracy = yield* EvalAccuracy
+    const coverages = yield* RunCoverage
     // A run's set, read once per runner while it runs: every step of its tasks reads it.
     const loadedSets = new Map<string, LoadedEvalSet>()
 
@@ -147,7 +149,20 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
         })
       )
 
-    const complete = (orgId: OrgId, runId: string) => guarded(orgId, runId, Effect.asVoid(end(orgId, runId, { status: "completed" })))
+    /** The run's end once its tasks are done: its coverage of the set's dbt project (a failure to reckon it is logged: the run completed), then its end. */
+    const complete = (orgId: OrgId, runId: string) =>
+      guarded(
+        orgId,
+        runId,
+        Effect.gen(function* () {
+          const { stored, principal, set } = yield* context(orgId, runId)
+          const coverage = yield* coverages.of(principal, stored.run, set.manifest).pipe(
+            Effect.catchAll((error) => Effect.as(Effect.logWarning(`eval run ${runId}: its coverage could not be reckoned`, error), null))
+          )
+          if (coverage !== null) yield* repo.setCoverage(orgId, runId, coverage)
+          yield* end(orgId, runId, { status: "completed" })
+        })
+      )
 
     /** The reaper's end of a run whose lease expired: false when its runner renewed it meanwhile, or it had ended. */
     const reap = (orgId: OrgId, runId: string) =>
@@ -155,5 +170,5 @@ export class EvalRunLifecycle extends Effect.Service<EvalRunLifecycle>()("sluice
 
     return { load, guarded, context, holdLease, begin, complete, reap, stop } as const
   }),
-  dependencies: [EvalAccuracy.Default, EvalRunsRepo.Default, ActingPrincipals.Default, EvalSets.Default, ApiKeys.Default, ObjectStore.Default, JobSteps.Default, DbBranches.Default]
+  dependencies: [EvalAccuracy.Default, RunCoverage.Default, EvalRunsRepo.Default, ActingPrincipals.Default, EvalSets.Default, ApiKeys.Default, ObjectStore.Default, JobSteps.Default, DbBranches.Default]
 }) {}
