@@ -11,7 +11,8 @@ const EVERY = "5 seconds"
 
 /**
  * Every 5 s, on every replica: starts the evaluation runs that knowledge changes asked for, once
- * due (2 minutes after the first change a request holds). Each request is taken by one replica
+ * due (2 minutes after the first change a request holds) and its organization has no run in
+ * flight (autoruns never pile up). Each request is taken by one replica
  * alone (taken as it is deleted), and the run acts as whoever turned autorun on. One that cannot
  * start for now (this process has two runs in flight, the store blinked) is put back for later; one refused for good
  * (autorun since turned off, its credential gone, the settings incomplete) is logged and dropped.
@@ -37,7 +38,8 @@ export const EvalAutorunLoop = Layer.scopedDiscard(
       )
 
     const pass = requests.takeDue().pipe(
-      Effect.flatMap((due) => Effect.forEach(due, (request) => startFor(request.org_id, request.entries), { discard: true })),
+      // Organizations side by side: one whose warehouse is slow to fingerprint holds up no other.
+      Effect.flatMap((due) => Effect.forEach(due, (request) => startFor(request.org_id, request.entries), { concurrency: 4, discard: true })),
       Effect.catchAllCause((cause) => Effect.logError("evaluation autorun failed", cause))
     )
     yield* Effect.repeat(pass, Schedule.spaced(EVERY)).pipe(Effect.forkScoped)

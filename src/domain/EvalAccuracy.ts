@@ -27,6 +27,8 @@ export const AccuracyRecord = Schema.Struct({
   finished_at: Schema.Date,
   eval_set_ref: Schema.String,
   build_fingerprint: Schema.String,
+  /** A digest of the task ids it ran: runs are comparable when they ran the same tasks. */
+  task_set: Schema.String,
   trigger: Schema.String,
   /** CORRECT over graded tasks, 0–1; null when none was graded. */
   accuracy: Schema.NullOr(Schema.Number),

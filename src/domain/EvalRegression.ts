@@ -116,7 +116,7 @@ const brokenScore = (tasks: ReadonlyArray<StableTask>, broken: number, failures:
 
 /**
  * Compares a finished run with the trailing comparable runs (newest first, at most TRAILING_RUNS
- * used; none → no check). The drop is the specification's: the median accuracy of those runs minus
+ * used, those with a graded attempt; none, or none graded in the run → no check). The drop is the specification's: the median accuracy of those runs minus
  * this run's. A drop over `thresholdPoints` is a regression as the specification says. A single run
  * is noisy (a task that passes nine times in ten fails now and then), so a drop within the threshold
  * is one too when it is significant (`evidence_p` < SIGNIFICANCE: that stable tasks failed this
@@ -124,8 +124,10 @@ const brokenScore = (tasks: ReadonlyArray<StableTask>, broken: number, failures:
  * the threshold asks for. The paired McNemar p and the flaky tasks are reported either way.
  */
 export const checkRegression = (current: ComparedRun, trailingRuns: ReadonlyArray<ComparedRun>, thresholdPoints: number): RegressionCheck | null => {
-  const trailing = trailingRuns.slice(0, TRAILING_RUNS)
-  if (trailing.length === 0) return null
+  // A run with no graded attempt scored nothing: it is neither checked nor anyone's baseline.
+  const graded = (run: ComparedRun) => run.tasks.some((task) => task.attempts > 0)
+  const trailing = trailingRuns.filter(graded).slice(0, TRAILING_RUNS)
+  if (trailing.length === 0 || !graded(current)) return null
   const baseline = median(trailing.map(accuracyOf))
   const accuracy = accuracyOf(current)
   const drop = baseline - accuracy

@@ -33,11 +33,17 @@ export const decodeCursor = <A>(cursor: string, schema: Schema.Schema<A, any>): 
     Either.mapLeft(() => new InvalidRequest({ message: "cursor is not a cursor returned by this API" }))
   )
 
+/** A time that is one (JavaScript reads 30 February as 1 March; the store refuses it, and year 0). */
+const isRealTime = (time: string) => {
+  const parsed = new Date(time)
+  return !Number.isNaN(parsed.getTime()) && Number(time.slice(0, 4)) >= 1 && parsed.toISOString().slice(0, 19) === time.slice(0, 19)
+}
+
 /**
  * A cursor of (time, id) for lists ordered by a timestamp, as this API writes them (an ISO 8601 UTC
  * time, an id of letters, digits, _ and -): anything else is not a cursor this API gave out.
  */
 export const TimeAndIdCursor = Schema.Tuple(
-  Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/), Schema.filter((time) => !Number.isNaN(Date.parse(time)))),
+  Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/), Schema.filter(isRealTime)),
   Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_-]{1,100}$/))
 )

@@ -6,7 +6,8 @@ export default Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql.unsafe(`
 -- One permanent record per completed evaluation run: what it scored, against which set and
 -- warehouse, with what (knowledge entries live, model, preamble, connection, task cap), its tasks'
--- outcomes, and how it compared with the trailing comparable runs (same set ref and fingerprint).
+-- outcomes, and how it compared with the trailing comparable runs (same set ref, fingerprint and
+-- tasks: task_set is a digest of the task ids it ran).
 -- Written once, never updated, never pruned.
 create table eval_accuracy_records (
   run_id text primary key,
@@ -14,6 +15,7 @@ create table eval_accuracy_records (
   finished_at timestamptz not null,
   eval_set_ref text not null,
   build_fingerprint text not null,
+  task_set text not null,
   trigger text not null,
   accuracy float8,
   coverage jsonb,
@@ -28,7 +30,7 @@ create table eval_accuracy_records (
   changes jsonb not null,
   regressed boolean not null
 );
-create index eval_accuracy_records_comparable on eval_accuracy_records (org_id, eval_set_ref, build_fingerprint, finished_at desc);
+create index eval_accuracy_records_comparable on eval_accuracy_records (org_id, eval_set_ref, build_fingerprint, task_set, finished_at desc);
 create index eval_accuracy_records_history on eval_accuracy_records (org_id, finished_at desc, run_id desc);
 ${isolateByOrg("eval_accuracy_records", { privileges: "select, insert" })}
 

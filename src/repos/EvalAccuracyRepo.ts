@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { type AccuracyRecord, RecordedTask, RunChange } from "../domain/EvalAccuracy"
 import { EvalCoverage } from "../domain/EvalCoverage"
 import { RegressionCheck, TRAILING_RUNS } from "../domain/EvalRegression"
-import type { OrgId } from "../domain/Ids"
+import { OrgId } from "../domain/Ids"
 import { storeErrors } from "./StoreErrors"
 import { tenantScope } from "./Tenant"
 
@@ -13,6 +13,7 @@ const RecordRow = Schema.Struct({
   finished_at: Schema.DateFromSelf,
   eval_set_ref: Schema.String,
   build_fingerprint: Schema.String,
+  task_set: Schema.String,
   trigger: Schema.String,
   accuracy: Schema.NullOr(Schema.Number),
   coverage: Schema.NullOr(Json(EvalCoverage)),
@@ -29,7 +30,7 @@ const RecordRow = Schema.Struct({
 })
 const records = Schema.decodeUnknown(Schema.Array(RecordRow))
 // jsonb columns as text, so one decoder reads them whatever the driver makes of json.
-const COLUMNS = `run_id, finished_at, eval_set_ref, build_fingerprint, trigger, accuracy, coverage::text as coverage, knowledge::text as knowledge, model, preamble_sha256,
+const COLUMNS = `run_id, finished_at, eval_set_ref, build_fingerprint, task_set, trigger, accuracy, coverage::text as coverage, knowledge::text as knowledge, model, preamble_sha256,
   connection_name, max_tasks, attempts, tasks::text as tasks, comparison::text as comparison, changes::text as changes, regressed`
 
 /** Evaluation runs' permanent accuracy records, and the regressions among them. */
@@ -40,17 +41,18 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
     const failures = storeErrors("evaluation accuracy")
 
     /**
-     * Appends the record `make` builds from the trailing comparable records (same set ref and
-     * fingerprint, newest first; a proposal's evaluation is no baseline: its knowledge was never
+     * Appends the record `make` builds from the trailing comparable records (same set ref,
+     * fingerprint and tasks, newest first; a proposal's evaluation is no baseline: its knowledge was never
      * live), once per run. Appends to one set and fingerprint take turns, so
      * two runs ending at once are each compared with the other's record when it came first.
      */
     const append = Effect.fn("EvalAccuracyRepo.append")(
-      (orgId: OrgId, comparable: { readonly ref: string; readonly fingerprint: string }, make: (trailing: ReadonlyArray<AccuracyRecord>) => AccuracyRecord) =>
+      (orgId: OrgId, comparable: { readonly ref: string; readonly fingerprint: string; readonly taskSet: string }, make: (trailing: ReadonlyArray<AccuracyRecord>) => AccuracyRecord) =>
         Effect.gen(function* () {
-          yield* sql`select pg_advisory_xact_lock(hashtextextended(${`eval_accuracy/${orgId}/${comparable.ref}/${comparable.fingerprint}`}, 0))`
+          yield* sql`select pg_advisory_xact_lock(hashtextextended(${`eval_accuracy/${orgId}/${comparable.ref}/${comparable.fingerprint}/${comparable.taskSet}`}, 0))`
           const trailing = yield* sql`select ${sql.unsafe(COLUMNS)} from eval_accuracy_records
-            where org_id = ${orgId} and eval_set_ref = ${comparable.ref} and build_fingerprint = ${comparable.fingerprint} and trigger <> 'evaluate_change'
+            where org_id = ${orgId} and eval_set_ref = ${comparable.ref} and build_fingerprint = ${comparable.fingerprint} and task_set = ${comparable.taskSet}
+              and trigger <> 'evaluate_change'
             order by finished_at desc, run_id desc limit ${TRAILING_RUNS}`.pipe(Effect.flatMap(records))
           const record = make(trailing)
           const rows = yield* sql`insert into eval_accuracy_records ${sql.insert({
@@ -59,6 +61,7 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
             finished_at: record.finished_at,
             eval_set_ref: record.eval_set_ref,
             build_fingerprint: record.build_fingerprint,
+            task_set: record.task_set,
             trigger: record.trigger,
             accuracy: record.accuracy,
             coverage: record.coverage === null ? null : JSON.stringify(record.coverage),
@@ -99,6 +102,16 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
       failures
     )
 
-    return { append, page, regressions } as const
+    /** System lookup across orgs: completed runs of the last `days` graded against a known warehouse that have no record. */
+    const unrecorded = Effect.fn("EvalAccuracyRepo.unrecorded")(
+      (days: number) =>
+        sql`select id, org_id from eval_runs r where status = 'completed' and build_fingerprint <> '' and ended_at > now() - make_interval(days => ${days})
+            and not exists (select 1 from eval_accuracy_records a where a.run_id = r.id) order by ended_at limit 100`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String, org_id: OrgId }))))
+        ),
+      failures
+    )
+
+    return { append, page, regressions, unrecorded } as const
   })
 }) {}

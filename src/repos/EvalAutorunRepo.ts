@@ -27,10 +27,15 @@ export class EvalAutorunRepo extends Effect.Service<EvalAutorunRepo>()("sluice/E
       failures
     )
 
-    /** System work: the requests now due, across orgs, each taken once (whichever replica takes it starts its run). */
+    /**
+     * System work: the requests now due, across orgs, each taken once (whichever replica takes it
+     * starts its run); an org's request waits while it has a run in flight, so autoruns never pile up.
+     */
     const takeDue = Effect.fn("EvalAutorunRepo.takeDue")(
       () =>
-        sql`delete from eval_autorun_requests where due_at <= now() returning org_id, entries::text as entries`.pipe(
+        sql`delete from eval_autorun_requests q where due_at <= now()
+            and not exists (select 1 from eval_runs r where r.org_id = q.org_id and r.status in ('queued', 'running'))
+          returning org_id, entries::text as entries`.pipe(
           Effect.flatMap(Schema.decodeUnknown(Schema.Array(DueRequest)))
         ),
       failures

@@ -12,6 +12,8 @@ import { attemptOf } from "../domain/EvalRun"
 import { type EvalTaskRow, EvalRunsRepo } from "../repos/EvalRunsRepo"
 import { EvalAccess } from "./EvalAccess"
 
+// Completed runs this recent are recorded by the sweep when their own end could not.
+const RECORD_SWEEP_DAYS = 7
 const compared = (record: Pick<AccuracyRecord, "run_id" | "tasks">): ComparedRun => ({ run_id: record.run_id, tasks: record.tasks })
 
 /**
@@ -51,6 +53,8 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
         attempts.set(taskId, [...(attempts.get(taskId) ?? []), row.verdict])
       }
       const tasks = [...attempts].map(([taskId, verdicts]) => taskOutcome(taskId, verdicts))
+      // Runs of other tasks (task_ids, a lower max_tasks) score other questions: they are not compared.
+      const taskSet = createHash("sha256").update([...attempts.keys()].sort().join("\n")).digest("hex")
       const settings = run.settings
       const circumstances = {
         knowledge: settings.knowledge,
@@ -60,13 +64,14 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
         max_tasks: settings.max_tasks,
         attempts: settings.attempts
       }
-      const recorded = yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint }, (trailing) => {
+      const recorded = yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint, taskSet }, (trailing) => {
         const comparison = checkRegression({ run_id: run.id, tasks }, trailing.map(compared), config.evalRegressionDropPct)
         return {
           run_id: run.id,
           finished_at: run.ended_at ?? new Date(),
           eval_set_ref: run.eval_set_ref,
           build_fingerprint: run.build_fingerprint,
+          task_set: taskSet,
           trigger: run.trigger,
           accuracy: run.accuracy,
           coverage: run.coverage,
@@ -81,6 +86,17 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
       return recorded
     })
 
+    /**
+     * System work: records completed runs of the last week whose job ended without recording them
+     * (its process died between the run's end and its record, or the store was away longer than the
+     * retries); how many it recorded. Every replica may run it: a run is recorded once.
+     */
+    const recordMissed = Effect.gen(function* () {
+      const missed = yield* repo.unrecorded(RECORD_SWEEP_DAYS)
+      const recorded = yield* Effect.forEach(missed, (run) => record(run.org_id, run.id))
+      return recorded.filter((made) => made !== null).length
+    })
+
     /** `GET /api/evals/accuracy`: the history, newest first, and the regressions detected. */
     const history = Effect.fn("EvalAccuracy.history")(function* (principal: Principal, params: { limit?: number | undefined; cursor?: string | undefined }) {
       yield* access.allowed(principal)
@@ -91,7 +107,7 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
       return { ...page, regressions: yield* repo.regressions(principal.orgId, REGRESSIONS_LISTED) }
     })
 
-    return { record, history } as const
+    return { record, recordMissed, history } as const
   }),
   dependencies: [EvalAccuracyRepo.Default, EvalRunsRepo.Default, EvalAccess.Default, Mailer.Default]
 }) {}

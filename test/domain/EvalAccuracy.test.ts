@@ -41,6 +41,7 @@ describe("a regression's email", () => {
     finished_at: new Date(0),
     eval_set_ref: "shop@abc",
     build_fingerprint: "sha256:f",
+    task_set: "abc",
     trigger: "api",
     accuracy: 0.6,
     coverage: null,

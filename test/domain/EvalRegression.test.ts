@@ -105,6 +105,13 @@ describe("regressions against the trailing comparable runs", () => {
     expect(checkRegression(current, trailing, 10)).toEqual(checkRegression(current, trailing, 10))
   })
 
+  it("a run with no graded attempt is checked against nothing, and is no baseline (attack 42 F5)", () => {
+    const ungraded: ComparedRun = { run_id: "none", tasks: [{ task_id: "t0", attempts: 0, correct: 0 }] }
+    expect(checkRegression(ungraded, [run("r1", "1111111111")], 10)).toBeNull()
+    const check = checkRegression(run("now", "1111111110"), [ungraded, run("r1", "1111111111")], 10)!
+    expect(check).toMatchObject({ baseline_run_ids: ["r1"], baseline: 100, drop: 10 })
+  })
+
   it("McNemar's exact p", () => {
     expect(mcnemarP(0, 0)).toBe(1)
     expect(mcnemarP(5, 0)).toBeCloseTo(0.0625, 6)

@@ -54,18 +54,21 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     return { text: miss ? "It is 1000." : `It is ${Number(match[2]) * 7}.` }
   }
 
+  const history = () => request(gateway.url, "/api/evals/accuracy", { key: admin })
   const runToEnd = async (body: object = {}) => {
     const started = await request(gateway.url, "/api/evals/runs", { key: admin, body })
     expect(started.status, started.text).toBe(202)
     const id = started.json.id as string
-    return eventually(
+    const run = await eventually(
       () => request(gateway.url, `/api/evals/runs/${id}`, { key: admin }).then((r) => r.json),
-      (run) => run.status === "completed",
+      (found) => found.status === "completed",
       `run ${id} completed`,
       60_000
     )
+    // Its record is written as it ends, just after its status.
+    await eventually(history, (answer) => answer.json.items.some((record: { run_id: string }) => record.run_id === id), `run ${id} recorded`)
+    return run
   }
-  const history = () => request(gateway.url, "/api/evals/accuracy", { key: admin })
 
   beforeAll(async () => {
     database = await createTestDatabase()
@@ -180,6 +183,21 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     expect(record.tasks.find((task: { task_id: string }) => task.task_id === "s0")).toEqual({ task_id: "s0", attempts: 2, correct: 2, verdict: "CORRECT" })
   }, 240_000)
 
+  it("compares only runs of the same tasks: a run of some of them is no comparison, nor anyone's baseline (attack 42 F1)", async () => {
+    flaky = new Set()
+    wrong = new Set(["s9"])
+    const subset = await runToEnd({ task_ids: ["s9"] })
+    expect(subset.accuracy).toBe(0)
+    let records = (await history()).json.items
+    expect(records[0]).toMatchObject({ run_id: subset.id, comparison: null, regressed: false })
+    wrong = new Set()
+    const full = await runToEnd({ attempts: 2 })
+    records = (await history()).json.items
+    expect(records[0].run_id).toBe(full.id)
+    expect(records[0].comparison.baseline_run_ids).not.toContain(subset.id)
+    expect(smtp.messages).toHaveLength(1)
+  }, 240_000)
+
   it("pages the history and refuses a cursor it did not give out", async () => {
     const page = await request(gateway.url, "/api/evals/accuracy?limit=1", { key: admin })
     expect(page.status).toBe(200)
@@ -189,5 +207,13 @@ describe.skipIf(skip)("evaluation history: accuracy records and regressions (iss
     const bad = await request(gateway.url, "/api/evals/accuracy?cursor=nonsense", { key: admin })
     expect(bad.status).toBe(400)
     expect(bad.json.code).toBe("invalid_request")
+    // A time JavaScript reads but the store does not (attack 42 F3): refused as any other forged cursor.
+    for (const time of ["2024-02-30T00:00:00Z", "0000-01-01T00:00:00Z", "2024-13-01T00:00:00Z"]) {
+      const cursor = Buffer.from(JSON.stringify([time, "x"])).toString("base64url")
+      for (const route of ["/api/evals/accuracy", "/api/evals/runs"]) {
+        const forged = await request(gateway.url, `${route}?cursor=${cursor}`, { key: admin })
+        expect([forged.status, forged.json.code], `${route} ${time}`).toEqual([400, "invalid_request"])
+      }
+    }
   })
 })

@@ -36,6 +36,8 @@ describe.skipIf(skip)("evaluation triggers: autorun on knowledge changes across 
   let admin: string
   let writer: string
   let work: string
+  /** Model answers wait on this while it is set (to keep a run in flight). */
+  let hold: Promise<void> | null = null
 
   const runs = () => request(replicas[0]!.url, "/api/evals/runs", { key: admin }).then((r) => r.json.items as Array<{ id: string; trigger: string; status: string }>)
   const requests = () => store.query<{ entries: Array<string>; due_in: number }>("select entries, extract(epoch from due_at - now())::float8 as due_in from eval_autorun_requests")
@@ -63,7 +65,10 @@ describe.skipIf(skip)("evaluation triggers: autorun on knowledge changes across 
   beforeAll(async () => {
     store = await createTestDatabase()
     warehouse = await createTestDatabase()
-    fake = await startModelFake((req) => ({ text: /6 times 7/.test(req.raw) ? "It is 42." : "It is 48." }))
+    fake = await startModelFake(async (req) => {
+      if (hold !== null) await hold
+      return { text: /6 times 7/.test(req.raw) ? "It is 42." : "It is 48." }
+    })
     const env = {
       SP_ENCRYPTION_KEY: "replicas-share-this-key",
       SP_ENCRYPTION_SALT: "replicas-share-this-salt",
@@ -130,6 +135,25 @@ describe.skipIf(skip)("evaluation triggers: autorun on knowledge changes across 
     await store.query("delete from eval_autorun_requests")
   }, 180_000)
 
+  it("waits with a due request while the organization has a run in flight: autoruns never pile up (attack 42 F2)", async () => {
+    let release = () => {}
+    hold = new Promise<void>((resolve) => (release = resolve))
+    const inFlight = await request(replicas[0]!.url, "/api/evals/runs", { key: admin, body: {} })
+    expect(inFlight.status, inFlight.text).toBe(202)
+    const before = (await runs()).length
+    await addEntry(replicas[1]!, "during-a-run")
+    await store.query("update eval_autorun_requests set due_at = now() - interval '1 second'")
+    await sleep(7_000)
+    expect(await runs()).toHaveLength(before)
+    expect(await requests()).toHaveLength(1)
+    hold = null
+    release()
+    await ended(inFlight.json.id)
+    const [autorun] = await eventually(runs, (listed) => listed.length === before + 1, "the waiting autorun started", 20_000)
+    expect(autorun!.trigger).toBe("knowledge_change")
+    await ended(autorun!.id)
+  }, 120_000)
+
   it("evaluates a proposal on the live base (evaluate_change), never a baseline for later runs; a person's start in the web app is manual", async () => {
     const proposal = await propose(replicas[0]!, "refunds-net")
     const evaluated = await request(replicas[0]!.url, "/api/evals/runs", { key: admin, body: { doc_ids: [proposal] } })
@@ -144,7 +168,14 @@ describe.skipIf(skip)("evaluation triggers: autorun on knowledge changes across 
     const refused = await request(replicas[1]!.url, "/api/evals/runs", { key: admin, body: { trigger: "knowledge_change" } })
     expect(refused.status).toBe(400)
 
-    const records = (await request(replicas[0]!.url, "/api/evals/accuracy", { key: admin })).json.items
+    // Records are written as runs end, just after their status.
+    const records = (
+      await eventually(
+        () => request(replicas[0]!.url, "/api/evals/accuracy", { key: admin }),
+        (answer) => answer.json.items.some((record: { run_id: string }) => record.run_id === manual.json.id),
+        "the manual run recorded"
+      )
+    ).json.items
     const [manualRecord, evaluatedRecord] = records
     // Compared with the autorun's run: the proposal (and r5, added since) are what is new.
     expect(evaluatedRecord).toMatchObject({ run_id: evaluated.json.id, trigger: "evaluate_change" })

@@ -34,4 +34,13 @@ describe("accuracy records: which runs are recorded, and once", () => {
     const history = await request(gateway.url, "/api/evals/accuracy", { key: admin })
     expect(history.json.items.map((item: { run_id: string }) => item.run_id)).toEqual([runId(3)])
   })
+
+  it("records a completed run whose job ended before it could record it (a crash, the store away), once (attack 42 F4)", async () => {
+    const missed = await endedRun(4, "completed", `sha256:${"1".repeat(64)}`)
+    const sweep = () => gateway.runtime.runPromise(Effect.flatMap(EvalAccuracy, (accuracy) => accuracy.recordMissed))
+    expect(await sweep()).toBe(1)
+    expect(await sweep()).toBe(0)
+    const history = await request(gateway.url, "/api/evals/accuracy", { key: admin })
+    expect(history.json.items.map((item: { run_id: string }) => item.run_id)).toEqual([missed, runId(3)])
+  })
 })
