@@ -4,6 +4,7 @@ import { fetchLocalKey, forgetKey, storedKey, storeKey } from "./client/Session"
 import { type Session, SessionContext } from "./client/SessionContext"
 import { useApi } from "./client/useApi"
 import { AgentRunsPage } from "./pages/AgentRuns"
+import { AccuracyPage } from "./pages/Accuracy"
 import { EvalsPage } from "./pages/Evals"
 import { KnowledgePage } from "./pages/Knowledge"
 import { ReportsPage } from "./pages/Reports"
@@ -32,6 +33,7 @@ const PAGES = [
   { path: "/chat", title: "Chat", view: ChatPage },
   { path: "/runs", title: "Agent runs", view: AgentRunsPage },
   { path: "/evals", title: "Evaluations", view: EvalsPage },
+  { path: "/accuracy", title: "Accuracy", view: AccuracyPage },
   { path: "/knowledge", title: "Knowledge", view: KnowledgePage },
   { path: "/reports", title: "Reports", view: ReportsPage },
   { path: "/sandboxes", title: "Sandboxes", view: SandboxesPage },

@@ -1,4 +1,5 @@
 import { Fragment, useEffect, useState } from "react"
+import type { EvalCoverage } from "../../domain/EvalCoverage"
 import { useAction, useApi } from "../client/useApi"
 import { useSession } from "../client/SessionContext"
 import { useOpenRow } from "../components/OpenRow"
@@ -9,6 +10,8 @@ import { formatTime } from "../format"
 
 const ENDED = new Set(["completed", "failed", "cancelled"])
 const percent = (value: number | null) => (value === null ? "—" : `${Math.round(value * 1000) / 10} %`)
+const coverageText = (coverage: EvalCoverage) =>
+  (["overall", "staging", "intermediate", "marts"] as const).map((layer) => `${layer} ${coverage[layer].covered}/${coverage[layer].total}`).join(", ")
 
 /** The agent's steps for a task, and its answer. */
 const Transcript = ({ agentRunId, done }: { readonly agentRunId: string; readonly done: boolean }) => {
@@ -36,6 +39,12 @@ const RunTasks = ({ runId }: { readonly runId: string }) => {
   return (
     <Loaded value={run} what="the run's tasks" onRetry={reload}>
       {(detail) => (
+        <>
+        {detail.coverage !== null && (
+          <p className="small" aria-label={`Coverage of ${runId}`}>
+            Coverage of the dbt project: {coverageText(detail.coverage)}
+          </p>
+        )}
         <table aria-label={`Tasks of ${runId}`}>
           <TableHead columns={["Task", "Class", "Phase", "Verdict", "Checks", "Detail"]} actions="Transcript" />
           <tbody>
@@ -63,6 +72,7 @@ const RunTasks = ({ runId }: { readonly runId: string }) => {
             ))}
           </tbody>
         </table>
+        </>
       )}
     </Loaded>
   )
@@ -84,7 +94,7 @@ export const EvalsPage = () => {
   }, [anyRunning, reload])
 
   const start = async () => {
-    const run = await starting.perform((client) => client.evals.startRun({ payload: {} }))
+    const run = await starting.perform((client) => client.evals.startRun({ payload: { trigger: "manual" } }))
     if (run === undefined) return
     reload()
     rows.show(run.id)
@@ -135,7 +145,7 @@ export const EvalsPage = () => {
           ) : (
             <div className="scroll-x">
               <table aria-label="Evaluation runs">
-                <TableHead columns={["Started", "Status", "Eval set", "Tasks done", "Correct / partial / wrong / error", "Accuracy"]} actions="Run" />
+                <TableHead columns={["Started", "Status", "Trigger", "Eval set", "Tasks done", "Correct / partial / wrong / error", "Accuracy"]} actions="Run" />
                 <tbody>
                   {page.items.map((run) => (
                     <Fragment key={run.id}>
@@ -145,6 +155,7 @@ export const EvalsPage = () => {
                           <span className={`run-status ${run.status}`}>{run.status}</span>
                           {run.error !== null && <div className="muted small">{run.error.message}</div>}
                         </td>
+                        <td>{run.trigger.replaceAll("_", " ")}</td>
                         <td className="clip" title={run.build_fingerprint}>
                           {run.eval_set_ref}
                         </td>
@@ -162,7 +173,7 @@ export const EvalsPage = () => {
                           </button>
                         </td>
                       </tr>
-                      {rows.detail(run.id, 7, () => <RunTasks runId={run.id} />)}
+                      {rows.detail(run.id, 8, () => <RunTasks runId={run.id} />)}
                     </Fragment>
                   ))}
                 </tbody>

@@ -2,6 +2,7 @@ import { type FormEvent, useState } from "react"
 import { CATEGORIES_OF, type KnowledgeCategory, type KnowledgeEntry, type KnowledgeScope } from "../../domain/Knowledge"
 import { useAction, useApi } from "../client/useApi"
 import { ConfirmButton } from "../components/ConfirmButton"
+import { Link } from "../components/Link"
 import { Markdown } from "../components/Markdown"
 import { Empty, ErrorBanner, Loaded } from "../components/States"
 import { TableHead } from "../components/TableHead"
@@ -113,6 +114,9 @@ const EntryView = ({ id, onChanged }: { readonly id: string; readonly onChanged:
   const [entry, reload] = useApi((client) => client.knowledge.get({ path: { id } }), [id])
   const [mode, setMode] = useState<"read" | "edit" | "history">("read")
   const act = useAction()
+  // A proposal evaluated on the live base: an evaluation run of its own (staff of an allow-listed organization).
+  const evaluating = useAction()
+  const [evaluation, setEvaluation] = useState<string | null>(null)
   const done = (result: unknown) => {
     if (result !== undefined) (reload(), onChanged())
   }
@@ -131,6 +135,18 @@ const EntryView = ({ id, onChanged }: { readonly id: string; readonly onChanged:
                 Approve
               </button>
             )}{" "}
+            {shown.status === "pending" && (
+              <button
+                type="button"
+                disabled={evaluating.pending}
+                onClick={async () => {
+                  const run = await evaluating.perform((c) => c.evals.startRun({ payload: { doc_ids: [id] } }))
+                  if (run !== undefined) setEvaluation(run.id)
+                }}
+              >
+                Evaluate this proposal
+              </button>
+            )}{" "}
             <button type="button" aria-pressed={mode === "edit"} onClick={() => setMode(mode === "edit" ? "read" : "edit")}>
               Edit
             </button>{" "}
@@ -142,6 +158,12 @@ const EntryView = ({ id, onChanged }: { readonly id: string; readonly onChanged:
             )}
           </div>
           <ErrorBanner error={act.error} />
+          <ErrorBanner error={evaluating.error} />
+          {evaluation !== null && (
+            <p role="status">
+              Evaluation run {evaluation} started with this proposal on the live knowledge: follow it under <Link to="/evals">Evaluations</Link>, its figures under <Link to="/accuracy">Accuracy</Link>.
+            </p>
+          )}
           {mode === "read" && <Markdown text={shown.body} />}
           {mode === "edit" && <Editor entry={shown} onSaved={() => (setMode("read"), reload(), onChanged())} onCancel={() => setMode("read")} />}
           {mode === "history" && <History entry={shown} />}
