@@ -2,6 +2,8 @@ import { Data, Effect, Option, Redacted } from "effect"
 import nodemailer from "nodemailer"
 import { AppConfig } from "./AppConfig"
 
+const isLoopback = (host: string) => host === "localhost" || host === "::1" || /^127\./.test(host)
+
 /** A message that could not be sent; its message names what went wrong, never the server's credentials. */
 export class MailNotSent extends Data.TaggedError("MailNotSent")<{ readonly message: string }> {}
 
@@ -18,11 +20,14 @@ export class Mailer extends Effect.Service<Mailer>()("sluice/Mailer", {
     const transport = Option.map(config.smtpUrl, (redacted) => {
       const url = new URL(Redacted.value(redacted))
       const secure = url.protocol === "smtps:"
+      const host = url.hostname.replace(/^\[|\]$/g, "")
       return nodemailer.createTransport(
         {
-          host: url.hostname.replace(/^\[|\]$/g, ""),
+          host,
           port: url.port === "" ? (secure ? 465 : 587) : Number(url.port),
           secure,
+          // smtp:// to another machine must upgrade with STARTTLS, or nothing (least of all the password) is sent; on this machine plain text stays here.
+          requireTLS: !secure && !isLoopback(host),
           ...(url.username === "" ? {} : { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } }),
           connectionTimeout: 10_000,
           greetingTimeout: 10_000,

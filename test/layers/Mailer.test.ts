@@ -1,3 +1,4 @@
+import * as os from "node:os"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppConfig } from "../../layers/AppConfig"
@@ -44,6 +45,22 @@ describe("email through SMTP", () => {
     expect(message).not.toContain("not-the-pass-4271")
     const nobody = await sendWith({ SP_SMTP_URL: `smtp://127.0.0.1:${await freePort()}` })
     expect(nobody._tag === "Left" ? nobody.left.message : "").toMatch(/could not be sent \(ESOCKET|ECONNECTION/)
+  })
+
+  it("sends nothing to another machine's server that does not offer STARTTLS: the password never crosses the network in plain text", async () => {
+    const address = Object.values(os.networkInterfaces())
+      .flat()
+      .find((candidate) => candidate?.family === "IPv4" && !candidate.internal)?.address
+    if (address === undefined) return
+    const remote = await startSmtpServer("mailer", "s3cret-smtp-pass", "0.0.0.0")
+    try {
+      const refused = await sendWith({ SP_SMTP_URL: `smtp://mailer:s3cret-smtp-pass@${address}:${remote.port}` })
+      expect(refused._tag).toBe("Left")
+      expect(refused._tag === "Left" ? refused.left.message : "").toMatch(/could not be sent \(ETLS/)
+      expect(remote.messages).toEqual([])
+    } finally {
+      await remote.close()
+    }
   })
 
   it("refuses a URL that is not smtp:// or smtps://, without echoing it", async () => {

@@ -12,7 +12,7 @@ export interface CapturedMail {
  * A real SMTP server (the `smtp-server` library) on a free port that accepts mail for anyone from a
  * client that logs in as `user`/`pass`, and keeps each message. Plain text, no STARTTLS: a test's.
  */
-export const startSmtpServer = async (user = "mailer", pass = "s3cret-smtp-pass") => {
+export const startSmtpServer = async (user = "mailer", pass = "s3cret-smtp-pass", listenOn = "127.0.0.1") => {
   const messages: Array<CapturedMail> = []
   const server = new SMTPServer({
     disabledCommands: ["STARTTLS"],
@@ -33,7 +33,7 @@ export const startSmtpServer = async (user = "mailer", pass = "s3cret-smtp-pass"
       })
     }
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await new Promise<void>((resolve) => server.listen(0, listenOn, resolve))
   const port = (server.server.address() as AddressInfo).port
   return {
     url: `smtp://${user}:${pass}@127.0.0.1:${port}`,
