@@ -11,11 +11,11 @@ const EVERY = "5 seconds"
 
 /**
  * Every 5 s, on every replica: starts the evaluation runs that knowledge changes asked for, once
- * due (2 minutes after the first change a request holds) and its organization has no run in
- * flight (autoruns never pile up). Each request is taken by one replica
- * alone (taken as it is deleted), and the run acts as whoever turned autorun on. One that cannot
- * start for now (this process has two runs in flight, the store blinked) is put back for later; one refused for good
- * (autorun since turned off, its credential gone, the settings incomplete) is logged and dropped.
+ * due (2 minutes after the first change a request holds) and its organization has no run in flight
+ * (autoruns never pile up). Each request is taken by one replica alone (taken as it is deleted),
+ * and the run acts as whoever turned autorun on. One that cannot start for now (this process has
+ * two runs in flight, the store blinked) is put back for later; one refused for good (autorun
+ * since turned off, its credential gone, the settings incomplete) is logged and dropped.
  */
 export const EvalAutorunLoop = Layer.scopedDiscard(
   Effect.gen(function* () {

@@ -42,17 +42,21 @@ export class EvalAccuracyRepo extends Effect.Service<EvalAccuracyRepo>()("sluice
 
     /**
      * Appends the record `make` builds from the trailing comparable records (same set ref,
-     * fingerprint and tasks, newest first; a proposal's evaluation is no baseline: its knowledge was never
-     * live), once per run. Appends to one set and fingerprint take turns, so
-     * two runs ending at once are each compared with the other's record when it came first.
+     * fingerprint and tasks, finished before `finishedAt`, newest first; a proposal's evaluation is no
+     * baseline: its knowledge was never live), once per run. Appends of comparable runs take turns,
+     * so of two runs ending at once the second is compared with the first.
      */
     const append = Effect.fn("EvalAccuracyRepo.append")(
-      (orgId: OrgId, comparable: { readonly ref: string; readonly fingerprint: string; readonly taskSet: string }, make: (trailing: ReadonlyArray<AccuracyRecord>) => AccuracyRecord) =>
+      (
+        orgId: OrgId,
+        comparable: { readonly ref: string; readonly fingerprint: string; readonly taskSet: string; readonly finishedAt: Date },
+        make: (trailing: ReadonlyArray<AccuracyRecord>) => AccuracyRecord
+      ) =>
         Effect.gen(function* () {
           yield* sql`select pg_advisory_xact_lock(hashtextextended(${`eval_accuracy/${orgId}/${comparable.ref}/${comparable.fingerprint}/${comparable.taskSet}`}, 0))`
           const trailing = yield* sql`select ${sql.unsafe(COLUMNS)} from eval_accuracy_records
             where org_id = ${orgId} and eval_set_ref = ${comparable.ref} and build_fingerprint = ${comparable.fingerprint} and task_set = ${comparable.taskSet}
-              and trigger <> 'evaluate_change'
+              and trigger <> 'evaluate_change' and finished_at < ${comparable.finishedAt}
             order by finished_at desc, run_id desc limit ${TRAILING_RUNS}`.pipe(Effect.flatMap(records))
           const record = make(trailing)
           const rows = yield* sql`insert into eval_accuracy_records ${sql.insert({

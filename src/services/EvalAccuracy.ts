@@ -18,7 +18,7 @@ const compared = (record: Pick<AccuracyRecord, "run_id" | "tasks">): ComparedRun
 
 /**
  * Evaluation history: a permanent accuracy record for each completed run, compared as it is written
- * with the trailing comparable runs (same eval set ref and build fingerprint) for a regression.
+ * with the trailing comparable runs (same eval set ref, build fingerprint and tasks) for a regression.
  */
 export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAccuracy", {
   effect: Effect.gen(function* () {
@@ -64,11 +64,13 @@ export class EvalAccuracy extends Effect.Service<EvalAccuracy>()("sluice/EvalAcc
         max_tasks: settings.max_tasks,
         attempts: settings.attempts
       }
-      const recorded = yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint, taskSet }, (trailing) => {
+      const finishedAt = run.ended_at ?? new Date()
+      // A run recorded late (by the sweep) is compared with the runs that finished before it, not after.
+      const recorded = yield* repo.append(orgId, { ref: run.eval_set_ref, fingerprint: run.build_fingerprint, taskSet, finishedAt }, (trailing) => {
         const comparison = checkRegression({ run_id: run.id, tasks }, trailing.map(compared), config.evalRegressionDropPct)
         return {
           run_id: run.id,
-          finished_at: run.ended_at ?? new Date(),
+          finished_at: finishedAt,
           eval_set_ref: run.eval_set_ref,
           build_fingerprint: run.build_fingerprint,
           task_set: taskSet,

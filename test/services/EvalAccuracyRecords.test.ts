@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LOCAL_ORG } from "../../src/domain/Ids"
@@ -42,5 +43,17 @@ describe("accuracy records: which runs are recorded, and once", () => {
     expect(await sweep()).toBe(0)
     const history = await request(gateway.url, "/api/evals/accuracy", { key: admin })
     expect(history.json.items.map((item: { run_id: string }) => item.run_id)).toEqual([missed, runId(3)])
+  })
+
+  it("compares a run recorded late with the runs that finished before it, never after", async () => {
+    const fingerprint = `sha256:${"2".repeat(64)}`
+    const late = await endedRun(5, "completed", fingerprint)
+    const later = await endedRun(6, "completed", fingerprint)
+    await gateway.runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`update eval_runs set ended_at = ended_at - interval '1 hour' where id = ${late}`))
+    expect(await record(later)).toMatchObject({ comparison: null })
+    const sweep = () => gateway.runtime.runPromise(Effect.flatMap(EvalAccuracy, (accuracy) => accuracy.recordMissed))
+    expect(await sweep()).toBe(1)
+    const history = (await request(gateway.url, "/api/evals/accuracy", { key: admin })).json.items as Array<{ run_id: string; comparison: unknown }>
+    expect(history.find((item) => item.run_id === late)?.comparison).toBeNull()
   })
 })
