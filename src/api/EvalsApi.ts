@@ -52,7 +52,7 @@ export class EvalsApi extends HttpApiGroup.make("evals")
       .annotateContext(
         docs(
           "Change evaluation settings",
-          "Replaces the fields given (null clears): `connection_name` (the pinned connection), `eval_set` (`{kind: repository, workspace_project_id, path, ref}` or `{kind: upload, upload_id}`), `runner_profile` (one the deployment offers; the eval set never chooses it), `notify_emails` (at most 20), `prompt_preamble` (at most 4000 characters), `max_tasks` (1–200), `model`, `autorun`."
+          "Replaces the fields given (null clears): `connection_name` (the pinned connection), `eval_set` (`{kind: repository, workspace_project_id, path, ref}` or `{kind: upload, upload_id}`), `runner_profile` (one the deployment offers; the eval set never chooses it), `notify_emails` (at most 20), `prompt_preamble` (at most 4000 characters), `max_tasks` (1–200), `attempts` (1–5: how many times a run attempts each task), `model`, `autorun` (knowledge added or approved starts a run within 2 minutes, acting as whoever turns it on)."
         )
       )
   )

@@ -39,7 +39,7 @@ import m0038 from "./0038_eval_retention"
 import m0039 from "./0039_api_key_knowledge_overlay"
 import m0040 from "./0040_agent_run_eval_owner"
 import m0041 from "./0041_sandbox_memory"
-import m0042 from "./0042_eval_accuracy"
+import m0042 from "./0042_eval_history"
 
 export const migrations = {
   "0001_tenancy": m0001,
@@ -83,5 +83,5 @@ export const migrations = {
   "0039_api_key_knowledge_overlay": m0039,
   "0040_agent_run_eval_owner": m0040,
   "0041_sandbox_memory": m0041,
-  "0042_eval_accuracy": m0042
+  "0042_eval_history": m0042
 }
